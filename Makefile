@@ -1,0 +1,56 @@
+# The front door. Every target is one line in `make help`; the Python code does the work.
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3
+BACKEND ?=
+MODEL ?=
+TASK ?=
+PROFILE ?=
+STEPS ?=
+REPEATS ?=
+RESULTS ?= results
+VENVS := .venvs
+TOOLS_PY := $(VENVS)/tools/bin/python
+BACKENDS := keras2 tensorflow jax torch native-torch
+
+# Optional narrowing/overrides passed through to `python -m bench run`.
+RUN_ARGS = $(if $(TASK),--task $(TASK)) $(if $(PROFILE),--profile $(PROFILE)) $(if $(STEPS),--steps $(STEPS)) \
+           $(if $(REPEATS),--repeats $(REPEATS)) --results-dir $(RESULTS)
+
+include mk/envs.mk
+-include mk/containers.mk
+
+.PHONY: help bench bench-all table test test-fast check bench-overhead clean-results
+
+help: ## List every target with one line each
+	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | sort -u | awk 'BEGIN{FS=":.*## "}{printf "  %-18s %s\n", $$1, $$2}'
+	@echo "Variables: BACKEND=<$(BACKENDS)> MODEL=<sam stable_diffusion bert gemma mistral> TASK= PROFILE=<paper|smoke> STEPS= REPEATS= RESULTS=$(RESULTS)"
+
+bench: ## Run every task of MODEL on BACKEND (builds the env first): make bench BACKEND=jax MODEL=bert
+	@test -n "$(BACKEND)" -a -n "$(MODEL)" || { echo "usage: make bench BACKEND=<$(BACKENDS)> MODEL=<model> [TASK= PROFILE= STEPS= REPEATS=]" >&2; exit 2; }
+	@$(MAKE) --no-print-directory env BACKEND=$(BACKEND)
+	@$(MAKE) --no-print-directory env-tools
+	$(TOOLS_PY) -m bench run --backend $(BACKEND) --model $(MODEL) $(RUN_ARGS)
+
+bench-all: envs ## Run the whole matrix (every backend x model x task of the published table)
+	$(TOOLS_PY) -m bench run $(RUN_ARGS)
+
+table: env-tools ## Render $(RESULTS)/RESULTS.md and its figures from the result files
+	$(TOOLS_PY) -m bench table --results-dir $(RESULTS)
+
+bench-overhead: env-tools ## Measure the harness's own per-step overhead on a trivial step
+	$(TOOLS_PY) scripts/harness_overhead.py
+
+check: check-locks check-containers check-flake ## Static checks, offline: locks current, exports in sync, hadolint, flake
+	@echo "check: all static checks passed"
+
+test: envs ## Build what is needed, then run the whole test suite (smoke profile on CPU)
+	$(TOOLS_PY) -m pytest tests -ra
+
+test-fast: env-tools ## Unit tests only (no framework environments needed)
+	$(TOOLS_PY) -m pytest tests -ra -m "not envs and not container"
+
+clean-results: ## Remove results/ logs (result files are kept; history/ keeps earlier ones)
+	rm -rf $(RESULTS)/logs

@@ -1,0 +1,64 @@
+"""The five backends: one row each, the single source of truth for names, envs and variables.
+
+Stdlib only: scripts/envs.py, the Makefile helpers and the orchestrator import this without any framework.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+class BenchError(ValueError):
+    """Bad input or an unusable state, reported as a clear one-line message and a non-zero exit."""
+
+
+@dataclass(frozen=True)
+class Backend:
+    name: str  # the BACKEND= value, also the env's name under envs/ and .venvs/
+    display: str  # column header of the published table
+    family: str  # "keras" or "native-torch": which implementations serve it
+    framework: str  # the framework package whose version identifies a run
+    keras_major: int | None  # 2 or 3 for Keras backends, None for native PyTorch
+    environment: dict[str, str] = field(default_factory=dict)  # set before any framework import
+
+
+# Variables every cell process gets: no network, quiet logs, and deterministic hashing.
+COMMON_ENVIRONMENT = {
+    "HF_HUB_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+    "HF_DATASETS_OFFLINE": "1",
+    "DIFFUSERS_OFFLINE": "1",
+    "KAGGLE_OFFLINE": "1",
+    "TF_CPP_MIN_LOG_LEVEL": "2",
+    "PYTHONHASHSEED": "0",
+}
+
+BACKENDS: dict[str, Backend] = {
+    b.name: b
+    for b in (
+        Backend(
+            "keras2",
+            "Keras 2 (TensorFlow)",
+            "keras",
+            "tensorflow",
+            2,
+            # Must be set before TF is imported, or tf.keras silently resolves to Keras 3.
+            {"TF_USE_LEGACY_KERAS": "1", "KERAS_BACKEND": "tensorflow"},
+        ),
+        Backend("tensorflow", "Keras 3 (TensorFlow)", "keras", "tensorflow", 3, {"KERAS_BACKEND": "tensorflow"}),
+        Backend("jax", "Keras 3 (JAX)", "keras", "jax", 3, {"KERAS_BACKEND": "jax"}),
+        Backend("torch", "Keras 3 (PyTorch)", "keras", "torch", 3, {"KERAS_BACKEND": "torch"}),
+        Backend("native-torch", "Native PyTorch", "native-torch", "torch", None, {}),
+    )
+}
+
+
+def get_backend(name: str) -> Backend:
+    try:
+        return BACKENDS[name]
+    except KeyError:
+        raise BenchError(f"unknown backend {name!r}; valid backends: {', '.join(BACKENDS)}") from None
+
+
+def cell_environment(name: str) -> dict[str, str]:
+    """Variables a cell process of this backend runs with (on top of the caller's)."""
+    return {**COMMON_ENVIRONMENT, **get_backend(name).environment}

@@ -1,0 +1,138 @@
+"""`python -m bench ...`: the one entry point, inside every environment and outside them."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from bench.backends import BACKENDS, BenchError
+from bench.provenance import REPO_ROOT
+
+DEFAULT_RESULTS = Path(os.environ.get("BENCH_RESULTS_DIR", REPO_ROOT / "results"))
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
+    return value
+
+
+def non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {text!r}")
+    return value
+
+
+def csv_list(text: str) -> list[str]:
+    return [item for item in text.replace(",", " ").split() if item]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m bench", description="Keras 3 benchmarks, re-run reproducibly.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    run = sub.add_parser("run", help="run benchmark cells (all of the published table unless narrowed)")
+    run.add_argument("--backend", type=csv_list, help=f"one or more of: {', '.join(BACKENDS)} (default: all)")
+    run.add_argument("--model", type=csv_list, help="one or more of: sam, stable_diffusion, bert, gemma, mistral (default: all)")
+    run.add_argument("--task", type=csv_list, help="fit, predict and/or generate (default: every task of the model)")
+    run.add_argument("--variant", type=csv_list, help="native-torch: eager and/or compiled (default: both)")
+    run.add_argument("--batch-size", type=positive_int, help="override the profile's batch size")
+    run.add_argument("--profile", help="paper or smoke (default: paper when a CUDA GPU is visible, else smoke)")
+    run.add_argument("--steps", type=positive_int, help="timed steps (default: the profile's)")
+    run.add_argument("--warmup", type=non_negative_int, help="warm-up steps after the first (default: the profile's)")
+    run.add_argument("--repeats", type=positive_int, default=1, help="whole-process repeats per cell (default: 1)")
+    run.add_argument("--timeout", type=positive_int, help="seconds per cell process (default: the profile's)")
+    run.add_argument("--results-dir", type=Path, default=DEFAULT_RESULTS)
+    run.add_argument("--dry-run", action="store_true", help="list the cells and exit")
+
+    cell = sub.add_parser("cell", help="(internal) measure one cell in this process")
+    cell.add_argument("--cell", required=True, help="the cell as JSON")
+    cell.add_argument("--out", required=True, type=Path)
+
+    val = sub.add_parser("validate", help="check every result file under a results folder")
+    val.add_argument("--results-dir", type=Path, default=DEFAULT_RESULTS)
+
+    table = sub.add_parser("table", help="render RESULTS.md and figures from the result files")
+    table.add_argument("--results-dir", type=Path, default=DEFAULT_RESULTS)
+    table.add_argument("--out", type=Path, help="Markdown file (default: <results-dir>/RESULTS.md)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return COMMANDS[args.command](args)
+    except BenchError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from bench.provenance import machine_info
+    from bench.runner import default_profile, run_cells
+    from bench.workloads import get_profile, plan_cells
+
+    if args.profile:
+        get_profile(args.profile)
+        profile, choice = args.profile, "explicit (--profile)"
+    else:
+        profile, why = default_profile(machine_info())
+        choice = f"default: {why}"
+    print(f"profile: {profile} ({choice})", flush=True)
+    cells = plan_cells(
+        profile,
+        backends=args.backend,
+        models=args.model,
+        tasks=args.task,
+        batch_size=args.batch_size,
+        variants=args.variant,
+        timed_steps=args.steps,
+        warmup_steps=args.warmup,
+    )
+    if not cells:
+        raise BenchError("no cells match the given backend/model/task/variant")
+    if args.dry_run:
+        for c in cells:
+            print(c.key)
+        return 0
+    results = run_cells(cells, args.results_dir, repeats=args.repeats, timeout_s=args.timeout, profile_choice=choice)
+    return 0 if all(r.status in ("ok", "unsupported") for r in results) else 1
+
+
+def cmd_cell(args: argparse.Namespace) -> int:
+    from bench.cell import main as cell_main
+    from bench.workloads import Cell
+
+    return cell_main(Cell.from_dict(json.loads(args.cell)), args.out)
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from bench.results import load_all
+
+    results = load_all(args.results_dir)
+    print(f"{len(results)} result files under {args.results_dir} are valid")
+    return 0
+
+
+def cmd_table(args: argparse.Namespace) -> int:
+    from bench.table import render
+
+    out = args.out or args.results_dir / "RESULTS.md"
+    render(args.results_dir, out)
+    print(f"wrote {out}")
+    return 0
+
+
+COMMANDS = {"run": cmd_run, "cell": cmd_cell, "validate": cmd_validate, "table": cmd_table}

@@ -1,0 +1,29 @@
+"""BERT base (cased): text classification, fit at batch 32 and predict at batch 256, sequence length 512."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from bench.workloads import load_model_spec, positive_fields
+
+
+@dataclass(frozen=True)
+class BertShape:
+    vocabulary_size: int
+    num_layers: int
+    num_heads: int
+    hidden_dim: int
+    intermediate_dim: int
+    max_sequence_length: int
+    sequence_length: int
+    num_classes: int
+    learning_rate: float
+
+    def __post_init__(self) -> None:
+        positive_fields(self)
+        if self.sequence_length > self.max_sequence_length:
+            raise ValueError("sequence_length exceeds max_sequence_length")
+        if self.hidden_dim % self.num_heads:
+            raise ValueError("hidden_dim must be a multiple of num_heads")
+
+
+SPEC = load_model_spec("bert", "BERT", BertShape)

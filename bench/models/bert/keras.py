@@ -1,0 +1,43 @@
+"""BERT on Keras: keras-hub BertTextClassifier (Keras 3) or keras-nlp BertClassifier (Keras 2)."""
+from __future__ import annotations
+
+from bench.models.keras_common import KerasWorkload, assert_keras_major, nlp_library, repeated_batch, rng
+
+
+class BertKeras(KerasWorkload):
+    def setup(self) -> None:
+        s, bs, keras = self.shape, self.cell.batch_size, self.keras
+        lib = nlp_library(self.keras_major)
+        backbone = lib.models.BertBackbone(
+            vocabulary_size=s.vocabulary_size,
+            num_layers=s.num_layers,
+            num_heads=s.num_heads,
+            hidden_dim=s.hidden_dim,
+            intermediate_dim=s.intermediate_dim,
+            max_sequence_length=s.max_sequence_length,
+        )
+        classifier = getattr(lib.models, "BertTextClassifier", None) or lib.models.BertClassifier
+        self.model = classifier(backbone=backbone, num_classes=s.num_classes, preprocessor=None)
+        assert_keras_major(self.model, self.keras_major)
+        r = rng()
+        inputs = {
+            "token_ids": r.integers(0, s.vocabulary_size, (bs, s.sequence_length), dtype="int32"),
+            "segment_ids": (r.random((bs, s.sequence_length)) < 0.5).astype("int32"),
+            "padding_mask": r.random((bs, s.sequence_length)) >= 0.0,  # every position is a real token
+        }
+        if self.cell.task == "fit":
+            self.model.compile(
+                optimizer=keras.optimizers.AdamW(learning_rate=s.learning_rate),
+                loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+            )
+            self.data = repeated_batch(inputs, r.integers(0, s.num_classes, (bs,), dtype="int32"))
+        else:
+            self.model.compile()
+            self.data = repeated_batch(inputs)
+
+    def settings(self):
+        return {**super().settings(), "sequence_length": self.shape.sequence_length}
+
+
+def create(cell, shape) -> BertKeras:
+    return BertKeras(cell, shape)

@@ -1,0 +1,55 @@
+"""BERT in plain PyTorch: transformers BertForSequenceClassification; Trainer fit, no-grad predict."""
+from __future__ import annotations
+
+import torch
+
+from bench.models.torch_common import RepeatedSamples, TorchWorkload, train_with_trainer
+
+
+class BertTorch(TorchWorkload):
+    def setup(self) -> None:
+        from transformers import BertConfig, BertForSequenceClassification
+
+        s, bs = self.shape, self.cell.batch_size
+        config = BertConfig(
+            vocab_size=s.vocabulary_size,
+            hidden_size=s.hidden_dim,
+            num_hidden_layers=s.num_layers,
+            num_attention_heads=s.num_heads,
+            intermediate_size=s.intermediate_dim,
+            max_position_embeddings=s.max_sequence_length,
+            num_labels=s.num_classes,
+        )
+        self.model = BertForSequenceClassification(config).to(self.device)
+        g = torch.Generator().manual_seed(0)
+        self.inputs = {
+            "input_ids": torch.randint(0, s.vocabulary_size, (bs, s.sequence_length), generator=g),
+            "token_type_ids": torch.randint(0, 2, (bs, s.sequence_length), generator=g),
+            "attention_mask": torch.ones(bs, s.sequence_length, dtype=torch.long),
+        }
+        if self.cell.task == "fit":
+            labels = torch.randint(0, s.num_classes, (bs,), generator=g)
+            samples = [{**{k: v[i] for k, v in self.inputs.items()}, "labels": labels[i]} for i in range(bs)]
+            self.dataset = samples
+        else:
+            self.model.eval()
+            self.forward = self.maybe_compile(self.model)
+            self.inputs = {k: v.to(self.device) for k, v in self.inputs.items()}
+
+    def drive(self, timer, count):
+        if self.cell.task == "fit":
+            dataset = RepeatedSamples(self.dataset, self.cell.batch_size * count)
+            train_with_trainer(self, dataset, timer, count, learning_rate=self.shape.learning_rate, optim="adamw_torch")
+        else:
+            super().drive(timer, count)
+
+    @torch.inference_mode()
+    def step(self):
+        return self.forward(**self.inputs).logits
+
+    def settings(self):
+        return {**super().settings(), "sequence_length": self.shape.sequence_length}
+
+
+def create(cell, shape) -> BertTorch:
+    return BertTorch(cell, shape)

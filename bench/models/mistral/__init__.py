@@ -1,0 +1,10 @@
+"""Mistral 7B causal LM: LoRA fit (bf16) at batch 8, greedy generate at batch 32 and 1."""
+from bench.models.llm import CausalLMShape
+from bench.workloads import load_model_spec
+
+SPEC = load_model_spec(
+    "mistral",
+    "Mistral",
+    CausalLMShape,
+    unsupported={"keras2": "Mistral on Keras 2 breaks under bfloat16 + LoRA (keras-nlp 0.12); NA as published"},
+)

@@ -1,0 +1,37 @@
+"""SegmentAnything ViT-H: image-encoder fit against a random feature map (bs 1), predict with point prompts (bs 4)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from bench.workloads import load_model_spec, positive_fields
+
+
+@dataclass(frozen=True)
+class SamShape:
+    image_size: int
+    patch_size: int
+    hidden_dim: int  # image encoder (ViT) width
+    num_layers: int
+    num_heads: int
+    mlp_dim: int
+    window_size: int
+    global_attention_layers: list[int]  # ViT blocks with global (not windowed) attention
+    embed_dim: int  # image embedding / prompt embedding width
+    mask_decoder_depth: int
+    num_points: int  # point prompts per image in predict
+    learning_rate: float
+
+    def __post_init__(self) -> None:
+        positive_fields(self)
+        if self.image_size % self.patch_size:
+            raise ValueError("image_size must be a multiple of patch_size")
+        if any(not 0 <= i < self.num_layers for i in self.global_attention_layers):
+            raise ValueError("global_attention_layers must index encoder layers")
+
+    @property
+    def feature_size(self) -> int:
+        """Side of the image embedding the fit target matches (image_size / patch_size)."""
+        return self.image_size // self.patch_size
+
+
+SPEC = load_model_spec("sam", "SegmentAnything", SamShape)

@@ -1,0 +1,41 @@
+"""StableDiffusion v1: VAE-encoder fit to a random latent (bs 8), text-to-image predict per denoising step (bs 13)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from bench.workloads import load_model_spec, positive_fields
+
+
+@dataclass(frozen=True)
+class StableDiffusionShape:
+    resolution: int  # image side; latents are resolution / 8
+    text_length: int  # CLIP context length
+    # Predict is timed at two denoising step counts; (t_high - t_low) / (high - low) is the per-step figure,
+    # which removes the text encoder and the VAE decoder from it.
+    denoise_steps_low: int
+    denoise_steps_high: int
+    # Architecture widths for the native (diffusers/transformers) models; keras-cv's widths are fixed.
+    unet_block_out_channels: list[int]
+    unet_layers_per_block: int
+    unet_attention_head_dim: int
+    cross_attention_dim: int  # = CLIP text hidden size
+    text_layers: int
+    text_heads: int
+    text_intermediate_dim: int
+    text_vocabulary_size: int
+    vae_block_out_channels: list[int]
+    learning_rate: float
+
+    def __post_init__(self) -> None:
+        positive_fields(self)
+        if self.resolution % 8:
+            raise ValueError("resolution must be a multiple of 8")
+        if self.denoise_steps_high <= self.denoise_steps_low:
+            raise ValueError("denoise_steps_high must exceed denoise_steps_low")
+
+    @property
+    def latent_size(self) -> int:
+        return self.resolution // 8
+
+
+SPEC = load_model_spec("stable_diffusion", "StableDiffusion", StableDiffusionShape)

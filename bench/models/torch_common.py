@@ -1,0 +1,119 @@
+"""What every native PyTorch implementation shares: device, seeding, the two variants, the Trainer driver.
+
+Variants: `eager`, and `compiled` = torch.compile(mode="reduce-overhead") as the reference did. A compiled
+run must show that compiled graphs ran (dynamo's counters), or it fails rather than pass off eager as compiled.
+"""
+from __future__ import annotations
+
+import tempfile
+from typing import Any
+
+import torch
+
+from bench.frameworks import sync_torch
+from bench.models.base import Workload
+from bench.timing import StepTimer
+
+SEED = 1234
+COMPILE_MODE = "reduce-overhead"
+
+
+def device() -> torch.device:
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def torch_dtype(name: str) -> torch.dtype:
+    return {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}[name]
+
+
+def dynamo_counters() -> dict[str, int]:
+    from torch._dynamo.utils import counters
+
+    return {k: int(v) for k, v in counters["stats"].items()}
+
+
+class TorchWorkload(Workload):
+    """Base of every native PyTorch implementation."""
+
+    model: torch.nn.Module | None = None
+
+    def __init__(self, cell, shape):
+        super().__init__(cell, shape)
+        torch.manual_seed(SEED)
+        self.device = device()
+        self.compiled = cell.variant == "compiled"
+        self._graphs_before = dynamo_counters().get("unique_graphs", 0)
+
+    def sync(self, value: Any) -> None:
+        sync_torch(value)
+
+    def maybe_compile(self, module):
+        return torch.compile(module, mode=COMPILE_MODE) if self.compiled else module
+
+    def compiled_graphs(self) -> int:
+        return dynamo_counters().get("unique_graphs", 0) - self._graphs_before
+
+    def check(self) -> None:
+        if self.compiled and self.compiled_graphs() == 0:
+            raise RuntimeError("the compiled variant ran no compiled graph (dynamo captured nothing)")
+
+    def parameters(self) -> int:
+        return sum(p.numel() for p in self.model.parameters())
+
+    def settings(self) -> dict[str, Any]:
+        dtypes = sorted({str(p.dtype).replace("torch.", "") for p in self.model.parameters()})
+        return {
+            "variant": self.cell.variant,
+            "compile_mode": COMPILE_MODE if self.compiled else None,
+            "compiled_graphs": self.compiled_graphs(),
+            "dynamo_counters": dynamo_counters(),
+            "device": str(self.device),
+            "parameter_dtypes": dtypes,
+            "parameters": int(self.parameters()),
+            "trainable_parameters": int(sum(p.numel() for p in self.model.parameters() if p.requires_grad)),
+            "model_class": f"{type(self.model).__module__}.{type(self.model).__name__}",
+        }
+
+
+def train_with_trainer(workload: TorchWorkload, dataset, timer: StepTimer, count: int, **arguments: Any) -> None:
+    """Fit with the transformers Trainer for `count` steps, one synchronised window per optimizer step."""
+    from transformers import Trainer, TrainerCallback, TrainingArguments
+
+    class StepWindows(TrainerCallback):
+        def on_step_begin(self, args, state, control, **kwargs):
+            timer.begin()
+
+        def on_step_end(self, args, state, control, **kwargs):
+            timer.end()
+
+    with tempfile.TemporaryDirectory() as out:
+        args = TrainingArguments(
+            output_dir=out,
+            per_device_train_batch_size=workload.cell.batch_size,
+            max_steps=count,
+            report_to=[],
+            save_strategy="no",
+            logging_strategy="no",
+            disable_tqdm=True,
+            dataloader_num_workers=0,
+            seed=SEED,
+            torch_compile=workload.compiled,
+            torch_compile_mode=COMPILE_MODE if workload.compiled else None,
+            **arguments,
+        )
+        Trainer(model=workload.model, args=args, train_dataset=dataset, callbacks=[StepWindows()]).train()
+    if len(timer.windows_ns) != count:
+        raise RuntimeError(f"the Trainer ran {len(timer.windows_ns)} steps, expected {count}")
+
+
+class RepeatedSamples(torch.utils.data.Dataset):
+    """`length` copies of a few fixed synthetic samples: the Trainer collates them into batches."""
+
+    def __init__(self, samples: list[dict[str, torch.Tensor]], length: int):
+        self.samples, self.length = samples, length
+
+    def __len__(self) -> int:
+        return self.length
+
+    def __getitem__(self, index: int) -> dict[str, torch.Tensor]:
+        return self.samples[index % len(self.samples)]

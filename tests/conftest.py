@@ -1,0 +1,20 @@
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+VENVS = REPO / ".venvs"
+IN_CI = os.environ.get("CI") == "true" or bool(os.environ.get("BENCH_REQUIRE_ENVS"))
+
+
+def env_python(backend: str) -> Path:
+    """The env's interpreter; in CI a missing env fails the test, locally it skips with the reason."""
+    python = VENVS / backend / "bin" / "python"
+    if not (VENVS / backend / "bench-env.json").exists():
+        if IN_CI:
+            pytest.fail(f"environment {backend} is not built ({VENVS / backend}); run `make envs`")
+        pytest.skip(f"environment {backend} is not built; run `make env BACKEND={backend}`")
+    return python

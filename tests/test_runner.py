@@ -1,0 +1,145 @@
+"""The orchestrator: statuses for every way a cell can fail, bad input, Ctrl-C, nothing lost."""
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from bench.results import load, load_all
+from fakes import bench_env, make_fake_envs
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def bench(args, env, timeout=120):
+    return subprocess.run([sys.executable, "-m", "bench", *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture
+def venvs(tmp_path):
+    return make_fake_envs(tmp_path / "venvs", ["keras2", "tensorflow", "jax", "torch", "native-torch"])
+
+
+def run_args(results, *extra):
+    return ["run", "--profile", "smoke", "--results-dir", str(results), *extra]
+
+
+def test_ok_cell_writes_a_valid_result_with_progress(venvs, tmp_path):
+    results = tmp_path / "results"
+    out = bench(run_args(results, "--backend", "jax", "--model", "bert"), bench_env(venvs))
+    assert out.returncode == 0, out.stderr + out.stdout
+    assert "[1/2] jax bert fit" in out.stdout and "[2/2] jax bert predict" in out.stdout
+    assert "profile: smoke (explicit" in out.stdout
+    loaded = load_all(results)
+    assert {r.cell.task for r in loaded} == {"fit", "predict"}
+    r = loaded[0]
+    assert r.status == "ok" and r.summary().median == 11.0 and r.runs[0].first_step_ms == 500.0
+    assert r.provenance["git"]["commit"] and "machine" in r.provenance
+
+
+@pytest.mark.parametrize(
+    "mode,status,words",
+    [("oom", "oom", "RESOURCE_EXHAUSTED"), ("sigkill", "oom", "SIGKILL"), ("crash", "error", "status 139"), ("sleep", "timeout", "killed")],
+)
+def test_failed_cells_become_statuses_and_the_run_goes_on(venvs, tmp_path, mode, status, words):
+    results = tmp_path / "results"
+    out = bench(run_args(results, "--backend", "jax,torch", "--model", "bert", "--task", "fit", "--timeout", "3"), bench_env(venvs, jax=mode))
+    assert out.returncode == 1  # a failed cell makes the run's exit status non-zero, after every cell ran
+    by_backend = {r.cell.backend: r for r in load_all(results)}
+    assert by_backend["jax"].status == status and words in by_backend["jax"].message
+    assert by_backend["torch"].status == "ok"
+    assert (results / "logs" / "smoke").exists()
+
+
+def test_unsupported_cells_are_recorded_without_running(venvs, tmp_path):
+    results = tmp_path / "results"
+    out = bench(run_args(results, "--backend", "keras2", "--model", "gemma"), bench_env(venvs))
+    assert out.returncode == 0, out.stderr
+    statuses = {(r.cell.task, r.cell.batch_size): r.status for r in load_all(results)}
+    assert statuses == {("fit", 2): "unsupported", ("generate", 2): "unsupported", ("generate", 1): "unsupported"}
+
+
+def test_repeats_report_their_spread(venvs, tmp_path):
+    results = tmp_path / "results"
+    out = bench(run_args(results, "--backend", "jax", "--model", "bert", "--task", "fit", "--repeats", "3"), bench_env(venvs))
+    assert out.returncode == 0, out.stderr
+    (r,) = load_all(results)
+    assert len(r.runs) == 3 and r.repeat_spread().count == 3
+
+
+def test_rerun_keeps_the_earlier_result_in_history(venvs, tmp_path):
+    results = tmp_path / "results"
+    for _ in range(2):
+        assert bench(run_args(results, "--backend", "jax", "--model", "bert", "--task", "fit"), bench_env(venvs)).returncode == 0
+        time.sleep(1.1)  # created_at has one-second resolution
+    assert len(load_all(results)) == 1
+    assert len(list(results.rglob("history/*.json"))) == 1
+
+
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["--backend", "kears2", "--model", "bert"], "unknown backend 'kears2'; valid backends: keras2, tensorflow, jax, torch, native-torch"),
+        (["--backend", "jax", "--model", "bret"], "unknown model 'bret'; valid models: sam, stable_diffusion, bert, gemma, mistral"),
+        (["--backend", "jax", "--model", "bert", "--task", "generate"], "unknown task 'generate'"),
+        (["--backend", "jax", "--model", "bert", "--batch-size", "0"], "must be a positive integer, got '0'"),
+        (["--backend", "jax", "--model", "bert", "--batch-size", "x"], "must be a positive integer, got 'x'"),
+        (["--backend", "jax", "--model", "bert", "--profile", "fast"], "unknown profile 'fast'"),
+        (["--backend", "native-torch", "--model", "bert", "--variant", "jit"], "unknown variant 'jit'"),
+    ],
+)
+def test_bad_input_is_refused_clearly(venvs, tmp_path, args, message):
+    results = tmp_path / "results"
+    out = bench(["run", "--profile", "smoke", "--results-dir", str(results), *args] if "--profile" not in args else ["run", "--results-dir", str(results), *args], bench_env(venvs))
+    assert out.returncode == 2
+    assert message in out.stderr
+    assert not results.exists()
+
+
+def test_env_not_built_is_named(tmp_path):
+    out = bench(run_args(tmp_path / "results", "--backend", "jax", "--model", "bert"), bench_env(tmp_path / "empty"))
+    assert out.returncode == 2
+    assert "the 'jax' environment is not built" in out.stderr and "make env BACKEND=jax" in out.stderr
+
+
+def test_corrupt_result_file_is_named_and_kept(venvs, tmp_path):
+    results = tmp_path / "results"
+    assert bench(run_args(results, "--backend", "jax", "--model", "bert", "--task", "fit"), bench_env(venvs)).returncode == 0
+    (existing,) = [p for p in results.rglob("*.json") if "history" not in p.parts]
+    corrupt = existing.parent / "broken.json"
+    corrupt.write_text('{"schema_version": 1, "cell": ')
+    before = {p: p.read_bytes() for p in results.rglob("*") if p.is_file()}
+    out = bench(run_args(results, "--backend", "jax", "--model", "bert"), bench_env(venvs))
+    assert out.returncode == 2
+    assert f"cannot read result file {corrupt}" in out.stderr
+    assert {p: p.read_bytes() for p in results.rglob("*") if p.is_file()} == before
+    out = bench(["validate", "--results-dir", str(results)], bench_env(venvs))
+    assert out.returncode == 2 and "broken.json" in out.stderr
+
+
+def test_ctrl_c_keeps_finished_results(venvs, tmp_path):
+    results = tmp_path / "results"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "bench", *run_args(results, "--backend", "jax,torch", "--model", "bert", "--task", "fit")],
+        cwd=REPO, env=bench_env(venvs, torch="sleep"), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    for line in proc.stdout:
+        if "fake cell torch" in line:
+            break
+    proc.send_signal(signal.SIGINT)
+    rest = proc.communicate(timeout=60)[0]
+    assert proc.returncode == 130
+    assert "every finished result is kept" in rest
+    (kept,) = load_all(results)
+    assert kept.cell.backend == "jax" and kept.status == "ok"
+
+
+def test_dry_run_lists_the_full_matrix(venvs, tmp_path):
+    out = bench(["run", "--profile", "smoke", "--dry-run"], bench_env(venvs))
+    assert out.returncode == 0
+    keys = out.stdout.split("\n", 1)[1].split()
+    assert len(keys) == 72  # 12 rows x 4 Keras backends + 12 rows x 2 native-torch variants
+    assert "keras2__gemma__generate__bs1__default" in keys and "native-torch__mistral__fit__bs2__compiled" in keys
