@@ -8,6 +8,7 @@ import traceback
 from pathlib import Path
 
 from bench.backends import cell_environment, get_backend
+from bench.provenance import gpus
 from bench.results import Run, write_json_atomic
 from bench.timing import Split, StepTimer
 from bench.workloads import Cell, get_model
@@ -62,6 +63,9 @@ def measure(cell: Cell) -> Run:
 def main(cell: Cell, out: Path) -> int:
     for key, value in cell_environment(cell.backend).items():
         os.environ.setdefault(key, value)  # before any framework import
+    if get_backend(cell.backend).framework == "jax" and not gpus():
+        # Without a GPU, jax[cuda12]'s plugin fails to initialise (noisily) before falling back to the CPU.
+        os.environ.setdefault("JAX_PLATFORMS", "cpu")
     from bench import offline
 
     offline.install_guard()

@@ -161,8 +161,7 @@ def run_cells(
     except KeyboardInterrupt:
         echo(f"\ninterrupted after {len(done)} of {len(cells)} cells; every finished result is kept in {results_dir}")
         raise
-    ok = sum(r.status == "ok" for r in done)
-    echo(f"{len(done)} cells in {hms(time.perf_counter() - started)}: {ok} ok, " + ", ".join(f"{s} {n}" for s, n in _counts(done).items() if s != "ok"))
+    echo(f"{len(done)} cells in {hms(time.perf_counter() - started)}: " + ", ".join(f"{n} {s}" for s, n in _counts(done).items()))
     return done
 
 

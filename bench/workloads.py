@@ -204,6 +204,10 @@ def plan_cells(
         if name not in BACKENDS:
             raise BenchError(f"unknown backend {name!r}; valid backends: {', '.join(BACKENDS)}")
     specs = [get_model(m) for m in (models or MODELS)]
+    known_variants = {v for vs in VARIANTS.values() for v in vs}
+    for variant in variants or []:
+        if variant not in known_variants:
+            raise BenchError(f"unknown variant {variant!r}; valid variants: {', '.join(sorted(known_variants))}")
     for task in tasks or []:
         if not any(task in s.tasks() for s in specs):
             valid = sorted({t for s in specs for t in s.tasks()})
