@@ -21,6 +21,7 @@ from bench.workloads import Cell, get_model
 
 VENVS_DIR = Path(os.environ.get("BENCH_VENVS_DIR", REPO_ROOT / ".venvs"))
 LOG_TAIL_LINES = 30
+VERBOSE = bool(os.environ.get("BENCH_VERBOSE"))  # echo every line a cell prints, not only its progress
 
 
 def env_python(backend: str) -> str:
@@ -92,7 +93,8 @@ class CellProcess:
             log.write(line)
             log.flush()
             self.tail.append(line.rstrip())
-            self.echo("    " + line.rstrip())
+            if VERBOSE or line.startswith("[cell]"):  # the rest is in the log, and its tail in any failure
+                self.echo("    " + line.rstrip())
 
     @staticmethod
     def _kill(proc: subprocess.Popen) -> None:
@@ -158,6 +160,8 @@ def run_cells(
             path = result.write(results_dir)
             done.append(result)
             echo(f"    -> {result.describe()}  [{path.relative_to(results_dir)}]")
+            if result.status not in ("ok", "unsupported"):
+                echo(f"    log: {log_path}")
     except KeyboardInterrupt:
         echo(f"\ninterrupted after {len(done)} of {len(cells)} cells; every finished result is kept in {results_dir}")
         raise

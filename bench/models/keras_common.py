@@ -21,10 +21,12 @@ def keras_module(keras_major: int):
     """The Keras the backend under test means, checked: never a silent Keras 3 in the Keras 2 env."""
     if keras_major == 2:
         import tensorflow as tf
+        import tf_keras
 
         keras = tf.keras
-        if not keras.__version__.startswith("2."):
-            raise RuntimeError(f"tf.keras is Keras {keras.__version__}, not Keras 2: TF_USE_LEGACY_KERAS=1 must be set before TensorFlow is imported")
+        if not keras.__name__.startswith("tf_keras") or not tf_keras.__version__.startswith("2."):
+            raise RuntimeError(f"tf.keras is {keras.__name__}, not Keras 2 (tf_keras): TF_USE_LEGACY_KERAS=1 must be set before TensorFlow is imported")
+        keras.__version__ = tf_keras.__version__  # tf.keras's API module has no version of its own
         return keras
     import keras
 

@@ -1,0 +1,87 @@
+"""End to end, as a user runs it: `make bench BACKEND=<each> MODEL=bert` in the smoke profile."""
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bench.backends import BACKENDS
+from bench.results import load_all
+from conftest import REPO, env_python
+
+pytestmark = pytest.mark.envs
+
+
+@pytest.mark.parametrize("backend", list(BACKENDS))
+def test_make_bench_bert(backend, tmp_path):
+    env_python(backend)  # fails in CI, skips locally, when the env is missing
+    results = tmp_path / "results"
+    out = subprocess.run(
+        ["make", "--no-print-directory", "bench", f"BACKEND={backend}", "MODEL=bert", "PROFILE=smoke", f"RESULTS={results}"],
+        cwd=REPO, capture_output=True, text=True, timeout=1800,
+    )
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    found = load_all(results)
+    expected = 4 if backend == "native-torch" else 2  # fit + predict (x eager/compiled for native PyTorch)
+    assert len(found) == expected
+    for r in found:
+        assert r.status == "ok", r.message
+        run = r.runs[0]
+        assert len(run.timed_ms) == r.cell.timed_steps and run.first_step_ms > 0
+        assert run.process["environment"]["backend"] == backend
+        assert run.framework["version"]
+        assert "jit_compile" in run.settings or "variant" in run.settings
+        keras = run.settings.get("keras_version")
+        if backend == "keras2":
+            assert keras.startswith("2.") and "keras_nlp" in run.settings["model_class"]
+        elif backend != "native-torch":
+            assert keras.startswith("3.") and "keras_hub" in run.settings["model_class"]
+
+
+OFFLINE_PROBE = r"""
+import sys, time
+sys.path.insert(0, sys.argv[1])
+from bench import offline
+offline.install_guard()
+import urllib.request
+start = time.perf_counter()
+try:
+    urllib.request.urlopen("https://huggingface.co/bert-base-cased/resolve/main/config.json", timeout=30)
+except Exception as e:
+    print(type(e).__name__, e, f"after {time.perf_counter() - start:.2f}s")
+"""
+
+
+def test_downloads_fail_at_once_with_a_clear_message():
+    python = env_python("jax")
+    out = subprocess.run([str(python), "-c", OFFLINE_PROBE, str(REPO)], capture_output=True, text=True, timeout=120)
+    assert "benchmark cells run offline" in out.stdout and "huggingface.co" in out.stdout, out.stdout + out.stderr
+    assert float(out.stdout.rsplit("after ", 1)[1].rstrip("s\n")) < 1.0
+
+
+JAX_ASYNC_PROBE = r"""
+import os, statistics, sys
+os.environ["JAX_PLATFORMS"] = "cpu"
+sys.path.insert(0, sys.argv[1])
+import jax, jax.numpy as jnp
+from bench.frameworks import sync_jax
+from bench.timing import StepTimer, no_sync, run_steps
+x = jnp.ones((1024, 1024))
+f = jax.jit(lambda a: jnp.tanh(a @ a @ a @ a @ a @ a))
+sync_jax(f(x))  # compile outside
+def median(sync):
+    t = StepTimer(sync)
+    run_steps(lambda: f(x), t, 10)
+    sync_jax(None); jax.block_until_ready(f(x))
+    return statistics.median(t.windows_ms)
+print(median(sync_jax), median(no_sync))
+"""
+
+
+def test_jax_dispatch_is_asynchronous_and_the_sync_catches_it():
+    """On a real backend: an unsynchronised window reads JAX's dispatch time, a synced one the work."""
+    python = env_python("jax")
+    out = subprocess.run([str(python), "-c", JAX_ASYNC_PROBE, str(REPO)], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    synced, unsynced = map(float, out.stdout.split())
+    assert synced > 5 * unsynced, (synced, unsynced)
