@@ -19,8 +19,19 @@ BACKENDS := keras2 tensorflow jax torch native-torch
 RUN_ARGS = $(if $(TASK),--task $(TASK)) $(if $(PROFILE),--profile $(PROFILE)) $(if $(STEPS),--steps $(STEPS)) \
            $(if $(REPEATS),--repeats $(REPEATS)) --results-dir $(RESULTS)
 
+# uv, pinned and hash-checked (containers/uv-requirements.txt), fetched into .venvs/.uv on first use:
+# the same uv everywhere, whatever is on PATH.
+UV := $(CURDIR)/$(VENVS)/.uv/uv
+export UV
+
 include mk/envs.mk
--include mk/containers.mk
+include mk/containers.mk
+
+env envs env-tools lock check-locks env-info: $(UV)
+
+$(UV): containers/uv-requirements.txt
+	@mkdir -p $(dir $(UV))
+	$(PYTHON) containers/install-uv.py containers/uv-requirements.txt $(dir $(UV))
 
 .PHONY: help bench bench-all table test test-fast check bench-overhead clean-results
 

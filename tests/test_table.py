@@ -1,0 +1,384 @@
+"""The results table renderer: golden Markdown from fixture results, bold, statuses, provenance, comparison, errors.
+
+Goldens are regenerated only on purpose: BENCH_UPDATE_GOLDEN=1 pytest tests/test_table.py
+"""
+import difflib
+import os
+import re
+import struct
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("tabulate")
+pytest.importorskip("matplotlib")
+
+from bench import cli
+from bench.results import Result, Run
+from bench.table import render
+from bench.workloads import Cell, get_profile
+
+GOLDEN = Path(__file__).resolve().parent / "golden"
+UPDATE = os.environ.get("BENCH_UPDATE_GOLDEN") == "1"
+
+A100 = {
+    "os": "Linux-5.15-x86_64-with-glibc2.35",
+    "cpu": "Intel(R) Xeon(R) CPU @ 2.20GHz",
+    "logical_cpus": 12,
+    "memory_gib": 83.5,
+    "gpus": [{"name": "NVIDIA A100-SXM4-40GB", "driver": "535.104.05", "driver_cuda": "12.2", "memory": "40960 MiB"}],
+}
+H100 = {**A100, "cpu": "AMD EPYC 9654", "logical_cpus": 16, "memory_gib": 128.0, "gpus": [{"name": "NVIDIA H100 80GB HBM3", "driver": "550.54.15", "driver_cuda": "12.4", "memory": "81559 MiB"}]}
+CPU = {"os": "Linux-6.1-x86_64", "cpu": "AMD EPYC", "logical_cpus": 2, "memory_gib": 23.5, "gpus": []}
+COMMIT_A = {"commit": "a" * 40, "dirty": False, "source": "git"}
+COMMIT_B = {"commit": "b" * 40, "dirty": True, "source": "git"}
+
+PACKAGES = {
+    "keras2": {"tensorflow": "2.16.1", "tf-keras": "2.16.0", "keras-nlp": "0.12.1", "keras-cv": "0.9.0"},
+    "tensorflow": {"tensorflow": "2.16.1", "keras": "3.3.3", "keras-nlp": "0.12.1", "keras-cv": "0.9.0"},
+    "jax": {"jax": "0.4.28", "jaxlib": "0.4.28", "keras": "3.3.3", "keras-nlp": "0.12.1", "keras-cv": "0.9.0"},
+    "torch": {"torch": "2.3.0", "keras": "3.3.3", "keras-nlp": "0.12.1", "keras-cv": "0.9.0"},
+    "native-torch": {"torch": "2.3.0", "transformers": "4.40.2", "diffusers": "0.27.2", "peft": "0.10.0"},
+}
+FRAMEWORK = {
+    "keras2": {"framework": "tensorflow", "version": "2.16.1", "cuda_build": "12.3", "cudnn_build": "8", "gpus": ["/physical_device:GPU:0"], "precision": {"tf32_execution": True}},
+    "tensorflow": {"framework": "tensorflow", "version": "2.16.1", "cuda_build": "12.3", "cudnn_build": "8", "gpus": ["/physical_device:GPU:0"], "precision": {"tf32_execution": True}},
+    "jax": {"framework": "jax", "version": "0.4.28", "jaxlib": "0.4.28", "cuda_plugin": "0.4.28", "gpus": ["NVIDIA A100-SXM4-40GB"], "precision": {"default_matmul_precision": "None"}},
+    "torch": {"framework": "torch", "version": "2.3.0", "cuda_build": "12.1", "cudnn_build": 8902, "gpus": ["NVIDIA A100-SXM4-40GB"], "precision": {"float32_matmul_precision": "highest"}},
+}
+FRAMEWORK["native-torch"] = FRAMEWORK["torch"]
+LOCKS = {"keras2": "22222222", "tensorflow": "tftftftf", "jax": "jjjjjjjj", "torch": "pppppppp", "native-torch": "nnnnnnnn"}
+
+
+def spread(value, n=5):
+    """n steps whose median and mean are `value`, with a 2% symmetric spread."""
+    half = [value * (1 - 0.02 * (i + 1)) for i in range(n // 2)]
+    return half + [value] + [value * (1 + 0.02 * (i + 1)) for i in range(n // 2)]
+
+
+def make(backend, model, task, bs, ms=None, *, status="ok", message=None, profile="paper", machine=A100, variant="default",
+         unit="ms/step", tokens=None, git=COMMIT_A, created="2026-11-20T10:00:00+00:00", repeats=1):
+    """A schema-valid result; `ms` is the median of its timed steps (or a list of raw step times)."""
+    prof = get_profile(profile)
+    cell = Cell(backend, model, task, bs, profile, variant, prof.warmup_steps, 5)
+    settings = {"unit": unit}
+    if backend == "native-torch":
+        settings.update(variant=variant, compile_mode="reduce-overhead" if variant == "compiled" else None, parameter_dtypes=["float32"])
+    else:
+        settings.update(jit_compile=backend != "torch", dtype_policy="bfloat16" if model in ("gemma", "mistral") else "float32")
+    process = {
+        "python": "3.11.7",
+        "environment": {"backend": backend, "lock_sha256": LOCKS[backend] + "0123456789abcdef"},
+        "packages": PACKAGES[backend],
+        "variables": {"KERAS_BACKEND": backend} if backend in ("jax", "torch") else ({"XLA_FLAGS": "--xla_gpu_autotune_level=2"} if backend == "tensorflow" else {}),
+    }
+    framework = FRAMEWORK[backend] if machine["gpus"] else {**FRAMEWORK[backend], "gpus": []}
+    if status == "ok":
+        timed = ms if isinstance(ms, list) else spread(ms)
+        runs = [
+            Run(status="ok", first_step_ms=5000.0 + 100 * r, timed_ms=[t * (1 + 0.01 * r) for t in timed], tokens_per_step=tokens,
+                settings=settings, framework=framework, process=process, exit_code=0)
+            for r in range(repeats)
+        ]
+    else:
+        runs = [Run(status=status, message=message, process=process if status != "unsupported" else {}, exit_code=1 if status != "unsupported" else None)]
+    provenance = {"git": git, "machine": machine, "profile_choice": "default: CUDA GPU visible" if machine["gpus"] else "default: no CUDA GPU visible"}
+    return Result(cell, runs, unit, provenance, created)
+
+
+def paper_a100():
+    """A partial paper matrix on an A100, exercising every rendering rule."""
+    return [
+        # SAM fit: every column; JAX fastest.
+        make("keras2", "sam", "fit", 1, 386.93),
+        make("tensorflow", "sam", "fit", 1, 355.25 * 1.05),
+        make("jax", "sam", "fit", 1, 330.0),
+        make("torch", "sam", "fit", 1, 1388.87, repeats=2),
+        make("native-torch", "sam", "fit", 1, 700.0, variant="eager"),
+        make("native-torch", "sam", "fit", 1, 350.0, variant="compiled"),
+        # SAM predict: TF and JAX tie at the shown precision (376.3): both bold.
+        make("keras2", "sam", "predict", 4, 1859.27),
+        make("tensorflow", "sam", "predict", 4, 376.31),
+        make("jax", "sam", "predict", 4, 376.34),
+        make("torch", "sam", "predict", 4, 1720.96),
+        # StableDiffusion fit: PyTorch OOM, compiled native PyTorch timed out.
+        make("tensorflow", "stable_diffusion", "fit", 8, 392.24),
+        make("jax", "stable_diffusion", "fit", 8, 391.21),
+        make("torch", "stable_diffusion", "fit", 8, status="oom", message="torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"),
+        make("native-torch", "stable_diffusion", "fit", 8, status="timeout", message="no result after 3600 s; killed", variant="compiled"),
+        # StableDiffusion predict: another unit.
+        make("tensorflow", "stable_diffusion", "predict", 13, 600.2, unit="ms/denoising step"),
+        make("jax", "stable_diffusion", "predict", 13, 640.0, unit="ms/denoising step"),
+        # BERT fit: PyTorch failed (message with a pipe and a newline); JAX 10% slower than published; another commit.
+        make("keras2", "bert", "fit", 32, 486.00),
+        make("tensorflow", "bert", "fit", 32, 214.49, git=COMMIT_B, created="2026-11-21T09:30:00+00:00"),
+        make("jax", "bert", "fit", 32, 222.37 * 1.1),
+        make("torch", "bert", "fit", 32, status="error", message="RuntimeError: shape | mismatch\n  at step 3"),
+        make("native-torch", "bert", "fit", 32, 400.0, variant="eager"),
+        # BERT fit at a batch size the published table does not have: renders after BERT fit (32).
+        make("jax", "bert", "fit", 16, 120.0),
+        # BERT predict: only Keras 2 and JAX ran (best marked †).
+        make("keras2", "bert", "predict", 256, 470.12),
+        make("jax", "bert", "predict", 256, 418.72),
+        # Gemma: Keras 2 NA, generate in ms/call with tokens/s.
+        make("keras2", "gemma", "fit", 8, status="unsupported", message="Gemma needs Keras 3; NA as published"),
+        make("tensorflow", "gemma", "fit", 8, 232.52),
+        make("jax", "gemma", "fit", 8, 273.67),
+        make("keras2", "gemma", "generate", 32, status="unsupported", message="Gemma needs Keras 3; NA as published"),
+        make("jax", "gemma", "generate", 32, 1128.21, unit="ms/call", tokens=32 * 45),
+        make("tensorflow", "gemma", "generate", 32, 1134.91, unit="ms/call", tokens=32 * 45),
+    ]
+
+
+def paper_h100():
+    return [make("jax", "bert", "fit", 32, 150.0, machine=H100), make("tensorflow", "bert", "fit", 32, 140.0, machine=H100)]
+
+
+def smoke_cpu():
+    kw = dict(profile="smoke", machine=CPU, created="2026-11-19T08:00:00+00:00")
+    return [
+        make("jax", "bert", "fit", 2, [10.0, 14.7, 30.0, 14.0, 15.0], **kw),  # a noisy cell
+        make("keras2", "bert", "fit", 2, 20.0, **kw),
+        make("torch", "bert", "fit", 2, 0.9, **kw),
+        make("native-torch", "bert", "predict", 2, status="error", message="ImportError: no module named transformers", variant="eager", **kw),
+    ]
+
+
+def write_all(results_dir, results):
+    for r in results:
+        r.write(results_dir)
+    return results_dir
+
+
+@pytest.fixture(scope="module")
+def rendered(tmp_path_factory):
+    results = write_all(tmp_path_factory.mktemp("results"), smoke_cpu() + paper_h100() + paper_a100())
+    render(results, results / "RESULTS.md")
+    return results, (results / "RESULTS.md").read_text()
+
+
+def check_golden(name, text):
+    path = GOLDEN / name
+    if UPDATE:
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(text)
+        return
+    assert path.exists(), f"no golden {path}; create it deliberately with BENCH_UPDATE_GOLDEN=1"
+    expected = path.read_text()
+    if text != expected:
+        diff = "".join(difflib.unified_diff(expected.splitlines(True), text.splitlines(True), "golden", "rendered"))
+        pytest.fail(f"{name} differs from its golden (BENCH_UPDATE_GOLDEN=1 regenerates it, deliberately):\n{diff[:6000]}")
+
+
+def sections(text):
+    """{heading: body} of the '## ' sections."""
+    parts = re.split(r"^## ", text, flags=re.M)[1:]
+    return {p.splitlines()[0]: p for p in parts}
+
+
+def row(section, label, nth=0):
+    """The cells of the nth table line starting with `label` in a section."""
+    lines = [l for l in section.splitlines() if l.startswith(f"| {label} ")]
+    return [c.strip() for c in lines[nth].strip("|").split(" | ")]
+
+
+def paper(text):
+    return next(body for head, body in sections(text).items() if head.startswith("1. paper") and "A100" in head)
+
+
+# ---------------------------------------------------------------- golden
+
+
+def test_golden_markdown(rendered):
+    check_golden("RESULTS.md", rendered[1])
+
+
+def test_golden_no_results(tmp_path, capsys):
+    assert cli.main(["table", "--results-dir", str(tmp_path / "none")]) == 0
+    text = (tmp_path / "none" / "RESULTS.md").read_text()
+    assert "No results yet" in text
+    check_golden("RESULTS-empty.md", text)
+
+
+def test_rendering_is_deterministic(rendered, tmp_path):
+    results, text = rendered
+    figures = {p.name: p.read_bytes() for p in (results / "figures").glob("*.png")}
+    render(results, tmp_path / "again.md")
+    assert (tmp_path / "again.md").read_text() == text.replace("](figures/", f"]({os.path.relpath(results / 'figures', tmp_path)}/")
+    assert {p.name: p.read_bytes() for p in (results / "figures").glob("*.png")} == figures
+
+
+# ---------------------------------------------------------------- tables
+
+
+def test_profiles_and_machines_get_separate_tables_paper_first(rendered):
+    heads = list(sections(rendered[1]))
+    assert heads == [
+        "1. paper profile — 1x NVIDIA A100-SXM4-40GB",
+        "2. paper profile — 1x NVIDIA H100 80GB HBM3",
+        "3. smoke profile — CPU AMD EPYC (2 cores)",
+    ]
+    h100 = sections(rendered[1])[heads[1]].split("### ")[0]
+    assert "150.0" in h100 and "244.6" not in h100 and "386.9" not in h100  # no A100 number in the H100 table
+
+
+def test_rows_in_published_order_with_extra_rows_after_their_task(rendered):
+    labels = [l.split("|")[1].strip() for l in paper(rendered[1]).split("### ")[0].splitlines() if l.startswith("| ") and "Model / task" not in l]
+    assert labels == [
+        "SegmentAnything fit", "SegmentAnything predict", "StableDiffusion fit", "StableDiffusion predict (ms/denoising step)",
+        "BERT fit", "BERT fit", "BERT predict", "Gemma fit", "Gemma generate (ms/call)",
+    ]
+    assert row(paper(rendered[1]), "BERT fit", 1)[1] == "16 (not a published row)"
+    assert "Mistral fit (batch 8)" in paper(rendered[1])  # listed as not measured
+
+
+def test_bold_marks_the_fastest_keras3_backend(rendered):
+    section = paper(rendered[1])
+    sam = row(section, "SegmentAnything fit")
+    assert sam[4] == "**330.0 ±3.2%**" and "**" not in sam[3] + sam[5] + sam[2] + sam[6] + sam[7]
+    assert sam[8] == "330.0 (JAX)"
+    # A tie at the shown precision: both bold, both named.
+    tie = row(section, "SegmentAnything predict")
+    assert tie[3].startswith("**376.3") and tie[4].startswith("**376.3") and "**" not in tie[5]
+    assert tie[8] == "376.3 (TF, JAX)"
+    # Only some backends ran: the fastest of those is bold, the best column says so with †.
+    bert = row(section, "BERT predict")
+    gemma = row(section, "Gemma fit")
+    assert gemma[3] == "**232.5 ±3.2%**" and gemma[4] == "273.7 ±3.2%" and gemma[8] == "232.5 (TF) †"
+    # A single Keras 3 number is not called the fastest: no bold, the best column still has it (with †).
+    bert = row(section, "BERT predict")
+    assert bert[4] == "418.7 ±3.2%" and bert[3] == bert[5] == "" and bert[8] == "418.7 (JAX) †"
+    smoke = sections(rendered[1])["3. smoke profile — CPU AMD EPYC (2 cores)"]
+    assert row(smoke, "BERT fit")[5] == "**0.900 ±3.2%**" and row(smoke, "BERT fit")[4] == "14.70 ±45.9%"
+
+
+def test_status_cells_and_notes(rendered):
+    section = paper(rendered[1])
+    sd = row(section, "StableDiffusion fit")
+    assert sd[5] == "OOM [1]" and sd[7] == "timeout [2]" and sd[2] == "" and sd[6] == ""
+    assert row(section, "BERT fit")[5] == "error [3]"
+    assert row(section, "Gemma fit")[2] == "NA [4]" and row(section, "Gemma generate (ms/call)")[2] == "NA [4]"  # one note for one message
+    notes = section.split("Notes:")[1]
+    assert "1. torch.OutOfMemoryError: CUDA out of memory" in notes
+    assert "3. RuntimeError: shape \\| mismatch at step 3" in notes  # one line, pipe escaped
+    assert "4. Gemma needs Keras 3; NA as published" in notes
+
+
+def test_spread_units_and_tokens(rendered):
+    section = paper(rendered[1])
+    assert row(section, "SegmentAnything fit")[2] == "386.9 ±3.2%"
+    assert "coefficient of variation" in section and "Spread above" not in section
+    smoke = sections(rendered[1])["3. smoke profile — CPU AMD EPYC (2 cores)"]
+    assert row(smoke, "BERT fit")[4] == "14.70 ±45.9%"
+    assert "Spread above 10% in 1 cell: too few or unsteady steps" in smoke
+    gen = row(section, "Gemma generate (ms/call)")
+    assert gen[4] == "**1128.2 ±3.2% · 1276.4 tok/s**"  # 1440 tokens / 1.12821 s = 1276.38
+    assert row(section, "StableDiffusion predict (ms/denoising step)")[3] == "**600.2 ±3.2%**"
+    comparison = section.split("Measured ÷ published")[1]
+    assert row(comparison, "StableDiffusion predict (ms/denoising step)")[3] == "0.97 (600.2 / 616.0)"
+
+
+# ---------------------------------------------------------------- provenance
+
+
+def test_provenance_block_lists_hardware_software_and_every_commit(rendered):
+    block = paper(rendered[1]).split("### 1.1")[1].split("### 1.2")[0]
+    assert "NVIDIA A100-SXM4-40GB (driver 535.104.05, driver CUDA 12.2, 40960 MiB)" in block
+    assert "Intel(R) Xeon(R) CPU @ 2.20GHz, 12 logical CPUs" in block
+    assert "`aaaaaaaaaaaa` (29 cells)" in block and "`bbbbbbbbbbbb` +dirty (uncommitted changes) (1 cell)" in block
+    assert "2026-11-20T10:00:00+00:00 to 2026-11-21T09:30:00+00:00" in block
+    env = {r[0]: r[1:] for r in (l.strip("|").split("|") for l in block.splitlines() if l.startswith("| ")) for r in [[c.strip() for c in r]]}
+    header = env[""]
+    assert header == ["Keras 2 (TensorFlow)", "Keras 3 (TensorFlow)", "Keras 3 (JAX)", "Keras 3 (PyTorch)", "Native PyTorch"]
+    assert env["tf-keras"][0] == "2.16.0" and env["jax"][2] == "0.4.28" and env["peft"][4] == "0.10.0"
+    assert env["Env lock sha256"] == ["222222220123", "tftftftf0123", "jjjjjjjj0123", "pppppppp0123", "nnnnnnnn0123"]
+    assert env["jit_compile / torch.compile"][:4] == ["True", "True", "True", "False"]
+    assert env["jit_compile / torch.compile"][4] == "eager: no torch.compile; compiled: torch.compile(mode=reduce-overhead)"
+    assert "XLA_FLAGS=--xla_gpu_autotune_level=2" in env["Behaviour variables beyond the suite's defaults"][1]
+    assert env["Dtype policy (Keras) / parameter dtypes"][1] == "float32; bfloat16"  # every distinct value
+    assert env["Precision flags"][2] == "default_matmul_precision=None"
+
+
+# ---------------------------------------------------------------- comparison
+
+
+def test_comparison_with_published_for_paper_only(rendered):
+    section = paper(rendered[1])
+    comparison = section.split("### 1.2")[1]
+    assert "Copied verbatim from ../shared/reference" in comparison  # the CSV's source note is kept
+    assert row(comparison, "BERT fit")[4] == "1.10 (244.6 / 222.4)"
+    assert row(comparison, "BERT fit")[2] == "1.00 (486.0 / 486.0)"
+    assert row(comparison, "BERT fit")[5] == "error"
+    assert row(comparison, "Gemma fit")[2] == "NA (published NA)"
+    assert row(comparison, "BERT fit")[6] == "1.00 (214.5 / 214.5)"  # best vs published best
+    ratios = comparison.split("Measured ÷ published")[1].split("Throughput speedup per row")[0]
+    assert sum(1 for l in ratios.splitlines() if l.startswith("| BERT fit ")) == 1  # the bs-16 row is not compared
+    h100 = sections(rendered[1])["2. paper profile — 1x NVIDIA H100 80GB HBM3"]
+    assert "not on the published 1x NVIDIA A100 40GB: every ratio includes the hardware difference" in h100
+    assert "hardware difference" not in section
+    smoke = sections(rendered[1])["3. smoke profile — CPU AMD EPYC (2 cores)"]
+    assert "Not compared with the published numbers" in smoke and "Measured ÷ published" not in smoke
+
+
+def test_derived_findings_ours_and_published(rendered):
+    section = paper(rendered[1]).split("### 1.2")[1]
+    findings = section.split("Throughput speedup per row")[1]
+    sam = row(findings, "SegmentAnything")
+    # ours: (386.93/330 + 1859.27/376.31) / 2; published: (386.93/355.25 + 1859.27/376.34) / 2
+    assert sam[1] == f"{(386.93 / 330 + 1859.27 / 376.31) / 2:.2f}× (2 rows)"
+    assert sam[2] == f"{(386.93 / 355.25 + 1859.27 / 376.34) / 2:.2f}× (2 rows)"
+    assert sam[3] == f"{700 / 330:.2f}× (1 row of 2)" and sam[4] == f"{350 / 330:.2f}× (1 row of 2)"
+    assert row(findings, "Gemma")[1] == "—" and row(findings, "Gemma")[2] == "—"
+    assert "Single fastest Keras 3 backend, published: no single backend wins every row (rows won, of the 12 with ≥2 Keras 3 numbers; a tie counts for each tied backend: JAX 7, TF 5)" in section
+
+
+# ---------------------------------------------------------------- figures
+
+
+def png_size(path):
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", f"{path} is not a PNG"
+    return struct.unpack(">II", data[16:24])
+
+
+def test_figures_are_pngs_linked_relatively(rendered):
+    results, text = rendered
+    links = re.findall(r"\]\((figures/[^)]+\.png)\)", text)
+    assert len(links) == 6  # A100: 3; H100: 1 (no Keras 2, no native PyTorch); smoke: 2 (native PyTorch failed)
+    for link in links:
+        width, height = png_size(results / link)  # fixed sizes: 7x4 in (speedups), wider with more rows (per-row)
+        assert (width, height) == (700, 400) if "speedup" in link else width >= 700 and height == 500
+    assert {p.name for p in (results / "figures").iterdir()} == {Path(l).name for l in links}
+    assert "paper__1x-nvidia-a100-sxm4-40gb-speedup-keras2.png" in text
+    assert "not drawn (no row has the numbers it needs)" in sections(text)["2. paper profile — 1x NVIDIA H100 80GB HBM3"]
+
+
+def test_stale_figures_of_vanished_tables_are_removed(tmp_path):
+    results = write_all(tmp_path / "results", smoke_cpu())
+    (results / "figures").mkdir()
+    (results / "figures" / "paper__old-machine-per-row.png").write_bytes(b"old")
+    (results / "figures" / "someone-elses.png").write_bytes(b"keep")
+    render(results, results / "RESULTS.md")
+    names = {p.name for p in (results / "figures").iterdir()}
+    assert "paper__old-machine-per-row.png" not in names and "someone-elses.png" in names
+
+
+# ---------------------------------------------------------------- errors
+
+
+def test_corrupt_result_file_fails_naming_it(tmp_path, capsys):
+    results = write_all(tmp_path / "results", smoke_cpu()[:1])
+    bad = results / "smoke" / "cpu-amd-epyc-2-cores" / "jax__bert__predict__bs2__default.json"
+    bad.write_text('{"schema_version": 1, "cell": ')
+    assert cli.main(["table", "--results-dir", str(results)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: cannot read result file") and str(bad) in err
+    assert not (results / "RESULTS.md").exists()
+
+
+def test_out_option_and_existing_output_is_replaced(tmp_path, capsys):
+    results = write_all(tmp_path / "results", smoke_cpu())
+    out = tmp_path / "elsewhere" / "R.md"
+    assert cli.main(["table", "--results-dir", str(results), "--out", str(out)]) == 0
+    assert f"wrote {out}" in capsys.readouterr().out
+    assert "](../results/figures/smoke__cpu-amd-epyc-2-cores-per-row.png)" in out.read_text()
