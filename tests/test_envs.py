@@ -1,0 +1,265 @@
+"""Tests of the per-backend envs (envs/, scripts/envs.py, mk/envs.mk).
+
+Run from the repo root with the tools env:  .venvs/tools/bin/python -m pytest tests/test_envs.py -q
+They assume `make envs` has run. A test that needs an env skips if .venvs/NAME is missing, unless
+BENCH_REQUIRE_ENVS is set (CI sets it), in which case it fails.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+ENVS_PY = ROOT / "scripts" / "envs.py"
+sys.path.insert(0, str(ROOT))
+from bench.backends import BACKENDS, cell_environment  # noqa: E402
+
+ENV_NAMES = [*BACKENDS, "tools"]
+REQUIRE_ENVS = bool(os.environ.get("BENCH_REQUIRE_ENVS"))
+KERAS3 = ["tensorflow", "jax", "torch"]
+
+
+def env_python(name: str) -> Path:
+    venv = ROOT / ".venvs" / name
+    if not venv.is_dir():
+        msg = f".venvs/{name} is not built; run `make envs` (or `python3 scripts/envs.py build {name}`)"
+        if REQUIRE_ENVS:
+            pytest.fail(msg + " [BENCH_REQUIRE_ENVS is set]")
+        pytest.skip(msg)
+    assert (venv / "bench-env.json").is_file(), f"{venv} has no bench-env.json: an incomplete build; rerun the build"
+    return venv / "bin" / "python"
+
+
+def probe(name: str, code: str, timeout: int = 600) -> dict:
+    """Run code in the env's python with the cell variables; code prints one JSON line last."""
+    env = {**os.environ, **(cell_environment(name) if name in BACKENDS else {})}
+    p = subprocess.run([str(env_python(name)), "-c", code], env=env, cwd=ROOT, capture_output=True, text=True,
+                       timeout=timeout)
+    assert p.returncode == 0, f"{name}: probe failed (exit {p.returncode}):\n{p.stderr[-3000:]}"
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def envs_py(*args: str, env: dict | None = None, timeout: int = 900) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(ENVS_PY), *args], cwd=ROOT, capture_output=True, text=True,
+                          env={**os.environ, **(env or {})}, timeout=timeout)
+
+
+OPEN_CLIP_VOCAB = """
+import importlib.metadata as md
+f = [f for f in md.files("open-clip-torch") if f.name == "bpe_simple_vocab_16e6.txt.gz"]
+out["open_clip_vocab"] = bool(f) and f[0].locate().exists()
+"""
+
+KERAS2_PROBE = """
+import json
+import tensorflow as tf, tf_keras, keras
+m = tf.keras.Sequential([tf.keras.layers.Input((3,)), tf.keras.layers.Dense(2)])
+out = {"tf": tf.__version__, "tf_keras": tf_keras.__version__, "is_tf_keras_model": isinstance(m, tf_keras.Model),
+       "model_module": type(m).__module__, "is_keras3_model": isinstance(m, keras.Model),
+       "bench": __import__("bench.backends").backends.BACKENDS["keras2"].keras_major}
+""" + OPEN_CLIP_VOCAB + "print(json.dumps(out))"
+
+KERAS3_PROBE = """
+import json, importlib
+import numpy as np, keras
+fw = importlib.import_module({fw!r})
+m = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
+y = m.predict(np.ones((1, 3), "float32"), verbose=0)
+out = {{"keras": keras.__version__, "backend": keras.backend.backend(), "framework": fw.__version__,
+        "shape": list(y.shape), "bench": __import__("bench.backends").backends.BACKENDS[{name!r}].keras_major}}
+""" + OPEN_CLIP_VOCAB.replace("{", "{{").replace("}", "}}") + "print(json.dumps(out))"
+
+NATIVE_TORCH_PROBE = """
+import json
+import torch, torchvision, transformers, diffusers, peft, accelerate, segment_anything
+x = torch.ones(2, 3) @ torch.ones(3, 4)
+print(json.dumps({"torch": torch.__version__, "cuda": torch.version.cuda, "torchvision": torchvision.__version__,
+                  "transformers": transformers.__version__, "diffusers": diffusers.__version__,
+                  "sum": float(x.sum()), "bench": __import__("bench.backends").backends.BACKENDS["native-torch"].keras_major}))
+"""
+
+
+def test_keras2_tf_keras_is_keras2():
+    out = probe("keras2", KERAS2_PROBE)
+    assert out["tf_keras"].startswith("2."), out
+    assert out["tf"].startswith("2.21"), out
+    assert out["is_tf_keras_model"] and out["model_module"].startswith("tf_keras."), out
+    assert not out["is_keras3_model"], f"tf.keras resolved to Keras 3: {out}"
+    assert out["open_clip_vocab"], "open_clip/bpe_simple_vocab_16e6.txt.gz missing (keras-cv SD tokenizer needs it)"
+    assert out["bench"] == 2
+
+
+@pytest.mark.parametrize("name", KERAS3)
+def test_keras3_backend(name):
+    out = probe(name, KERAS3_PROBE.format(fw=BACKENDS[name].framework, name=name))
+    assert out["keras"].startswith("3."), out
+    assert out["backend"] == name, out
+    assert out["shape"] == [1, 2], out
+    assert out["open_clip_vocab"], "open_clip/bpe_simple_vocab_16e6.txt.gz missing (keras-cv SD tokenizer needs it)"
+    assert out["bench"] == 3
+
+
+def test_native_torch_stack():
+    out = probe("native-torch", NATIVE_TORCH_PROBE)
+    assert out["torch"].startswith("2.10."), out
+    assert out["cuda"] and out["cuda"].startswith("12."), f"expected a CUDA 12 torch build: {out}"
+    assert out["sum"] == 24.0
+    assert out["bench"] is None
+
+
+@pytest.mark.parametrize("name", ["jax", "torch"])
+def test_tensorflow_is_cpu_only_in(name):
+    out = probe(name, """
+import json, importlib.metadata as md
+import tensorflow as tf
+try:
+    gpu_dist = md.version("tensorflow")
+except md.PackageNotFoundError:
+    gpu_dist = None
+print(json.dumps({"devices": [f"{d.device_type}:{d.name}" for d in tf.config.list_physical_devices()],
+                  "tensorflow_cpu": md.version("tensorflow-cpu"), "tensorflow_dist": gpu_dist,
+                  "cuda_build": tf.sysconfig.get_build_info().get("is_cuda_build")}))
+""")
+    print(f"{name}: TensorFlow sees {out['devices']} (tensorflow-cpu {out['tensorflow_cpu']})")
+    assert out["devices"] and all(d.startswith("CPU:") for d in out["devices"]), out
+    assert out["tensorflow_dist"] is None, f"the GPU `tensorflow` dist is installed in {name}: {out}"
+    assert not out["cuda_build"], out
+
+
+@pytest.mark.parametrize("name", ENV_NAMES)
+def test_second_build_is_current_and_fast(name):
+    env_python(name)
+    t0 = time.monotonic()
+    p = envs_py("build", name)
+    dt = time.monotonic() - t0
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "is current" in p.stdout, p.stdout
+    assert dt < 2.0, f"a current env took {dt:.2f}s"
+
+
+def test_info_json():
+    env_python("tools")
+    p = envs_py("info", "tools", "--json")
+    assert p.returncode == 0, p.stderr
+    info = json.loads(p.stdout)
+    assert info["python"].startswith("3.11.") and info["status"] == "current" and info["bench_importable"], info
+    assert info["packages"]["pytest"]
+
+
+def test_check_locks_passes_on_repo():
+    p = envs_py("check-locks")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "all good" in p.stdout
+
+
+@pytest.fixture
+def envs_copy(tmp_path):
+    dst = tmp_path / "envs"
+    shutil.copytree(ROOT / "envs", dst)
+    return dst
+
+
+def test_check_locks_fails_on_spec_drift_offline_with_empty_cache(envs_copy, tmp_path):
+    spec = envs_copy / "tools" / "pyproject.toml"
+    text = spec.read_text()
+    assert '"tabulate==0.10.0"' in text
+    spec.write_text(text.replace('"tabulate==0.10.0"', '"tabulate==0.9.0"'))
+    empty = tmp_path / "empty-uv-cache"
+    empty.mkdir()
+    p = envs_py("check-locks", "--envs-dir", str(envs_copy), env={"UV_CACHE_DIR": str(empty), "UV_OFFLINE": "1"})
+    assert p.returncode != 0, p.stdout
+    assert re.search(r"FAIL tools: uv.lock is stale .*tabulate==0.9.0", p.stdout), p.stdout
+    assert "FAIL keras2" not in p.stdout
+
+
+def test_check_locks_fails_on_export_drift(envs_copy):
+    req = envs_copy / "jax" / "requirements.txt"
+    text = req.read_text()
+    assert re.search(r"^keras==3\.15\.1 ", text, re.M)
+    req.write_text(re.sub(r"^keras==3\.15\.1 ", "keras==3.15.0 ", text, flags=re.M))
+    p = envs_py("check-locks", "--envs-dir", str(envs_copy))
+    assert p.returncode != 0, p.stdout
+    assert "FAIL jax: requirements.txt differs" in p.stdout, p.stdout
+    assert "-keras==3.15.0" in p.stdout
+    assert "keras differs across the Keras 3 envs" in p.stdout  # the cross-env rule sees it too
+
+
+def test_unknown_backend_names_the_valid_ones(tmp_path):
+    for args in (["build", "kears2"], ["vars", "kears2"], ["validate", "kears2"]):
+        p = envs_py(*args)
+        assert p.returncode != 0
+        assert "kears2" in p.stderr and all(b in p.stderr for b in BACKENDS), p.stderr
+    if shutil.which("make"):
+        mk = tmp_path / "Makefile"
+        mk.write_text(f"PYTHON ?= python3\nBACKEND ?=\ninclude {ROOT}/mk/envs.mk\n")
+        p = subprocess.run(["make", "-s", "-C", str(ROOT), "-f", str(mk), "env", "BACKEND=kears2",
+                            f"PYTHON={sys.executable}"], capture_output=True, text=True)
+        assert p.returncode != 0
+        assert "unknown backend 'kears2'" in p.stderr and "native-torch" in p.stderr, p.stderr
+
+
+def test_vars():
+    p = envs_py("vars", "keras2")
+    assert p.returncode == 0
+    lines = p.stdout.splitlines()
+    assert "TF_USE_LEGACY_KERAS=1" in lines and "KERAS_BACKEND=tensorflow" in lines
+    assert dict(ln.split("=", 1) for ln in lines) == cell_environment("keras2")
+
+
+def _blocks(text: str, names: set[str]) -> list[str]:
+    """The requirement entries (with their --hash continuation lines) of the named packages."""
+    out, cur = [], None
+    for line in text.splitlines():
+        m = re.match(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==", line)
+        if m:
+            cur = [line] if m.group(1).lower() in names else None
+            if cur is not None:
+                out.append(cur)
+        elif cur is not None and line.startswith("    --hash"):
+            cur.append(line)
+        else:
+            cur = None
+    for b in out:  # a block's last hash line has no continuation
+        b[-1] = b[-1].rstrip(" \\")
+    return ["\n".join(b) + "\n" for b in out]
+
+
+def test_tampered_hash_refuses_then_correct_file_builds(tmp_path):
+    good = "".join(_blocks((ROOT / "envs" / "keras2" / "requirements.txt").read_text(), {"six", "absl-py"}))
+    assert len(re.findall(r"^(six|absl-py)==", good, re.M)) == 2 and "--hash=sha256:" in good, good
+    bad = re.sub(r"(six==.*?)(?=\n[a-z]|\Z)",
+                 lambda m: re.sub(r"sha256:[0-9a-f]{64}", "sha256:" + "0" * 64, m.group(1)), good, flags=re.S)
+    assert bad != good and "absl-py" in bad
+    venv = tmp_path / "venv"
+    req = tmp_path / "requirements.txt"
+    req.write_text(bad)
+    p = envs_py("build", "keras2", "--venv", str(venv), "--requirements", str(req))
+    out = p.stdout + p.stderr
+    assert p.returncode != 0, out
+    assert re.search(r"hash", out, re.I) and "six" in out, out
+    assert not (venv / "bench-env.json").exists(), "a refused build left a stamp"
+
+    req.write_text(good)
+    p = envs_py("build", "keras2", "--venv", str(venv), "--requirements", str(req))
+    assert p.returncode == 0, p.stdout + p.stderr
+    stamp = json.loads((venv / "bench-env.json").read_text())
+    assert stamp["lock_sha256"] == hashlib.sha256(good.encode()).hexdigest()
+    assert stamp["backend"] == "keras2" and stamp["built_at"]
+    # the repo's bench package is importable without an install step
+    q = subprocess.run([str(venv / "bin" / "python"), "-c", "import bench.backends, six, absl; print('ok')"],
+                       capture_output=True, text=True, cwd=tmp_path)
+    assert q.stdout.strip() == "ok", q.stderr
+
+    t0 = time.monotonic()
+    p = envs_py("build", "keras2", "--venv", str(venv), "--requirements", str(req))
+    assert p.returncode == 0 and "is current" in p.stdout, p.stdout
+    assert time.monotonic() - t0 < 2.0
