@@ -15,9 +15,9 @@ from typing import Any
 REPO_ROOT = Path(__file__).resolve().parent.parent
 ENV_STAMP = "bench-env.json"  # written last by scripts/envs.py build: its presence means the env is complete
 
-# Variables that change what a run does or how fast it goes.
+# Variables that change what a run does or how fast it goes (TF_CLI_* is Terraform's, not TensorFlow's).
 BEHAVIOUR_VARIABLE = re.compile(
-    r"^(KERAS_|TF_|XLA_|JAX_|CUDA_|NVIDIA_|TORCH|PYTORCH_|CUBLAS|CUDNN|NCCL_|HF_|TRANSFORMERS_|DIFFUSERS_|"
+    r"^(KERAS_|TF_(?!CLI_)|XLA_|JAX_|CUDA_|NVIDIA_|TORCH|PYTORCH_|CUBLAS|CUDNN|NCCL_|HF_|TRANSFORMERS_|DIFFUSERS_|"
     r"OMP_|MKL_|OPENBLAS_|KMP_|PYTHONHASHSEED$|BENCH_)"
 )
 

@@ -12,7 +12,7 @@ args = sys.argv[1:]
 cell = json.loads(args[args.index("--cell") + 1])
 out = args[args.index("--out") + 1]
 mode = os.environ.get("FAKE_MODE_" + cell["backend"].replace("-", "_").upper(), "ok")
-print("fake cell", cell["backend"], cell["model"], cell["task"], mode, flush=True)
+print("[cell] fake cell", cell["backend"], cell["model"], cell["task"], mode, flush=True)
 if mode == "ok":
     n = cell["timed_steps"]
     run = {{"status": "ok", "first_step_ms": 500.0, "warmup_ms": [12.0] * cell["warmup_steps"],

@@ -142,3 +142,36 @@ def timer_callback(keras, timer: StepTimer):
             timer.end((logs or {}).get("outputs"))
 
     return StepWindows()
+
+
+def reference_jit_compile(cell) -> bool:
+    """XLA as the published runs asked for it (keras-benchmarks `use_jit()`): on, except on Keras 3's torch backend."""
+    return cell.backend != "torch"
+
+
+def build_abstractly(build, *args):
+    """Keras 3: build with every variable deferred (StatelessScope, no initialisation on exit): shapes exist,
+    values never do, so a 7B model is counted without its memory. Keras 2 has no such scope and builds for real."""
+    import keras
+
+    if not keras.__version__.startswith("3."):
+        return build(*args)
+    from keras.src.backend.common import global_state
+
+    with keras.StatelessScope(initialize_variables=False):
+        built = build(*args)
+    # Keras keeps deferred variables in a global list that the next stateless scope to close initialises, all of
+    # them (a 7B model's memory): forget them, so they stay shapes only.
+    global_state.set_global_attribute("uninitialized_variables", [])
+    return built
+
+
+def count_weights(weights) -> int:
+    """Elements in a list of variables, from their shapes only (works on variables never materialised)."""
+    seen, total = set(), 0
+    for w in weights:
+        if id(w) in seen:
+            continue
+        seen.add(id(w))
+        total += int(np.prod(tuple(w.shape)))
+    return total

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from bench.workloads import positive_fields
 
 
@@ -37,3 +39,30 @@ class CausalLMShape:
     @property
     def new_tokens(self) -> int:
         return self.generate_length - self.prompt_length
+
+
+class GenerationCheckError(AssertionError):
+    """A generate call's output broke the workload's invariant (calls, length, filled positions, prompt kept)."""
+
+
+def check_generated(outputs: list, prompt_ids, generate_length: int, calls: int) -> None:
+    """Raise GenerationCheckError unless there were `calls` generate calls, each returning `generate_length` token
+    ids per sequence with the prompt intact. `outputs` holds per call (token_ids, filled): filled is the boolean
+    mask of written positions where the library returns one (keras-hub), else None."""
+    prompt_ids = np.asarray(prompt_ids)
+    batch, prompt_length = prompt_ids.shape
+    if len(outputs) != calls:
+        raise GenerationCheckError(f"{len(outputs)} generate calls recorded, expected {calls}")
+    expected = (batch, generate_length)
+    for index, (token_ids, filled) in enumerate(outputs):
+        token_ids = np.asarray(token_ids)
+        if token_ids.shape != expected:
+            raise GenerationCheckError(
+                f"call {index} generated token ids of shape {token_ids.shape}, expected {expected} "
+                f"({prompt_length} prompt + {generate_length - prompt_length} new tokens per sequence)"
+            )
+        if filled is not None and not np.asarray(filled).astype(bool).all():
+            unfilled = int((~np.asarray(filled).astype(bool)).sum())
+            raise GenerationCheckError(f"call {index} left {unfilled} of {token_ids.size} positions unfilled")
+        if not np.array_equal(token_ids[:, :prompt_length], prompt_ids):
+            raise GenerationCheckError(f"call {index} overwrote the prompt's token ids")

@@ -26,6 +26,16 @@ def torch_dtype(name: str) -> torch.dtype:
     return {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}[name]
 
 
+def count_parameters(module: torch.nn.Module) -> int:
+    return int(sum(p.numel() for p in module.parameters()))
+
+
+def on_meta(build, *args):
+    """Build a module on the meta device: shapes without memory, so a 7B model is counted for free."""
+    with torch.device("meta"):
+        return build(*args)
+
+
 def dynamo_counters() -> dict[str, int]:
     from torch._dynamo.utils import counters
 
@@ -58,7 +68,7 @@ class TorchWorkload(Workload):
             raise RuntimeError("the compiled variant ran no compiled graph (dynamo captured nothing)")
 
     def parameters(self) -> int:
-        return sum(p.numel() for p in self.model.parameters())
+        return count_parameters(self.model)
 
     def settings(self) -> dict[str, Any]:
         dtypes = sorted({str(p.dtype).replace("torch.", "") for p in self.model.parameters()})

@@ -1,21 +1,39 @@
 """BERT on Keras: keras-hub BertTextClassifier (Keras 3) or keras-nlp BertClassifier (Keras 2)."""
 from __future__ import annotations
 
-from bench.models.keras_common import KerasWorkload, assert_keras_major, nlp_library, repeated_batch, rng
+from bench.models.keras_common import (
+    KerasWorkload,
+    assert_keras_major,
+    build_abstractly,
+    count_weights,
+    nlp_library,
+    repeated_batch,
+    rng,
+)
+
+
+def build_backbone(lib, s):
+    """BertBackbone (bert_base_en at the paper shape) from keras-hub, or keras-nlp on Keras 2."""
+    return lib.models.BertBackbone(
+        vocabulary_size=s.vocabulary_size,
+        num_layers=s.num_layers,
+        num_heads=s.num_heads,
+        hidden_dim=s.hidden_dim,
+        intermediate_dim=s.intermediate_dim,
+        max_sequence_length=s.max_sequence_length,
+    )
+
+
+def parameter_counts(s, keras_major: int = 3) -> dict[str, int]:
+    backbone = build_abstractly(build_backbone, nlp_library(keras_major), s)
+    return {"backbone": count_weights(backbone.weights)}
 
 
 class BertKeras(KerasWorkload):
     def setup(self) -> None:
         s, bs, keras = self.shape, self.cell.batch_size, self.keras
         lib = nlp_library(self.keras_major)
-        backbone = lib.models.BertBackbone(
-            vocabulary_size=s.vocabulary_size,
-            num_layers=s.num_layers,
-            num_heads=s.num_heads,
-            hidden_dim=s.hidden_dim,
-            intermediate_dim=s.intermediate_dim,
-            max_sequence_length=s.max_sequence_length,
-        )
+        backbone = build_backbone(lib, s)
         classifier = getattr(lib.models, "BertTextClassifier", None) or lib.models.BertClassifier
         self.model = classifier(backbone=backbone, num_classes=s.num_classes, preprocessor=None)
         assert_keras_major(self.model, self.keras_major)

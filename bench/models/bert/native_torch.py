@@ -3,24 +3,34 @@ from __future__ import annotations
 
 import torch
 
-from bench.models.torch_common import RepeatedSamples, TorchWorkload, train_with_trainer
+from bench.models.torch_common import RepeatedSamples, TorchWorkload, count_parameters, on_meta, train_with_trainer
+
+
+def build_model(s):
+    """transformers BertForSequenceClassification (bert-base-cased at the paper shape) with random weights."""
+    from transformers import BertConfig, BertForSequenceClassification
+
+    config = BertConfig(
+        vocab_size=s.vocabulary_size,
+        hidden_size=s.hidden_dim,
+        num_hidden_layers=s.num_layers,
+        num_attention_heads=s.num_heads,
+        intermediate_size=s.intermediate_dim,
+        max_position_embeddings=s.max_sequence_length,
+        num_labels=s.num_classes,
+    )
+    return BertForSequenceClassification(config)
+
+
+def parameter_counts(s) -> dict[str, int]:
+    model = on_meta(build_model, s)
+    return {"backbone": count_parameters(model.bert), "classifier": count_parameters(model)}
 
 
 class BertTorch(TorchWorkload):
     def setup(self) -> None:
-        from transformers import BertConfig, BertForSequenceClassification
-
         s, bs = self.shape, self.cell.batch_size
-        config = BertConfig(
-            vocab_size=s.vocabulary_size,
-            hidden_size=s.hidden_dim,
-            num_hidden_layers=s.num_layers,
-            num_attention_heads=s.num_heads,
-            intermediate_size=s.intermediate_dim,
-            max_position_embeddings=s.max_sequence_length,
-            num_labels=s.num_classes,
-        )
-        self.model = BertForSequenceClassification(config).to(self.device)
+        self.model = build_model(s).to(self.device)
         g = torch.Generator().manual_seed(0)
         self.inputs = {
             "input_ids": torch.randint(0, s.vocabulary_size, (bs, s.sequence_length), generator=g),

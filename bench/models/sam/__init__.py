@@ -20,6 +20,9 @@ class SamShape:
     mask_decoder_depth: int
     num_points: int  # point prompts per image in predict
     learning_rate: float
+    # Mask decoder's two-way transformer: MLP width and heads (SAM: 2048 and 8 at every model size).
+    mask_decoder_mlp_dim: int = 2048
+    mask_decoder_num_heads: int = 8
 
     def __post_init__(self) -> None:
         positive_fields(self)
@@ -27,6 +30,8 @@ class SamShape:
             raise ValueError("image_size must be a multiple of patch_size")
         if any(not 0 <= i < self.num_layers for i in self.global_attention_layers):
             raise ValueError("global_attention_layers must index encoder layers")
+        if self.embed_dim % self.mask_decoder_num_heads:
+            raise ValueError("embed_dim must be a multiple of mask_decoder_num_heads")
 
     @property
     def feature_size(self) -> int:

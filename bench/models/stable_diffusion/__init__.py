@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, Callable
 
+from bench.timing import StepTimer
 from bench.workloads import load_model_spec, positive_fields
 
 
@@ -36,6 +38,24 @@ class StableDiffusionShape:
     @property
     def latent_size(self) -> int:
         return self.resolution // 8
+
+
+def drive_step_pairs(generate: Callable[[int], Any], timer: StepTimer, count: int, shape: StableDiffusionShape) -> None:
+    """Predict's driver on every framework: per cell step, one synchronised call at the high step count, then one
+    at the low. High first, so the first pair's trace + compile lands in its high window and the first-step
+    figure includes it, as every workload's first step does (low first would subtract it and read negative)."""
+    for _ in range(count):
+        for num_steps in (shape.denoise_steps_high, shape.denoise_steps_low):
+            timer.begin()
+            timer.end(generate(num_steps))
+    if len(timer.windows_ns) != 2 * count:
+        raise RuntimeError(f"{len(timer.windows_ns)} windows, expected {2 * count} (a high and a low call per step)")
+
+
+def per_denoising_step(windows_ms: list[float], shape: StableDiffusionShape) -> list[float]:
+    """(high - low) / step gap per pair: the text encoder, the VAE decoder and the call overhead cancel."""
+    gap = shape.denoise_steps_high - shape.denoise_steps_low
+    return [(high - low) / gap for high, low in zip(windows_ms[0::2], windows_ms[1::2])]
 
 
 SPEC = load_model_spec("stable_diffusion", "StableDiffusion", StableDiffusionShape)

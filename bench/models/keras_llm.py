@@ -1,0 +1,126 @@
+"""The 7B causal LMs (Gemma, Mistral) on Keras 3 / keras-hub: LoRA fit and greedy generate.
+
+Both follow keras-benchmarks v0.0.5: bfloat16 weights, `backbone.enable_lora(rank=4)`, AdamW and sparse
+cross-entropy from logits through `model.fit`; generate with the greedy sampler through `model.generate`.
+There is no tokenizer offline, so inputs are token ids: seeded random ids, every position real for fit;
+for generate, `prompt_length` real ids padded to `generate_length`, with stop tokens disabled so every
+call writes exactly `generate_length - prompt_length` new tokens per sequence.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from bench.models.base import Workload
+from bench.models.llm import GenerationCheckError, check_generated
+from bench.models.keras_common import (
+    KerasWorkload,
+    assert_keras_major,
+    build_abstractly,
+    count_weights,
+    nlp_library,
+    reference_jit_compile,
+    repeated_batch,
+    rng,
+)
+
+
+def build_causal_lm(lib, backbone_class: str, task_class: str, backbone_kwargs: dict[str, Any], dtype: str):
+    """The keras-hub task model with no preprocessor, its backbone in `dtype`."""
+    backbone = getattr(lib.models, backbone_class)(**backbone_kwargs, dtype=dtype)
+    return getattr(lib.models, task_class)(backbone=backbone, preprocessor=None)
+
+
+class KerasCausalLM(KerasWorkload):
+    backbone_class: str
+    task_class: str
+    backbone_kwargs: Callable[[Any], dict[str, Any]]
+
+    def __init__(self, cell, shape):
+        super().__init__(cell, shape)
+        if self.keras_major != 3:
+            raise RuntimeError(f"{self.task_class} needs Keras 3 (keras-hub); {cell.backend} is Keras {self.keras_major}")
+        self.unit = "ms/call" if cell.task == "generate" else "ms/step"
+        self.outputs: list[Any] = []
+
+    @classmethod
+    def parameter_counts(cls, s, keras_major: int = 3) -> dict[str, int]:
+        """The backbone's parameters (the task adds none: its LM head is the backbone's embedding), built abstractly."""
+        backbone_class = getattr(nlp_library(keras_major).models, cls.backbone_class)
+        backbone = build_abstractly(lambda: backbone_class(**cls.backbone_kwargs(s), dtype=s.dtype))
+        return {"backbone": count_weights(backbone.weights)}
+
+    def setup(self) -> None:
+        s, bs, keras = self.shape, self.cell.batch_size, self.keras
+        lib = nlp_library(self.keras_major)
+        self.model = build_causal_lm(lib, self.backbone_class, self.task_class, type(self).backbone_kwargs(s), s.dtype)
+        assert_keras_major(self.model, self.keras_major)
+        r = rng()
+        if self.cell.task == "fit":
+            self.model.backbone.enable_lora(rank=s.lora_rank)
+            self.model.compile(
+                optimizer=keras.optimizers.AdamW(learning_rate=s.learning_rate),
+                loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                jit_compile=reference_jit_compile(self.cell),
+            )
+            ids = r.integers(1, s.vocabulary_size, (bs, s.fit_sequence_length + 1), dtype="int32")
+            inputs = {"token_ids": ids[:, :-1], "padding_mask": np.ones((bs, s.fit_sequence_length), dtype=bool)}
+            self.data = repeated_batch(inputs, ids[:, 1:])  # next-token targets
+        else:
+            self.model.compile(sampler="greedy", jit_compile=reference_jit_compile(self.cell))
+            self.prompt_ids = r.integers(1, s.vocabulary_size, (bs, s.prompt_length), dtype="int32")
+            token_ids = np.zeros((bs, s.generate_length), dtype="int32")
+            token_ids[:, : s.prompt_length] = self.prompt_ids
+            padding_mask = np.zeros((bs, s.generate_length), dtype=bool)
+            padding_mask[:, : s.prompt_length] = True
+            self.inputs = {"token_ids": token_ids, "padding_mask": padding_mask}
+
+    def step(self) -> Any:
+        # One generate call; the first (untimed as a steady-state figure) traces and compiles the generate function,
+        # which keras-hub caches on the model, so later calls reuse it. Its outputs are NumPy: the call is synchronous.
+        output = self.model.generate(dict(self.inputs), stop_token_ids=None)
+        self.outputs.append(output)
+        return output
+
+    def drive(self, timer, count: int) -> None:
+        if self.cell.task == "generate":
+            Workload.drive(self, timer, count)
+        else:
+            super().drive(timer, count)
+
+    def check(self) -> None:
+        if self.cell.task != "generate":
+            return
+        for output in self.outputs:
+            if not isinstance(output, dict) or not {"token_ids", "padding_mask"} <= set(output):
+                raise GenerationCheckError(f"generate returned {type(output).__name__}, not a dict of token_ids and padding_mask")
+        calls = [(output["token_ids"], output["padding_mask"]) for output in self.outputs]
+        check_generated(calls, self.prompt_ids, self.shape.generate_length, self.cell.total_steps)
+
+    def tokens_per_step(self) -> int | None:
+        return self.cell.batch_size * self.shape.new_tokens if self.cell.task == "generate" else None
+
+    def settings(self) -> dict[str, Any]:
+        s, model = self.shape, self.model
+        out = {
+            **super().settings(),
+            "dtype": s.dtype,
+            "backbone_dtype_policy": model.backbone.dtype_policy.name,
+        }
+        if self.cell.task == "fit":
+            out.update(
+                lora_rank=s.lora_rank,
+                trainable_parameters=count_weights(model.trainable_weights),
+                fit_sequence_length=s.fit_sequence_length,
+                optimizer="AdamW",
+            )
+        else:
+            out.update(
+                sampler="greedy",
+                stop_token_ids=None,
+                prompt_length=s.prompt_length,
+                generate_length=s.generate_length,
+                new_tokens_per_sequence=s.new_tokens,
+            )
+        return out

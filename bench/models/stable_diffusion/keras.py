@@ -1,0 +1,180 @@
+"""StableDiffusion v1 on Keras: keras-cv's StableDiffusion (Keras 3 on every backend, tf.keras under Keras 2).
+
+keras-cv builds fixed v1 widths (UNet 859.5M, CLIP text encoder 123.1M, VAE); only the resolution follows the
+shape. Sub-models are built with download_weights=False (random weights) and handed to the pipeline; the CLIP
+BPE vocabulary comes from open_clip's byte-identical copy, checked against the hash keras-cv pins.
+
+As keras-benchmarks v0.0.5:
+- fit: the VAE image encoder up to its 8-channel moments (`image_encoder.layers[-3]`, as diffusers'
+  `vae.encoder`), Adam + MSE against a random latent, compiled with Keras' default jit_compile.
+- predict: `text_to_image` at batch cell.batch_size, timed per denoising step by a high and a low step count per
+  cell step (drive_step_pairs, per_denoising_step in this package's __init__). XLA except on torch.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+from pathlib import Path
+from typing import Any
+
+from bench.models.keras_common import (
+    SEED,
+    KerasWorkload,
+    assert_keras_major,
+    build_abstractly,
+    count_weights,
+    reference_jit_compile,
+    repeated_batch,
+    rng,
+)
+from bench.models.stable_diffusion import drive_step_pairs, per_denoising_step
+
+PROMPT = "a photograph of an astronaut riding a horse"  # keras-benchmarks' prompt
+MAX_PROMPT_LENGTH = 77  # keras-cv's StableDiffusion pads every prompt to this
+# The hash keras-cv's SimpleTokenizer pins for https://github.com/openai/CLIP/.../bpe_simple_vocab_16e6.txt.gz
+CLIP_BPE_SHA256 = "924691ac288e54409236115652ad4aa250f48203de50a9e4722a6ecd48d6804a"
+CLIP_BPE_NAME = "bpe_simple_vocab_16e6.txt.gz"
+
+
+def clip_bpe_path() -> str:
+    """open_clip's copy of the CLIP BPE vocabulary, found without importing open_clip (it imports torch)."""
+    spec = importlib.util.find_spec("open_clip")
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError("open-clip-torch is not installed: it provides the CLIP BPE vocabulary offline")
+    path = Path(list(spec.submodule_search_locations)[0]) / CLIP_BPE_NAME
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    if digest != CLIP_BPE_SHA256:
+        raise RuntimeError(f"{path} has sha256 {digest}, not the {CLIP_BPE_SHA256} keras-cv expects")
+    return str(path)
+
+
+def build_pipeline(s, jit_compile: bool):
+    """keras-cv StableDiffusion with randomly initialised sub-models (nothing downloaded)."""
+    import keras_cv
+    from keras_cv.models import stable_diffusion as sd
+
+    if s.text_length != MAX_PROMPT_LENGTH:
+        raise ValueError(f"keras-cv's StableDiffusion fixes the text length at {MAX_PROMPT_LENGTH}, the shape asks {s.text_length}")
+    pipeline = keras_cv.models.StableDiffusion(img_height=s.resolution, img_width=s.resolution, jit_compile=jit_compile)
+    # What the pipeline's lazy properties would build, minus the weight downloads.
+    parts = {
+        "_tokenizer": sd.SimpleTokenizer(bpe_path=clip_bpe_path()),
+        "_text_encoder": sd.TextEncoder(MAX_PROMPT_LENGTH, download_weights=False),
+        "_diffusion_model": sd.DiffusionModel(s.resolution, s.resolution, MAX_PROMPT_LENGTH, download_weights=False),
+        "_decoder": sd.Decoder(s.resolution, s.resolution, download_weights=False),
+    }
+    for name, part in parts.items():
+        if getattr(pipeline, name) is not None:
+            raise RuntimeError(f"keras-cv's StableDiffusion already built {name}; its lazy construction changed")
+        if jit_compile and name != "_tokenizer":
+            part.compile(jit_compile=True)
+        setattr(pipeline, name, part)
+    if pipeline.diffusion_model is not parts["_diffusion_model"] or pipeline.tokenizer is not parts["_tokenizer"]:
+        raise RuntimeError("keras-cv's StableDiffusion did not take the offline sub-models")
+    return pipeline
+
+
+def build_fit_encoder(s, keras):
+    """The VAE encoder up to its 8-channel moments, as keras-benchmarks builds it."""
+    from keras_cv.models import stable_diffusion as sd
+
+    encoder = sd.ImageEncoder(download_weights=False)
+    model = keras.Model(encoder.inputs, encoder.layers[-3].output)
+    return encoder, model
+
+
+def build_parts(s):
+    """keras-cv's fixed-width SD v1 parts at the shape's resolution, random weights: the pipeline's and the VAE's."""
+    from keras_cv.models import stable_diffusion as sd
+
+    return {
+        "diffusion_model": sd.DiffusionModel(s.resolution, s.resolution, MAX_PROMPT_LENGTH, download_weights=False),
+        "text_encoder": sd.TextEncoder(MAX_PROMPT_LENGTH, download_weights=False),
+        "image_encoder": sd.ImageEncoder(download_weights=False),
+        "decoder": sd.Decoder(s.resolution, s.resolution, download_weights=False),
+    }
+
+
+def parameter_counts(s, keras_major: int = 3) -> dict[str, int]:
+    return {name: count_weights(part.weights) for name, part in build_abstractly(build_parts, s).items()}
+
+
+class StableDiffusionKeras(KerasWorkload):
+    def __init__(self, cell, shape):
+        super().__init__(cell, shape)
+        if cell.task == "predict":
+            self.unit = "ms/denoising step"
+
+    def setup(self) -> None:
+        s, bs, keras = self.shape, self.cell.batch_size, self.keras
+        r = rng()
+        if self.cell.task == "fit":
+            self.encoder, self.model = build_fit_encoder(s, keras)
+            assert_keras_major(self.encoder, self.keras_major)
+            assert_keras_major(self.model, self.keras_major)
+            expected = (None, s.latent_size, s.latent_size, 8)
+            out_shape = tuple(self.model.compute_output_shape((None, s.resolution, s.resolution, 3)))
+            if out_shape != expected:
+                raise RuntimeError(f"image encoder output {out_shape}, expected {expected}")
+            # keras-benchmarks compiled without jit_compile: Keras 3 "auto" (XLA on TensorFlow/JAX), Keras 2 none.
+            self.model.compile(optimizer=keras.optimizers.Adam(learning_rate=s.learning_rate), loss="mse")
+            images = r.random((bs, s.resolution, s.resolution, 3), dtype="float32")
+            target = r.random((bs, s.latent_size, s.latent_size, 8), dtype="float32")
+            self.data = repeated_batch(images, target)
+        else:
+            self.pipeline = build_pipeline(s, reference_jit_compile(self.cell))
+            for part in (self.pipeline.text_encoder, self.pipeline.diffusion_model, self.pipeline.decoder):
+                assert_keras_major(part, self.keras_major)
+            self.model = self.pipeline.diffusion_model  # the model every timed denoising step runs
+            self.images: list[Any] = []
+
+    def generate(self, num_steps: int):
+        images = self.pipeline.text_to_image(PROMPT, batch_size=self.cell.batch_size, num_steps=num_steps, seed=SEED)
+        self.images.append((num_steps, images.shape))
+        return images  # NumPy: every sub-model ran through predict_on_batch, so the call is synchronous
+
+    def drive(self, timer, count: int) -> None:
+        if self.cell.task == "fit":
+            return super().drive(timer, count)
+        drive_step_pairs(self.generate, timer, count, self.shape)
+
+    def derive(self, windows_ms: list[float]) -> list[float]:
+        return windows_ms if self.cell.task == "fit" else per_denoising_step(windows_ms, self.shape)
+
+    def check(self) -> None:
+        if self.cell.task != "predict":
+            return
+        s = self.shape
+        expected = (self.cell.batch_size, s.resolution, s.resolution, 3)
+        bad = [shape for _, shape in self.images if tuple(shape) != expected]
+        if bad:
+            raise RuntimeError(f"text_to_image returned images of shape {bad[0]}, expected {expected}")
+
+    def settings(self) -> dict[str, Any]:
+        s = self.shape
+        out = {**super().settings(), "resolution": s.resolution, "latent_size": s.latent_size}
+        if self.cell.task == "fit":
+            out.update(
+                model_class=f"{type(self.encoder).__module__}.{type(self.encoder).__name__} (to layers[-3])",
+                trainable_parameters=count_weights(self.model.trainable_weights),
+                loss="mse",
+                optimizer="Adam",
+            )
+        else:
+            p = self.pipeline
+            out.update(
+                pipeline_class=f"{type(p).__module__}.{type(p).__name__}",
+                pipeline_jit_compile=bool(p.jit_compile),
+                denoise_steps_low=s.denoise_steps_low,
+                denoise_steps_high=s.denoise_steps_high,
+                text_length=MAX_PROMPT_LENGTH,
+                guidance_scale=7.5,
+                text_encoder_parameters=int(p.text_encoder.count_params()),
+                diffusion_model_parameters=int(p.diffusion_model.count_params()),
+                decoder_parameters=int(p.decoder.count_params()),
+            )
+        return out
+
+
+def create(cell, shape) -> StableDiffusionKeras:
+    return StableDiffusionKeras(cell, shape)

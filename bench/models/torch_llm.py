@@ -1,0 +1,166 @@
+"""The 7B causal LMs (Gemma, Mistral) in plain PyTorch: transformers *ForCausalLM, peft LoRA fit, greedy generate.
+
+As keras-benchmarks v0.0.5's torch scripts: the model in bfloat16 (the reference's `torch_dtype=bfloat16`),
+`peft.LoraConfig(r=4)` + `get_peft_model` and the transformers Trainer for fit (causal-LM labels = the input
+ids; the model shifts them), `model.generate` for generate. Models are built from a config derived from the
+shared CausalLMShape with random weights (nothing downloaded); there is no tokenizer offline, so inputs are
+seeded random token ids, every position real.
+
+LoRA: rank `shape.lora_rank`; everything else is peft's LoraConfig default, as the reference's `LoraConfig(r=4)`:
+lora_alpha 8 (scale alpha/r = 2), dropout 0, no bias, adapters on q_proj and v_proj (peft's default targets for
+gemma and mistral, named explicitly here), adapter weights in float32 (get_peft_model's autocast_adapter_dtype)
+over the frozen bfloat16 base.
+
+Generate: greedy (`do_sample=False`), `max_new_tokens = min_new_tokens = new_tokens`, the EOS token removed from
+the generation config, so every call writes exactly `new_tokens` tokens per sequence; check() asserts the
+(batch, generate_length) output of every call.
+
+Compiled variants:
+- fit: TrainingArguments(torch_compile=True, torch_compile_mode="reduce-overhead"): the Trainer compiles the
+  peft model it trains.
+- generate: `torch.compile(model)` (the reference) compiles nothing, since generate() never calls the compiled
+  wrapper's forward. Instead this follows transformers' documented recipe for compiled generation: a static KV
+  cache (`generation_config.cache_implementation = "static"`, fixed shapes for every decode step) and
+  `model.forward = torch.compile(model.forward, mode="reduce-overhead")`, which generate() calls for the prefill
+  and every decode step. transformers' own automatic compile of the decode step is disabled
+  (`generation_config.disable_compile = True`) so that the forward is compiled exactly once, the same way on
+  CPU and GPU. The eager variant keeps transformers' default dynamic cache.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from bench.models.llm import check_generated
+from bench.models.torch_common import (
+    COMPILE_MODE,
+    RepeatedSamples,
+    TorchWorkload,
+    count_parameters,
+    on_meta,
+    torch_dtype,
+    train_with_trainer,
+)
+
+LORA_TARGETS = ["q_proj", "v_proj"]  # peft's TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING for gemma/mistral
+LORA_ALPHA = 8  # peft's LoraConfig default
+FIRST_TOKEN_ID = 3  # random ids avoid the special ids 0-2 (pad/bos/eos in both vocabularies)
+
+
+def lora_config(shape):
+    from peft import LoraConfig
+
+    return LoraConfig(r=shape.lora_rank, lora_alpha=LORA_ALPHA, lora_dropout=0.0, target_modules=list(LORA_TARGETS))
+
+
+class TorchCausalLM(TorchWorkload):
+    """Gemma/Mistral: subclasses give `build_config(shape)` and `model_class` (a transformers *ForCausalLM name)."""
+
+    model_class: str
+
+    @staticmethod
+    def build_config(shape):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    @classmethod
+    def build_model(cls, shape):
+        """The *ForCausalLM in shape.dtype on the current default device (the fidelity tests use meta)."""
+        import transformers
+
+        config = cls.build_config(shape)
+        model = getattr(transformers, cls.model_class)(config)
+        return model.to(torch_dtype(shape.dtype))
+
+    @classmethod
+    def parameter_counts(cls, shape) -> dict[str, int]:
+        """Parameters of the causal LM (tied embeddings counted once), built on the meta device."""
+        return {"causal_lm": count_parameters(on_meta(cls.build_model, shape))}
+
+    def __init__(self, cell, shape):
+        super().__init__(cell, shape)
+        self.unit = "ms/call" if cell.task == "generate" else "ms/step"
+        self.outputs: list[torch.Tensor] = []
+
+    def setup(self) -> None:
+        s, bs = self.shape, self.cell.batch_size
+        model = self.build_model(s).to(self.device)
+        g = torch.Generator().manual_seed(0)
+        if self.cell.task == "fit":
+            from peft import get_peft_model
+
+            self.model = get_peft_model(model, lora_config(s))
+            ids = torch.randint(FIRST_TOKEN_ID, s.vocabulary_size, (bs, s.fit_sequence_length), generator=g)
+            mask = torch.ones_like(ids)
+            self.samples = [{"input_ids": ids[i], "attention_mask": mask[i], "labels": ids[i].clone()} for i in range(bs)]
+            return
+        model.eval()
+        self.model = model
+        config = model.generation_config
+        config.eos_token_id = None  # no stop token: every call generates exactly new_tokens
+        config.pad_token_id = 0
+        if self.compiled:
+            config.cache_implementation = "static"
+            config.disable_compile = True  # the forward below is the one compiled function
+            model.forward = torch.compile(model.forward, mode=COMPILE_MODE)
+        self.inputs = {
+            "input_ids": torch.randint(FIRST_TOKEN_ID, s.vocabulary_size, (bs, s.prompt_length), generator=g).to(self.device),
+            "attention_mask": torch.ones(bs, s.prompt_length, dtype=torch.long, device=self.device),
+        }
+
+    def drive(self, timer, count: int) -> None:
+        if self.cell.task == "fit":
+            dataset = RepeatedSamples(self.samples, self.cell.batch_size * count)
+            train_with_trainer(self, dataset, timer, count, learning_rate=self.shape.learning_rate, optim="adamw_torch")
+        else:
+            super().drive(timer, count)
+
+    @torch.inference_mode()
+    def step(self) -> torch.Tensor:
+        n = self.shape.new_tokens
+        out = self.model.generate(**self.inputs, max_new_tokens=n, min_new_tokens=n, do_sample=False)
+        self.outputs.append(out)  # checked after the run: a copy to the host here would sit inside the window
+        return out
+
+    def check(self) -> None:
+        if self.cell.task == "generate":
+            calls = [(out.cpu().numpy(), None) for out in self.outputs]
+            check_generated(calls, self.inputs["input_ids"].cpu().numpy(), self.shape.generate_length, self.cell.total_steps)
+        super().check()
+
+    def tokens_per_step(self) -> int | None:
+        return self.cell.batch_size * self.shape.new_tokens if self.cell.task == "generate" else None
+
+    def settings(self) -> dict[str, Any]:
+        s = self.shape
+        base = self.model.get_base_model() if self.cell.task == "fit" else self.model
+        out = {
+            **super().settings(),
+            "dtype": s.dtype,
+            "attention_implementation": base.config._attn_implementation,
+            "base_parameters": int(sum(p.numel() for n, p in base.named_parameters() if "lora_" not in n)),
+        }
+        if self.cell.task == "fit":
+            out.update(
+                lora_rank=s.lora_rank,
+                lora_alpha=LORA_ALPHA,
+                lora_targets=list(LORA_TARGETS),
+                lora_dtypes=sorted({str(p.dtype).replace("torch.", "") for p in self.model.parameters() if p.requires_grad}),
+                fit_sequence_length=s.fit_sequence_length,
+                optimizer="adamw_torch",
+                learning_rate=s.learning_rate,
+                trainer_torch_compile=self.compiled,
+            )
+        else:
+            config = self.model.generation_config
+            out.update(
+                decoding="greedy",
+                eos_token_id=config.eos_token_id,
+                cache_implementation=config.cache_implementation or "dynamic",
+                compiled_function="model.forward" if self.compiled else None,
+                prompt_length=s.prompt_length,
+                generate_length=s.generate_length,
+                new_tokens_per_sequence=s.new_tokens,
+            )
+        return out
+
