@@ -48,8 +48,8 @@ bench: ## Run every task of MODEL on BACKEND (builds the env first): make bench 
 bench-all: envs ## Run the whole matrix (every backend x model x task of the published table)
 	$(TOOLS_PY) -m bench run $(RUN_ARGS)
 
-table: env-tools ## Render $(RESULTS)/RESULTS.md and its figures from the result files
-	$(TOOLS_PY) -m bench table --results-dir $(RESULTS)
+table: env-tools ## Render $(RESULTS)/RESULTS.md and its figures from the result files (and README's table, for results/)
+	$(TOOLS_PY) -m bench table --results-dir $(RESULTS) $(if $(filter results,$(RESULTS)),--readme README.md)
 
 bench-overhead: env-tools ## Measure the harness's own per-step overhead on a trivial step
 	$(TOOLS_PY) scripts/harness_overhead.py

@@ -65,6 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
     table = sub.add_parser("table", help="render RESULTS.md and figures from the result files")
     table.add_argument("--results-dir", type=Path, default=DEFAULT_RESULTS)
     table.add_argument("--out", type=Path, help="Markdown file (default: <results-dir>/RESULTS.md)")
+    table.add_argument("--readme", type=Path, help="also fill this file's marked results section with the first table")
     return parser
 
 
@@ -130,8 +131,8 @@ def cmd_table(args: argparse.Namespace) -> int:
     from bench.table import render
 
     out = args.out or args.results_dir / "RESULTS.md"
-    render(args.results_dir, out)
-    print(f"wrote {out}")
+    render(args.results_dir, out, readme=args.readme)
+    print(f"wrote {out}" + (f" and the results section of {args.readme}" if args.readme else ""))
     return 0
 
 

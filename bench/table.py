@@ -722,14 +722,22 @@ def details(rows: list[RowFacts]) -> str:
     return tabulate(body, headers=headers, tablefmt="github", disable_numparse=True)
 
 
-def render_group(index: int, group: Group, out_dir: Path, fig_dir: Path) -> tuple[list[str], list[Path]]:
+@dataclass
+class RenderedGroup:
+    lines: list[str]  # the group's whole section of RESULTS.md
+    table: list[str]  # its main table and notes, as the README shows them
+    figures: dict[str, Path | None]
+
+
+def render_group(index: int, group: Group, out_dir: Path, fig_dir: Path) -> RenderedGroup:
     rows = [row_facts(k, cells) for k, cells in group.grid().items()]
     notes = Notes()
-    table = main_table(group, rows, notes)
-    lines = [f"## {index}. {group.profile} profile — {group.machine}", "", table, ""]
-    lines += [f"- {text}" for text in legend(group, rows)]
+    table = [main_table(group, rows, notes)]
     if notes.texts:
-        lines += ["", "Notes:", ""] + [f"{n}. {text}" for n, text in enumerate(notes.texts, 1)]
+        table += ["", "Notes:", ""] + [f"{n}. {text}" for n, text in enumerate(notes.texts, 1)]
+    lines = [f"## {index}. {group.profile} profile — {group.machine}", "", table[0], ""]
+    lines += [f"- {text}" for text in legend(group, rows)]
+    lines += table[1:]
     missing = missing_rows(group, {f.key for f in rows})
     if missing:
         lines += ["", f"Published rows not measured in this table: {', '.join(missing)}."]
@@ -759,11 +767,39 @@ def render_group(index: int, group: Group, out_dir: Path, fig_dir: Path) -> tupl
         else:
             lines.append(f"- {captions[kind]}: ![{captions[kind]}]({Path(os.path.relpath(path, out_dir)).as_posix()})")
     lines += ["", "<details><summary>Per-cell measurements</summary>", "", details(rows), "", "</details>", ""]
-    return lines, [p for p in figures.values() if p]
+    return RenderedGroup(lines, table, figures)
 
 
-def render(results_dir: Path, out: Path) -> None:
-    """Write `out` (Markdown) and <results_dir>/figures/*.png from every current result file."""
+README_START = "<!-- bench-table:start (written by make table; do not edit) -->"
+README_END = "<!-- bench-table:end -->"
+
+
+def update_readme(readme: Path, results_md: Path, first: Group, rendered: RenderedGroup) -> None:
+    """Replace the README's marked section with the first table of RESULTS.md and its per-row figure."""
+    text = readme.read_text()
+    if text.count(README_START) != 1 or text.count(README_END) != 1:
+        raise BenchError(f"{readme} needs exactly one {README_START!r} and one {README_END!r} line for `make table` to fill")
+    rel = lambda p: Path(os.path.relpath(Path(p).resolve(), readme.resolve().parent)).as_posix()
+    section = [
+        README_START,
+        "",
+        f"**{first.profile} profile — {first.machine}**, {len(first.items)} cells (from [{rel(results_md)}]({rel(results_md)}), "
+        "which has the spread, the provenance and the comparison with the published numbers):",
+        "",
+        *rendered.table,
+        "",
+    ]
+    figure = rendered.figures.get("per-row")
+    if figure:
+        section += [f"![Every backend per row, median ms/step (log scale)]({rel(figure)})", ""]
+    before, rest = text.split(README_START)
+    after = rest.split(README_END, 1)[1]
+    write_text_atomic(readme, before + "\n".join(section) + "\n" + README_END + after)
+
+
+def render(results_dir: Path, out: Path, readme: Path | None = None) -> None:
+    """Write `out` (Markdown) and <results_dir>/figures/*.png from every current result file; with `readme`, put
+    the first table (the paper profile's when there is one) into that file's marked section too."""
     results_dir, out = Path(results_dir), Path(out)
     if tabulate is None:
         raise BenchError("tabulate is needed to render the tables; build the tools env (`make env-tools`)")
@@ -788,12 +824,14 @@ def render(results_dir: Path, out: Path) -> None:
             "",
         ]
         lines += [f"{i}. {g.profile} profile — {g.machine} ({len(g.items)} cells)" for i, g in enumerate(groups, 1)] + [""]
-        for i, group in enumerate(groups, 1):
-            body, figures = render_group(i, group, out_dir, fig_dir)
-            lines += body
-            written += figures
+        rendered = [render_group(i, group, out_dir, fig_dir) for i, group in enumerate(groups, 1)]
+        for r in rendered:
+            lines += r.lines
+            written += [p for p in r.figures.values() if p]
     clear_old_figures(fig_dir, set(written))
     write_text_atomic(out, "\n".join(lines).rstrip("\n") + "\n")
+    if readme is not None and items:
+        update_readme(readme, out, groups[0], rendered[0])
 
 
 def write_text_atomic(path: Path, text: str) -> None:

@@ -15,7 +15,8 @@ pytest.importorskip("matplotlib")
 
 from bench import cli
 from bench.results import Result, Run
-from bench.table import render
+from bench.backends import BenchError
+from bench.table import README_END, README_START, render
 from bench.workloads import Cell, get_profile
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
@@ -382,3 +383,32 @@ def test_out_option_and_existing_output_is_replaced(tmp_path, capsys):
     assert cli.main(["table", "--results-dir", str(results), "--out", str(out)]) == 0
     assert f"wrote {out}" in capsys.readouterr().out
     assert "](../results/figures/smoke__cpu-amd-epyc-2-cores-per-row.png)" in out.read_text()
+
+
+# ---------------------------------------------------------------- README
+
+
+def test_readme_section_gets_the_first_table_and_keeps_the_rest(rendered, tmp_path):
+    results, text = rendered
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# Title\n\nbefore\n\n{README_START}\nold table\n{README_END}\n\nafter\n")
+    render(results, tmp_path / "RESULTS.md", readme=readme)
+    got = readme.read_text()
+    assert got.startswith("# Title\n\nbefore\n\n" + README_START) and got.endswith(README_END + "\n\nafter\n")
+    assert "old table" not in got
+    first = paper(text)  # the first table of RESULTS.md is the paper profile's (A100 sorts first)
+    table = first[first.index("| Model / task"):].split("\n\n", 1)[0]
+    assert table in got
+    assert "**paper profile — 1x NVIDIA A100" in got and "(RESULTS.md)" in got
+    figure = re.search(r"!\[[^\]]*\]\(([^)]+)\)", got).group(1)
+    assert (tmp_path / figure).is_file() and figure.endswith("-per-row.png")
+    render(results, tmp_path / "RESULTS.md", readme=readme)
+    assert readme.read_text() == got  # idempotent
+
+
+def test_readme_without_markers_is_refused_untouched(rendered, tmp_path):
+    readme = tmp_path / "README.md"
+    readme.write_text("# no markers\n")
+    with pytest.raises(BenchError, match="README.md needs exactly one"):
+        render(rendered[0], tmp_path / "RESULTS.md", readme=readme)
+    assert readme.read_text() == "# no markers\n"
