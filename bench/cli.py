@@ -13,24 +13,23 @@ from bench.provenance import REPO_ROOT
 DEFAULT_RESULTS = Path(os.environ.get("BENCH_RESULTS_DIR", REPO_ROOT / "results"))
 
 
-def positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
-    return value
+def int_at_least(minimum: int, what: str):
+    """An argparse type: an integer >= minimum, refused with `must be a <what> integer, got '<text>'`."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = None
+        if value is None or value < minimum:
+            raise argparse.ArgumentTypeError(f"must be a {what} integer, got {text!r}")
+        return value
+
+    return parse
 
 
-def non_negative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {text!r}")
-    return value
+positive_int = int_at_least(1, "positive")
+non_negative_int = int_at_least(0, "non-negative")
 
 
 def csv_list(text: str) -> list[str]:

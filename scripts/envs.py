@@ -184,12 +184,18 @@ def build_one(name: str, venv: Path | None, requirements: Path | None) -> None:
     say(f"{name}: built {rel(venv)} in {fmt_s(time.monotonic() - t0)}")
 
 
-def cmd_build(args) -> int:
+def selected_names(args, command: str) -> list[str]:
+    """The env names a command was given (or all of them with --all), each checked."""
     names = list(ENV_NAMES) if args.all else args.names
     if not names:
-        raise EnvError(f"build: name an env or pass --all; valid envs: {', '.join(ENV_NAMES)}")
+        raise EnvError(f"{command}: name an env or pass --all; valid envs: {', '.join(ENV_NAMES)}")
     for n in names:
         check_name(n)
+    return names
+
+
+def cmd_build(args) -> int:
+    names = selected_names(args, "build")
     if len(names) > 1 and (args.venv or args.requirements):
         raise EnvError("build: --venv/--requirements take exactly one env name")
     t0 = time.monotonic()
@@ -347,11 +353,7 @@ def print_info(r: dict) -> None:
 
 
 def cmd_info(args) -> int:
-    names = list(ENV_NAMES) if args.all else args.names
-    if not names:
-        raise EnvError(f"info: name an env or pass --all; valid envs: {', '.join(ENV_NAMES)}")
-    for n in names:
-        check_name(n)
+    names = selected_names(args, "info")
     results, failed = [], False
     for n in names:
         try:

@@ -263,3 +263,41 @@ def test_tampered_hash_refuses_then_correct_file_builds(tmp_path):
     p = envs_py("build", "keras2", "--venv", str(venv), "--requirements", str(req))
     assert p.returncode == 0 and "is current" in p.stdout, p.stdout
     assert time.monotonic() - t0 < 2.0
+
+
+SLOW_UV = """#!/bin/sh
+# uv, except that `uv pip sync` announces itself and hangs: the moment a user presses Ctrl-C in `make env`.
+if [ "$1" = pip ] && [ "$2" = sync ]; then echo SYNCING; exec sleep 600; fi
+exec {uv} "$@"
+"""
+
+
+def test_interrupted_build_is_never_taken_for_complete(tmp_path):
+    """Kill a rebuild mid-install: the env loses its stamp (the orchestrator refuses it), the next build repairs it."""
+    real_uv = ROOT / ".venvs" / ".uv" / "uv"
+    if not real_uv.exists():
+        pytest.skip("the pinned uv is not fetched yet; run `make env-tools`")
+    req = tmp_path / "requirements.txt"
+    req.write_text("".join(_blocks((ROOT / "envs" / "keras2" / "requirements.txt").read_text(), {"six"})))
+    venv = tmp_path / "venv"
+    args = ["build", "keras2", "--venv", str(venv), "--requirements", str(req)]
+    assert envs_py(*args).returncode == 0 and (venv / "bench-env.json").exists()
+
+    req.write_text(req.read_text() + "".join(_blocks((ROOT / "envs" / "keras2" / "requirements.txt").read_text(), {"absl-py"})))
+    slow_uv = tmp_path / "slow-uv"
+    slow_uv.write_text(SLOW_UV.format(uv=real_uv))
+    slow_uv.chmod(0o755)
+    proc = subprocess.Popen([sys.executable, str(ENVS_PY), *args], cwd=ROOT, env={**os.environ, "UV": str(slow_uv)},
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    for line in proc.stdout:
+        if "SYNCING" in line:
+            break
+    os.killpg(proc.pid, 9)  # no chance to clean up: the worst interruption
+    proc.wait(timeout=30)
+    # The stamp is what `make bench` and the orchestrator take for a complete env (runner.env_python).
+    assert not (venv / "bench-env.json").exists(), "an interrupted build left its stamp: it would pass for complete"
+
+    p = envs_py(*args)
+    assert p.returncode == 0 and "building" in p.stdout, p.stdout + p.stderr
+    q = subprocess.run([str(venv / "bin" / "python"), "-c", "import absl, six"], capture_output=True, text=True)
+    assert q.returncode == 0, q.stderr

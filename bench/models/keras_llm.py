@@ -26,6 +26,19 @@ from bench.models.keras_common import (
 )
 
 
+def backbone_arguments(s) -> dict[str, Any]:
+    """The keras-hub backbone arguments Gemma and Mistral share, from a CausalLMShape (transformers naming)."""
+    return dict(
+        vocabulary_size=s.vocabulary_size,
+        num_layers=s.num_layers,
+        num_query_heads=s.num_query_heads,
+        num_key_value_heads=s.num_key_value_heads,
+        hidden_dim=s.hidden_dim,
+        head_dim=s.head_dim,
+        layer_norm_epsilon=s.layer_norm_epsilon,
+    )
+
+
 def build_causal_lm(lib, backbone_class: str, task_class: str, backbone_kwargs: dict[str, Any], dtype: str):
     """The keras-hub task model with no preprocessor, its backbone in `dtype`."""
     backbone = getattr(lib.models, backbone_class)(**backbone_kwargs, dtype=dtype)

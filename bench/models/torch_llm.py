@@ -48,6 +48,22 @@ LORA_ALPHA = 8  # peft's LoraConfig default
 FIRST_TOKEN_ID = 3  # random ids avoid the special ids 0-2 (pad/bos/eos in both vocabularies)
 
 
+def config_arguments(s) -> dict[str, Any]:
+    """The transformers config arguments Gemma and Mistral share, from a CausalLMShape (same names in both)."""
+    return dict(
+        vocab_size=s.vocabulary_size,
+        hidden_size=s.hidden_dim,
+        intermediate_size=s.intermediate_dim,
+        num_hidden_layers=s.num_layers,
+        num_attention_heads=s.num_query_heads,
+        num_key_value_heads=s.num_key_value_heads,
+        head_dim=s.head_dim,
+        max_position_embeddings=s.max_position_embeddings,
+        rms_norm_eps=s.layer_norm_epsilon,
+        rope_parameters={"rope_type": "default", "rope_theta": s.rope_max_wavelength},
+    )
+
+
 def lora_config(shape):
     from peft import LoraConfig
 

@@ -2,6 +2,9 @@
 from bench.models.llm import CausalLMShape
 from bench.workloads import load_model_spec
 
+# Mistral-7B-v0.1's attention window (keras-hub's default is 512): longer than every sequence run here.
+SLIDING_WINDOW = 4096
+
 SPEC = load_model_spec(
     "mistral",
     "Mistral",

@@ -58,4 +58,17 @@ def per_denoising_step(windows_ms: list[float], shape: StableDiffusionShape) -> 
     return [(high - low) / gap for high, low in zip(windows_ms[0::2], windows_ms[1::2])]
 
 
+class DenoisingStepPairs:
+    """Mixin of both StableDiffusion implementations: predict is driven in step pairs and reported per denoising
+    step; fit goes to the framework's own driver. The class provides `generate(num_steps)`."""
+
+    def drive(self, timer: StepTimer, count: int) -> None:
+        if self.cell.task == "fit":
+            return super().drive(timer, count)
+        drive_step_pairs(self.generate, timer, count, self.shape)
+
+    def derive(self, windows_ms: list[float]) -> list[float]:
+        return windows_ms if self.cell.task == "fit" else per_denoising_step(windows_ms, self.shape)
+
+
 SPEC = load_model_spec("stable_diffusion", "StableDiffusion", StableDiffusionShape)

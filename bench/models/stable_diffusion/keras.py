@@ -27,7 +27,7 @@ from bench.models.keras_common import (
     repeated_batch,
     rng,
 )
-from bench.models.stable_diffusion import drive_step_pairs, per_denoising_step
+from bench.models.stable_diffusion import DenoisingStepPairs
 
 PROMPT = "a photograph of an astronaut riding a horse"  # keras-benchmarks' prompt
 MAX_PROMPT_LENGTH = 77  # keras-cv's StableDiffusion pads every prompt to this
@@ -99,7 +99,7 @@ def parameter_counts(s, keras_major: int = 3) -> dict[str, int]:
     return {name: count_weights(part.weights) for name, part in build_abstractly(build_parts, s).items()}
 
 
-class StableDiffusionKeras(KerasWorkload):
+class StableDiffusionKeras(DenoisingStepPairs, KerasWorkload):
     def __init__(self, cell, shape):
         super().__init__(cell, shape)
         if cell.task == "predict":
@@ -132,14 +132,6 @@ class StableDiffusionKeras(KerasWorkload):
         images = self.pipeline.text_to_image(PROMPT, batch_size=self.cell.batch_size, num_steps=num_steps, seed=SEED)
         self.images.append((num_steps, images.shape))
         return images  # NumPy: every sub-model ran through predict_on_batch, so the call is synchronous
-
-    def drive(self, timer, count: int) -> None:
-        if self.cell.task == "fit":
-            return super().drive(timer, count)
-        drive_step_pairs(self.generate, timer, count, self.shape)
-
-    def derive(self, windows_ms: list[float]) -> list[float]:
-        return windows_ms if self.cell.task == "fit" else per_denoising_step(windows_ms, self.shape)
 
     def check(self) -> None:
         if self.cell.task != "predict":

@@ -26,7 +26,7 @@ from typing import Any
 
 import torch
 
-from bench.models.stable_diffusion import drive_step_pairs, per_denoising_step
+from bench.models.stable_diffusion import DenoisingStepPairs
 from bench.models.torch_common import SEED, TorchWorkload, count_parameters, on_meta
 
 PROMPT = "a photograph of an astronaut riding a horse"  # keras-benchmarks' prompt
@@ -169,7 +169,7 @@ def parameter_counts(s) -> dict[str, int]:
     }
 
 
-class StableDiffusionTorch(TorchWorkload):
+class StableDiffusionTorch(DenoisingStepPairs, TorchWorkload):
     def __init__(self, cell, shape):
         super().__init__(cell, shape)
         if cell.task == "predict":
@@ -225,14 +225,6 @@ class StableDiffusionTorch(TorchWorkload):
         ).images
         self.calls.append((num_steps, len(ran), tuple(images.shape)))
         return images  # NumPy: the call has finished
-
-    def drive(self, timer, count: int) -> None:
-        if self.cell.task == "fit":
-            return super().drive(timer, count)
-        drive_step_pairs(self.generate, timer, count, self.shape)
-
-    def derive(self, windows_ms: list[float]) -> list[float]:
-        return windows_ms if self.cell.task == "fit" else per_denoising_step(windows_ms, self.shape)
 
     def check(self) -> None:
         s = self.shape
