@@ -6,6 +6,12 @@ from dataclasses import dataclass
 from bench.workloads import load_model_spec, positive_fields
 
 
+# SAM's fixed parts, the same at every model size (segment_anything/build_sam.py), read by both implementations.
+MASK_IN_CHANNELS = 16  # the mask-prompt downscaler's width
+IOU_HEAD_DEPTH = 3
+NUM_MULTIMASK_OUTPUTS = 3
+
+
 @dataclass(frozen=True)
 class SamShape:
     image_size: int

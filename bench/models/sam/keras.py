@@ -19,10 +19,7 @@ from bench.models.keras_common import (
     repeated_batch,
     rng,
 )
-
-MASK_IN_CHANNELS = 16  # SAM's mask-prompt downscaler width, the same at every model size
-IOU_HEAD_DEPTH = 3
-NUM_MULTIMASK_OUTPUTS = 3
+from bench.models.sam import IOU_HEAD_DEPTH, MASK_IN_CHANNELS, NUM_MULTIMASK_OUTPUTS
 
 
 def build_sam_backbone_keras3(s):

@@ -21,12 +21,9 @@ from typing import Any
 
 import torch
 
+from bench.models.sam import IOU_HEAD_DEPTH, MASK_IN_CHANNELS, NUM_MULTIMASK_OUTPUTS
 from bench.models.torch_common import TorchWorkload, count_parameters, on_meta
 
-# SAM's fixed parts, the same at every model size (segment_anything/build_sam.py).
-MASK_IN_CHANNELS = 16
-IOU_HEAD_DEPTH = 3
-NUM_MULTIMASK_OUTPUTS = 3
 PIXEL_MEAN = [123.675, 116.28, 103.53]
 PIXEL_STD = [58.395, 57.12, 57.375]
 

@@ -48,6 +48,17 @@ def clip_bpe_path() -> str:
     return str(path)
 
 
+def pipeline_models(s) -> dict[str, Any]:
+    """keras-cv's fixed-width SD v1 models at the shape's resolution, random weights, by the pipeline's names."""
+    from keras_cv.models import stable_diffusion as sd
+
+    return {
+        "text_encoder": sd.TextEncoder(MAX_PROMPT_LENGTH, download_weights=False),
+        "diffusion_model": sd.DiffusionModel(s.resolution, s.resolution, MAX_PROMPT_LENGTH, download_weights=False),
+        "decoder": sd.Decoder(s.resolution, s.resolution, download_weights=False),
+    }
+
+
 def build_pipeline(s, jit_compile: bool):
     """keras-cv StableDiffusion with randomly initialised sub-models (nothing downloaded)."""
     import keras_cv
@@ -57,12 +68,8 @@ def build_pipeline(s, jit_compile: bool):
         raise ValueError(f"keras-cv's StableDiffusion fixes the text length at {MAX_PROMPT_LENGTH}, the shape asks {s.text_length}")
     pipeline = keras_cv.models.StableDiffusion(img_height=s.resolution, img_width=s.resolution, jit_compile=jit_compile)
     # What the pipeline's lazy properties would build, minus the weight downloads.
-    parts = {
-        "_tokenizer": sd.SimpleTokenizer(bpe_path=clip_bpe_path()),
-        "_text_encoder": sd.TextEncoder(MAX_PROMPT_LENGTH, download_weights=False),
-        "_diffusion_model": sd.DiffusionModel(s.resolution, s.resolution, MAX_PROMPT_LENGTH, download_weights=False),
-        "_decoder": sd.Decoder(s.resolution, s.resolution, download_weights=False),
-    }
+    parts = {"_tokenizer": sd.SimpleTokenizer(bpe_path=clip_bpe_path())}
+    parts.update({f"_{name}": part for name, part in pipeline_models(s).items()})
     for name, part in parts.items():
         if getattr(pipeline, name) is not None:
             raise RuntimeError(f"keras-cv's StableDiffusion already built {name}; its lazy construction changed")
@@ -83,20 +90,12 @@ def build_fit_encoder(s, keras):
     return encoder, model
 
 
-def build_parts(s):
-    """keras-cv's fixed-width SD v1 parts at the shape's resolution, random weights: the pipeline's and the VAE's."""
+def parameter_counts(s, keras_major: int = 3) -> dict[str, int]:
+    """The pipeline's three models and the VAE's image encoder (whose fit model is its first layers)."""
     from keras_cv.models import stable_diffusion as sd
 
-    return {
-        "diffusion_model": sd.DiffusionModel(s.resolution, s.resolution, MAX_PROMPT_LENGTH, download_weights=False),
-        "text_encoder": sd.TextEncoder(MAX_PROMPT_LENGTH, download_weights=False),
-        "image_encoder": sd.ImageEncoder(download_weights=False),
-        "decoder": sd.Decoder(s.resolution, s.resolution, download_weights=False),
-    }
-
-
-def parameter_counts(s, keras_major: int = 3) -> dict[str, int]:
-    return {name: count_weights(part.weights) for name, part in build_abstractly(build_parts, s).items()}
+    build = lambda: {**pipeline_models(s), "image_encoder": sd.ImageEncoder(download_weights=False)}
+    return {name: count_weights(part.weights) for name, part in build_abstractly(build).items()}
 
 
 class StableDiffusionKeras(DenoisingStepPairs, KerasWorkload):
