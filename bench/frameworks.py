@@ -1,36 +1,106 @@
-"""Per-framework device sync and build/precision facts. Each function imports its framework lazily."""
+"""Per-framework devices (sync, barrier, compile counter: bench.timing.Device) and build/precision facts.
+
+Each imports its framework lazily."""
 from __future__ import annotations
 
 from typing import Any, Callable
 
 
-def sync_jax(value: Any) -> None:
-    import jax
+class JaxDevice:
+    """JAX dispatches asynchronously, and waiting for one result says nothing about other work in flight (unlike a
+    CUDA stream, there is no single queue to drain): the barrier waits for every live array and every effect."""
 
-    # block_until_ready waits for every array leaf; effects_barrier covers work with no returned array.
-    jax.block_until_ready(value)
-    jax.effects_barrier()
+    _compiles = 0
+    _listening = False
+
+    def __init__(self) -> None:
+        import jax
+
+        self._jax = jax
+        if not JaxDevice._listening:  # one process-wide listener: JAX reports each backend compile as an event
+            from jax._src import dispatch, monitoring
+
+            def count(event: str, *_: Any, **__: Any) -> None:
+                if event == dispatch.BACKEND_COMPILE_EVENT:
+                    JaxDevice._compiles += 1
+
+            monitoring.register_event_duration_secs_listener(count)
+            JaxDevice._listening = True
+
+    def sync(self, result: Any) -> None:
+        arrays = [leaf for leaf in self._jax.tree.leaves(result) if isinstance(leaf, self._jax.Array)]
+        if arrays:
+            self._jax.block_until_ready(arrays)
+        elif result is None:
+            self.barrier()  # nothing named: wait for everything
+        # else host values: whoever turned them into host values already waited for the work behind them
+
+    def barrier(self) -> None:
+        self._jax.block_until_ready(self._jax.live_arrays())
+        self._jax.effects_barrier()
+
+    def compile_count(self) -> int:
+        return JaxDevice._compiles
 
 
-def sync_torch(value: Any) -> None:
-    import torch
+class TorchDevice:
+    """PyTorch runs CPU work synchronously and CUDA work on streams that synchronize() drains."""
 
-    if torch.cuda.is_available():
-        torch.cuda.synchronize()
+    def __init__(self) -> None:
+        import torch
+
+        self._torch = torch
+        self._cuda = torch.cuda.is_available()
+
+    def sync(self, result: Any) -> None:
+        self.barrier()
+
+    def barrier(self) -> None:
+        if self._cuda:
+            self._torch.cuda.synchronize()
+
+    def compile_count(self) -> int:
+        from torch._dynamo.utils import counters
+
+        return int(counters["stats"].get("unique_graphs", 0))
 
 
-def sync_tensorflow(value: Any) -> None:
-    import tensorflow as tf
+class TensorflowDevice:
+    """TensorFlow's eager CPU ops are synchronous; on a GPU, fetching a tensor waits for the ops behind it and
+    sync_devices waits for the rest. Compiles are counted as retraces of the tf.functions a driver watches."""
 
-    # Fetching each tensor result waits for the ops that produce it; sync_devices waits for the rest.
-    for leaf in tf.nest.flatten(value):
-        if hasattr(leaf, "numpy"):
-            leaf.numpy()
-    if tf.config.list_logical_devices("GPU"):
-        tf.test.experimental.sync_devices()
+    def __init__(self) -> None:
+        import tensorflow as tf
+
+        self._tf = tf
+        self._gpu = bool(tf.config.list_logical_devices("GPU"))
+        self._watched: list[Any] = []
+
+    def watch(self, function: Any) -> None:
+        if hasattr(function, "experimental_get_tracing_count") and function not in self._watched:
+            self._watched.append(function)
+
+    def sync(self, result: Any) -> None:
+        for leaf in self._tf.nest.flatten(result):
+            if isinstance(leaf, self._tf.Tensor) and hasattr(leaf, "numpy"):
+                leaf.numpy()
+        if result is None or self._gpu:
+            self.barrier()
+
+    def barrier(self) -> None:
+        if self._gpu:
+            self._tf.test.experimental.sync_devices()
+
+    def compile_count(self) -> int:
+        return sum(int(f.experimental_get_tracing_count()) for f in self._watched)
 
 
-SYNCS: dict[str, Callable[[Any], None]] = {"jax": sync_jax, "torch": sync_torch, "tensorflow": sync_tensorflow}
+DEVICES: dict[str, Callable[[], Any]] = {"jax": JaxDevice, "torch": TorchDevice, "tensorflow": TensorflowDevice}
+
+
+def device_for(framework: str):
+    """The Device (bench.timing) of a framework, built lazily: only the env under test has its framework."""
+    return DEVICES[framework]()
 
 
 def framework_info(framework: str) -> dict[str, Any]:

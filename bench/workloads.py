@@ -13,7 +13,7 @@ import tomllib
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from bench.backends import BACKENDS, BenchError, get_backend
 
@@ -25,6 +25,45 @@ PROFILES_TOML = PACKAGE_DIR / "profiles.toml"
 MODELS = ("sam", "stable_diffusion", "bert", "gemma", "mistral")
 TASKS = ("fit", "predict", "generate")
 VARIANTS = {"keras": ("default",), "native-torch": ("eager", "compiled")}
+# How a task's steps are driven and timed (bench/drivers.py holds one function per name).
+DRIVERS = ("steps", "keras-fit", "keras-predict", "trainer", "step-pairs")
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """What one of a model's tasks is, on every backend: which driver runs it per implementation family, the unit
+    of its figures, what its first window holds, and its generated tokens per step (generate tasks)."""
+
+    name: str
+    drivers: dict[str, str]  # family ("keras", "native-torch") -> driver name
+    unit: str = "ms/step"
+    first_step_contains: str = "trace + compile + the first step"
+    tokens_per_step: Callable[[Any, int], int] | None = None  # (shape, batch size) -> tokens
+    derivation: str | None = None  # how timed figures come from the windows, when they are not the windows
+
+    def __post_init__(self) -> None:
+        unknown = set(self.drivers.values()) - set(DRIVERS)
+        if self.name not in TASKS or unknown:
+            raise BenchError(f"task {self.name!r}: unknown task or driver(s) {sorted(unknown)}; drivers: {', '.join(DRIVERS)}")
+
+    def driver(self, family: str) -> str:
+        try:
+            return self.drivers[family]
+        except KeyError:
+            raise BenchError(f"task {self.name!r} has no driver for the {family!r} family") from None
+
+    @property
+    def windows_per_step(self) -> int:
+        return 2 if self.derivation == "pair-difference" else 1
+
+
+def fit_task(native: str = "steps") -> TaskSpec:
+    """Keras fit() on every Keras backend; native PyTorch by `native` (a plain training loop, or the Trainer)."""
+    return TaskSpec("fit", {"keras": "keras-fit", "native-torch": native})
+
+
+def predict_task(native: str = "steps") -> TaskSpec:
+    return TaskSpec("predict", {"keras": "keras-predict", "native-torch": native})
 
 
 @dataclass(frozen=True)
@@ -35,9 +74,10 @@ class Profile:
     timed_steps: int
     timeout_s: int
     max_batch_size: int  # 0: use the published batch sizes unchanged
+    max_warmup_steps: int  # warm-up goes on past warmup_steps, up to this, while steps still compile
 
     def __post_init__(self) -> None:
-        if self.timed_steps < 1 or self.warmup_steps < 0 or self.timeout_s < 1 or self.max_batch_size < 0:
+        if self.timed_steps < 1 or self.warmup_steps < 0 or self.timeout_s < 1 or self.max_batch_size < 0 or self.max_warmup_steps < self.warmup_steps:
             raise BenchError(f"profile {self.name!r} has invalid values: {self}")
 
     def batch_size(self, published: int) -> int:
@@ -83,6 +123,7 @@ class ModelSpec:
     shape_type: type  # a frozen dataclass of the model's shapes and sizes
     shapes: dict[str, Any]  # profile name -> shape_type instance
     unsupported: dict[str, str]  # backend -> why the cell cannot exist
+    task_specs: dict[str, TaskSpec]  # task name -> how it is driven and reported
 
     def rows(self) -> tuple[Row, ...]:
         return tuple(r for r in published_rows() if r.model == self.name)
@@ -92,6 +133,12 @@ class ModelSpec:
 
     def shape(self, profile: str) -> Any:
         return self.shapes[profile]
+
+    def task(self, name: str) -> TaskSpec:
+        try:
+            return self.task_specs[name]
+        except KeyError:
+            raise BenchError(f"unknown task {name!r} for {self.name}; valid tasks: {', '.join(self.task_specs)}") from None
 
     def module_name(self, backend: str) -> str:
         return f"bench.models.{self.name}.{get_backend(backend).family.replace('-', '_')}"
@@ -109,7 +156,7 @@ class ModelSpec:
         return None
 
 
-def load_model_spec(name: str, display: str, shape_type: type, unsupported: dict[str, str] | None = None) -> ModelSpec:
+def load_model_spec(name: str, display: str, shape_type: type, tasks: list[TaskSpec], unsupported: dict[str, str] | None = None) -> ModelSpec:
     """Build a ModelSpec from bench/models/<name>/workload.toml, one table per profile."""
     path = PACKAGE_DIR / "models" / name / "workload.toml"
     with path.open("rb") as f:
@@ -123,7 +170,11 @@ def load_model_spec(name: str, display: str, shape_type: type, unsupported: dict
             shapes[profile] = shape_type(**values)
         except (TypeError, ValueError) as e:
             raise BenchError(f"{path} [{profile}]: {e}") from None
-    return ModelSpec(name, display, shape_type, shapes, dict(unsupported or {}))
+    spec = ModelSpec(name, display, shape_type, shapes, dict(unsupported or {}), {t.name: t for t in tasks})
+    published = set(spec.tasks())
+    if published != set(spec.task_specs):
+        raise BenchError(f"{name}: the published table has tasks {sorted(published)}, the spec declares {sorted(spec.task_specs)}")
+    return spec
 
 
 def positive_fields(instance: Any) -> None:
@@ -154,6 +205,7 @@ class Cell:
     variant: str
     warmup_steps: int
     timed_steps: int
+    max_warmup_steps: int | None = None  # None: no extension past warmup_steps
 
     def __post_init__(self) -> None:
         if self.backend not in BACKENDS:
@@ -168,6 +220,8 @@ class Cell:
                 raise BenchError(f"{name.replace('_', ' ')} must be a positive integer, got {value!r}")
         if isinstance(self.warmup_steps, bool) or not isinstance(self.warmup_steps, int) or self.warmup_steps < 0:
             raise BenchError(f"warm-up steps must be a non-negative integer, got {self.warmup_steps!r}")
+        if self.max_warmup_steps is not None and (not isinstance(self.max_warmup_steps, int) or self.max_warmup_steps < self.warmup_steps):
+            raise BenchError(f"max warm-up steps must be an integer >= warm-up steps ({self.warmup_steps}), got {self.max_warmup_steps!r}")
         variants = VARIANTS[get_backend(self.backend).family]
         if self.variant not in variants:
             raise BenchError(f"unknown variant {self.variant!r} for {self.backend}; valid variants: {', '.join(variants)}")
@@ -177,15 +231,35 @@ class Cell:
         return f"{self.backend}__{self.model}__{self.task}__bs{self.batch_size}__{self.variant}"
 
     @property
-    def total_steps(self) -> int:
-        return 1 + self.warmup_steps + self.timed_steps
+    def task_spec(self) -> TaskSpec:
+        return get_model(self.model).task(self.task)
+
+    def window_plan(self):
+        from bench.timing import WindowPlan
+
+        return WindowPlan(self.warmup_steps, self.timed_steps, self.max_warmup_steps, self.task_spec.windows_per_step)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "Cell":
-        return cls(**{f.name: data[f.name] for f in dataclasses.fields(cls)})
+    def from_dict(cls, data: dict[str, Any], validate: bool = True) -> "Cell":
+        """validate=False restores an archived cell as it was written, even if today's registry no longer has it."""
+        values = {f.name: data[f.name] if f.default is dataclasses.MISSING else data.get(f.name, f.default) for f in dataclasses.fields(cls)}
+        if validate:
+            return cls(**values)
+        cell = object.__new__(cls)
+        for name, value in values.items():
+            object.__setattr__(cell, name, value)
+        return cell
+
+    def why_not_in_registry(self) -> str | None:
+        """None if today's registry still has this cell, else why not (for archived results)."""
+        try:
+            Cell.from_dict(self.to_dict())
+        except BenchError as e:
+            return str(e)
+        return None
 
 
 def plan_cells(
@@ -212,6 +286,7 @@ def plan_cells(
         if not any(task in s.tasks() for s in specs):
             valid = sorted({t for s in specs for t in s.tasks()})
             raise BenchError(f"unknown task {task!r} for {', '.join(s.name for s in specs)}; valid tasks: {', '.join(valid)}")
+    warm = prof.warmup_steps if warmup_steps is None else warmup_steps
     cells = []
     for backend in backends or list(BACKENDS):
         family = get_backend(backend).family
@@ -231,8 +306,9 @@ def plan_cells(
                         batch_size=bs,
                         profile=profile,
                         variant=variant,
-                        warmup_steps=prof.warmup_steps if warmup_steps is None else warmup_steps,
+                        warmup_steps=warm,
                         timed_steps=prof.timed_steps if timed_steps is None else timed_steps,
+                        max_warmup_steps=max(warm, prof.max_warmup_steps),
                     )
                     if cell.key not in seen:  # an explicit --batch-size can merge two rows
                         seen.add(cell.key)

@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bench.workloads import positive_fields
+from bench.workloads import TaskSpec, fit_task, positive_fields
 
 
 @dataclass(frozen=True)
@@ -39,6 +39,23 @@ class CausalLMShape:
     @property
     def new_tokens(self) -> int:
         return self.generate_length - self.prompt_length
+
+
+def generated_tokens(shape: CausalLMShape, batch_size: int) -> int:
+    return batch_size * shape.new_tokens
+
+
+# Both LLMs: LoRA fit through each framework's trainer, generate calls in a plain loop, timed per call.
+LLM_TASKS = [
+    fit_task(native="trainer"),
+    TaskSpec(
+        "generate",
+        {"keras": "steps", "native-torch": "steps"},
+        unit="ms/call",
+        first_step_contains="trace + compile + the first generate call",
+        tokens_per_step=generated_tokens,
+    ),
+]
 
 
 class GenerationCheckError(AssertionError):

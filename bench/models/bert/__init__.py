@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bench.workloads import load_model_spec, positive_fields
+from bench.workloads import fit_task, load_model_spec, positive_fields, predict_task
 
 
 @dataclass(frozen=True)
@@ -26,4 +26,4 @@ class BertShape:
             raise ValueError("hidden_dim must be a multiple of num_heads")
 
 
-SPEC = load_model_spec("bert", "BERT", BertShape)
+SPEC = load_model_spec("bert", "BERT", BertShape, tasks=[fit_task(native="trainer"), predict_task()])

@@ -1,10 +1,11 @@
 """Gemma 7B causal LM: LoRA fit (bf16) at batch 8, greedy generate at batch 32 and 1."""
-from bench.models.llm import CausalLMShape
+from bench.models.llm import LLM_TASKS, CausalLMShape
 from bench.workloads import load_model_spec
 
 SPEC = load_model_spec(
     "gemma",
     "Gemma",
     CausalLMShape,
+    tasks=LLM_TASKS,
     unsupported={"keras2": "Gemma needs Keras 3 (keras-nlp refuses to build it on Keras 2); NA as published"},
 )

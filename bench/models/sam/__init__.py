@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bench.workloads import load_model_spec, positive_fields
+from bench.workloads import fit_task, load_model_spec, positive_fields, predict_task
 
 
 # SAM's fixed parts, the same at every model size (segment_anything/build_sam.py), read by both implementations.
@@ -45,4 +45,4 @@ class SamShape:
         return self.image_size // self.patch_size
 
 
-SPEC = load_model_spec("sam", "SegmentAnything", SamShape)
+SPEC = load_model_spec("sam", "SegmentAnything", SamShape, tasks=[fit_task(), predict_task()])

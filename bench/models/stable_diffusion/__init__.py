@@ -2,10 +2,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable
 
-from bench.timing import StepTimer
-from bench.workloads import load_model_spec, positive_fields
+from bench.workloads import TaskSpec, fit_task, load_model_spec, positive_fields
 
 
 @dataclass(frozen=True)
@@ -40,35 +38,26 @@ class StableDiffusionShape:
         return self.resolution // 8
 
 
-def drive_step_pairs(generate: Callable[[int], Any], timer: StepTimer, count: int, shape: StableDiffusionShape) -> None:
-    """Predict's driver on every framework: per cell step, one synchronised call at the high step count, then one
-    at the low. High first, so the first pair's trace + compile lands in its high window and the first-step
-    figure includes it, as every workload's first step does (low first would subtract it and read negative)."""
-    for _ in range(count):
-        for num_steps in (shape.denoise_steps_high, shape.denoise_steps_low):
-            timer.begin()
-            timer.end(generate(num_steps))
-    if len(timer.windows_ns) != 2 * count:
-        raise RuntimeError(f"{len(timer.windows_ns)} windows, expected {2 * count} (a high and a low call per step)")
-
-
-def per_denoising_step(windows_ms: list[float], shape: StableDiffusionShape) -> list[float]:
-    """(high - low) / step gap per pair: the text encoder, the VAE decoder and the call overhead cancel."""
+def per_denoising_step(windows_ms: list[float], tags: list[int], shape: StableDiffusionShape) -> list[float]:
+    """Per pair of calls, (high - low) / step gap: the text encoder, the VAE decoder and the call overhead cancel.
+    Pairs run in alternating order (high-low, low-high, ...), so each pair's windows are told apart by their tags
+    (the step count of the call)."""
     gap = shape.denoise_steps_high - shape.denoise_steps_low
-    return [(high - low) / gap for high, low in zip(windows_ms[0::2], windows_ms[1::2])]
+    out = []
+    for i in range(0, len(windows_ms) - 1, 2):
+        calls = dict(zip(tags[i : i + 2], windows_ms[i : i + 2]))
+        if set(calls) != {shape.denoise_steps_high, shape.denoise_steps_low}:
+            raise RuntimeError(f"pair {i // 2} has calls of {sorted(calls)} steps, expected a high and a low call")
+        out.append((calls[shape.denoise_steps_high] - calls[shape.denoise_steps_low]) / gap)
+    return out
 
 
-class DenoisingStepPairs:
-    """Mixin of both StableDiffusion implementations: predict is driven in step pairs and reported per denoising
-    step; fit goes to the framework's own driver. The class provides `generate(num_steps)`."""
+PREDICT_IN_STEP_PAIRS = TaskSpec(
+    "predict",
+    {"keras": "step-pairs", "native-torch": "step-pairs"},
+    unit="ms/denoising step",
+    first_step_contains="trace + compile + the first high-step and low-step pipeline calls (their windows summed)",
+    derivation="pair-difference",
+)
 
-    def drive(self, timer: StepTimer, count: int) -> None:
-        if self.cell.task == "fit":
-            return super().drive(timer, count)
-        drive_step_pairs(self.generate, timer, count, self.shape)
-
-    def derive(self, windows_ms: list[float]) -> list[float]:
-        return windows_ms if self.cell.task == "fit" else per_denoising_step(windows_ms, self.shape)
-
-
-SPEC = load_model_spec("stable_diffusion", "StableDiffusion", StableDiffusionShape)
+SPEC = load_model_spec("stable_diffusion", "StableDiffusion", StableDiffusionShape, tasks=[fit_task(), PREDICT_IN_STEP_PAIRS])
