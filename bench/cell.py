@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import statistics
 import sys
 import time
 import traceback
@@ -10,7 +11,8 @@ from pathlib import Path
 from bench.backends import cell_environment, get_backend
 from bench.provenance import gpus
 from bench.results import Run, write_json_atomic
-from bench.timing import Split, StepTimer
+from bench.drivers import DERIVATIONS, drive
+from bench.timing import Split, StepTimer, Stopwatch
 from bench.workloads import Cell, get_model
 
 OOM_MARKERS = ("RESOURCE_EXHAUSTED", "out of memory", "OutOfMemory", "OOM when allocating", "CUDA_ERROR_OUT_OF_MEMORY")
@@ -32,32 +34,53 @@ def measure(cell: Cell) -> Run:
 
     backend = get_backend(cell.backend)
     spec = get_model(cell.model)
-    started = time.perf_counter()
-    implementation = spec.implementation(cell.backend)
-    workload = implementation.create(cell, spec.shape(cell.profile))
+    task = cell.task_spec
+    wall = Stopwatch()
+    workload = spec.implementation(cell.backend).create(cell, spec.shape(cell.profile))
     log(f"setting up {spec.display} {cell.task} (batch {cell.batch_size}, profile {cell.profile}, {cell.variant})")
     workload.setup()
-    setup_s = time.perf_counter() - started
-    log(f"set up in {setup_s:.1f} s; running 1 first + {cell.warmup_steps} warm-up + {cell.timed_steps} timed steps")
-    timer = StepTimer(workload.sync)
-    workload.drive(timer, cell.total_steps)
+    setup_s = wall.seconds()
+    plan = cell.window_plan()
+    log(f"set up in {setup_s:.1f} s; running 1 first + {cell.warmup_steps} warm-up (up to {plan.warmup_cap}) + {cell.timed_steps} timed steps ({workload.driver} driver)")
+    timer = StepTimer(workload.timing_device, plan)
+    drive(workload, timer)
+    workload.steps_run = timer.steps_done
     workload.check()
-    windows = timer.windows_ms
-    derived = workload.derive(windows)
-    split = Split.of(derived, cell.warmup_steps, cell.timed_steps)
+    split, derived = figures(timer, task.derivation)
+    steadiness = timer.steadiness(split.timed_ms)
+    status, message = "ok", None
+    if derived and statistics.median(split.timed_ms) <= 0:
+        status, message = "unsteady", "the derived per-step median is zero or negative: the noise between the paired calls is larger than their difference (raw windows kept)"
+    log(f"warm-up took {steadiness.warmup_steps_run} steps; " + ("steady" if steadiness.steady else "unsteady: " + "; ".join(steadiness.reasons)))
     return Run(
-        status="ok",
+        status=status,
+        message=message,
         first_step_ms=split.first_ms,
+        first_step_contains=task.first_step_contains,
         warmup_ms=split.warmup_ms,
-        timed_ms=split.timed_ms,
-        windows_ms=windows if derived is not windows else None,
-        setup_s=round(setup_s, 3),
-        wall_s=round(time.perf_counter() - started, 3),
+        timed_ms=split.timed_ms if status == "ok" else [],
+        windows_ms=timer.windows_ms if derived else None,
+        derived=derived,
+        compile_events=timer.compile_events,
+        steadiness=steadiness.to_dict(),
+        setup_s=setup_s,
+        wall_s=wall.seconds(),
         tokens_per_step=workload.tokens_per_step(),
-        settings={"unit": workload.unit, **workload.settings()},
+        settings={"unit": task.unit, "driver": workload.driver, **workload.settings()},
         framework=frameworks.framework_info(backend.framework),
         process=provenance.process_provenance(),
     )
+
+
+def figures(timer: StepTimer, derivation: str | None) -> tuple[Split, bool]:
+    """The per-step figures: the windows, or (derived) one figure per step computed from its windows. A derived
+    first step is its windows' sum (everything the first step ran, compiles included)."""
+    if derivation is None:
+        return timer.split(), False
+    per_step = DERIVATIONS[derivation](timer.windows_ms, timer.tags)
+    split = timer.split(per_step)
+    first = sum(timer.windows_ms[: timer.plan.windows_per_step])
+    return Split(first, split.warmup_ms, split.timed_ms), True
 
 
 def main(cell: Cell, out: Path) -> int:

@@ -14,7 +14,7 @@ from bench.timing import Stats
 from bench.workloads import Cell
 
 SCHEMA_VERSION = 1
-STATUSES = ("ok", "oom", "timeout", "error", "unsupported")
+STATUSES = ("ok", "oom", "timeout", "error", "unsupported", "killed", "unsteady", "oom-predicted")
 HISTORY = "history"  # earlier results of the same cell, moved aside rather than overwritten
 NOT_RESULTS = {HISTORY, "logs", "figures"}  # folders under results/ that hold no current result
 
@@ -30,9 +30,14 @@ class Run:
     status: str
     message: str | None = None
     first_step_ms: float | None = None  # trace + compile + first execution
+    first_step_contains: str | None = None  # what the first window holds, in words
     warmup_ms: list[float] = field(default_factory=list)
     timed_ms: list[float] = field(default_factory=list)  # raw per-step figures, in order
     windows_ms: list[float] | None = None  # the measured windows, when timed_ms is derived from them
+    derived: bool = False  # timed_ms derived from windows_ms (may then be <= 0 under noise)
+    compile_events: list[int] | None = None  # compile/retrace events per raw window
+    steadiness: dict[str, Any] | None = None
+    reference: dict[str, Any] | None = None
     setup_s: float | None = None
     wall_s: float | None = None
     tokens_per_step: int | None = None
@@ -42,7 +47,7 @@ class Run:
     exit_code: int | None = None
 
     def stats(self) -> Stats | None:
-        return Stats.of(self.timed_ms) if self.status == "ok" and self.timed_ms else None
+        return Stats.of(self.timed_ms, allow_negative=self.derived) if self.status == "ok" and self.timed_ms else None
 
     def to_dict(self) -> dict[str, Any]:
         stats = self.stats()
@@ -77,7 +82,7 @@ class Result:
         """Statistics of every timed step of every run, pooled."""
         if self.status != "ok":
             return None
-        return Stats.of([t for r in self.runs for t in r.timed_ms])
+        return Stats.of([t for r in self.runs for t in r.timed_ms], allow_negative=any(r.derived for r in self.runs))
 
     def repeat_spread(self) -> Stats | None:
         """Spread of the per-process medians: how much a whole re-run moves the figure."""

@@ -125,16 +125,18 @@ class StepTimer:
         return True
 
     def _decide_warmup(self) -> None:
-        """After each whole step: end warm-up once the minimum is run and the last step compiled nothing (or the
-        cap is reached)."""
+        """After each whole step: the first step after the minimum warm-up that compiled nothing is the first timed
+        step (it shows the steady state has begun); at the cap, warm-up ends whatever the last step did."""
         if self.warmup_run is not None:
             return
-        warm = self.steps_done - 1  # steps after the first
-        if warm < self.plan.warmup_steps:
+        k = self.steps_done - 1  # index of the step just finished, counted after the first
+        if k < 1:
             return
         per = self.plan.windows_per_step
-        if sum(self.compile_events[-per:]) == 0 or warm >= self.plan.warmup_cap:
-            self.warmup_run = warm
+        if sum(self.compile_events[-per:]) == 0 and k - 1 >= self.plan.warmup_steps:
+            self.warmup_run = k - 1
+        elif k >= self.plan.warmup_cap:
+            self.warmup_run = self.plan.warmup_cap
 
     # -- what was measured
     @property

@@ -54,6 +54,7 @@ import json, sys
 from bench import offline
 offline.install_guard()
 from bench.models.llm import GenerationCheckError
+from bench.drivers import drive
 from bench.timing import StepTimer
 from bench.workloads import Cell, get_model
 backend = sys.argv[1]
@@ -61,8 +62,9 @@ cell = Cell(backend, "gemma", "generate", 2, "smoke", "eager" if backend == "nat
 spec = get_model("gemma")
 workload = spec.implementation(backend).create(cell, spec.shape("smoke"))
 workload.setup()
-timer = StepTimer(workload.sync)
-workload.drive(timer, cell.total_steps)
+timer = StepTimer(workload.timing_device, cell.window_plan())
+drive(workload, timer)
+workload.steps_run = timer.steps_done
 workload.check()  # the real outputs pass
 outputs = workload.outputs
 last = outputs[-1]

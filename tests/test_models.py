@@ -1,27 +1,55 @@
-"""Framework-free pieces of the model implementations: StableDiffusion's per-denoising-step timing."""
+"""Framework-free pieces of the model specs: each task's driver, unit and derivation, declared once."""
 import pytest
 
-from bench.models.stable_diffusion import SPEC, drive_step_pairs, per_denoising_step
-from bench.timing import StepTimer
+from bench.drivers import DERIVATIONS, DRIVERS, drive_step_pairs, pair_difference
+from bench.timing import StepTimer, WindowPlan
+from bench.workloads import MODELS, get_model
 
-SHAPE = SPEC.shape("paper")  # denoise steps 20 (high) and 10 (low)
+SD = get_model("stable_diffusion")
+SHAPE = SD.shape("paper")
 
 
-def test_pairs_run_high_then_low_and_give_the_difference_per_step():
-    # A fake clock: each call takes 500 ms of fixed cost (text encoder, decoder) plus 100 ms per denoising step.
+@pytest.mark.parametrize("model", MODELS)
+def test_every_task_names_a_known_driver_for_both_families(model):
+    for task in get_model(model).task_specs.values():
+        assert set(task.drivers) == {"keras", "native-torch"}
+        assert set(task.drivers.values()) <= set(DRIVERS)
+        assert task.derivation is None or task.derivation in DERIVATIONS
+
+
+def test_units_come_from_the_task():
+    assert SD.task("predict").unit == "ms/denoising step" and SD.task("fit").unit == "ms/step"
+    gemma = get_model("gemma")
+    assert gemma.task("generate").unit == "ms/call"
+    assert gemma.task("generate").tokens_per_step(gemma.shape("paper"), 32) == 32 * 45
+
+
+def test_step_pairs_on_a_fake_clock_give_the_per_denoising_step_time():
+    """Each call takes 500 ms of fixed cost (text encoder, decoder) plus 100 ms per denoising step; the first pair
+    also compiles (9 s), which stays in the first step and out of every timed figure."""
     now, calls = [0], []
 
-    def generate(num_steps):
-        calls.append(num_steps)
-        now[0] += int((500 + 100 * num_steps) * 1e6)
+    class Workload:
+        shape = SHAPE
 
-    timer = StepTimer(lambda _: None, clock=lambda: now[0])
-    drive_step_pairs(generate, timer, 3, SHAPE)
-    assert calls == [20, 10] * 3
-    assert per_denoising_step(timer.windows_ms, SHAPE) == pytest.approx([100.0] * 3)
+        def call(self, num_steps):
+            now[0] += int((500 + 100 * num_steps + (9000 if not calls else 0)) * 1e6)
+            calls.append(num_steps)
+
+    timer = StepTimer(_Host(), WindowPlan(1, 3, None, SD.task("predict").windows_per_step), clock=lambda: now[0])
+    drive_step_pairs(Workload(), timer)
+    high, low = SHAPE.denoise_steps_high, SHAPE.denoise_steps_low
+    assert calls == [high, low, low, high, high, low, low, high, high, low]
+    split = timer.split(pair_difference(timer.windows_ms, timer.tags))
+    assert split.timed_ms == pytest.approx([100.0] * 3) and split.warmup_ms == pytest.approx([100.0])
 
 
-def test_a_first_pair_with_compile_time_stays_positive():
-    """The first high window carries the trace + compile, so the first per-step figure includes it."""
-    windows = [9000.0 + 2500.0, 1500.0, 2500.0, 1500.0]
-    assert per_denoising_step(windows, SHAPE) == [1000.0, 100.0]
+class _Host:
+    def sync(self, result):
+        pass
+
+    def barrier(self):
+        pass
+
+    def compile_count(self):
+        return 0

@@ -1,47 +1,54 @@
-"""The uniform interface every implementation provides (one class per model x family)."""
+"""The uniform interface every implementation provides (one class per model x family).
+
+A workload builds its model and data in setup() and exposes what its task's driver (bench/drivers.py, chosen by
+the task spec) needs: `step()` for "steps", `call(num_steps)` for "step-pairs", `model` + `data` for the Keras
+loops, `model` + `training_dataset()` + `trainer_arguments()` for "trainer". It never reads the clock.
+"""
 from __future__ import annotations
 
 import abc
 from typing import Any
 
-from bench.timing import StepTimer, run_steps
+from bench.backends import get_backend
 from bench.workloads import Cell
 
 
 class Workload(abc.ABC):
-    """One (model, task) on one framework: built once by setup(), then driven for cell.total_steps steps.
-
-    Subclasses implement setup(), sync() and either step() (the plain loop drives it) or drive()
-    (a framework's own loop, such as Keras fit, calls timer.begin()/end() from its callbacks).
-    """
-
-    unit = "ms/step"
+    seed = 1234
 
     def __init__(self, cell: Cell, shape: Any):
         self.cell = cell
         self.shape = shape
+        self.task = cell.task_spec
+        self.driver = self.task.driver(get_backend(cell.backend).family)
+        self.steps_run = 0  # set after the driver ran: the number of steps (first + warm-up + timed) it took
+
+    @property
+    def unit(self) -> str:
+        return self.task.unit
+
+    @property
+    @abc.abstractmethod
+    def timing_device(self):
+        """The framework's bench.timing.Device (sync, barrier, compile counter)."""
 
     @abc.abstractmethod
     def setup(self) -> None:
         """Build the model and the synthetic data; not timed as a step."""
 
-    @abc.abstractmethod
-    def sync(self, value: Any) -> None:
-        """Block until the device has finished the work that produced `value` (and all earlier work)."""
+    def watch_compiles(self) -> None:
+        """Point the device's compile counter at functions created lazily by a framework loop (TensorFlow)."""
 
     def step(self) -> Any:
-        raise NotImplementedError(f"{type(self).__name__} drives its own loop")
+        raise NotImplementedError(f"{type(self).__name__} has no step() for the 'steps' driver")
 
-    def drive(self, timer: StepTimer, count: int) -> None:
-        run_steps(self.step, timer, count)
-
-    def derive(self, windows_ms: list[float]) -> list[float]:
-        """Turn the measured windows into per-step figures (identity unless a workload times pairs)."""
-        return windows_ms
+    def call(self, num_steps: int) -> Any:
+        raise NotImplementedError(f"{type(self).__name__} has no call() for the 'step-pairs' driver")
 
     def tokens_per_step(self) -> int | None:
         """Generated tokens per step, for generate tasks (reported as tokens/s)."""
-        return None
+        count = self.task.tokens_per_step
+        return count(self.shape, self.cell.batch_size) if count else None
 
     def settings(self) -> dict[str, Any]:
         """Effective settings of this run: jit_compile, dtypes, precision, parameter counts, shapes."""

@@ -1,7 +1,7 @@
-"""What every Keras implementation shares: Keras 2 vs 3 access, synthetic data, and the fit/predict drivers.
+"""What every Keras implementation shares: Keras 2 vs 3 access, synthetic data, settings, abstract builds.
 
 Keras 2 goes through `tf.keras` (tf_keras with TF_USE_LEGACY_KERAS=1) and keras-nlp; Keras 3 through
-`keras` and keras-hub. Both are driven by their own fit/predict loops, timed from callbacks.
+`keras` and keras-hub. Their fit/predict loops are driven by bench/drivers.py.
 """
 from __future__ import annotations
 
@@ -9,12 +9,13 @@ from typing import Any
 
 import numpy as np
 
-from bench.backends import get_backend
-from bench.frameworks import SYNCS
-from bench.models.base import Workload
-from bench.timing import StepTimer
+from functools import cached_property
 
-SEED = 1234
+from bench.backends import get_backend
+from bench.frameworks import device_for
+from bench.models.base import Workload
+
+SEED = Workload.seed
 
 
 def keras_module(keras_major: int):
@@ -75,7 +76,7 @@ def rng(seed: int = SEED) -> np.random.Generator:
 
 
 class KerasWorkload(Workload):
-    """Base of every Keras implementation: `model` is driven by fit() or predict() over `data`."""
+    """Base of every Keras implementation: `model` (with `data` for the fit/predict loops)."""
 
     model: Any = None
     data: Any = None
@@ -86,20 +87,18 @@ class KerasWorkload(Workload):
         self.keras_major = backend.keras_major
         self.framework = backend.framework
         self.keras = keras_module(self.keras_major)
-        self._sync = SYNCS[self.framework]
         self.keras.utils.set_random_seed(SEED)
 
-    def sync(self, value: Any) -> None:
-        self._sync(value)
+    @cached_property
+    def timing_device(self):
+        return device_for(self.framework)
 
-    def drive(self, timer: StepTimer, count: int) -> None:
-        callback = timer_callback(self.keras, timer)
-        if self.cell.task == "fit":
-            self.model.fit(self.data, epochs=1, steps_per_epoch=count, callbacks=[callback], verbose=0)
-        else:
-            self.model.predict(self.data, steps=count, callbacks=[callback], verbose=0)
-        if len(timer.windows_ns) != count:
-            raise RuntimeError(f"Keras ran {len(timer.windows_ns)} steps, expected {count}")
+    def watch_compiles(self) -> None:
+        # TensorFlow's compiles are retraces of the tf.functions Keras makes lazily inside fit/predict/generate.
+        watch = getattr(self.timing_device, "watch", None)
+        if watch is not None:
+            for name in ("train_function", "predict_function", "generate_function"):
+                watch(getattr(self.model, name, None))
 
     def settings(self) -> dict[str, Any]:
         model = self.model
@@ -122,40 +121,18 @@ def _effective_jit_compile(model: Any) -> Any:
     return bool(value) if value is not None else False
 
 
-def timer_callback(keras, timer: StepTimer):
-    """A callback that opens a synchronised window at each batch's begin and closes it at its end.
-
-    Keras 3's predict loop does not sync at batch end, so the outputs are synced here explicitly.
-    """
-
-    class StepWindows(keras.callbacks.Callback):
-        def on_train_batch_begin(self, batch, logs=None):
-            timer.begin()
-
-        def on_train_batch_end(self, batch, logs=None):
-            timer.end(logs)
-
-        def on_predict_batch_begin(self, batch, logs=None):
-            timer.begin()
-
-        def on_predict_batch_end(self, batch, logs=None):
-            timer.end((logs or {}).get("outputs"))
-
-    return StepWindows()
-
-
 def reference_jit_compile(cell) -> bool:
     """XLA as the published runs asked for it (keras-benchmarks `use_jit()`): on, except on Keras 3's torch backend."""
     return cell.backend != "torch"
 
 
-def build_abstractly(build, *args):
+def build_abstractly(build, *args, keras_major: int = 3):
     """Keras 3: build with every variable deferred (StatelessScope, no initialisation on exit): shapes exist,
-    values never do, so a 7B model is counted without its memory. Keras 2 has no such scope and builds for real."""
-    import keras
-
-    if not keras.__version__.startswith("3."):
+    values never do, so a 7B model is counted without its memory. Keras 2 (the Keras the keras2 backend uses, even
+    where Keras 3 is installed beside it) has no such scope and builds for real."""
+    if keras_major == 2:
         return build(*args)
+    keras = keras_module(3)
     from keras.src.backend.common import global_state
 
     with keras.StatelessScope(initialize_variables=False):

@@ -12,7 +12,6 @@ from typing import Any, Callable
 
 import numpy as np
 
-from bench.models.base import Workload
 from bench.models.llm import GenerationCheckError, check_generated
 from bench.models.keras_common import (
     KerasWorkload,
@@ -54,14 +53,13 @@ class KerasCausalLM(KerasWorkload):
         super().__init__(cell, shape)
         if self.keras_major != 3:
             raise RuntimeError(f"{self.task_class} needs Keras 3 (keras-hub); {cell.backend} is Keras {self.keras_major}")
-        self.unit = "ms/call" if cell.task == "generate" else "ms/step"
         self.outputs: list[Any] = []
 
     @classmethod
     def parameter_counts(cls, s, keras_major: int = 3) -> dict[str, int]:
         """The backbone's parameters (the task adds none: its LM head is the backbone's embedding), built abstractly."""
         backbone_class = getattr(nlp_library(keras_major).models, cls.backbone_class)
-        backbone = build_abstractly(lambda: backbone_class(**cls.backbone_kwargs(s), dtype=s.dtype))
+        backbone = build_abstractly(lambda: backbone_class(**cls.backbone_kwargs(s), dtype=s.dtype), keras_major=keras_major)
         return {"backbone": count_weights(backbone.weights)}
 
     def setup(self) -> None:
@@ -96,12 +94,6 @@ class KerasCausalLM(KerasWorkload):
         self.outputs.append(output)
         return output
 
-    def drive(self, timer, count: int) -> None:
-        if self.cell.task == "generate":
-            Workload.drive(self, timer, count)
-        else:
-            super().drive(timer, count)
-
     def check(self) -> None:
         if self.cell.task != "generate":
             return
@@ -109,10 +101,7 @@ class KerasCausalLM(KerasWorkload):
             if not isinstance(output, dict) or not {"token_ids", "padding_mask"} <= set(output):
                 raise GenerationCheckError(f"generate returned {type(output).__name__}, not a dict of token_ids and padding_mask")
         calls = [(output["token_ids"], output["padding_mask"]) for output in self.outputs]
-        check_generated(calls, self.prompt_ids, self.shape.generate_length, self.cell.total_steps)
-
-    def tokens_per_step(self) -> int | None:
-        return self.cell.batch_size * self.shape.new_tokens if self.cell.task == "generate" else None
+        check_generated(calls, self.prompt_ids, self.shape.generate_length, self.steps_run)
 
     def settings(self) -> dict[str, Any]:
         s, model = self.shape, self.model

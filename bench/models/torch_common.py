@@ -1,20 +1,19 @@
-"""What every native PyTorch implementation shares: device, seeding, the two variants, the Trainer driver.
+"""What every native PyTorch implementation shares: device, seeding, the two variants, the Trainer's arguments.
 
 Variants: `eager`, and `compiled` = torch.compile(mode="reduce-overhead") as the reference did. A compiled
 run must show that compiled graphs ran (dynamo's counters), or it fails rather than pass off eager as compiled.
 """
 from __future__ import annotations
 
-import tempfile
+from functools import cached_property
 from typing import Any
 
 import torch
 
-from bench.frameworks import sync_torch
+from bench.frameworks import device_for
 from bench.models.base import Workload
-from bench.timing import StepTimer
 
-SEED = 1234
+SEED = Workload.seed
 COMPILE_MODE = "reduce-overhead"
 
 
@@ -54,8 +53,13 @@ class TorchWorkload(Workload):
         self.compiled = cell.variant == "compiled"
         self._graphs_before = dynamo_counters().get("unique_graphs", 0)
 
-    def sync(self, value: Any) -> None:
-        sync_torch(value)
+    @cached_property
+    def timing_device(self):
+        return device_for("torch")
+
+    def trainer_arguments(self) -> dict[str, Any]:
+        """TrainingArguments of the "trainer" driver beyond the step count and batch: compile as the variant says."""
+        return {"torch_compile": self.compiled, "torch_compile_mode": COMPILE_MODE if self.compiled else None}
 
     def maybe_compile(self, module):
         return torch.compile(module, mode=COMPILE_MODE) if self.compiled else module
@@ -83,37 +87,6 @@ class TorchWorkload(Workload):
             "trainable_parameters": int(sum(p.numel() for p in self.model.parameters() if p.requires_grad)),
             "model_class": f"{type(self.model).__module__}.{type(self.model).__name__}",
         }
-
-
-def train_with_trainer(workload: TorchWorkload, dataset, timer: StepTimer, count: int, **arguments: Any) -> None:
-    """Fit with the transformers Trainer for `count` steps, one synchronised window per optimizer step."""
-    from transformers import Trainer, TrainerCallback, TrainingArguments
-
-    class StepWindows(TrainerCallback):
-        def on_step_begin(self, args, state, control, **kwargs):
-            timer.begin()
-
-        def on_step_end(self, args, state, control, **kwargs):
-            timer.end()
-
-    with tempfile.TemporaryDirectory() as out:
-        args = TrainingArguments(
-            output_dir=out,
-            per_device_train_batch_size=workload.cell.batch_size,
-            max_steps=count,
-            report_to=[],
-            save_strategy="no",
-            logging_strategy="no",
-            disable_tqdm=True,
-            dataloader_num_workers=0,
-            seed=SEED,
-            torch_compile=workload.compiled,
-            torch_compile_mode=COMPILE_MODE if workload.compiled else None,
-            **arguments,
-        )
-        Trainer(model=workload.model, args=args, train_dataset=dataset, callbacks=[StepWindows()]).train()
-    if len(timer.windows_ns) != count:
-        raise RuntimeError(f"the Trainer ran {len(timer.windows_ns)} steps, expected {count}")
 
 
 class RepeatedSamples(torch.utils.data.Dataset):

@@ -41,7 +41,6 @@ from bench.models.torch_common import (
     count_parameters,
     on_meta,
     torch_dtype,
-    train_with_trainer,
 )
 
 LORA_TARGETS = ["q_proj", "v_proj"]  # peft's TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING for gemma/mistral
@@ -97,7 +96,6 @@ class TorchCausalLM(TorchWorkload):
 
     def __init__(self, cell, shape):
         super().__init__(cell, shape)
-        self.unit = "ms/call" if cell.task == "generate" else "ms/step"
         self.outputs: list[torch.Tensor] = []
 
     def setup(self) -> None:
@@ -126,12 +124,11 @@ class TorchCausalLM(TorchWorkload):
             "attention_mask": torch.ones(bs, s.prompt_length, dtype=torch.long, device=self.device),
         }
 
-    def drive(self, timer, count: int) -> None:
-        if self.cell.task == "fit":
-            dataset = RepeatedSamples(self.samples, self.cell.batch_size * count)
-            train_with_trainer(self, dataset, timer, count, learning_rate=self.shape.learning_rate, optim="adamw_torch")
-        else:
-            super().drive(timer, count)
+    def training_dataset(self, length: int) -> RepeatedSamples:
+        return RepeatedSamples(self.samples, length)
+
+    def trainer_arguments(self) -> dict[str, Any]:
+        return {**super().trainer_arguments(), "learning_rate": self.shape.learning_rate, "optim": "adamw_torch"}
 
     @torch.inference_mode()
     def step(self) -> torch.Tensor:
@@ -143,11 +140,8 @@ class TorchCausalLM(TorchWorkload):
     def check(self) -> None:
         if self.cell.task == "generate":
             calls = [(out.cpu().numpy(), None) for out in self.outputs]
-            check_generated(calls, self.inputs["input_ids"].cpu().numpy(), self.shape.generate_length, self.cell.total_steps)
+            check_generated(calls, self.inputs["input_ids"].cpu().numpy(), self.shape.generate_length, self.steps_run)
         super().check()
-
-    def tokens_per_step(self) -> int | None:
-        return self.cell.batch_size * self.shape.new_tokens if self.cell.task == "generate" else None
 
     def settings(self) -> dict[str, Any]:
         s = self.shape

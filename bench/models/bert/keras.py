@@ -25,7 +25,7 @@ def build_backbone(lib, s):
 
 
 def parameter_counts(s, keras_major: int = 3) -> dict[str, int]:
-    backbone = build_abstractly(build_backbone, nlp_library(keras_major), s)
+    backbone = build_abstractly(build_backbone, nlp_library(keras_major), s, keras_major=keras_major)
     return {"backbone": count_weights(backbone.weights)}
 
 

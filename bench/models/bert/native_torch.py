@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import torch
 
-from bench.models.torch_common import RepeatedSamples, TorchWorkload, count_parameters, on_meta, train_with_trainer
+from bench.models.torch_common import RepeatedSamples, TorchWorkload, count_parameters, on_meta
 
 
 def build_model(s):
@@ -46,12 +46,11 @@ class BertTorch(TorchWorkload):
             self.forward = self.maybe_compile(self.model)
             self.inputs = {k: v.to(self.device) for k, v in self.inputs.items()}
 
-    def drive(self, timer, count):
-        if self.cell.task == "fit":
-            dataset = RepeatedSamples(self.dataset, self.cell.batch_size * count)
-            train_with_trainer(self, dataset, timer, count, learning_rate=self.shape.learning_rate, optim="adamw_torch")
-        else:
-            super().drive(timer, count)
+    def training_dataset(self, length: int) -> RepeatedSamples:
+        return RepeatedSamples(self.dataset, length)
+
+    def trainer_arguments(self):
+        return {**super().trainer_arguments(), "learning_rate": self.shape.learning_rate, "optim": "adamw_torch"}
 
     @torch.inference_mode()
     def step(self):

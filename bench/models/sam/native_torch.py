@@ -134,8 +134,8 @@ class SamTorch(TorchWorkload):
 
     def check(self) -> None:
         expected = self.expected_shapes()
-        if len(self.output_shapes) != self.cell.total_steps:
-            raise RuntimeError(f"{len(self.output_shapes)} steps recorded, expected {self.cell.total_steps}")
+        if len(self.output_shapes) != self.steps_run:
+            raise RuntimeError(f"{len(self.output_shapes)} steps recorded, expected {self.steps_run}")
         bad = [shapes for shapes in self.output_shapes if shapes != expected]
         if bad:
             raise RuntimeError(f"a step returned shapes {bad[0]}, expected {expected}")

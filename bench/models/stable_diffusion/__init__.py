@@ -10,8 +10,7 @@ from bench.workloads import TaskSpec, fit_task, load_model_spec, positive_fields
 class StableDiffusionShape:
     resolution: int  # image side; latents are resolution / 8
     text_length: int  # CLIP context length
-    # Predict is timed at two denoising step counts; (t_high - t_low) / (high - low) is the per-step figure,
-    # which removes the text encoder and the VAE decoder from it.
+    # Predict is timed at two denoising step counts (see PREDICT_IN_STEP_PAIRS).
     denoise_steps_low: int
     denoise_steps_high: int
     # Architecture widths for the native (diffusers/transformers) models; keras-cv's widths are fixed.
@@ -38,20 +37,8 @@ class StableDiffusionShape:
         return self.resolution // 8
 
 
-def per_denoising_step(windows_ms: list[float], tags: list[int], shape: StableDiffusionShape) -> list[float]:
-    """Per pair of calls, (high - low) / step gap: the text encoder, the VAE decoder and the call overhead cancel.
-    Pairs run in alternating order (high-low, low-high, ...), so each pair's windows are told apart by their tags
-    (the step count of the call)."""
-    gap = shape.denoise_steps_high - shape.denoise_steps_low
-    out = []
-    for i in range(0, len(windows_ms) - 1, 2):
-        calls = dict(zip(tags[i : i + 2], windows_ms[i : i + 2]))
-        if set(calls) != {shape.denoise_steps_high, shape.denoise_steps_low}:
-            raise RuntimeError(f"pair {i // 2} has calls of {sorted(calls)} steps, expected a high and a low call")
-        out.append((calls[shape.denoise_steps_high] - calls[shape.denoise_steps_low]) / gap)
-    return out
-
-
+# Predict is timed at two denoising-step counts per step; (t_high - t_low) / (high - low) is the per-step figure,
+# which removes the text encoder, the VAE decoder and the call overhead from it.
 PREDICT_IN_STEP_PAIRS = TaskSpec(
     "predict",
     {"keras": "step-pairs", "native-torch": "step-pairs"},

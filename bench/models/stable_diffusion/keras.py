@@ -8,7 +8,7 @@ As keras-benchmarks v0.0.5:
 - fit: the VAE image encoder up to its 8-channel moments (`image_encoder.layers[-3]`, as diffusers'
   `vae.encoder`), Adam + MSE against a random latent, compiled with Keras' default jit_compile.
 - predict: `text_to_image` at batch cell.batch_size, timed per denoising step by a high and a low step count per
-  cell step (drive_step_pairs, per_denoising_step in this package's __init__). XLA except on torch.
+  cell step (the "step-pairs" driver in bench/drivers.py). XLA except on torch.
 """
 from __future__ import annotations
 
@@ -27,7 +27,6 @@ from bench.models.keras_common import (
     repeated_batch,
     rng,
 )
-from bench.models.stable_diffusion import DenoisingStepPairs
 
 PROMPT = "a photograph of an astronaut riding a horse"  # keras-benchmarks' prompt
 MAX_PROMPT_LENGTH = 77  # keras-cv's StableDiffusion pads every prompt to this
@@ -95,15 +94,10 @@ def parameter_counts(s, keras_major: int = 3) -> dict[str, int]:
     from keras_cv.models import stable_diffusion as sd
 
     build = lambda: {**pipeline_models(s), "image_encoder": sd.ImageEncoder(download_weights=False)}
-    return {name: count_weights(part.weights) for name, part in build_abstractly(build).items()}
+    return {name: count_weights(part.weights) for name, part in build_abstractly(build, keras_major=keras_major).items()}
 
 
-class StableDiffusionKeras(DenoisingStepPairs, KerasWorkload):
-    def __init__(self, cell, shape):
-        super().__init__(cell, shape)
-        if cell.task == "predict":
-            self.unit = "ms/denoising step"
-
+class StableDiffusionKeras(KerasWorkload):
     def setup(self) -> None:
         s, bs, keras = self.shape, self.cell.batch_size, self.keras
         r = rng()
@@ -127,7 +121,7 @@ class StableDiffusionKeras(DenoisingStepPairs, KerasWorkload):
             self.model = self.pipeline.diffusion_model  # the model every timed denoising step runs
             self.images: list[Any] = []
 
-    def generate(self, num_steps: int):
+    def call(self, num_steps: int):
         images = self.pipeline.text_to_image(PROMPT, batch_size=self.cell.batch_size, num_steps=num_steps, seed=SEED)
         self.images.append((num_steps, images.shape))
         return images  # NumPy: every sub-model ran through predict_on_batch, so the call is synchronous

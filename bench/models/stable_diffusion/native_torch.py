@@ -11,8 +11,8 @@ As keras-benchmarks v0.0.5's torch scripts:
   the Keras twin's `image_encoder.layers[-3]`), Adam + MSE against a random (bs, 8, latent, latent) target,
   a plain training loop; the compiled variant compiles the encoder.
 - predict: pipeline calls (guidance scale 7.5, the reference prompt, batch cell.batch_size) at a high and a low
-  step count per cell step, reported per denoising step as the Keras twin does (drive_step_pairs,
-  per_denoising_step in this package's __init__). The compiled variant
+  step count per cell step, reported per denoising step as the Keras twin does (the "step-pairs" driver in
+  bench/drivers.py, per_denoising_step in this package's __init__). The compiled variant
   compiles the UNet (`pipe.unet = torch.compile(pipe.unet, mode="reduce-overhead")`).
 
 Scheduler: DDIM, not v1-4's default PNDM: PNDM (skip_prk_steps) evaluates the UNet num_steps + 1 times, and
@@ -26,7 +26,6 @@ from typing import Any
 
 import torch
 
-from bench.models.stable_diffusion import DenoisingStepPairs
 from bench.models.torch_common import SEED, TorchWorkload, count_parameters, on_meta
 
 PROMPT = "a photograph of an astronaut riding a horse"  # keras-benchmarks' prompt
@@ -169,11 +168,9 @@ def parameter_counts(s) -> dict[str, int]:
     }
 
 
-class StableDiffusionTorch(DenoisingStepPairs, TorchWorkload):
+class StableDiffusionTorch(TorchWorkload):
     def __init__(self, cell, shape):
         super().__init__(cell, shape)
-        if cell.task == "predict":
-            self.unit = "ms/denoising step"
         self.calls: list[tuple[int, int, tuple[int, ...]]] = []  # (num_steps asked, steps run, image shape)
 
     def setup(self) -> None:
@@ -206,7 +203,7 @@ class StableDiffusionTorch(DenoisingStepPairs, TorchWorkload):
         return loss
 
     @torch.no_grad()
-    def generate(self, num_steps: int):
+    def call(self, num_steps: int):
         ran = []
 
         def count_step(pipe, index, timestep, tensors):

@@ -1,0 +1,140 @@
+"""One table from a task's declared driver (bench.workloads.TaskSpec) to the code that runs its steps.
+
+Every driver opens and closes windows through the timing core (bench.timing.StepTimer), which alone reads the
+clock. Framework loops (Keras fit/predict, the transformers Trainer) tile their windows: each closes at a step's
+end and the next opens at once, so what the loop does between steps (taking the next batch from its in-memory
+source, its bookkeeping) counts on every backend alike. Keras 3 on PyTorch takes the next batch before
+on_train_batch_begin while JAX and TensorFlow take it inside their step function: tiling times the same thing
+on all three. The loops are started with the plan's largest step count and stopped once the timer has its windows.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from bench.timing import StepTimer
+
+
+def drive_steps(workload, timer: StepTimer) -> None:
+    """A plain loop: `workload.step()` until the timer has every window it needs."""
+    timer.begin()
+    while timer.lap(workload.step()):
+        pass
+
+
+def drive_step_pairs(workload, timer: StepTimer) -> None:
+    """StableDiffusion predict: per step, one call at the high and one at the low denoising-step count, each in its
+    own window, in alternating order (high-low, low-high, ...) so that neither length always runs right after the
+    other. The first step holds both calls' compiles; warm-up pairs follow before any timed pair."""
+    high, low = workload.shape.denoise_steps_high, workload.shape.denoise_steps_low
+    pair = 0
+    timer.begin()
+    while True:
+        for num_steps in (high, low) if pair % 2 == 0 else (low, high):
+            more = timer.lap(workload.call(num_steps), tag=num_steps)
+        pair += 1
+        if not more:
+            return
+
+
+def drive_keras_fit(workload, timer: StepTimer) -> None:
+    model = workload.model
+    callback = keras_windows(workload, timer, "train", lambda: setattr(model, "stop_training", True))
+    model.fit(workload.data, epochs=1, steps_per_epoch=timer.plan.max_steps, callbacks=[callback], verbose=0)
+
+
+def drive_keras_predict(workload, timer: StepTimer) -> None:
+    model = workload.model
+    # Keras 3 stops predict() on stop_predicting; Keras 2 cannot stop it early, so its extra steps are not timed.
+    callback = keras_windows(workload, timer, "predict", lambda: setattr(model, "stop_predicting", True))
+    model.predict(workload.data, steps=timer.plan.max_steps, callbacks=[callback], verbose=0)
+
+
+def keras_windows(workload, timer: StepTimer, mode: str, stop: Callable[[], None]):
+    """A Keras callback that tiles windows over the loop's batches.
+
+    What the window's closing sync waits for: Keras 3 hands batch-end callbacks its logs already converted to
+    NumPy (`pythonify_logs` flattens them, turning every tensor into a host value, which waits for the step), so
+    the sync finds host data and has nothing left to wait for; Keras 2 hands over its tensors, and fetching them
+    waits for the step. Either way the window closes after the step's work.
+    """
+    keras = workload.keras
+
+    class StepWindows(keras.callbacks.Callback):
+        def _begin(self, batch, logs=None):
+            workload.watch_compiles()
+            if not timer.is_open and not timer.done:
+                timer.begin()  # the first window; later ones are opened by lap()
+
+        def _end(self, batch, logs=None):
+            if timer.done:
+                return  # Keras 2's predict runs to the end of `steps`; those steps are not timed
+            if not timer.lap(logs if logs else None):
+                stop()
+
+    setattr(StepWindows, f"on_{mode}_batch_begin", StepWindows._begin)
+    setattr(StepWindows, f"on_{mode}_batch_end", StepWindows._end)
+    return StepWindows()
+
+
+def drive_trainer(workload, timer: StepTimer) -> None:
+    """Fit with the transformers Trainer, one tiled window per optimizer step, stopped once the windows are taken."""
+    import tempfile
+
+    from transformers import Trainer, TrainerCallback, TrainingArguments
+
+    class StepWindows(TrainerCallback):
+        def on_step_begin(self, args, state, control, **kwargs):
+            if not timer.is_open and not timer.done:
+                timer.begin()
+
+        def on_step_end(self, args, state, control, **kwargs):
+            if not timer.lap():
+                control.should_training_stop = True
+
+    steps = timer.plan.max_steps
+    with tempfile.TemporaryDirectory() as out:
+        arguments = dict(
+            output_dir=out,
+            per_device_train_batch_size=workload.cell.batch_size,
+            max_steps=steps,
+            report_to=[],
+            save_strategy="no",
+            logging_strategy="no",
+            disable_tqdm=True,
+            dataloader_num_workers=0,
+            seed=workload.seed,
+        )
+        arguments.update(workload.trainer_arguments())
+        dataset = workload.training_dataset(workload.cell.batch_size * steps)
+        Trainer(model=workload.model, args=TrainingArguments(**arguments), train_dataset=dataset, callbacks=[StepWindows()]).train()
+
+
+def pair_difference(windows_ms: list[float], tags: list[Any]) -> list[float]:
+    """Per pair of calls, (long - short) / (their step-count gap): what both calls share (a text encoder, a decoder,
+    the call's overhead) cancels. The tags are the calls' step counts, so the pair's order does not matter."""
+    out = []
+    for i in range(0, len(windows_ms) - 1, 2):
+        (short, t_short), (long, t_long) = sorted(zip(tags[i : i + 2], windows_ms[i : i + 2]))
+        if long == short:
+            raise RuntimeError(f"pair {i // 2} has two calls of {long} steps; a pair needs two step counts")
+        out.append((t_long - t_short) / (long - short))
+    return out
+
+
+# How a task's timed figures come from its windows, when they are not the windows themselves.
+DERIVATIONS: dict[str, Callable[[list[float], list[Any]], list[float]]] = {"pair-difference": pair_difference}
+
+DRIVERS: dict[str, Callable[[Any, StepTimer], None]] = {
+    "steps": drive_steps,
+    "step-pairs": drive_step_pairs,
+    "keras-fit": drive_keras_fit,
+    "keras-predict": drive_keras_predict,
+    "trainer": drive_trainer,
+}
+
+
+def drive(workload, timer: StepTimer) -> None:
+    """Run the workload's task by the driver its task spec declares for its family, until the timer is done."""
+    DRIVERS[workload.driver](workload, timer)
+    if not timer.done:
+        raise RuntimeError(f"the {workload.driver!r} driver stopped after {timer.steps_done} steps, before the timer had its windows")
