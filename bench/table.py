@@ -37,7 +37,7 @@ PACKAGES = ("tensorflow", "tf-keras", "keras", "keras-hub", "keras-nlp", "keras-
 # The reference CSV's columns, by backend.
 PUBLISHED_COLUMNS = {"keras2": "keras2_tensorflow", "tensorflow": "keras3_tensorflow", "jax": "keras3_jax", "torch": "keras3_torch"}
 PUBLISHED_HARDWARE = "1x NVIDIA A100 40GB"
-STATUS_TEXT = {"unsupported": "NA", "oom": "OOM", "timeout": "timeout", "error": "error"}
+STATUS_TEXT = {"unsupported": "NA", "oom": "OOM", "timeout": "timeout", "error": "error", "killed": "killed", "unsteady": "unsteady", "oom-predicted": "OOM (predicted)"}
 NOISY_CV = 0.10  # a cell whose steps vary more than this is flagged under its table
 FIGURE_KINDS = ("speedup-keras2", "speedup-native", "per-row")
 COLORS = {  # fixed per column, so every figure reads the same
@@ -267,9 +267,37 @@ class Notes:
         return self.texts.index(text) + 1
 
 
+def unsteady_reasons(result: Result) -> list[str]:
+    """Why a result's runs did not reach a steady state (bench.timing.StepTimer.steadiness), empty if they did."""
+    return [reason for run in result.runs if run.steadiness and not run.steadiness.get("steady", True) for reason in run.steadiness.get("reasons", [])]
+
+
+def references_ms(results: Iterable[Result]) -> list[float]:
+    """The drift probe's figures (a fixed matmul timed before and after each cell process) of these results."""
+    return [v for r in results for run in r.runs for v in (run.reference or {}).values() if isinstance(v, (int, float)) and v > 0]
+
+
+def drift_of(results: Iterable[Result]) -> float | None:
+    """How much the machine's speed moved over these results: the largest reference over the smallest, minus 1."""
+    refs = references_ms(results)
+    return max(refs) / min(refs) - 1 if len(refs) >= 2 else None
+
+
+def within_noise(facts: "RowFacts") -> bool:
+    """The row's ranking is not resolved: the gap between its two fastest Keras 3 backends is smaller than their
+    spread (cv) or than the machine's drift while they ran."""
+    ranked = sorted(facts.keras3_ms.items(), key=lambda kv: kv[1])
+    if len(ranked) < 2:
+        return False
+    (first, best), (second, runner_up) = ranked[:2]
+    results = [facts.cells[Column(b, "default")].result for b in (first, second)]
+    noise = max([r.summary().cv for r in results] + [drift_of(results) or 0.0])
+    return runner_up / best - 1 < noise
+
+
 def measured_text(result: Result, unit_in_cell: bool) -> str:
     s = result.summary()
-    text = f"{fmt_ms(s.median)} ±{s.cv * 100:.1f}%"
+    text = f"{fmt_ms(s.median)} ±{s.cv * 100:.1f}%" + (" ⚠" if unsteady_reasons(result) else "")
     if unit_in_cell:
         text += f" {result.unit}"
     if result.tokens_per_s():
@@ -321,7 +349,7 @@ def main_table(group: Group, rows: list[RowFacts], notes: Notes) -> str:
                     text = f"**{text}**"
                 line.append(text)
         if facts.best_ms is not None:
-            marker = "" if len(facts.keras3_ms) == len(KERAS3) else " †"
+            marker = ("" if len(facts.keras3_ms) == len(KERAS3) else " †") + (" ≈" if within_noise(facts) else "")
             line.append(f"{fmt_ms(facts.best_ms)} ({', '.join(SHORT[b] for b in facts.winners)}){marker}")
         else:
             line.append("")
@@ -346,6 +374,19 @@ def legend(group: Group, rows: list[RowFacts]) -> list[str]:
     noisy = sum(1 for f in rows for l in f.cells.values() if l.result.status == "ok" and l.result.summary().cv > NOISY_CV)
     if noisy:
         lines.append(f"Spread above {NOISY_CV:.0%} in {noisy} cell{'s' if noisy != 1 else ''}: too few or unsteady steps; read those medians as rough.")
+    unsteady = sum(1 for f in rows for l in f.cells.values() if unsteady_reasons(l.result))
+    if unsteady:
+        lines.append(f"⚠ unsteady ({unsteady} cell{'s' if unsteady != 1 else ''}): a compile inside the timed steps, warm-up stopped at its cap, "
+                     "a step far above the median or an impossible derived figure; the reasons are in the per-cell details.")
+    unresolved = sum(1 for f in rows if within_noise(f))
+    if unresolved:
+        lines.append(f"≈ ({unresolved} row{'s' if unresolved != 1 else ''}): the gap between the two fastest Keras 3 backends is smaller than their "
+                     "spread or the machine's drift while they ran, so that ranking is not resolved.")
+    drift = drift_of(l.result for l in group.items)
+    if drift is not None:
+        refs = references_ms(l.result for l in group.items)
+        lines.append(f"Machine drift over these results: the reference matmul (timed before and after every cell) ranged from "
+                     f"{min(refs):.3g} to {max(refs):.3g} ms, {drift:.0%} apart.")
     return lines
 
 
@@ -690,7 +731,7 @@ def missing_rows(group: Group, present: set[RowKey]) -> list[str]:
 
 
 def details(rows: list[RowFacts]) -> str:
-    headers = ["Model / task", "Batch", "Backend", "Status", "Runs", "Steps", "Median", "Mean", "p10–p90", "CV", "Run-median CV", "First step (ms)", "tok/s", "File"]
+    headers = ["Model / task", "Batch", "Backend", "Status", "Runs", "Steps", "Median", "Mean", "p10–p90", "CV", "Run-median CV", "First step (ms)", "First step holds", "Steady", "tok/s", "File"]
     body = []
     for f in rows:
         for column in COLUMNS:
@@ -715,6 +756,8 @@ def details(rows: list[RowFacts]) -> str:
                     f"{s.cv:.1%}" if s else "",
                     f"{spread.cv:.1%}" if spread else "",
                     ", ".join(f"{x:.0f}" for x in firsts),
+                    md(joined(run.first_step_contains for run in r.runs) or "not recorded"),
+                    md("; ".join(unsteady_reasons(r))) if unsteady_reasons(r) else ("yes" if any(run.steadiness for run in r.runs) else "not checked"),
                     f"{r.tokens_per_s():.1f}" if r.tokens_per_s() else "",
                     f"`{loaded.path}`",
                 ]

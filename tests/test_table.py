@@ -58,7 +58,7 @@ def spread(value, n=5):
 
 
 def make(backend, model, task, bs, ms=None, *, status="ok", message=None, profile="paper", machine=A100, variant="default",
-         unit="ms/step", tokens=None, git=COMMIT_A, created="2026-11-20T10:00:00+00:00", repeats=1):
+         unit="ms/step", tokens=None, git=COMMIT_A, created="2026-11-20T10:00:00+00:00", repeats=1, steadiness=None, reference=None):
     """A schema-valid result; `ms` is the median of its timed steps (or a list of raw step times)."""
     prof = get_profile(profile)
     cell = Cell(backend, model, task, bs, profile, variant, prof.warmup_steps, 5)
@@ -78,7 +78,7 @@ def make(backend, model, task, bs, ms=None, *, status="ok", message=None, profil
         timed = ms if isinstance(ms, list) else spread(ms)
         runs = [
             Run(status="ok", first_step_ms=5000.0 + 100 * r, timed_ms=[t * (1 + 0.01 * r) for t in timed], tokens_per_step=tokens,
-                settings=settings, framework=framework, process=process, exit_code=0)
+                settings=settings, framework=framework, process=process, exit_code=0, steadiness=steadiness, reference=reference)
             for r in range(repeats)
         ]
     else:
@@ -139,8 +139,12 @@ def smoke_cpu():
     kw = dict(profile="smoke", machine=CPU, created="2026-11-19T08:00:00+00:00")
     return [
         make("jax", "bert", "fit", 2, [10.0, 14.7, 30.0, 14.0, 15.0], **kw),  # a noisy cell
-        make("keras2", "bert", "fit", 2, 20.0, **kw),
-        make("torch", "bert", "fit", 2, 0.9, **kw),
+        make("keras2", "bert", "fit", 2, 20.0, reference={"before_ms": 1.0, "after_ms": 1.3}, **kw),
+        # Unsteady (a compile in the timed steps), and within 6% of TF while the machine drifted 30%: not resolved.
+        make("torch", "bert", "fit", 2, 0.9, reference={"before_ms": 1.1, "after_ms": 1.2}, steadiness={
+            "steady": False, "reasons": ["1 compile/retrace event(s) inside the timed steps"], "warmup_steps_run": 4,
+            "compile_events_timed": 1, "outliers": []}, **kw),
+        make("tensorflow", "bert", "fit", 2, 0.95, reference={"before_ms": 1.0, "after_ms": 1.05}, **kw),
         make("native-torch", "bert", "predict", 2, status="error", message="ImportError: no module named transformers", variant="eager", **kw),
     ]
 
@@ -241,7 +245,7 @@ def test_bold_marks_the_fastest_keras3_backend(rendered):
     # A tie at the shown precision: both bold, both named.
     tie = row(section, "SegmentAnything predict")
     assert tie[3].startswith("**376.3") and tie[4].startswith("**376.3") and "**" not in tie[5]
-    assert tie[8] == "376.3 (TF, JAX)"
+    assert tie[8] == "376.3 (TF, JAX) ≈"  # a tie is within any noise: not resolved
     # Only some backends ran: the fastest of those is bold, the best column says so with †.
     bert = row(section, "BERT predict")
     gemma = row(section, "Gemma fit")
@@ -250,7 +254,7 @@ def test_bold_marks_the_fastest_keras3_backend(rendered):
     bert = row(section, "BERT predict")
     assert bert[4] == "418.7 ±3.2%" and bert[3] == bert[5] == "" and bert[8] == "418.7 (JAX) †"
     smoke = sections(rendered[1])["3. smoke profile — CPU AMD EPYC (2 cores)"]
-    assert row(smoke, "BERT fit")[5] == "**0.900 ±3.2%**" and row(smoke, "BERT fit")[4] == "14.70 ±45.9%"
+    assert row(smoke, "BERT fit")[5] == "**0.900 ±3.2% ⚠**" and row(smoke, "BERT fit")[4] == "14.70 ±45.9%"
 
 
 def test_status_cells_and_notes(rendered):
@@ -412,3 +416,13 @@ def test_readme_without_markers_is_refused_untouched(rendered, tmp_path):
     with pytest.raises(BenchError, match="README.md needs exactly one"):
         render(rendered[0], tmp_path / "RESULTS.md", readme=readme)
     assert readme.read_text() == "# no markers\n"
+
+
+def test_unsteady_cells_drift_and_unresolved_rows_are_shown(rendered):
+    section = rendered[1].split("smoke profile — CPU")[-1]
+    bert = row(section, "BERT fit")
+    assert bert[5] == "**0.900 ±3.2% ⚠**"  # Keras 3 (PyTorch): a compile inside its timed steps
+    assert bert[8].endswith("≈")  # TF 0.95 vs PyTorch 0.90 while the machine drifted 30%
+    assert "⚠ unsteady (1 cell)" in section and "≈ (1 row)" in section
+    assert "ranged from 1 to 1.3 ms, 30% apart" in section
+    assert "1 compile/retrace event(s) inside the timed steps" in section  # the reason, in the per-cell details
