@@ -11,16 +11,21 @@ from typing import Any
 from bench.backends import BenchError
 from bench.provenance import machine_slug
 from bench.timing import Stats
-from bench.workloads import Cell
+from bench.workloads import Cell, get_model
 
-SCHEMA_VERSION = 1
-STATUSES = ("ok", "oom", "timeout", "error", "unsupported")
+SCHEMA_VERSION = 2  # 2 added first_step_contains, steadiness, compile_events, derived, reference; killed, unsteady
+READABLE_VERSIONS = (1, 2)  # older files are migrated on load (the new fields take their defaults)
+STATUSES = ("ok", "oom", "timeout", "error", "unsupported", "killed", "unsteady", "oom-predicted")
 HISTORY = "history"  # earlier results of the same cell, moved aside rather than overwritten
 NOT_RESULTS = {HISTORY, "logs", "figures"}  # folders under results/ that hold no current result
 
 
 class CorruptResult(BenchError):
     pass
+
+
+class NewerSchema(BenchError):
+    """A file written by newer code: refused whole rather than half-understood."""
 
 
 @dataclass
@@ -40,9 +45,14 @@ class Run:
     framework: dict[str, Any] = field(default_factory=dict)
     process: dict[str, Any] = field(default_factory=dict)
     exit_code: int | None = None
+    first_step_contains: str | None = None  # what the first window holds, e.g. "trace + compile + the first step"
+    steadiness: dict[str, Any] | None = None  # {"steady", "reasons", "warmup_steps_run", "compile_events_timed", "outliers"}
+    compile_events: list[int] | None = None  # compile/retrace events per raw window
+    derived: bool = False  # timed_ms derived from windows_ms: may be zero or negative under noise, raw windows never
+    reference: dict[str, float] | None = None  # the drift probe just before/after this process: {"before_ms", "after_ms"}
 
     def stats(self) -> Stats | None:
-        return Stats.of(self.timed_ms) if self.status == "ok" and self.timed_ms else None
+        return Stats.of(self.timed_ms, allow_negative=self.derived) if self.status == "ok" and self.timed_ms else None
 
     def to_dict(self) -> dict[str, Any]:
         stats = self.stats()
@@ -52,7 +62,16 @@ class Run:
     def from_dict(cls, data: dict[str, Any]) -> "Run":
         data = dict(data)
         data.pop("stats", None)
-        return cls(**data)
+        run = cls(**data)
+        if run.status not in STATUSES:
+            raise ValueError(f"run status {run.status!r} is not one of {STATUSES}")
+        if not isinstance(run.derived, bool):
+            raise ValueError(f"run derived must be true or false, got {run.derived!r}")
+        if any(not isinstance(w, (int, float)) or w < 0 for w in run.windows_ms or []):
+            raise ValueError(f"raw windows must be non-negative: {run.windows_ms}")
+        if run.reference is not None and set(run.reference) != {"before_ms", "after_ms"}:
+            raise ValueError(f"run reference must have before_ms and after_ms, got {run.reference!r}")
+        return run
 
 
 @dataclass
@@ -77,12 +96,12 @@ class Result:
         """Statistics of every timed step of every run, pooled."""
         if self.status != "ok":
             return None
-        return Stats.of([t for r in self.runs for t in r.timed_ms])
+        return Stats.of([t for r in self.runs for t in r.timed_ms], allow_negative=any(r.derived for r in self.runs))
 
     def repeat_spread(self) -> Stats | None:
         """Spread of the per-process medians: how much a whole re-run moves the figure."""
         medians = [r.stats().median for r in self.runs if r.stats()]
-        return Stats.of(medians) if self.status == "ok" and len(medians) > 1 else None
+        return Stats.of(medians, allow_negative=any(r.derived for r in self.runs)) if self.status == "ok" and len(medians) > 1 else None
 
     def tokens_per_s(self) -> float | None:
         summary = self.summary()
@@ -107,10 +126,15 @@ class Result:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "Result":
+        """Validates the schema only, never today's registry: an archived cell stays readable after the registry
+        (profiles.toml, the reference CSV, the models) has moved on."""
         if not isinstance(data, dict):
             raise ValueError("not a JSON object")
-        if data.get("schema_version") != SCHEMA_VERSION:
-            raise ValueError(f"schema_version {data.get('schema_version')!r}, expected {SCHEMA_VERSION}")
+        version = data.get("schema_version")
+        if isinstance(version, int) and not isinstance(version, bool) and version > SCHEMA_VERSION:
+            raise NewerSchema(f"schema_version {version} is newer than this code reads ({SCHEMA_VERSION}); update the code")
+        if version not in READABLE_VERSIONS:
+            raise ValueError(f"schema_version {version!r}, expected one of {READABLE_VERSIONS}")
         missing = {"cell", "status", "unit", "runs", "provenance", "created_at"} - set(data)
         if missing:
             raise ValueError(f"missing keys {sorted(missing)}")
@@ -118,7 +142,9 @@ class Result:
             raise ValueError(f"status {data['status']!r} is not one of {STATUSES}")
         if not data["runs"]:
             raise ValueError("no runs")
-        result = cls(Cell.from_dict(data["cell"]), [Run.from_dict(r) for r in data["runs"]], data["unit"], data["provenance"], data["created_at"])
+        check_cell_schema(data["cell"])
+        runs = [Run.from_dict(r) for r in data["runs"]]  # a version-1 run lacks the new fields: they take defaults
+        result = cls(Cell.from_dict(data["cell"], validate=False), runs, data["unit"], data["provenance"], data["created_at"])
         if result.status != data["status"]:
             raise ValueError(f"status {data['status']!r} disagrees with its runs ({result.status!r})")
         result.summary()  # validates the raw step times
@@ -150,6 +176,27 @@ class Result:
         return text
 
 
+CELL_TEXT_FIELDS = ("backend", "model", "task", "profile", "variant")
+
+
+def check_cell_schema(cell: Any) -> None:
+    """The cell's shape and value ranges, without asking the registry whether it still has it."""
+    if not isinstance(cell, dict):
+        raise ValueError("cell is not a JSON object")
+    for name in CELL_TEXT_FIELDS:
+        if not isinstance(cell.get(name), str) or not cell[name]:
+            raise ValueError(f"cell {name} must be a non-empty string, got {cell.get(name)!r}")
+    for name, minimum in (("batch_size", 1), ("timed_steps", 1), ("warmup_steps", 0)):
+        value = cell.get(name)
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            raise ValueError(f"cell {name.replace('_', ' ')} must be an integer >= {minimum}, got {value!r}")
+
+
+def task_unit(cell: Cell) -> str:
+    """The unit of a cell's figures comes from its task, whatever the status (a failed generate cell is ms/call)."""
+    return get_model(cell.model).task(cell.task).unit
+
+
 def write_json_atomic(path: Path, data: Any) -> None:
     """Write to a temporary file in the same directory, fsync, then rename over the target."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -169,6 +216,8 @@ def write_json_atomic(path: Path, data: Any) -> None:
 def load(path: Path) -> Result:
     try:
         return Result.from_dict(json.loads(Path(path).read_text()))
+    except NewerSchema as e:
+        raise NewerSchema(f"cannot read result file {path}: {e}") from None
     except (OSError, ValueError, TypeError, KeyError, BenchError) as e:
         raise CorruptResult(f"cannot read result file {path}: {e}") from None
 

@@ -16,7 +16,7 @@ from typing import Callable
 
 from bench.backends import BenchError, cell_environment
 from bench.provenance import ENV_STAMP, REPO_ROOT, env_stamp, git_info, machine_info, machine_label, now_utc
-from bench.results import Result, Run, load_all
+from bench.results import Result, Run, load_all, task_unit
 from bench.workloads import Cell, get_model
 
 VENVS_DIR = Path(os.environ.get("BENCH_VENVS_DIR", REPO_ROOT / ".venvs"))
@@ -153,7 +153,7 @@ def run_cells(
             result = Result(
                 cell=cell,
                 runs=runs,
-                unit=(runs[0].settings or {}).get("unit", "ms/step"),
+                unit=task_unit(cell),
                 provenance={"git": git, "machine": machine, "profile_choice": profile_choice, "orchestrator": sys.argv},
                 created_at=now_utc(),
             )

@@ -143,3 +143,30 @@ def test_dry_run_lists_the_full_matrix(venvs, tmp_path):
     keys = out.stdout.split("\n", 1)[1].split()
     assert len(keys) == 72  # 12 rows x 4 Keras backends + 12 rows x 2 native-torch variants
     assert "keras2__gemma__generate__bs1__default" in keys and "native-torch__mistral__fit__bs2__compiled" in keys
+
+
+@pytest.mark.parametrize("mode", ["oom", "crash"])
+def test_a_failed_generate_cell_keeps_its_tasks_unit(venvs, tmp_path, mode):
+    results = tmp_path / "results"
+    out = bench(run_args(results, "--backend", "jax", "--model", "gemma", "--task", "generate"), bench_env(venvs, jax=mode))
+    assert out.returncode == 1, out.stderr
+    loaded = load_all(results)
+    assert len(loaded) == 2 and {r.status for r in loaded} <= {"oom", "error"}
+    assert {r.unit for r in loaded} == {"ms/call"}
+
+
+def test_results_of_cells_no_longer_in_the_registry_stop_nothing(venvs, tmp_path):
+    results = tmp_path / "results"
+    args = run_args(results, "--backend", "jax", "--model", "bert", "--task", "fit")
+    assert bench(args, bench_env(venvs)).returncode == 0
+    (path,) = [p for p in results.rglob("*.json") if "history" not in p.parts]
+    data = json.loads(path.read_text())
+    data["cell"]["model"] = "resnet"  # a model since removed from the registry
+    old = path.parent / "jax__resnet__fit__bs2__default.json"
+    old.write_text(json.dumps(data))
+    out = bench(args, bench_env(venvs))
+    assert out.returncode == 0, out.stderr
+    out = bench(["validate", "--results-dir", str(results)], bench_env(venvs))
+    assert out.returncode == 0, out.stderr
+    assert f"{old}: no longer in the registry: unknown model 'resnet'" in out.stdout
+    assert "2 result files" in out.stdout
