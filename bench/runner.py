@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Callable
 
 from bench.backends import BenchError, cell_environment
+from bench.failures import crash_status, oom_kill_count
 from bench.provenance import ENV_STAMP, REPO_ROOT, env_stamp, git_info, machine_info, machine_label, now_utc
 from bench.results import Result, Run, load_all, task_unit
 from bench.workloads import Cell, get_model
@@ -61,6 +62,7 @@ class CellProcess:
         cmd = [self.python, "-m", "bench", "cell", "--cell", json.dumps(self.cell.to_dict()), "--out", out]
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         started = time.perf_counter()
+        oom_kills_before = oom_kill_count()
         with self.log_path.open("w") as log:
             proc = subprocess.Popen(cmd, cwd=REPO_ROOT, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
             reader = threading.Thread(target=self._pump, args=(proc, log), daemon=True)
@@ -84,7 +86,7 @@ class CellProcess:
                 run = Run.from_dict(json.loads(Path(out).read_text()))
                 run.exit_code = proc.returncode
                 return run
-            return self._crashed(proc.returncode, wall)
+            return self._crashed(proc.returncode, wall, oom_kills_before)
         finally:
             Path(out).unlink(missing_ok=True)
 
@@ -109,13 +111,12 @@ class CellProcess:
             except subprocess.TimeoutExpired:
                 continue
 
-    def _crashed(self, code: int, wall: float) -> Run:
-        """The child died without writing its result: say how, from its exit status and last lines."""
+    def _crashed(self, code: int, wall: float, oom_kills_before: int | None) -> Run:
+        """The child died without writing its result: say how, from its exit status, the cgroup's OOM-kill
+        count and its last lines."""
         last = " | ".join(line for line in list(self.tail)[-5:] if line)
-        if code == -signal.SIGKILL or code == 128 + signal.SIGKILL:
-            return Run(status="oom", message=f"killed by SIGKILL (the kernel's OOM killer, most likely); last output: {last}", wall_s=wall, exit_code=code)
-        oom = any(m in line.lower() for line in self.tail for m in ("out of memory", "resource_exhausted", "memoryerror"))
-        return Run(status="oom" if oom else "error", message=f"exited with status {code} and no result; last output: {last}", wall_s=wall, exit_code=code)
+        status, how = crash_status(code, "\n".join(self.tail), oom_kills_before, oom_kill_count())
+        return Run(status=status, message=f"{how}; last output: {last}", wall_s=wall, exit_code=code)
 
 
 def run_cells(

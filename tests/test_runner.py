@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from bench.results import load, load_all
-from fakes import bench_env, make_fake_envs
+from fakes import bench_env, make_fake_envs, write_memory_events
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -42,11 +42,20 @@ def test_ok_cell_writes_a_valid_result_with_progress(venvs, tmp_path):
 
 @pytest.mark.parametrize(
     "mode,status,words",
-    [("oom", "oom", "RESOURCE_EXHAUSTED"), ("sigkill", "oom", "SIGKILL"), ("crash", "error", "status 139"), ("sleep", "timeout", "killed")],
+    [
+        ("oom", "oom", "RESOURCE_EXHAUSTED"),
+        ("sigkill", "killed", "killed by SIGKILL (no sign of the OOM killer: memory.events oom_kill unchanged)"),
+        ("oomkill", "oom", "killed by SIGKILL: the kernel's OOM killer (memory.events oom_kill 3 -> 4)"),
+        ("segv", "killed", "killed by SIGSEGV"),
+        ("crash", "error", "status 139"),
+        ("sleep", "timeout", "killed"),
+    ],
 )
 def test_failed_cells_become_statuses_and_the_run_goes_on(venvs, tmp_path, mode, status, words):
     results = tmp_path / "results"
-    out = bench(run_args(results, "--backend", "jax,torch", "--model", "bert", "--task", "fit", "--timeout", "3"), bench_env(venvs, jax=mode))
+    env = bench_env(venvs, jax=mode)
+    env["BENCH_MEMORY_EVENTS"] = str(write_memory_events(tmp_path / "memory.events", oom_kill=3))
+    out = bench(run_args(results, "--backend", "jax,torch", "--model", "bert", "--task", "fit", "--timeout", "3"), env)
     assert out.returncode == 1  # a failed cell makes the run's exit status non-zero, after every cell ran
     by_backend = {r.cell.backend: r for r in load_all(results)}
     assert by_backend["jax"].status == status and words in by_backend["jax"].message
@@ -170,3 +179,11 @@ def test_results_of_cells_no_longer_in_the_registry_stop_nothing(venvs, tmp_path
     assert out.returncode == 0, out.stderr
     assert f"{old}: no longer in the registry: unknown model 'resnet'" in out.stdout
     assert "2 result files" in out.stdout
+
+
+def test_sigkill_without_a_readable_memory_events_is_killed_not_oom(venvs, tmp_path):
+    results = tmp_path / "results"
+    env = {**bench_env(venvs, jax="sigkill"), "BENCH_MEMORY_EVENTS": str(tmp_path / "no-cgroup-v2" / "memory.events")}
+    assert bench(run_args(results, "--backend", "jax", "--model", "bert", "--task", "fit"), env).returncode == 1
+    (r,) = load_all(results)
+    assert r.status == "killed" and r.message.startswith("killed by SIGKILL (no sign of the OOM killer: memory.events cannot be read)")
