@@ -160,9 +160,7 @@ class Result:
         if path.exists():
             previous = load(path)
             stamp = previous.created_at.replace(":", "").replace("+", "Z")
-            archived = path.parent / HISTORY / f"{self.cell.key}.{stamp}.json"
-            archived.parent.mkdir(exist_ok=True)
-            os.replace(path, archived)
+            os.replace(path, reserve_new_name(path.parent / HISTORY, f"{self.cell.key}.{stamp}"))
         write_json_atomic(path, self.to_dict())
         return path
 
@@ -174,6 +172,20 @@ class Result:
         if self.tokens_per_s():
             text += f"; {self.tokens_per_s():.1f} tokens/s"
         return text
+
+
+def reserve_new_name(folder: Path, stem: str) -> Path:
+    """A file name in `folder` that nothing else has or will take: created empty with O_EXCL, the first free of
+    <stem>.json, <stem>.1.json, ... (created_at has one-second resolution; two results can share a second)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for n in range(1_000_000):
+        candidate = folder / (f"{stem}.json" if n == 0 else f"{stem}.{n}.json")
+        try:
+            os.close(os.open(candidate, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
+            return candidate
+        except FileExistsError:
+            continue
+    raise BenchError(f"no free history name for {stem} in {folder}")
 
 
 CELL_TEXT_FIELDS = ("backend", "model", "task", "profile", "variant")

@@ -196,3 +196,14 @@ def test_archived_cells_stay_readable_after_the_registry_moves_on(tmp_path, chan
     assert why in loaded.cell.why_not_in_registry()
     assert load(path).to_dict()["cell"] == json.loads(path.read_text())["cell"]
     assert make_result().cell.why_not_in_registry() is None
+
+
+def test_results_of_one_cell_written_within_one_second_all_survive(tmp_path):
+    medians = [11.0, 21.0, 31.0]
+    for median in medians:  # the same created_at: history names must still differ
+        run = Run(status="ok", first_step_ms=900.0, timed_ms=[median - 1, median, median + 1])
+        path = make_result([run], created="2026-11-21T10:00:00+00:00").write(tmp_path)
+    history = sorted(tmp_path.rglob("history/*.json"))
+    assert len(history) == 2
+    assert sorted(load(p).summary().median for p in [*history, path]) == medians
+    assert load(path).summary().median == 31.0 and result_files(tmp_path) == [path]

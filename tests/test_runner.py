@@ -81,11 +81,10 @@ def test_repeats_report_their_spread(venvs, tmp_path):
 
 def test_rerun_keeps_the_earlier_result_in_history(venvs, tmp_path):
     results = tmp_path / "results"
-    for _ in range(2):
+    for _ in range(3):  # back to back: likely within one second of created_at's resolution
         assert bench(run_args(results, "--backend", "jax", "--model", "bert", "--task", "fit"), bench_env(venvs)).returncode == 0
-        time.sleep(1.1)  # created_at has one-second resolution
     assert len(load_all(results)) == 1
-    assert len(list(results.rglob("history/*.json"))) == 1
+    assert len(list(results.rglob("history/*.json"))) == 2
 
 
 @pytest.mark.parametrize(
