@@ -2,6 +2,7 @@
 becomes a recorded status, Ctrl-C keeps every finished result."""
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
@@ -25,15 +26,31 @@ LOG_TAIL_LINES = 30
 VERBOSE = bool(os.environ.get("BENCH_VERBOSE"))  # echo every line a cell prints, not only its progress
 
 
+def current_lock_sha256(backend: str) -> str | None:
+    """The sha256 of envs/<backend>/requirements.txt as it is now (what scripts/envs.py stamps a build with)."""
+    try:
+        return hashlib.sha256((REPO_ROOT / "envs" / backend / "requirements.txt").read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
 def env_python(backend: str) -> str:
-    """The interpreter of the backend's built environment: .venvs/<backend>, or this one if it is that env."""
+    """The interpreter of the backend's built, current environment: .venvs/<backend>, or this one if it is that
+    env. An env built from another requirements.txt is refused: its numbers would be another lock's."""
     venv = VENVS_DIR / backend
     if (venv / ENV_STAMP).exists():
-        return str(venv / "bin" / "python")
-    stamp = env_stamp()
-    if stamp and stamp.get("backend") == backend:
-        return sys.executable  # e.g. inside the container image
-    raise BenchError(f"the {backend!r} environment is not built (no {venv / ENV_STAMP}): run `make env BACKEND={backend}`")
+        python, stamp = str(venv / "bin" / "python"), env_stamp(venv)
+    elif (env_stamp() or {}).get("backend") == backend:
+        python, stamp = sys.executable, env_stamp()  # e.g. inside the container image
+    else:
+        raise BenchError(f"the {backend!r} environment is not built (no {venv / ENV_STAMP}): run `make env BACKEND={backend}`")
+    built, now = (stamp or {}).get("lock_sha256"), current_lock_sha256(backend)
+    if now and built != now:
+        raise BenchError(
+            f"the {backend!r} environment is stale (built from requirements sha256 {str(built)[:12]}, "
+            f"envs/{backend}/requirements.txt is now {now[:12]}): run `make env BACKEND={backend}`"
+        )
+    return python
 
 
 def default_profile(machine: dict) -> tuple[str, str]:

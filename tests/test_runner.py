@@ -113,6 +113,17 @@ def test_env_not_built_is_named(tmp_path):
     assert "the 'jax' environment is not built" in out.stderr and "make env BACKEND=jax" in out.stderr
 
 
+def test_a_stale_env_is_refused_naming_the_make_target(venvs, tmp_path):
+    stamp = venvs / "jax" / "bench-env.json"
+    stamp.write_text(json.dumps({**json.loads(stamp.read_text()), "lock_sha256": "0" * 64}))  # built from another lock
+    results = tmp_path / "results"
+    out = bench(run_args(results, "--backend", "jax,torch", "--model", "bert"), bench_env(venvs))
+    assert out.returncode == 2
+    assert out.stderr.count("\n") == 1 and "the 'jax' environment is stale" in out.stderr
+    assert "run `make env BACKEND=jax`" in out.stderr
+    assert not results.exists()
+
+
 def test_corrupt_result_file_is_named_and_kept(venvs, tmp_path):
     results = tmp_path / "results"
     assert bench(run_args(results, "--backend", "jax", "--model", "bert", "--task", "fit"), bench_env(venvs)).returncode == 0
