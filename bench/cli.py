@@ -36,8 +36,15 @@ def csv_list(text: str) -> list[str]:
     return [item for item in text.replace(",", " ").split() if item]
 
 
+class OneLineErrors(argparse.ArgumentParser):
+    """Bad input is one line naming the problem (no usage block above it: `--help` has that), exit status 2."""
+
+    def error(self, message: str):
+        self.exit(2, f"error: {self.prog}: {message}\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m bench", description="Keras 3 benchmarks, re-run reproducibly.")
+    parser = OneLineErrors(prog="python -m bench", description="Keras 3 benchmarks, re-run reproducibly.")
     sub = parser.add_subparsers(dest="command", required=True)
 
     run = sub.add_parser("run", help="run benchmark cells (all of the published table unless narrowed)")

@@ -53,6 +53,17 @@ def env_python(backend: str) -> str:
     return python
 
 
+def check_writable(results_dir: Path) -> None:
+    """Create and remove a probe file where results will go (os.access says yes to root on a read-only folder)."""
+    try:
+        results_dir.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(dir=results_dir, prefix=".write-probe-")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as e:
+        raise BenchError(f"cannot write results to {results_dir}: {e.strerror or e}") from None
+
+
 def default_profile(machine: dict) -> tuple[str, str]:
     if machine["gpus"]:
         return "paper", f"CUDA GPU visible ({machine_label(machine)})"
@@ -149,6 +160,7 @@ def run_cells(
         raise BenchError(f"repeats must be a positive integer, got {repeats}")
     load_all(results_dir)  # refuse to start over an unreadable result file, and name it
     pythons = {c.backend: env_python(c.backend) for c in cells if not get_model(c.model).why_unsupported(c.backend)}
+    check_writable(results_dir)  # before any cell runs: an hour of measuring must not end in a failed write
     git, machine = git_info(), machine_info()
     from bench.workloads import get_profile
 

@@ -1,9 +1,11 @@
 """The orchestrator: statuses for every way a cell can fail, bad input, Ctrl-C, nothing lost."""
+import ctypes
 import json
+import os
+import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -97,14 +99,69 @@ def test_rerun_keeps_the_earlier_result_in_history(venvs, tmp_path):
         (["--backend", "jax", "--model", "bert", "--batch-size", "x"], "must be a positive integer, got 'x'"),
         (["--backend", "jax", "--model", "bert", "--profile", "fast"], "unknown profile 'fast'"),
         (["--backend", "native-torch", "--model", "bert", "--variant", "jit"], "unknown variant 'jit'"),
+        *[
+            ([option, value, "--backend", "jax", "--model", "bert"], f"argument {option}: must be a positive integer, got '{value}'")
+            for option in ("--steps", "--repeats")
+            for value in ("0", "-1", "abc")
+        ],
     ],
 )
 def test_bad_input_is_refused_clearly(venvs, tmp_path, args, message):
     results = tmp_path / "results"
     out = bench(["run", "--profile", "smoke", "--results-dir", str(results), *args] if "--profile" not in args else ["run", "--results-dir", str(results), *args], bench_env(venvs))
     assert out.returncode == 2
-    assert message in out.stderr
+    assert message in out.stderr and out.stderr.count("\n") == 1, out.stderr  # one line, no usage block
     assert not results.exists()
+
+
+def without_root_file_override():
+    """root writes into a read-only folder regardless (CAP_DAC_OVERRIDE): drop that capability in the child, so the
+    folder is read-only for it as for anyone else. Nothing to do for other users."""
+    if os.geteuid() != 0:
+        return {}
+    libc = ctypes.CDLL(None, use_errno=True)
+
+    def drop():
+        for capability in (1, 2):  # CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH
+            if libc.prctl(24, capability, 0, 0, 0) != 0:  # PR_CAPBSET_DROP: gone after exec, for uid 0 too
+                raise OSError(ctypes.get_errno(), "prctl(PR_CAPBSET_DROP)")
+
+    return {"preexec_fn": drop}
+
+
+def test_a_read_only_results_folder_is_refused_before_any_cell_runs(venvs, tmp_path):
+    results = tmp_path / "results"
+    results.mkdir(mode=0o555)
+    order = tmp_path / "order"
+    env = {**bench_env(venvs), "FAKE_ORDER_FILE": str(order)}
+    out = subprocess.run([sys.executable, "-m", "bench", *run_args(results, "--backend", "jax", "--model", "bert")], cwd=REPO, env=env,
+                         capture_output=True, text=True, timeout=60, **without_root_file_override())
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert out.stderr == f"error: cannot write results to {results}: Permission denied\n"
+    assert list(results.iterdir()) == [] and not order.exists()  # nothing written, no cell started
+
+
+def test_a_result_of_a_newer_schema_stops_the_run_naming_it(venvs, tmp_path):
+    results = tmp_path / "results"
+    args = run_args(results, "--backend", "jax", "--model", "bert", "--task", "fit")
+    assert bench(args, bench_env(venvs)).returncode == 0
+    (path,) = [p for p in results.rglob("*.json") if "history" not in p.parts]
+    path.write_text(json.dumps({**json.loads(path.read_text()), "schema_version": 3}))
+    before = {p: p.read_bytes() for p in results.rglob("*") if p.is_file()}
+    out = bench(args, bench_env(venvs))
+    assert out.returncode == 2
+    assert out.stderr == f"error: cannot read result file {path}: schema_version 3 is newer than this code reads (2); update the code\n"
+    assert {p: p.read_bytes() for p in results.rglob("*") if p.is_file()} == before
+
+
+@pytest.mark.skipif(not shutil.which("make"), reason="GNU make is not installed")
+def test_make_bench_passes_bad_steps_through_to_the_one_line_error(venvs, tmp_path):
+    # MAKE=true: the recursive env builds are no-ops here (tests/test_envs.py covers them); TOOLS_PY: this interpreter.
+    out = subprocess.run(["make", "-s", "bench", "BACKEND=jax", "MODEL=bert", "STEPS=abc", "MAKE=true", f"TOOLS_PY={sys.executable}",
+                          f"RESULTS={tmp_path / 'results'}"], cwd=REPO, env=bench_env(venvs), capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2
+    assert "error: python -m bench run: argument --steps: must be a positive integer, got 'abc'\n" in out.stderr, out.stderr
+    assert not (tmp_path / "results").exists()
 
 
 def test_env_not_built_is_named(tmp_path):
