@@ -59,6 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--repeats", type=positive_int, default=1, help="whole-process repeats per cell (default: 1)")
     run.add_argument("--timeout", type=positive_int, help="seconds per cell process (default: the profile's)")
     run.add_argument("--results-dir", type=Path, default=DEFAULT_RESULTS)
+    run.add_argument("--resume", action="store_true", help="skip cells whose current result is ok (or NA) and measured with the env lock current now")
     run.add_argument("--dry-run", action="store_true", help="list the cells and exit")
 
     cell = sub.add_parser("cell", help="(internal) measure one cell in this process")
@@ -114,7 +115,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         for c in cells:
             print(c.key)
         return 0
-    results = run_cells(cells, args.results_dir, repeats=args.repeats, timeout_s=args.timeout, profile_choice=choice)
+    results = run_cells(cells, args.results_dir, repeats=args.repeats, timeout_s=args.timeout, profile_choice=choice, resume=args.resume)
     return 0 if all(r.status in ("ok", "unsupported") for r in results) else 1
 
 

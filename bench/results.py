@@ -151,7 +151,7 @@ class Result:
         return result
 
     def relative_path(self) -> Path:
-        return Path(self.cell.profile) / machine_slug(self.provenance.get("machine", {})) / f"{self.cell.key}.json"
+        return result_path(Path(), self.cell, self.provenance.get("machine", {}))
 
     def write(self, results_dir: Path) -> Path:
         """Write atomically; an earlier result of the same cell moves to history/, never lost."""
@@ -172,6 +172,11 @@ class Result:
         if self.tokens_per_s():
             text += f"; {self.tokens_per_s():.1f} tokens/s"
         return text
+
+
+def result_path(results_dir: Path, cell: Cell, machine: dict[str, Any]) -> Path:
+    """Where a cell's current result lives: one folder per profile and machine."""
+    return results_dir / cell.profile / machine_slug(machine) / f"{cell.key}.json"
 
 
 def reserve_new_name(folder: Path, stem: str) -> Path:

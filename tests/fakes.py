@@ -1,6 +1,6 @@
 """A fake backend environment for orchestrator tests: its `python` plays a cell with a chosen behaviour.
 
-FAKE_MODE_<BACKEND> picks the behaviour (ok, sleep, sigkill, segv, oomkill, oom, crash); FAKE_PID_FILE, if set, gets
+FAKE_MODE_<BACKEND> picks the behaviour (ok, leaves-child, sleep, sigkill, segv, oomkill, oom, crash); FAKE_PID_FILE, if set, gets
 each cell's pid when it starts; FAKE_ORDER_FILE, if set, gets one "<backend> <task>" line per cell process.
 """
 import hashlib
@@ -28,6 +28,12 @@ if os.environ.get("FAKE_PID_FILE"):
         f.write(str(os.getpid()))
     os.replace(os.environ["FAKE_PID_FILE"] + ".tmp", os.environ["FAKE_PID_FILE"])
 print("[cell] fake cell", cell["backend"], cell["model"], cell["task"], mode, flush=True)
+if mode == "leaves-child":  # a compile worker or data loader that outlives the cell, in its process group
+    import subprocess
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    with open(os.environ["FAKE_PID_FILE"], "w") as f:
+        f.write(str(child.pid))
+    mode = "ok"
 if mode == "ok":
     n = cell["timed_steps"]
     run = {{"status": "ok", "first_step_ms": 500.0, "warmup_ms": [12.0] * cell["warmup_steps"],

@@ -6,6 +6,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -196,21 +197,161 @@ def test_corrupt_result_file_is_named_and_kept(venvs, tmp_path):
     assert out.returncode == 2 and "broken.json" in out.stderr
 
 
-def test_ctrl_c_keeps_finished_results(venvs, tmp_path):
-    results = tmp_path / "results"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "bench", *run_args(results, "--backend", "jax,torch", "--model", "bert", "--task", "fit")],
-        cwd=REPO, env=bench_env(venvs, torch="sleep"), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )
+def start_run(args, env):
+    return subprocess.Popen([sys.executable, "-m", "bench", *args], cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def wait_for_pid(pid_file: Path, proc: subprocess.Popen, not_pid: int | None = None) -> int:
+    """The pid the fake cell wrote when it started (a new one, if `not_pid` is given)."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if pid_file.exists() and int(pid_file.read_text()) != not_pid:
+            return int(pid_file.read_text())
+        assert proc.poll() is None, proc.communicate()[0]
+        time.sleep(0.05)
+    raise AssertionError("the fake cell never started")
+
+
+def is_running(pid: int) -> bool:
+    """Alive and not a zombie (an orphan's zombie lingers where PID 1 does not reap)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+
+
+def test_processes_a_cell_leaves_behind_are_ended_with_it(venvs, tmp_path):
+    results, pid_file = tmp_path / "results", tmp_path / "child.pid"
+    env = {**bench_env(venvs, jax="leaves-child"), "FAKE_PID_FILE": str(pid_file)}
+    out = bench(run_args(results, "--backend", "jax", "--model", "bert", "--task", "fit"), env)
+    assert out.returncode == 0, out.stderr
+    assert not is_running(int(pid_file.read_text())), "the cell's child outlived it"
+
+
+def test_ctrl_c_keeps_finished_results_and_leaves_no_cell_behind(venvs, tmp_path):
+    results, pid_file = tmp_path / "results", tmp_path / "cell.pid"
+    env = {**bench_env(venvs, torch="sleep"), "FAKE_PID_FILE": str(pid_file)}
+    proc = start_run(run_args(results, "--backend", "jax,torch", "--model", "bert", "--task", "fit"), env)
     for line in proc.stdout:
         if "fake cell torch" in line:
             break
+    pid = wait_for_pid(pid_file, proc)
     proc.send_signal(signal.SIGINT)
     rest = proc.communicate(timeout=60)[0]
     assert proc.returncode == 130
     assert "every finished result is kept" in rest
     (kept,) = load_all(results)
     assert kept.cell.backend == "jax" and kept.status == "ok"
+    assert not is_running(pid), "the sleeping cell outlived the orchestrator"
+
+
+def test_a_timed_out_cell_leaves_no_process_behind(venvs, tmp_path):
+    results, pid_file = tmp_path / "results", tmp_path / "cell.pid"
+    env = {**bench_env(venvs, jax="sleep"), "FAKE_PID_FILE": str(pid_file)}
+    out = bench(run_args(results, "--backend", "jax", "--model", "bert", "--task", "fit", "--timeout", "2"), env)
+    assert out.returncode == 1
+    assert load_all(results)[0].status == "timeout"
+    assert not is_running(int(pid_file.read_text()))
+
+
+def test_kill_9_of_a_cell_is_recorded_as_killed_with_no_partial_file(venvs, tmp_path):
+    results, pid_file, scratch = tmp_path / "results", tmp_path / "cell.pid", tmp_path / "tmp"
+    scratch.mkdir()
+    env = {**bench_env(venvs, jax="sleep"), "FAKE_PID_FILE": str(pid_file), "TMPDIR": str(scratch)}
+    env["BENCH_MEMORY_EVENTS"] = str(write_memory_events(tmp_path / "memory.events", oom_kill=0))
+    proc = start_run(run_args(results, "--backend", "jax,torch", "--model", "bert", "--task", "fit"), env)
+    os.kill(wait_for_pid(pid_file, proc), signal.SIGKILL)
+    output = proc.communicate(timeout=60)[0]
+    assert proc.returncode == 1, output
+    by_backend = {r.cell.backend: r for r in load_all(results)}
+    assert by_backend["jax"].status == "killed" and by_backend["torch"].status == "ok"
+    assert by_backend["jax"].message.startswith("killed by SIGKILL (no sign of the OOM killer: memory.events oom_kill unchanged)")
+    files = sorted(p.name for p in results.rglob("*") if p.is_file() and "logs" not in p.parts)
+    assert files == ["jax__bert__fit__bs2__default.json", "torch__bert__fit__bs2__default.json"]
+    assert list(scratch.iterdir()) == []  # the cell's private scratch folder went with it
+
+
+WRITER = """
+import sys
+from pathlib import Path
+from bench.results import write_json_atomic
+write_json_atomic(Path(sys.argv[1]), {"timed_ms": [0.123456789] * 3_000_000})
+"""
+
+
+def test_a_writer_killed_mid_write_leaves_the_previous_file_intact(tmp_path):
+    from test_results import make_result
+
+    path = make_result().write(tmp_path)
+    before = path.read_bytes()
+    writer = subprocess.Popen([sys.executable, "-c", WRITER, str(path)], cwd=REPO)
+    deadline = time.monotonic() + 60
+    while not list(path.parent.glob(".*.tmp")):  # mid-write: its temporary exists, the rename has not happened
+        assert writer.poll() is None and time.monotonic() < deadline, "the writer finished before it could be killed"
+        time.sleep(0.01)
+    writer.kill()
+    writer.wait()
+    assert path.read_bytes() == before
+    assert [r.cell for r in load_all(tmp_path)] == [make_result().cell]  # the leftover temporary is never read
+
+
+def test_resume_after_ctrl_c_runs_only_the_rest(venvs, tmp_path):
+    results, pid_file, order = tmp_path / "results", tmp_path / "cell.pid", tmp_path / "order"
+    args = run_args(results, "--backend", "jax,torch,tensorflow", "--model", "bert", "--task", "fit")
+    proc = start_run(args, {**bench_env(venvs, torch="sleep"), "FAKE_PID_FILE": str(pid_file)})
+    for line in proc.stdout:
+        if "fake cell torch" in line:
+            break
+    proc.send_signal(signal.SIGINT)
+    proc.communicate(timeout=60)
+    assert [r.cell.backend for r in load_all(results)] == ["jax"]
+
+    out = bench([*args, "--resume"], {**bench_env(venvs), "FAKE_ORDER_FILE": str(order)})
+    assert out.returncode == 0, out.stderr
+    assert "skipped (resume): 1 cells already measured" in out.stdout
+    assert order.read_text().split("\n")[:-1] == ["torch fit", "tensorflow fit"]
+    assert len(load_all(results)) == 3 and not list(results.rglob("history/*.json"))
+
+    # A result measured with another lock than the env's current one is measured again.
+    (jax,) = [p for p in results.rglob("jax__*.json") if "history" not in p.parts]
+    data = json.loads(jax.read_text())
+    data["runs"][0]["process"]["environment"]["lock_sha256"] = "0" * 64
+    jax.write_text(json.dumps(data))
+    order.unlink()
+    out = bench([*args, "--resume"], {**bench_env(venvs), "FAKE_ORDER_FILE": str(order)})
+    assert "skipped (resume): 2 cells already measured" in out.stdout
+    assert order.read_text() == "jax fit\n"
+
+
+def test_repeats_are_interleaved_across_the_row_and_each_run_has_its_reference(venvs, tmp_path):
+    results, order = tmp_path / "results", tmp_path / "order"
+    env = {**bench_env(venvs), "FAKE_ORDER_FILE": str(order)}
+    out = bench(run_args(results, "--backend", "jax,torch", "--model", "bert", "--repeats", "2"), env)
+    assert out.returncode == 0, out.stderr
+    assert order.read_text().split("\n")[:-1] == [
+        "jax fit", "torch fit", "jax fit", "torch fit",  # the fit row: repeat 1 of each column, then repeat 2
+        "jax predict", "torch predict", "jax predict", "torch predict",
+    ]
+    loaded = load_all(results)
+    assert len(loaded) == 4 and all(len(r.runs) == 2 for r in loaded)
+    for r in loaded:
+        assert all(run.reference["before_ms"] > 0 and run.reference["after_ms"] > 0 for run in r.runs)
+        assert r.provenance["reference"]["start_ms"] > 0 and r.provenance["reference"]["at_write_ms"] > 0
+    assert "reference probe (bench/drift.py):" in out.stdout
+
+
+def test_ctrl_c_between_repeats_writes_the_finished_ones(venvs, tmp_path):
+    results, pid_file = tmp_path / "results", tmp_path / "cell.pid"
+    env = {**bench_env(venvs, torch="sleep"), "FAKE_PID_FILE": str(pid_file)}
+    proc = start_run(run_args(results, "--backend", "jax,torch", "--model", "bert", "--task", "fit", "--repeats", "3"), env)
+    for line in proc.stdout:
+        if "fake cell torch" in line:
+            break
+    proc.send_signal(signal.SIGINT)
+    proc.communicate(timeout=60)
+    (jax,) = load_all(results)
+    assert jax.cell.backend == "jax" and jax.status == "ok" and len(jax.runs) == 1
+    assert jax.provenance["repeats_planned"] == 3
 
 
 def test_dry_run_lists_the_full_matrix(venvs, tmp_path):
