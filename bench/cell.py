@@ -9,21 +9,12 @@ import traceback
 from pathlib import Path
 
 from bench.backends import cell_environment, get_backend
+from bench.failures import classify
 from bench.provenance import gpus
 from bench.results import Run, write_json_atomic
 from bench.drivers import DERIVATIONS, drive
 from bench.timing import Split, StepTimer, Stopwatch
 from bench.workloads import Cell, get_model
-
-OOM_MARKERS = ("RESOURCE_EXHAUSTED", "out of memory", "OutOfMemory", "OOM when allocating", "CUDA_ERROR_OUT_OF_MEMORY")
-
-
-def classify(exc: BaseException) -> str:
-    text = f"{type(exc).__name__}: {exc}"
-    if isinstance(exc, MemoryError) or any(marker.lower() in text.lower() for marker in OOM_MARKERS):
-        return "oom"
-    return "error"
-
 
 def log(message: str) -> None:
     print(f"[cell] {message}", flush=True)

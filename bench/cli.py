@@ -36,8 +36,15 @@ def csv_list(text: str) -> list[str]:
     return [item for item in text.replace(",", " ").split() if item]
 
 
+class OneLineErrors(argparse.ArgumentParser):
+    """Bad input is one line naming the problem (no usage block above it: `--help` has that), exit status 2."""
+
+    def error(self, message: str):
+        self.exit(2, f"error: {self.prog}: {message}\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m bench", description="Keras 3 benchmarks, re-run reproducibly.")
+    parser = OneLineErrors(prog="python -m bench", description="Keras 3 benchmarks, re-run reproducibly.")
     sub = parser.add_subparsers(dest="command", required=True)
 
     run = sub.add_parser("run", help="run benchmark cells (all of the published table unless narrowed)")
@@ -52,6 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--repeats", type=positive_int, default=1, help="whole-process repeats per cell (default: 1)")
     run.add_argument("--timeout", type=positive_int, help="seconds per cell process (default: the profile's)")
     run.add_argument("--results-dir", type=Path, default=DEFAULT_RESULTS)
+    run.add_argument("--resume", action="store_true", help="skip cells whose current result is ok (or NA) and measured with the env lock current now")
     run.add_argument("--dry-run", action="store_true", help="list the cells and exit")
 
     cell = sub.add_parser("cell", help="(internal) measure one cell in this process")
@@ -107,7 +115,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         for c in cells:
             print(c.key)
         return 0
-    results = run_cells(cells, args.results_dir, repeats=args.repeats, timeout_s=args.timeout, profile_choice=choice)
+    results = run_cells(cells, args.results_dir, repeats=args.repeats, timeout_s=args.timeout, profile_choice=choice, resume=args.resume)
     return 0 if all(r.status in ("ok", "unsupported") for r in results) else 1
 
 
@@ -119,10 +127,14 @@ def cmd_cell(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from bench.results import load_all
+    from bench.results import load, result_files
 
-    results = load_all(args.results_dir)
-    print(f"{len(results)} result files under {args.results_dir} are valid")
+    paths = result_files(args.results_dir)
+    for path in paths:
+        why = load(path).cell.why_not_in_registry()
+        if why:  # archived results stay valid; the registry has moved on since they were measured
+            print(f"{path}: no longer in the registry: {why}")
+    print(f"{len(paths)} result files under {args.results_dir} are valid")
     return 0
 
 

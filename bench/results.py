@@ -11,9 +11,10 @@ from typing import Any
 from bench.backends import BenchError
 from bench.provenance import machine_slug
 from bench.timing import Stats
-from bench.workloads import Cell
+from bench.workloads import Cell, get_model
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2 added first_step_contains, steadiness, compile_events, derived, reference; killed, unsteady
+READABLE_VERSIONS = (1, 2)  # older files are migrated on load (the new fields take their defaults)
 STATUSES = ("ok", "oom", "timeout", "error", "unsupported", "killed", "unsteady", "oom-predicted")
 HISTORY = "history"  # earlier results of the same cell, moved aside rather than overwritten
 NOT_RESULTS = {HISTORY, "logs", "figures"}  # folders under results/ that hold no current result
@@ -23,6 +24,10 @@ class CorruptResult(BenchError):
     pass
 
 
+class NewerSchema(BenchError):
+    """A file written by newer code: refused whole rather than half-understood."""
+
+
 @dataclass
 class Run:
     """One process's measurement of a cell (a cell with --repeats R has R runs)."""
@@ -30,14 +35,9 @@ class Run:
     status: str
     message: str | None = None
     first_step_ms: float | None = None  # trace + compile + first execution
-    first_step_contains: str | None = None  # what the first window holds, in words
     warmup_ms: list[float] = field(default_factory=list)
     timed_ms: list[float] = field(default_factory=list)  # raw per-step figures, in order
     windows_ms: list[float] | None = None  # the measured windows, when timed_ms is derived from them
-    derived: bool = False  # timed_ms derived from windows_ms (may then be <= 0 under noise)
-    compile_events: list[int] | None = None  # compile/retrace events per raw window
-    steadiness: dict[str, Any] | None = None
-    reference: dict[str, Any] | None = None
     setup_s: float | None = None
     wall_s: float | None = None
     tokens_per_step: int | None = None
@@ -45,6 +45,11 @@ class Run:
     framework: dict[str, Any] = field(default_factory=dict)
     process: dict[str, Any] = field(default_factory=dict)
     exit_code: int | None = None
+    first_step_contains: str | None = None  # what the first window holds, e.g. "trace + compile + the first step"
+    steadiness: dict[str, Any] | None = None  # {"steady", "reasons", "warmup_steps_run", "compile_events_timed", "outliers"}
+    compile_events: list[int] | None = None  # compile/retrace events per raw window
+    derived: bool = False  # timed_ms derived from windows_ms: may be zero or negative under noise, raw windows never
+    reference: dict[str, float] | None = None  # the drift probe just before/after this process: {"before_ms", "after_ms"}
 
     def stats(self) -> Stats | None:
         return Stats.of(self.timed_ms, allow_negative=self.derived) if self.status == "ok" and self.timed_ms else None
@@ -57,7 +62,16 @@ class Run:
     def from_dict(cls, data: dict[str, Any]) -> "Run":
         data = dict(data)
         data.pop("stats", None)
-        return cls(**data)
+        run = cls(**data)
+        if run.status not in STATUSES:
+            raise ValueError(f"run status {run.status!r} is not one of {STATUSES}")
+        if not isinstance(run.derived, bool):
+            raise ValueError(f"run derived must be true or false, got {run.derived!r}")
+        if any(not isinstance(w, (int, float)) or w < 0 for w in run.windows_ms or []):
+            raise ValueError(f"raw windows must be non-negative: {run.windows_ms}")
+        if run.reference is not None and set(run.reference) != {"before_ms", "after_ms"}:
+            raise ValueError(f"run reference must have before_ms and after_ms, got {run.reference!r}")
+        return run
 
 
 @dataclass
@@ -87,7 +101,7 @@ class Result:
     def repeat_spread(self) -> Stats | None:
         """Spread of the per-process medians: how much a whole re-run moves the figure."""
         medians = [r.stats().median for r in self.runs if r.stats()]
-        return Stats.of(medians) if self.status == "ok" and len(medians) > 1 else None
+        return Stats.of(medians, allow_negative=any(r.derived for r in self.runs)) if self.status == "ok" and len(medians) > 1 else None
 
     def tokens_per_s(self) -> float | None:
         summary = self.summary()
@@ -112,10 +126,15 @@ class Result:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "Result":
+        """Validates the schema only, never today's registry: an archived cell stays readable after the registry
+        (profiles.toml, the reference CSV, the models) has moved on."""
         if not isinstance(data, dict):
             raise ValueError("not a JSON object")
-        if data.get("schema_version") != SCHEMA_VERSION:
-            raise ValueError(f"schema_version {data.get('schema_version')!r}, expected {SCHEMA_VERSION}")
+        version = data.get("schema_version")
+        if isinstance(version, int) and not isinstance(version, bool) and version > SCHEMA_VERSION:
+            raise NewerSchema(f"schema_version {version} is newer than this code reads ({SCHEMA_VERSION}); update the code")
+        if version not in READABLE_VERSIONS:
+            raise ValueError(f"schema_version {version!r}, expected one of {READABLE_VERSIONS}")
         missing = {"cell", "status", "unit", "runs", "provenance", "created_at"} - set(data)
         if missing:
             raise ValueError(f"missing keys {sorted(missing)}")
@@ -123,14 +142,16 @@ class Result:
             raise ValueError(f"status {data['status']!r} is not one of {STATUSES}")
         if not data["runs"]:
             raise ValueError("no runs")
-        result = cls(Cell.from_dict(data["cell"]), [Run.from_dict(r) for r in data["runs"]], data["unit"], data["provenance"], data["created_at"])
+        check_cell_schema(data["cell"])
+        runs = [Run.from_dict(r) for r in data["runs"]]  # a version-1 run lacks the new fields: they take defaults
+        result = cls(Cell.from_dict(data["cell"], validate=False), runs, data["unit"], data["provenance"], data["created_at"])
         if result.status != data["status"]:
             raise ValueError(f"status {data['status']!r} disagrees with its runs ({result.status!r})")
         result.summary()  # validates the raw step times
         return result
 
     def relative_path(self) -> Path:
-        return Path(self.cell.profile) / machine_slug(self.provenance.get("machine", {})) / f"{self.cell.key}.json"
+        return result_path(Path(), self.cell, self.provenance.get("machine", {}))
 
     def write(self, results_dir: Path) -> Path:
         """Write atomically; an earlier result of the same cell moves to history/, never lost."""
@@ -139,9 +160,7 @@ class Result:
         if path.exists():
             previous = load(path)
             stamp = previous.created_at.replace(":", "").replace("+", "Z")
-            archived = path.parent / HISTORY / f"{self.cell.key}.{stamp}.json"
-            archived.parent.mkdir(exist_ok=True)
-            os.replace(path, archived)
+            os.replace(path, reserve_new_name(path.parent / HISTORY, f"{self.cell.key}.{stamp}"))
         write_json_atomic(path, self.to_dict())
         return path
 
@@ -153,6 +172,46 @@ class Result:
         if self.tokens_per_s():
             text += f"; {self.tokens_per_s():.1f} tokens/s"
         return text
+
+
+def result_path(results_dir: Path, cell: Cell, machine: dict[str, Any]) -> Path:
+    """Where a cell's current result lives: one folder per profile and machine."""
+    return results_dir / cell.profile / machine_slug(machine) / f"{cell.key}.json"
+
+
+def reserve_new_name(folder: Path, stem: str) -> Path:
+    """A file name in `folder` that nothing else has or will take: created empty with O_EXCL, the first free of
+    <stem>.json, <stem>.1.json, ... (created_at has one-second resolution; two results can share a second)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for n in range(1_000_000):
+        candidate = folder / (f"{stem}.json" if n == 0 else f"{stem}.{n}.json")
+        try:
+            os.close(os.open(candidate, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
+            return candidate
+        except FileExistsError:
+            continue
+    raise BenchError(f"no free history name for {stem} in {folder}")
+
+
+CELL_TEXT_FIELDS = ("backend", "model", "task", "profile", "variant")
+
+
+def check_cell_schema(cell: Any) -> None:
+    """The cell's shape and value ranges, without asking the registry whether it still has it."""
+    if not isinstance(cell, dict):
+        raise ValueError("cell is not a JSON object")
+    for name in CELL_TEXT_FIELDS:
+        if not isinstance(cell.get(name), str) or not cell[name]:
+            raise ValueError(f"cell {name} must be a non-empty string, got {cell.get(name)!r}")
+    for name, minimum in (("batch_size", 1), ("timed_steps", 1), ("warmup_steps", 0)):
+        value = cell.get(name)
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            raise ValueError(f"cell {name.replace('_', ' ')} must be an integer >= {minimum}, got {value!r}")
+
+
+def task_unit(cell: Cell) -> str:
+    """The unit of a cell's figures comes from its task, whatever the status (a failed generate cell is ms/call)."""
+    return get_model(cell.model).task(cell.task).unit
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
@@ -174,6 +233,8 @@ def write_json_atomic(path: Path, data: Any) -> None:
 def load(path: Path) -> Result:
     try:
         return Result.from_dict(json.loads(Path(path).read_text()))
+    except NewerSchema as e:
+        raise NewerSchema(f"cannot read result file {path}: {e}") from None
     except (OSError, ValueError, TypeError, KeyError, BenchError) as e:
         raise CorruptResult(f"cannot read result file {path}: {e}") from None
 

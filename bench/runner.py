@@ -2,6 +2,7 @@
 becomes a recorded status, Ctrl-C keeps every finished result."""
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
@@ -15,8 +16,10 @@ from pathlib import Path
 from typing import Callable
 
 from bench.backends import BenchError, cell_environment
+from bench.failures import crash_status, oom_kill_count
 from bench.provenance import ENV_STAMP, REPO_ROOT, env_stamp, git_info, machine_info, machine_label, now_utc
-from bench.results import Result, Run, load_all
+from bench.drift import reference_ms
+from bench.results import Result, Run, load, load_all, result_path, task_unit
 from bench.workloads import Cell, get_model
 
 VENVS_DIR = Path(os.environ.get("BENCH_VENVS_DIR", REPO_ROOT / ".venvs"))
@@ -24,15 +27,46 @@ LOG_TAIL_LINES = 30
 VERBOSE = bool(os.environ.get("BENCH_VERBOSE"))  # echo every line a cell prints, not only its progress
 
 
-def env_python(backend: str) -> str:
-    """The interpreter of the backend's built environment: .venvs/<backend>, or this one if it is that env."""
+def current_lock_sha256(backend: str) -> str | None:
+    """The sha256 of envs/<backend>/requirements.txt as it is now (what scripts/envs.py stamps a build with)."""
+    try:
+        return hashlib.sha256((REPO_ROOT / "envs" / backend / "requirements.txt").read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+def built_env(backend: str) -> tuple[str, dict | None]:
+    """The interpreter and stamp of the backend's built environment: .venvs/<backend>, or this one if it is that env."""
     venv = VENVS_DIR / backend
     if (venv / ENV_STAMP).exists():
-        return str(venv / "bin" / "python")
-    stamp = env_stamp()
-    if stamp and stamp.get("backend") == backend:
-        return sys.executable  # e.g. inside the container image
+        return str(venv / "bin" / "python"), env_stamp(venv)
+    if (env_stamp() or {}).get("backend") == backend:
+        return sys.executable, env_stamp()  # e.g. inside the container image
     raise BenchError(f"the {backend!r} environment is not built (no {venv / ENV_STAMP}): run `make env BACKEND={backend}`")
+
+
+def env_python(backend: str) -> str:
+    """The interpreter of the backend's built, current environment. An env built from another requirements.txt
+    is refused: its numbers would be another lock's."""
+    python, stamp = built_env(backend)
+    built, now = (stamp or {}).get("lock_sha256"), current_lock_sha256(backend)
+    if now and built != now:
+        raise BenchError(
+            f"the {backend!r} environment is stale (built from requirements sha256 {str(built)[:12]}, "
+            f"envs/{backend}/requirements.txt is now {now[:12]}): run `make env BACKEND={backend}`"
+        )
+    return python
+
+
+def check_writable(results_dir: Path) -> None:
+    """Create and remove a probe file where results will go (os.access says yes to root on a read-only folder)."""
+    try:
+        results_dir.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(dir=results_dir, prefix=".write-probe-")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as e:
+        raise BenchError(f"cannot write results to {results_dir}: {e.strerror or e}") from None
 
 
 def default_profile(machine: dict) -> tuple[str, str]:
@@ -55,38 +89,36 @@ class CellProcess:
         self.env = {**os.environ, **cell_environment(cell.backend), "PYTHONUNBUFFERED": "1", "BENCH_GIT_COMMIT": git.get("commit") or ""}
 
     def run(self, timeout_s: float) -> Run:
-        fd, out = tempfile.mkstemp(prefix="bench-run-", suffix=".json")
-        os.close(fd)
-        os.unlink(out)
-        cmd = [self.python, "-m", "bench", "cell", "--cell", json.dumps(self.cell.to_dict()), "--out", out]
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        started = time.perf_counter()
-        with self.log_path.open("w") as log:
-            proc = subprocess.Popen(cmd, cwd=REPO_ROOT, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
-            reader = threading.Thread(target=self._pump, args=(proc, log), daemon=True)
-            reader.start()
-            try:
-                proc.wait(timeout=timeout_s)
+        # A private folder for the cell's result: whatever a killed cell leaves half-written goes with it.
+        with tempfile.TemporaryDirectory(prefix="bench-cell-") as scratch:
+            out = Path(scratch) / "run.json"
+            cmd = [self.python, "-m", "bench", "cell", "--cell", json.dumps(self.cell.to_dict()), "--out", str(out)]
+            self.log_path.parent.mkdir(parents=True, exist_ok=True)
+            started = time.perf_counter()
+            oom_kills_before = oom_kill_count()
+            with self.log_path.open("w") as log:
+                proc = subprocess.Popen(cmd, cwd=REPO_ROOT, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+                reader = threading.Thread(target=self._pump, args=(proc, log), daemon=True)
+                reader.start()
                 timed_out = False
-            except subprocess.TimeoutExpired:
-                self._kill(proc)
-                timed_out = True
-            except BaseException:  # Ctrl-C: stop the child with us, keep what is finished
-                self._kill(proc)
-                raise
-            finally:
-                reader.join(timeout=10)
-        wall = round(time.perf_counter() - started, 3)
-        try:
+                try:
+                    proc.wait(timeout=timeout_s)
+                except subprocess.TimeoutExpired:
+                    timed_out = True
+                finally:  # also on Ctrl-C: the cell's whole process group goes with it, leftovers included
+                    self._kill(proc)
+                    reader.join(timeout=10)
+            wall = round(time.perf_counter() - started, 3)
             if timed_out:
                 return Run(status="timeout", message=f"no result after {timeout_s:.0f} s; killed", wall_s=wall, exit_code=proc.returncode)
-            if Path(out).exists():
-                run = Run.from_dict(json.loads(Path(out).read_text()))
+            if out.exists():
+                try:
+                    run = Run.from_dict(json.loads(out.read_text()))
+                except (ValueError, TypeError) as e:
+                    return Run(status="error", message=f"the cell wrote an unreadable run: {e}", wall_s=wall, exit_code=proc.returncode)
                 run.exit_code = proc.returncode
                 return run
-            return self._crashed(proc.returncode, wall)
-        finally:
-            Path(out).unlink(missing_ok=True)
+            return self._crashed(proc.returncode, wall, oom_kills_before)
 
     def _pump(self, proc: subprocess.Popen, log) -> None:
         for line in proc.stdout:
@@ -98,24 +130,53 @@ class CellProcess:
 
     @staticmethod
     def _kill(proc: subprocess.Popen) -> None:
-        for sig in (signal.SIGTERM, signal.SIGKILL):
+        """SIGTERM the cell's process group (a chance to flush), then SIGKILL whatever is left of it."""
+        if proc.poll() is None:
             try:
-                os.killpg(proc.pid, sig)
-            except ProcessLookupError:
-                return
-            try:
+                os.killpg(proc.pid, signal.SIGTERM)
                 proc.wait(timeout=10)
-                return
-            except subprocess.TimeoutExpired:
-                continue
+            except (ProcessLookupError, subprocess.TimeoutExpired):
+                pass
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)  # children the cell left behind (compile workers, loaders)
+        except OSError:  # the group is gone: nothing was left behind
+            pass
+        proc.wait()
 
-    def _crashed(self, code: int, wall: float) -> Run:
-        """The child died without writing its result: say how, from its exit status and last lines."""
+    def _crashed(self, code: int, wall: float, oom_kills_before: int | None) -> Run:
+        """The child died without writing its result: say how, from its exit status, the cgroup's OOM-kill
+        count and its last lines."""
         last = " | ".join(line for line in list(self.tail)[-5:] if line)
-        if code == -signal.SIGKILL or code == 128 + signal.SIGKILL:
-            return Run(status="oom", message=f"killed by SIGKILL (the kernel's OOM killer, most likely); last output: {last}", wall_s=wall, exit_code=code)
-        oom = any(m in line.lower() for line in self.tail for m in ("out of memory", "resource_exhausted", "memoryerror"))
-        return Run(status="oom" if oom else "error", message=f"exited with status {code} and no result; last output: {last}", wall_s=wall, exit_code=code)
+        status, how = crash_status(code, "\n".join(self.tail), oom_kills_before, oom_kill_count())
+        return Run(status=status, message=f"{how}; last output: {last}", wall_s=wall, exit_code=code)
+
+
+def row_order(cells: list[Cell]) -> list[list[Cell]]:
+    """Cells grouped by published row (model, task, batch size), rows in first-appearance order: the columns of
+    one row run close together, so the machine's drift over minutes moves them alike."""
+    rows: dict[tuple, list[Cell]] = {}
+    for cell in cells:
+        rows.setdefault((cell.profile, cell.model, cell.task, cell.batch_size), []).append(cell)
+    return list(rows.values())
+
+
+def already_measured(cell: Cell, results_dir: Path, machine: dict, repeats: int) -> bool:
+    """For --resume: the cell's current result is ok with every repeat, measured with the env lock current now
+    (or unsupported, and still so)."""
+    path = result_path(results_dir, cell, machine)
+    if not path.exists():
+        return False
+    result = load(path)
+    if result.status == "unsupported":
+        return bool(get_model(cell.model).why_unsupported(cell.backend))
+    if result.status != "ok" or len(result.runs) < repeats:
+        return False
+    try:
+        _, stamp = built_env(cell.backend)
+    except BenchError:
+        return False
+    measured_with = (result.runs[0].process.get("environment") or {}).get("lock_sha256")
+    return measured_with is not None and measured_with == (stamp or {}).get("lock_sha256")
 
 
 def run_cells(
@@ -124,47 +185,83 @@ def run_cells(
     repeats: int = 1,
     timeout_s: float | None = None,
     profile_choice: str = "explicit",
+    resume: bool = False,
     echo: Callable[[str], None] = lambda s: print(s, flush=True),
 ) -> list[Result]:
-    """Run every cell (each `repeats` processes) and write one result file per cell."""
+    """Run every cell (each `repeats` processes, interleaved across its row) and write one result file per cell."""
     if repeats < 1:
         raise BenchError(f"repeats must be a positive integer, got {repeats}")
     load_all(results_dir)  # refuse to start over an unreadable result file, and name it
+    machine = machine_info()
+    if resume:
+        todo = [c for c in cells if not already_measured(c, results_dir, machine, repeats)]
+        echo(f"skipped (resume): {len(cells) - len(todo)} cells already measured")
+        cells = todo
     pythons = {c.backend: env_python(c.backend) for c in cells if not get_model(c.model).why_unsupported(c.backend)}
-    git, machine = git_info(), machine_info()
+    check_writable(results_dir)  # before any cell runs: an hour of measuring must not end in a failed write
+    git = git_info()
     from bench.workloads import get_profile
 
+    rows = row_order(cells)
+    number = {cell.key: i for i, cell in enumerate((c for row in rows for c in row), 1)}
+    reference = {"start_ms": reference_ms()}
+    latest = reference["start_ms"]
     done: list[Result] = []
     started = time.perf_counter()
+
+    def finish(cell: Cell, runs: list[Run]) -> None:
+        result = Result(
+            cell=cell,
+            runs=runs,
+            unit=task_unit(cell),
+            provenance={
+                "git": git,
+                "machine": machine,
+                "profile_choice": profile_choice,
+                "orchestrator": sys.argv,
+                "repeats_planned": repeats,
+                "reference": {**reference, "at_write_ms": latest},
+            },
+            created_at=now_utc(),
+        )
+        path = result.write(results_dir)
+        done.append(result)
+        echo(f"    -> {result.describe()}  [{path.relative_to(results_dir)}]")
+        if result.status not in ("ok", "unsupported"):
+            echo(f"    log: {results_dir / 'logs' / cell.profile / f'{cell.key}.{len(runs) - 1}.log'}")
+
     try:
-        for index, cell in enumerate(cells, 1):
-            echo(f"[{index}/{len(cells)}] {cell.backend} {cell.model} {cell.task} batch={cell.batch_size} {cell.variant} ({cell.profile}; elapsed {hms(time.perf_counter() - started)})")
-            reason = get_model(cell.model).why_unsupported(cell.backend)
-            if reason:
-                runs = [Run(status="unsupported", message=reason)]
-            else:
-                limit = timeout_s or get_profile(cell.profile).timeout_s
-                runs = []
-                for repeat in range(repeats):
-                    log_path = results_dir / "logs" / cell.profile / f"{cell.key}.{repeat}.log"
-                    runs.append(CellProcess(cell, pythons[cell.backend], log_path, git, echo).run(limit))
-                    if runs[-1].status != "ok":
-                        break
-            result = Result(
-                cell=cell,
-                runs=runs,
-                unit=(runs[0].settings or {}).get("unit", "ms/step"),
-                provenance={"git": git, "machine": machine, "profile_choice": profile_choice, "orchestrator": sys.argv},
-                created_at=now_utc(),
-            )
-            path = result.write(results_dir)
-            done.append(result)
-            echo(f"    -> {result.describe()}  [{path.relative_to(results_dir)}]")
-            if result.status not in ("ok", "unsupported"):
-                echo(f"    log: {log_path}")
+        for row in rows:
+            runs: dict[str, list[Run]] = {cell.key: [] for cell in row}
+            open_cells = list(row)
+            try:
+                for repeat in range(repeats):  # round-robin: repeat r of every column, then repeat r+1
+                    for cell in list(open_cells):
+                        of = f" repeat {repeat + 1}/{repeats}" if repeats > 1 else ""
+                        echo(f"[{number[cell.key]}/{len(cells)}] {cell.backend} {cell.model} {cell.task} batch={cell.batch_size} {cell.variant}{of} ({cell.profile}; elapsed {hms(time.perf_counter() - started)})")
+                        reason = get_model(cell.model).why_unsupported(cell.backend)
+                        if reason:
+                            runs[cell.key].append(Run(status="unsupported", message=reason))
+                        else:
+                            log_path = results_dir / "logs" / cell.profile / f"{cell.key}.{repeat}.log"
+                            before = latest
+                            run = CellProcess(cell, pythons[cell.backend], log_path, git, echo).run(timeout_s or get_profile(cell.profile).timeout_s)
+                            latest = reference_ms()
+                            run.reference = {"before_ms": before, "after_ms": latest}
+                            runs[cell.key].append(run)
+                        if runs[cell.key][-1].status != "ok" or repeat == repeats - 1:
+                            open_cells.remove(cell)
+                            finish(cell, runs[cell.key])
+            except KeyboardInterrupt:  # a cell with some finished repeats is written with those
+                for cell in open_cells:
+                    if runs[cell.key]:
+                        finish(cell, runs[cell.key])
+                raise
     except KeyboardInterrupt:
         echo(f"\ninterrupted after {len(done)} of {len(cells)} cells; every finished result is kept in {results_dir}")
         raise
+    end_ms = reference_ms()
+    echo(f"reference probe (bench/drift.py): {reference['start_ms']:.3f} ms at the start, {end_ms:.3f} ms at the end (x{end_ms / reference['start_ms']:.2f})")
     echo(f"{len(done)} cells in {hms(time.perf_counter() - started)}: " + ", ".join(f"{n} {s}" for s, n in _counts(done).items()))
     return done
 

@@ -1,9 +1,16 @@
-"""A fake backend environment for orchestrator tests: its `python` plays a cell with a chosen behaviour."""
+"""A fake backend environment for orchestrator tests: its `python` plays a cell with a chosen behaviour.
+
+FAKE_MODE_<BACKEND> picks the behaviour (ok, leaves-child, sleep, sigkill, segv, oomkill, oom, crash); FAKE_PID_FILE, if set, gets
+each cell's pid when it starts; FAKE_ORDER_FILE, if set, gets one "<backend> <task>" line per cell process.
+"""
+import hashlib
 import json
 import os
 import stat
 import sys
 from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
 
 FAKE_PYTHON = '''#!{python}
 # Stands in for `<env>/bin/python -m bench cell --cell JSON --out FILE`.
@@ -12,17 +19,40 @@ args = sys.argv[1:]
 cell = json.loads(args[args.index("--cell") + 1])
 out = args[args.index("--out") + 1]
 mode = os.environ.get("FAKE_MODE_" + cell["backend"].replace("-", "_").upper(), "ok")
+venv = os.path.dirname(os.path.dirname(os.path.abspath(sys.argv[0])))
+if os.environ.get("FAKE_ORDER_FILE"):
+    with open(os.environ["FAKE_ORDER_FILE"], "a") as f:
+        f.write(cell["backend"] + " " + cell["task"] + "\\n")
+if os.environ.get("FAKE_PID_FILE"):
+    with open(os.environ["FAKE_PID_FILE"] + ".tmp", "w") as f:
+        f.write(str(os.getpid()))
+    os.replace(os.environ["FAKE_PID_FILE"] + ".tmp", os.environ["FAKE_PID_FILE"])
 print("[cell] fake cell", cell["backend"], cell["model"], cell["task"], mode, flush=True)
+if mode == "leaves-child":  # a compile worker or data loader that outlives the cell, in its process group
+    import subprocess
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    with open(os.environ["FAKE_PID_FILE"], "w") as f:
+        f.write(str(child.pid))
+    mode = "ok"
 if mode == "ok":
     n = cell["timed_steps"]
     run = {{"status": "ok", "first_step_ms": 500.0, "warmup_ms": [12.0] * cell["warmup_steps"],
            "timed_ms": [10.0 + i % 3 for i in range(n)], "setup_s": 0.1, "wall_s": 0.2,
-           "settings": {{"unit": "ms/step"}}, "framework": {{"framework": "fake"}}, "process": {{}}}}
+           "settings": {{}}, "framework": {{"framework": "fake"}},
+           "process": {{"environment": json.load(open(os.path.join(venv, "bench-env.json")))}}}}
     with open(out, "w") as f:
         json.dump(run, f)
 elif mode == "sleep":
     time.sleep(120)
 elif mode == "sigkill":
+    os.kill(os.getpid(), signal.SIGKILL)
+elif mode == "segv":
+    os.kill(os.getpid(), signal.SIGSEGV)
+elif mode == "oomkill":  # what the kernel's OOM killer does: count the kill in memory.events, then SIGKILL
+    events = os.environ["BENCH_MEMORY_EVENTS"]
+    counts = dict(line.split() for line in open(events).read().splitlines())
+    counts["oom_kill"] = str(int(counts["oom_kill"]) + 1)
+    open(events, "w").write("".join(k + " " + v + "\\n" for k, v in counts.items()))
     os.kill(os.getpid(), signal.SIGKILL)
 elif mode == "oom":
     print("2026-01-01 RESOURCE_EXHAUSTED: Out of memory while trying to allocate 40.00GiB", flush=True)
@@ -40,8 +70,19 @@ def make_fake_envs(root: Path, backends) -> Path:
         python = venv / "bin" / "python"
         python.write_text(FAKE_PYTHON.format(python=sys.executable))
         python.chmod(python.stat().st_mode | stat.S_IEXEC)
-        (venv / "bench-env.json").write_text(json.dumps({"backend": backend, "lock_sha256": "fake"}))
+        (venv / "bench-env.json").write_text(json.dumps({"backend": backend, "lock_sha256": lock_sha256(backend)}))
     return root
+
+
+def lock_sha256(backend: str) -> str:
+    """What scripts/envs.py stamps an env with: the sha256 of the requirements file it was built from."""
+    return hashlib.sha256((REPO / "envs" / backend / "requirements.txt").read_bytes()).hexdigest()
+
+
+def write_memory_events(path: Path, oom_kill: int) -> Path:
+    """A stand-in for the cgroup v2 memory.events file (BENCH_MEMORY_EVENTS points the orchestrator at it)."""
+    path.write_text(f"low 0\nhigh 0\nmax 0\noom 0\noom_kill {oom_kill}\noom_group_kill 0\n")
+    return path
 
 
 def bench_env(venvs: Path, **modes) -> dict:

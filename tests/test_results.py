@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.results import SCHEMA_VERSION, CorruptResult, Result, Run, load, load_all, result_files, write_json_atomic
+from bench.results import SCHEMA_VERSION, CorruptResult, NewerSchema, Result, Run, load, load_all, result_files, write_json_atomic
 from bench.workloads import Cell
 
 CELL = Cell("jax", "bert", "fit", 2, "smoke", "default", 1, 3)
@@ -43,13 +43,18 @@ def test_status_comes_from_runs_and_failed_results_have_no_summary():
 @pytest.mark.parametrize(
     "mutate,words",
     [
-        (lambda d: d.update(schema_version=99), "schema_version 99"),
+        (lambda d: d.update(schema_version=0), "schema_version 0"),
+        (lambda d: d.update(schema_version="2"), "schema_version '2'"),
         (lambda d: d.pop("provenance"), "missing keys ['provenance']"),
         (lambda d: d.update(status="great"), "status 'great'"),
         (lambda d: d.update(status="oom"), "disagrees with its runs"),
         (lambda d: d["runs"][0].update(timed_ms=[1.0, -5.0]), "finite and non-negative"),
-        (lambda d: d["cell"].update(batch_size=0), "batch size must be a positive integer"),
-        (lambda d: d["cell"].update(backend="kears2"), "unknown backend"),
+        (lambda d: d["cell"].update(batch_size=0), "cell batch size must be an integer >= 1, got 0"),
+        (lambda d: d["cell"].update(backend=""), "cell backend must be a non-empty string"),
+        (lambda d: d["cell"].pop("model"), "cell model must be a non-empty string, got None"),
+        (lambda d: d["runs"][0].update(status="fine"), "run status 'fine'"),
+        (lambda d: d["runs"][0].update(windows_ms=[3.0, -1.0]), "raw windows must be non-negative"),
+        (lambda d: d["runs"][0].update(reference={"before_ms": 1.0}), "must have before_ms and after_ms"),
         (lambda d: d.update(runs=[]), "no runs"),
     ],
 )
@@ -91,3 +96,114 @@ def test_rewriting_a_cell_moves_the_earlier_result_to_history(tmp_path):
     history = list(tmp_path.rglob("history/*.json"))
     assert len(history) == 1 and load(history[0]).created_at == "2026-11-21T10:00:00+00:00"
     assert result_files(tmp_path) == [second]
+
+
+def test_version_1_files_are_migrated_on_load(tmp_path):
+    data = make_result().to_dict()
+    data["schema_version"] = 1
+    for run in data["runs"]:
+        for new in ("first_step_contains", "steadiness", "compile_events", "derived", "reference"):
+            del run[new]
+    path = tmp_path / "v1.json"
+    path.write_text(json.dumps(data))
+    loaded = load(path)
+    run = loaded.runs[0]
+    assert (run.first_step_contains, run.steadiness, run.compile_events, run.derived, run.reference) == (None, None, None, False, None)
+    assert loaded.summary().median == 11.0
+    assert loaded.to_dict()["schema_version"] == SCHEMA_VERSION == 2
+
+
+def test_a_newer_schema_is_refused_in_one_line_naming_file_and_versions(tmp_path):
+    data = make_result().to_dict()
+    data["schema_version"] = 3
+    data["something_new"] = {"x": 1}
+    path = tmp_path / "future.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(NewerSchema) as e:
+        load(path)
+    assert str(e.value) == f"cannot read result file {path}: schema_version 3 is newer than this code reads (2); update the code"
+
+
+def schema_2_run(**overrides):
+    values = dict(
+        status="ok",
+        first_step_ms=3000.0,
+        first_step_contains="trace + compile + the first high- and low-step pipeline calls",
+        windows_ms=[1500.0, 900.0, 1510.0, 905.0, 1495.0, 910.0],
+        timed_ms=[120.0, 121.0],
+        warmup_ms=[],
+        derived=True,
+        compile_events=[4, 2, 0, 0, 0, 0],
+        steadiness={"steady": True, "reasons": [], "warmup_steps_run": 0, "compile_events_timed": 0, "outliers": []},
+        reference={"before_ms": 1.25, "after_ms": 1.31},
+    )
+    return Run(**{**values, **overrides})
+
+
+def test_schema_2_fields_round_trip_symmetrically(tmp_path):
+    result = make_result([schema_2_run()])
+    path = result.write(tmp_path)
+    loaded = load(path)
+    assert loaded.runs[0] == result.runs[0]
+    assert loaded.to_dict() == result.to_dict() == json.loads(path.read_text())
+
+
+def test_derived_figures_may_be_negative_raw_ones_never():
+    derived = make_result([schema_2_run(timed_ms=[-2.0, 10.0, 12.0])])
+    assert derived.summary().median == 10.0
+    with pytest.raises(ValueError, match="non-negative"):
+        make_result([schema_2_run(timed_ms=[-2.0, 10.0, 12.0], derived=False)]).summary()
+
+
+def test_an_unsteady_run_has_no_summary_but_keeps_its_raw_windows(tmp_path):
+    unsteady = schema_2_run(
+        status="unsteady",
+        message="derived median is zero or less",
+        timed_ms=[-5.0, -1.0, 2.0],
+        steadiness={"steady": False, "reasons": ["2 derived step figure(s) of zero or less"], "warmup_steps_run": 0, "compile_events_timed": 0, "outliers": []},
+    )
+    result = make_result([unsteady])
+    assert result.status == "unsteady" and result.summary() is None and result.runs[0].stats() is None
+    loaded = load(result.write(tmp_path))
+    data = loaded.to_dict()
+    assert data["status"] == "unsteady" and data["summary"] is None and data["runs"][0]["stats"] is None
+    assert data["runs"][0]["windows_ms"] == unsteady.windows_ms and data["runs"][0]["timed_ms"] == [-5.0, -1.0, 2.0]
+
+
+def archived(cell_changes, tmp_path):
+    """A valid result of a cell that today's registry no longer has (a model, task or profile since removed)."""
+    data = make_result().to_dict()
+    data["cell"].update(cell_changes)
+    path = tmp_path / "smoke" / "cpu-test-cpu-2-cores" / "archived.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data))
+    return path
+
+
+@pytest.mark.parametrize(
+    "changes,why",
+    [
+        ({"model": "resnet"}, "unknown model 'resnet'"),
+        ({"task": "generate"}, "unknown task 'generate' for bert"),
+        ({"profile": "nightly"}, "unknown profile 'nightly'"),
+        ({"backend": "mxnet"}, "unknown backend 'mxnet'"),
+    ],
+)
+def test_archived_cells_stay_readable_after_the_registry_moves_on(tmp_path, changes, why):
+    path = archived(changes, tmp_path)
+    (loaded,) = load_all(tmp_path)
+    assert loaded.summary().median == 11.0 and loaded.unit == "ms/step"
+    assert why in loaded.cell.why_not_in_registry()
+    assert load(path).to_dict()["cell"] == json.loads(path.read_text())["cell"]
+    assert make_result().cell.why_not_in_registry() is None
+
+
+def test_results_of_one_cell_written_within_one_second_all_survive(tmp_path):
+    medians = [11.0, 21.0, 31.0]
+    for median in medians:  # the same created_at: history names must still differ
+        run = Run(status="ok", first_step_ms=900.0, timed_ms=[median - 1, median, median + 1])
+        path = make_result([run], created="2026-11-21T10:00:00+00:00").write(tmp_path)
+    history = sorted(tmp_path.rglob("history/*.json"))
+    assert len(history) == 2
+    assert sorted(load(p).summary().median for p in [*history, path]) == medians
+    assert load(path).summary().median == 31.0 and result_files(tmp_path) == [path]

@@ -1,5 +1,8 @@
 """The orchestrator: statuses for every way a cell can fail, bad input, Ctrl-C, nothing lost."""
+import ctypes
 import json
+import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -9,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from bench.results import load, load_all
-from fakes import bench_env, make_fake_envs
+from fakes import bench_env, make_fake_envs, write_memory_events
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -42,11 +45,20 @@ def test_ok_cell_writes_a_valid_result_with_progress(venvs, tmp_path):
 
 @pytest.mark.parametrize(
     "mode,status,words",
-    [("oom", "oom", "RESOURCE_EXHAUSTED"), ("sigkill", "oom", "SIGKILL"), ("crash", "error", "status 139"), ("sleep", "timeout", "killed")],
+    [
+        ("oom", "oom", "RESOURCE_EXHAUSTED"),
+        ("sigkill", "killed", "killed by SIGKILL (no sign of the OOM killer: memory.events oom_kill unchanged)"),
+        ("oomkill", "oom", "killed by SIGKILL: the kernel's OOM killer (memory.events oom_kill 3 -> 4)"),
+        ("segv", "killed", "killed by SIGSEGV"),
+        ("crash", "error", "status 139"),
+        ("sleep", "timeout", "killed"),
+    ],
 )
 def test_failed_cells_become_statuses_and_the_run_goes_on(venvs, tmp_path, mode, status, words):
     results = tmp_path / "results"
-    out = bench(run_args(results, "--backend", "jax,torch", "--model", "bert", "--task", "fit", "--timeout", "3"), bench_env(venvs, jax=mode))
+    env = bench_env(venvs, jax=mode)
+    env["BENCH_MEMORY_EVENTS"] = str(write_memory_events(tmp_path / "memory.events", oom_kill=3))
+    out = bench(run_args(results, "--backend", "jax,torch", "--model", "bert", "--task", "fit", "--timeout", "3"), env)
     assert out.returncode == 1  # a failed cell makes the run's exit status non-zero, after every cell ran
     by_backend = {r.cell.backend: r for r in load_all(results)}
     assert by_backend["jax"].status == status and words in by_backend["jax"].message
@@ -72,11 +84,10 @@ def test_repeats_report_their_spread(venvs, tmp_path):
 
 def test_rerun_keeps_the_earlier_result_in_history(venvs, tmp_path):
     results = tmp_path / "results"
-    for _ in range(2):
+    for _ in range(3):  # back to back: likely within one second of created_at's resolution
         assert bench(run_args(results, "--backend", "jax", "--model", "bert", "--task", "fit"), bench_env(venvs)).returncode == 0
-        time.sleep(1.1)  # created_at has one-second resolution
     assert len(load_all(results)) == 1
-    assert len(list(results.rglob("history/*.json"))) == 1
+    assert len(list(results.rglob("history/*.json"))) == 2
 
 
 @pytest.mark.parametrize(
@@ -89,20 +100,86 @@ def test_rerun_keeps_the_earlier_result_in_history(venvs, tmp_path):
         (["--backend", "jax", "--model", "bert", "--batch-size", "x"], "must be a positive integer, got 'x'"),
         (["--backend", "jax", "--model", "bert", "--profile", "fast"], "unknown profile 'fast'"),
         (["--backend", "native-torch", "--model", "bert", "--variant", "jit"], "unknown variant 'jit'"),
+        *[
+            ([option, value, "--backend", "jax", "--model", "bert"], f"argument {option}: must be a positive integer, got '{value}'")
+            for option in ("--steps", "--repeats")
+            for value in ("0", "-1", "abc")
+        ],
     ],
 )
 def test_bad_input_is_refused_clearly(venvs, tmp_path, args, message):
     results = tmp_path / "results"
     out = bench(["run", "--profile", "smoke", "--results-dir", str(results), *args] if "--profile" not in args else ["run", "--results-dir", str(results), *args], bench_env(venvs))
     assert out.returncode == 2
-    assert message in out.stderr
+    assert message in out.stderr and out.stderr.count("\n") == 1, out.stderr  # one line, no usage block
     assert not results.exists()
+
+
+def without_root_file_override():
+    """root writes into a read-only folder regardless (CAP_DAC_OVERRIDE): drop that capability in the child, so the
+    folder is read-only for it as for anyone else. Nothing to do for other users."""
+    if os.geteuid() != 0:
+        return {}
+    libc = ctypes.CDLL(None, use_errno=True)
+
+    def drop():
+        for capability in (1, 2):  # CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH
+            if libc.prctl(24, capability, 0, 0, 0) != 0:  # PR_CAPBSET_DROP: gone after exec, for uid 0 too
+                raise OSError(ctypes.get_errno(), "prctl(PR_CAPBSET_DROP)")
+
+    return {"preexec_fn": drop}
+
+
+def test_a_read_only_results_folder_is_refused_before_any_cell_runs(venvs, tmp_path):
+    results = tmp_path / "results"
+    results.mkdir(mode=0o555)
+    order = tmp_path / "order"
+    env = {**bench_env(venvs), "FAKE_ORDER_FILE": str(order)}
+    out = subprocess.run([sys.executable, "-m", "bench", *run_args(results, "--backend", "jax", "--model", "bert")], cwd=REPO, env=env,
+                         capture_output=True, text=True, timeout=60, **without_root_file_override())
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert out.stderr == f"error: cannot write results to {results}: Permission denied\n"
+    assert list(results.iterdir()) == [] and not order.exists()  # nothing written, no cell started
+
+
+def test_a_result_of_a_newer_schema_stops_the_run_naming_it(venvs, tmp_path):
+    results = tmp_path / "results"
+    args = run_args(results, "--backend", "jax", "--model", "bert", "--task", "fit")
+    assert bench(args, bench_env(venvs)).returncode == 0
+    (path,) = [p for p in results.rglob("*.json") if "history" not in p.parts]
+    path.write_text(json.dumps({**json.loads(path.read_text()), "schema_version": 3}))
+    before = {p: p.read_bytes() for p in results.rglob("*") if p.is_file()}
+    out = bench(args, bench_env(venvs))
+    assert out.returncode == 2
+    assert out.stderr == f"error: cannot read result file {path}: schema_version 3 is newer than this code reads (2); update the code\n"
+    assert {p: p.read_bytes() for p in results.rglob("*") if p.is_file()} == before
+
+
+@pytest.mark.skipif(not shutil.which("make"), reason="GNU make is not installed")
+def test_make_bench_passes_bad_steps_through_to_the_one_line_error(venvs, tmp_path):
+    # MAKE=true: the recursive env builds are no-ops here (tests/test_envs.py covers them); TOOLS_PY: this interpreter.
+    out = subprocess.run(["make", "-s", "bench", "BACKEND=jax", "MODEL=bert", "STEPS=abc", "MAKE=true", f"TOOLS_PY={sys.executable}",
+                          f"RESULTS={tmp_path / 'results'}"], cwd=REPO, env=bench_env(venvs), capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2
+    assert "error: python -m bench run: argument --steps: must be a positive integer, got 'abc'\n" in out.stderr, out.stderr
+    assert not (tmp_path / "results").exists()
 
 
 def test_env_not_built_is_named(tmp_path):
     out = bench(run_args(tmp_path / "results", "--backend", "jax", "--model", "bert"), bench_env(tmp_path / "empty"))
     assert out.returncode == 2
     assert "the 'jax' environment is not built" in out.stderr and "make env BACKEND=jax" in out.stderr
+
+
+def test_a_stale_env_is_refused_naming_the_make_target(venvs, tmp_path):
+    stamp = venvs / "jax" / "bench-env.json"
+    stamp.write_text(json.dumps({**json.loads(stamp.read_text()), "lock_sha256": "0" * 64}))  # built from another lock
+    results = tmp_path / "results"
+    out = bench(run_args(results, "--backend", "jax,torch", "--model", "bert"), bench_env(venvs))
+    assert out.returncode == 2
+    assert out.stderr.count("\n") == 1 and "the 'jax' environment is stale" in out.stderr
+    assert "run `make env BACKEND=jax`" in out.stderr
+    assert not results.exists()
 
 
 def test_corrupt_result_file_is_named_and_kept(venvs, tmp_path):
@@ -120,21 +197,161 @@ def test_corrupt_result_file_is_named_and_kept(venvs, tmp_path):
     assert out.returncode == 2 and "broken.json" in out.stderr
 
 
-def test_ctrl_c_keeps_finished_results(venvs, tmp_path):
-    results = tmp_path / "results"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "bench", *run_args(results, "--backend", "jax,torch", "--model", "bert", "--task", "fit")],
-        cwd=REPO, env=bench_env(venvs, torch="sleep"), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )
+def start_run(args, env):
+    return subprocess.Popen([sys.executable, "-m", "bench", *args], cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def wait_for_pid(pid_file: Path, proc: subprocess.Popen, not_pid: int | None = None) -> int:
+    """The pid the fake cell wrote when it started (a new one, if `not_pid` is given)."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if pid_file.exists() and int(pid_file.read_text()) != not_pid:
+            return int(pid_file.read_text())
+        assert proc.poll() is None, proc.communicate()[0]
+        time.sleep(0.05)
+    raise AssertionError("the fake cell never started")
+
+
+def is_running(pid: int) -> bool:
+    """Alive and not a zombie (an orphan's zombie lingers where PID 1 does not reap)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+
+
+def test_processes_a_cell_leaves_behind_are_ended_with_it(venvs, tmp_path):
+    results, pid_file = tmp_path / "results", tmp_path / "child.pid"
+    env = {**bench_env(venvs, jax="leaves-child"), "FAKE_PID_FILE": str(pid_file)}
+    out = bench(run_args(results, "--backend", "jax", "--model", "bert", "--task", "fit"), env)
+    assert out.returncode == 0, out.stderr
+    assert not is_running(int(pid_file.read_text())), "the cell's child outlived it"
+
+
+def test_ctrl_c_keeps_finished_results_and_leaves_no_cell_behind(venvs, tmp_path):
+    results, pid_file = tmp_path / "results", tmp_path / "cell.pid"
+    env = {**bench_env(venvs, torch="sleep"), "FAKE_PID_FILE": str(pid_file)}
+    proc = start_run(run_args(results, "--backend", "jax,torch", "--model", "bert", "--task", "fit"), env)
     for line in proc.stdout:
         if "fake cell torch" in line:
             break
+    pid = wait_for_pid(pid_file, proc)
     proc.send_signal(signal.SIGINT)
     rest = proc.communicate(timeout=60)[0]
     assert proc.returncode == 130
     assert "every finished result is kept" in rest
     (kept,) = load_all(results)
     assert kept.cell.backend == "jax" and kept.status == "ok"
+    assert not is_running(pid), "the sleeping cell outlived the orchestrator"
+
+
+def test_a_timed_out_cell_leaves_no_process_behind(venvs, tmp_path):
+    results, pid_file = tmp_path / "results", tmp_path / "cell.pid"
+    env = {**bench_env(venvs, jax="sleep"), "FAKE_PID_FILE": str(pid_file)}
+    out = bench(run_args(results, "--backend", "jax", "--model", "bert", "--task", "fit", "--timeout", "2"), env)
+    assert out.returncode == 1
+    assert load_all(results)[0].status == "timeout"
+    assert not is_running(int(pid_file.read_text()))
+
+
+def test_kill_9_of_a_cell_is_recorded_as_killed_with_no_partial_file(venvs, tmp_path):
+    results, pid_file, scratch = tmp_path / "results", tmp_path / "cell.pid", tmp_path / "tmp"
+    scratch.mkdir()
+    env = {**bench_env(venvs, jax="sleep"), "FAKE_PID_FILE": str(pid_file), "TMPDIR": str(scratch)}
+    env["BENCH_MEMORY_EVENTS"] = str(write_memory_events(tmp_path / "memory.events", oom_kill=0))
+    proc = start_run(run_args(results, "--backend", "jax,torch", "--model", "bert", "--task", "fit"), env)
+    os.kill(wait_for_pid(pid_file, proc), signal.SIGKILL)
+    output = proc.communicate(timeout=60)[0]
+    assert proc.returncode == 1, output
+    by_backend = {r.cell.backend: r for r in load_all(results)}
+    assert by_backend["jax"].status == "killed" and by_backend["torch"].status == "ok"
+    assert by_backend["jax"].message.startswith("killed by SIGKILL (no sign of the OOM killer: memory.events oom_kill unchanged)")
+    files = sorted(p.name for p in results.rglob("*") if p.is_file() and "logs" not in p.parts)
+    assert files == ["jax__bert__fit__bs2__default.json", "torch__bert__fit__bs2__default.json"]
+    assert list(scratch.iterdir()) == []  # the cell's private scratch folder went with it
+
+
+WRITER = """
+import sys
+from pathlib import Path
+from bench.results import write_json_atomic
+write_json_atomic(Path(sys.argv[1]), {"timed_ms": [0.123456789] * 3_000_000})
+"""
+
+
+def test_a_writer_killed_mid_write_leaves_the_previous_file_intact(tmp_path):
+    from test_results import make_result
+
+    path = make_result().write(tmp_path)
+    before = path.read_bytes()
+    writer = subprocess.Popen([sys.executable, "-c", WRITER, str(path)], cwd=REPO)
+    deadline = time.monotonic() + 60
+    while not list(path.parent.glob(".*.tmp")):  # mid-write: its temporary exists, the rename has not happened
+        assert writer.poll() is None and time.monotonic() < deadline, "the writer finished before it could be killed"
+        time.sleep(0.01)
+    writer.kill()
+    writer.wait()
+    assert path.read_bytes() == before
+    assert [r.cell for r in load_all(tmp_path)] == [make_result().cell]  # the leftover temporary is never read
+
+
+def test_resume_after_ctrl_c_runs_only_the_rest(venvs, tmp_path):
+    results, pid_file, order = tmp_path / "results", tmp_path / "cell.pid", tmp_path / "order"
+    args = run_args(results, "--backend", "jax,torch,tensorflow", "--model", "bert", "--task", "fit")
+    proc = start_run(args, {**bench_env(venvs, torch="sleep"), "FAKE_PID_FILE": str(pid_file)})
+    for line in proc.stdout:
+        if "fake cell torch" in line:
+            break
+    proc.send_signal(signal.SIGINT)
+    proc.communicate(timeout=60)
+    assert [r.cell.backend for r in load_all(results)] == ["jax"]
+
+    out = bench([*args, "--resume"], {**bench_env(venvs), "FAKE_ORDER_FILE": str(order)})
+    assert out.returncode == 0, out.stderr
+    assert "skipped (resume): 1 cells already measured" in out.stdout
+    assert order.read_text().split("\n")[:-1] == ["torch fit", "tensorflow fit"]
+    assert len(load_all(results)) == 3 and not list(results.rglob("history/*.json"))
+
+    # A result measured with another lock than the env's current one is measured again.
+    (jax,) = [p for p in results.rglob("jax__*.json") if "history" not in p.parts]
+    data = json.loads(jax.read_text())
+    data["runs"][0]["process"]["environment"]["lock_sha256"] = "0" * 64
+    jax.write_text(json.dumps(data))
+    order.unlink()
+    out = bench([*args, "--resume"], {**bench_env(venvs), "FAKE_ORDER_FILE": str(order)})
+    assert "skipped (resume): 2 cells already measured" in out.stdout
+    assert order.read_text() == "jax fit\n"
+
+
+def test_repeats_are_interleaved_across_the_row_and_each_run_has_its_reference(venvs, tmp_path):
+    results, order = tmp_path / "results", tmp_path / "order"
+    env = {**bench_env(venvs), "FAKE_ORDER_FILE": str(order)}
+    out = bench(run_args(results, "--backend", "jax,torch", "--model", "bert", "--repeats", "2"), env)
+    assert out.returncode == 0, out.stderr
+    assert order.read_text().split("\n")[:-1] == [
+        "jax fit", "torch fit", "jax fit", "torch fit",  # the fit row: repeat 1 of each column, then repeat 2
+        "jax predict", "torch predict", "jax predict", "torch predict",
+    ]
+    loaded = load_all(results)
+    assert len(loaded) == 4 and all(len(r.runs) == 2 for r in loaded)
+    for r in loaded:
+        assert all(run.reference["before_ms"] > 0 and run.reference["after_ms"] > 0 for run in r.runs)
+        assert r.provenance["reference"]["start_ms"] > 0 and r.provenance["reference"]["at_write_ms"] > 0
+    assert "reference probe (bench/drift.py):" in out.stdout
+
+
+def test_ctrl_c_between_repeats_writes_the_finished_ones(venvs, tmp_path):
+    results, pid_file = tmp_path / "results", tmp_path / "cell.pid"
+    env = {**bench_env(venvs, torch="sleep"), "FAKE_PID_FILE": str(pid_file)}
+    proc = start_run(run_args(results, "--backend", "jax,torch", "--model", "bert", "--task", "fit", "--repeats", "3"), env)
+    for line in proc.stdout:
+        if "fake cell torch" in line:
+            break
+    proc.send_signal(signal.SIGINT)
+    proc.communicate(timeout=60)
+    (jax,) = load_all(results)
+    assert jax.cell.backend == "jax" and jax.status == "ok" and len(jax.runs) == 1
+    assert jax.provenance["repeats_planned"] == 3
 
 
 def test_dry_run_lists_the_full_matrix(venvs, tmp_path):
@@ -143,3 +360,38 @@ def test_dry_run_lists_the_full_matrix(venvs, tmp_path):
     keys = out.stdout.split("\n", 1)[1].split()
     assert len(keys) == 72  # 12 rows x 4 Keras backends + 12 rows x 2 native-torch variants
     assert "keras2__gemma__generate__bs1__default" in keys and "native-torch__mistral__fit__bs2__compiled" in keys
+
+
+@pytest.mark.parametrize("mode", ["oom", "crash"])
+def test_a_failed_generate_cell_keeps_its_tasks_unit(venvs, tmp_path, mode):
+    results = tmp_path / "results"
+    out = bench(run_args(results, "--backend", "jax", "--model", "gemma", "--task", "generate"), bench_env(venvs, jax=mode))
+    assert out.returncode == 1, out.stderr
+    loaded = load_all(results)
+    assert len(loaded) == 2 and {r.status for r in loaded} <= {"oom", "error"}
+    assert {r.unit for r in loaded} == {"ms/call"}
+
+
+def test_results_of_cells_no_longer_in_the_registry_stop_nothing(venvs, tmp_path):
+    results = tmp_path / "results"
+    args = run_args(results, "--backend", "jax", "--model", "bert", "--task", "fit")
+    assert bench(args, bench_env(venvs)).returncode == 0
+    (path,) = [p for p in results.rglob("*.json") if "history" not in p.parts]
+    data = json.loads(path.read_text())
+    data["cell"]["model"] = "resnet"  # a model since removed from the registry
+    old = path.parent / "jax__resnet__fit__bs2__default.json"
+    old.write_text(json.dumps(data))
+    out = bench(args, bench_env(venvs))
+    assert out.returncode == 0, out.stderr
+    out = bench(["validate", "--results-dir", str(results)], bench_env(venvs))
+    assert out.returncode == 0, out.stderr
+    assert f"{old}: no longer in the registry: unknown model 'resnet'" in out.stdout
+    assert "2 result files" in out.stdout
+
+
+def test_sigkill_without_a_readable_memory_events_is_killed_not_oom(venvs, tmp_path):
+    results = tmp_path / "results"
+    env = {**bench_env(venvs, jax="sigkill"), "BENCH_MEMORY_EVENTS": str(tmp_path / "no-cgroup-v2" / "memory.events")}
+    assert bench(run_args(results, "--backend", "jax", "--model", "bert", "--task", "fit"), env).returncode == 1
+    (r,) = load_all(results)
+    assert r.status == "killed" and r.message.startswith("killed by SIGKILL (no sign of the OOM killer: memory.events cannot be read)")
