@@ -61,8 +61,8 @@ check: check-locks check-containers check-flake ## Static checks, offline: locks
 test: envs ## Build what is needed, then run the whole test suite (smoke profile on CPU)
 	$(TOOLS_PY) -m pytest tests -ra
 
-test-fast: env-tools ## Unit tests only (no framework environments needed)
-	$(TOOLS_PY) -m pytest tests -ra -m "not envs and not container"
+test-fast: env-tools ## Unit and orchestrator tests only, no framework environment needed (under 2 minutes)
+	$(TOOLS_PY) -m pytest tests -ra -m "not envs and not container and not slow"
 
 clean-results: ## Remove results/ logs (result files are kept; history/ keeps earlier ones)
 	rm -rf $(RESULTS)/logs
