@@ -244,11 +244,10 @@ def run_cells(
                             runs[cell.key].append(Run(status="unsupported", message=reason))
                         else:
                             log_path = results_dir / "logs" / cell.profile / f"{cell.key}.{repeat}.log"
-                            before = latest
                             run = CellProcess(cell, pythons[cell.backend], log_path, git, echo).run(timeout_s or get_profile(cell.profile).timeout_s)
-                            latest = reference_ms()
+                            runs[cell.key].append(run)  # kept even if Ctrl-C comes during the probe below
+                            before, latest = latest, reference_ms()
                             run.reference = {"before_ms": before, "after_ms": latest}
-                            runs[cell.key].append(run)
                         if runs[cell.key][-1].status != "ok" or repeat == repeats - 1:
                             open_cells.remove(cell)
                             finish(cell, runs[cell.key])
