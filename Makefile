@@ -41,7 +41,7 @@ help: ## List every target with one line each
 	@echo "Variables: BACKEND=<$(BACKENDS)> MODEL=<sam stable_diffusion bert gemma mistral> TASK= PROFILE=<paper|smoke> STEPS= REPEATS= RESUME=1 RESULTS=$(RESULTS)"
 
 bench: ## Run every task of MODEL on BACKEND (builds the env first): make bench BACKEND=jax MODEL=bert
-	@test -n "$(BACKEND)" -a -n "$(MODEL)" || { echo "usage: make bench BACKEND=<$(BACKENDS)> MODEL=<model> [TASK= PROFILE= STEPS= REPEATS=]" >&2; exit 2; }
+	@test -n "$(BACKEND)" -a -n "$(MODEL)" || { echo "usage: make bench BACKEND=<$(BACKENDS)> MODEL=<model> [TASK= PROFILE= STEPS= REPEATS= RESUME=1]" >&2; exit 2; }
 	@$(MAKE) --no-print-directory env BACKEND=$(BACKEND)
 	@$(MAKE) --no-print-directory env-tools
 	$(TOOLS_PY) -m bench run --backend $(BACKEND) --model $(MODEL) $(RUN_ARGS)
@@ -61,8 +61,8 @@ check: check-locks check-containers check-flake ## Static checks, offline: locks
 test: envs ## Build what is needed, then run the whole test suite (smoke profile on CPU)
 	$(TOOLS_PY) -m pytest tests -ra
 
-test-fast: env-tools ## Unit tests only (no framework environments needed)
-	$(TOOLS_PY) -m pytest tests -ra -m "not envs and not container"
+test-fast: env-tools ## Unit and orchestrator tests only, no framework environment needed (under 2 minutes)
+	$(TOOLS_PY) -m pytest tests -ra -m "not envs and not container and not slow"
 
 clean-results: ## Remove results/ logs (result files are kept; history/ keeps earlier ones)
 	rm -rf $(RESULTS)/logs

@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -87,8 +88,16 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
 
+def interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from bench.provenance import machine_info
+
+    # SIGTERM (kill, timeout, a scheduler, docker stop) stops a run as Ctrl-C does: the running cell's process
+    # group is ended with it (it runs in a session of its own, so no signal reaches it otherwise).
+    signal.signal(signal.SIGTERM, interrupt)
     from bench.runner import default_profile, run_cells
     from bench.workloads import get_profile, plan_cells
 

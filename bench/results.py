@@ -160,7 +160,12 @@ class Result:
         if path.exists():
             previous = load(path)
             stamp = previous.created_at.replace(":", "").replace("+", "Z")
-            os.replace(path, reserve_new_name(path.parent / HISTORY, f"{self.cell.key}.{stamp}"))
+            archived = reserve_new_name(path.parent / HISTORY, f"{self.cell.key}.{stamp}")
+            try:
+                os.replace(path, archived)
+            except BaseException:
+                archived.unlink(missing_ok=True)  # no empty file left in history/
+                raise
         write_json_atomic(path, self.to_dict())
         return path
 

@@ -1,5 +1,6 @@
 """The orchestrator: one subprocess per cell in its backend's environment, with a timeout; a failed cell
-becomes a recorded status, Ctrl-C keeps every finished result."""
+becomes a recorded status, Ctrl-C keeps every finished result. Cells of one published row run together, their
+repeats round-robin, with a drift probe (bench/drift.py) between processes."""
 from __future__ import annotations
 
 import hashlib
@@ -16,9 +17,9 @@ from pathlib import Path
 from typing import Callable
 
 from bench.backends import BenchError, cell_environment
+from bench.drift import reference_ms
 from bench.failures import crash_status, oom_kill_count
 from bench.provenance import ENV_STAMP, REPO_ROOT, env_stamp, git_info, machine_info, machine_label, now_utc
-from bench.drift import reference_ms
 from bench.results import Result, Run, load, load_all, result_path, task_unit
 from bench.workloads import Cell, get_model
 
@@ -244,11 +245,10 @@ def run_cells(
                             runs[cell.key].append(Run(status="unsupported", message=reason))
                         else:
                             log_path = results_dir / "logs" / cell.profile / f"{cell.key}.{repeat}.log"
-                            before = latest
                             run = CellProcess(cell, pythons[cell.backend], log_path, git, echo).run(timeout_s or get_profile(cell.profile).timeout_s)
-                            latest = reference_ms()
+                            runs[cell.key].append(run)  # kept even if Ctrl-C comes during the probe below
+                            before, latest = latest, reference_ms()
                             run.reference = {"before_ms": before, "after_ms": latest}
-                            runs[cell.key].append(run)
                         if runs[cell.key][-1].status != "ok" or repeat == repeats - 1:
                             open_cells.remove(cell)
                             finish(cell, runs[cell.key])

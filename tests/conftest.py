@@ -6,7 +6,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
-VENVS = REPO / ".venvs"
+VENVS = Path(os.environ.get("BENCH_VENVS_DIR", REPO / ".venvs"))  # where the orchestrator looks too
 IN_CI = os.environ.get("CI") == "true" or bool(os.environ.get("BENCH_REQUIRE_ENVS"))
 
 

@@ -88,6 +88,7 @@ print(json.dumps({"torch": torch.__version__, "cuda": torch.version.cuda, "torch
 """
 
 
+@pytest.mark.envs
 def test_keras2_tf_keras_is_keras2():
     out = probe("keras2", KERAS2_PROBE)
     assert out["tf_keras"].startswith("2."), out
@@ -98,6 +99,7 @@ def test_keras2_tf_keras_is_keras2():
     assert out["bench"] == 2
 
 
+@pytest.mark.envs
 @pytest.mark.parametrize("name", KERAS3)
 def test_keras3_backend(name):
     out = probe(name, KERAS3_PROBE.format(fw=BACKENDS[name].framework, name=name))
@@ -108,6 +110,7 @@ def test_keras3_backend(name):
     assert out["bench"] == 3
 
 
+@pytest.mark.envs
 def test_native_torch_stack():
     out = probe("native-torch", NATIVE_TORCH_PROBE)
     assert out["torch"].startswith("2.10."), out
@@ -116,6 +119,7 @@ def test_native_torch_stack():
     assert out["bench"] is None
 
 
+@pytest.mark.envs
 @pytest.mark.parametrize("name", ["jax", "torch"])
 def test_tensorflow_is_cpu_only_in(name):
     out = probe(name, """
@@ -135,6 +139,7 @@ print(json.dumps({"devices": [f"{d.device_type}:{d.name}" for d in tf.config.lis
     assert not out["cuda_build"], out
 
 
+@pytest.mark.envs
 @pytest.mark.parametrize("name", ENV_NAMES)
 def test_second_build_is_current_and_fast(name):
     env_python(name)
@@ -233,6 +238,7 @@ def _blocks(text: str, names: set[str]) -> list[str]:
     return ["\n".join(b) + "\n" for b in out]
 
 
+@pytest.mark.envs  # builds a venv
 def test_tampered_hash_refuses_then_correct_file_builds(tmp_path):
     good = "".join(_blocks((ROOT / "envs" / "keras2" / "requirements.txt").read_text(), {"six", "absl-py"}))
     assert len(re.findall(r"^(six|absl-py)==", good, re.M)) == 2 and "--hash=sha256:" in good, good
@@ -272,6 +278,7 @@ exec {uv} "$@"
 """
 
 
+@pytest.mark.envs  # builds a venv
 def test_interrupted_build_is_never_taken_for_complete(tmp_path):
     """Kill a rebuild mid-install: the env loses its stamp (the orchestrator refuses it), the next build repairs it."""
     real_uv = ROOT / ".venvs" / ".uv" / "uv"

@@ -207,3 +207,16 @@ def test_results_of_one_cell_written_within_one_second_all_survive(tmp_path):
     assert len(history) == 2
     assert sorted(load(p).summary().median for p in [*history, path]) == medians
     assert load(path).summary().median == 31.0 and result_files(tmp_path) == [path]
+
+
+def test_a_failed_move_to_history_leaves_no_empty_file_there(tmp_path, monkeypatch):
+    path = make_result().write(tmp_path)
+    before = path.read_bytes()
+
+    def refuse(src, dst):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr("bench.results.os.replace", refuse)
+    with pytest.raises(OSError):
+        make_result(created="2026-11-21T11:00:00+00:00").write(tmp_path)
+    assert list((path.parent / "history").iterdir()) == [] and path.read_bytes() == before

@@ -228,7 +228,8 @@ def test_processes_a_cell_leaves_behind_are_ended_with_it(venvs, tmp_path):
     assert not is_running(int(pid_file.read_text())), "the cell's child outlived it"
 
 
-def test_ctrl_c_keeps_finished_results_and_leaves_no_cell_behind(venvs, tmp_path):
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_ctrl_c_keeps_finished_results_and_leaves_no_cell_behind(venvs, tmp_path, stop):
     results, pid_file = tmp_path / "results", tmp_path / "cell.pid"
     env = {**bench_env(venvs, torch="sleep"), "FAKE_PID_FILE": str(pid_file)}
     proc = start_run(run_args(results, "--backend", "jax,torch", "--model", "bert", "--task", "fit"), env)
@@ -236,7 +237,7 @@ def test_ctrl_c_keeps_finished_results_and_leaves_no_cell_behind(venvs, tmp_path
         if "fake cell torch" in line:
             break
     pid = wait_for_pid(pid_file, proc)
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(stop)  # Ctrl-C, or a kill/scheduler/timeout's SIGTERM
     rest = proc.communicate(timeout=60)[0]
     assert proc.returncode == 130
     assert "every finished result is kept" in rest
