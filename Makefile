@@ -33,11 +33,14 @@ $(UV): containers/uv-requirements.txt
 	@mkdir -p $(dir $(UV))
 	$(PYTHON) containers/install-uv.py containers/uv-requirements.txt $(dir $(UV))
 
-.PHONY: help bench bench-all table test test-fast check bench-overhead clean-results
+.PHONY: help bench bench-all table test test-fast check bench-overhead clean-results doctor
 
 help: ## List every target with one line each
 	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | sort -u | awk 'BEGIN{FS=":.*## "}{printf "  %-18s %s\n", $$1, $$2}'
 	@echo "Variables: BACKEND=<$(BACKENDS)> MODEL=<sam stable_diffusion bert gemma mistral> TASK= PROFILE=<paper|smoke> STEPS= REPEATS= RESULTS=$(RESULTS)"
+
+doctor: ## Preflight (stdlib, < 2 s): Python 3.11, GNU make, C compiler, disk, memory, NVIDIA driver; FAIL stops make
+	@$(PYTHON) -m bench doctor
 
 bench: ## Run every task of MODEL on BACKEND (builds the env first): make bench BACKEND=jax MODEL=bert
 	@test -n "$(BACKEND)" -a -n "$(MODEL)" || { echo "usage: make bench BACKEND=<$(BACKENDS)> MODEL=<model> [TASK= PROFILE= STEPS= REPEATS=]" >&2; exit 2; }
@@ -45,7 +48,7 @@ bench: ## Run every task of MODEL on BACKEND (builds the env first): make bench 
 	@$(MAKE) --no-print-directory env-tools
 	$(TOOLS_PY) -m bench run --backend $(BACKEND) --model $(MODEL) $(RUN_ARGS)
 
-bench-all: envs ## Run the whole matrix (every backend x model x task of the published table)
+bench-all: doctor envs ## Run the whole matrix (every backend x model x task of the published table)
 	$(TOOLS_PY) -m bench run $(RUN_ARGS)
 
 table: env-tools ## Render $(RESULTS)/RESULTS.md and its figures from the result files (and README's table, for results/)
@@ -57,7 +60,7 @@ bench-overhead: env-tools ## Measure the harness's own per-step overhead on a tr
 check: check-locks check-containers check-flake ## Static checks, offline: locks current, exports in sync, hadolint, flake
 	@echo "check: all static checks passed"
 
-test: envs ## Build what is needed, then run the whole test suite (smoke profile on CPU)
+test: doctor envs ## Build what is needed, then run the whole test suite (smoke profile on CPU)
 	$(TOOLS_PY) -m pytest tests -ra
 
 test-fast: env-tools ## Unit tests only (no framework environments needed)

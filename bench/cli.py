@@ -65,6 +65,8 @@ def build_parser() -> argparse.ArgumentParser:
     table.add_argument("--results-dir", type=Path, default=DEFAULT_RESULTS)
     table.add_argument("--out", type=Path, help="Markdown file (default: <results-dir>/RESULTS.md)")
     table.add_argument("--readme", type=Path, help="also fill this file's marked results section with the first table")
+
+    sub.add_parser("doctor", help="preflight: Python, make, compiler, disk, memory, NVIDIA driver (stdlib only)")
     return parser
 
 
@@ -135,4 +137,10 @@ def cmd_table(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"run": cmd_run, "cell": cmd_cell, "validate": cmd_validate, "table": cmd_table}
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from bench.doctor import main as doctor_main
+
+    return doctor_main()
+
+
+COMMANDS = {"run": cmd_run, "cell": cmd_cell, "validate": cmd_validate, "table": cmd_table, "doctor": cmd_doctor}
