@@ -67,6 +67,10 @@ def build_parser() -> argparse.ArgumentParser:
     table.add_argument("--readme", type=Path, help="also fill this file's marked results section with the first table")
 
     sub.add_parser("doctor", help="preflight: Python, make, compiler, disk, memory, NVIDIA driver (stdlib only)")
+
+    export = sub.add_parser("export", help="every current result file as one flat CSV")
+    export.add_argument("--results-dir", type=Path, default=DEFAULT_RESULTS)
+    export.add_argument("--out", type=Path, help="CSV file (default: <results-dir>/results.csv)")
     return parser
 
 
@@ -143,4 +147,12 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     return doctor_main()
 
 
-COMMANDS = {"run": cmd_run, "cell": cmd_cell, "validate": cmd_validate, "table": cmd_table, "doctor": cmd_doctor}
+def cmd_export(args: argparse.Namespace) -> int:
+    from bench.export import export
+
+    out, count = export(args.results_dir, args.out)
+    print(f"wrote {out} ({count} rows)")
+    return 0
+
+
+COMMANDS = {"run": cmd_run, "cell": cmd_cell, "validate": cmd_validate, "table": cmd_table, "doctor": cmd_doctor, "export": cmd_export}
