@@ -33,7 +33,7 @@ $(UV): containers/uv-requirements.txt
 	@mkdir -p $(dir $(UV))
 	$(PYTHON) containers/install-uv.py containers/uv-requirements.txt $(dir $(UV))
 
-.PHONY: help bench bench-all table test test-fast check bench-overhead clean-results doctor export
+.PHONY: help bench bench-all table test test-fast check bench-overhead clean-results doctor export compare
 
 help: ## List every target with one line each
 	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | sort -u | awk 'BEGIN{FS=":.*## "}{printf "  %-18s %s\n", $$1, $$2}'
@@ -56,6 +56,10 @@ table: env-tools ## Render $(RESULTS)/RESULTS.md and its figures from the result
 
 export: env-tools ## Every current result under RESULTS as one CSV ($(RESULTS)/results.csv, or OUT=file)
 	$(TOOLS_PY) -m bench export --results-dir $(RESULTS) $(if $(OUT),--out $(OUT))
+
+compare: env-tools ## Per cell, B's median / A's median with its interval: make compare A=<dir> B=<dir> [OUT=file.md]
+	@test -n "$(A)" -a -n "$(B)" || { echo "usage: make compare A=<results dir> B=<results dir> [OUT=compare/compare.md]" >&2; exit 2; }
+	$(TOOLS_PY) -m bench compare $(A) $(B) $(if $(OUT),--out $(OUT))
 
 bench-overhead: env-tools ## Measure the harness's own per-step overhead on a trivial step
 	$(TOOLS_PY) scripts/harness_overhead.py

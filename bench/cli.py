@@ -71,6 +71,12 @@ def build_parser() -> argparse.ArgumentParser:
     export = sub.add_parser("export", help="every current result file as one flat CSV")
     export.add_argument("--results-dir", type=Path, default=DEFAULT_RESULTS)
     export.add_argument("--out", type=Path, help="CSV file (default: <results-dir>/results.csv)")
+
+    comp = sub.add_parser("compare", help="per cell in both, B's median / A's median with an interval; Markdown + PNG")
+    comp.add_argument("a", type=Path, help="results folder A (the baseline)")
+    comp.add_argument("b", type=Path, help="results folder B")
+    comp.add_argument("--out-dir", type=Path, default=Path("compare"), help="writes compare.md and compare.png here (default: ./compare)")
+    comp.add_argument("--out", type=Path, help="the Markdown file instead (its PNG beside it)")
     return parser
 
 
@@ -155,4 +161,13 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"run": cmd_run, "cell": cmd_cell, "validate": cmd_validate, "table": cmd_table, "doctor": cmd_doctor, "export": cmd_export}
+def cmd_compare(args: argparse.Namespace) -> int:
+    from bench.compare import run
+
+    text, out, png = run(args.a, args.b, args.out or args.out_dir / "compare.md")
+    print(text, end="")
+    print(f"wrote {out}" + (f" and {png}" if png else ""), file=sys.stderr)
+    return 0
+
+
+COMMANDS = {"run": cmd_run, "cell": cmd_cell, "validate": cmd_validate, "table": cmd_table, "doctor": cmd_doctor, "export": cmd_export, "compare": cmd_compare}
