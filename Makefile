@@ -68,7 +68,7 @@ check: check-locks check-containers check-flake ## Static checks, offline: locks
 	@echo "check: all static checks passed"
 
 test: doctor envs ## Build what is needed, then run the whole test suite (smoke profile on CPU)
-	$(TOOLS_PY) -m pytest tests -ra
+	$(TOOLS_PY) -m pytest tests -ra --durations=15
 
 test-fast: env-tools ## Unit tests only (no framework environments needed)
 	$(TOOLS_PY) -m pytest tests -ra -m "not envs and not container"
