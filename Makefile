@@ -40,7 +40,7 @@ help: ## List every target with one line each
 	@echo "Variables: BACKEND=<$(BACKENDS)> MODEL=<sam stable_diffusion bert gemma mistral> TASK= PROFILE=<paper|smoke> STEPS= REPEATS= RESULTS=$(RESULTS)"
 
 doctor: ## Preflight (stdlib, < 2 s): Python 3.11, GNU make, C compiler, disk, memory, NVIDIA driver; FAIL stops make
-	@$(PYTHON) -m bench doctor
+	@$(PYTHON) -m bench doctor --plan $(RESULTS)/plan.json
 
 bench: ## Run every task of MODEL on BACKEND (builds the env first): make bench BACKEND=jax MODEL=bert
 	@test -n "$(BACKEND)" -a -n "$(MODEL)" || { echo "usage: make bench BACKEND=<$(BACKENDS)> MODEL=<model> [TASK= PROFILE= STEPS= REPEATS=]" >&2; exit 2; }

@@ -66,7 +66,8 @@ def build_parser() -> argparse.ArgumentParser:
     table.add_argument("--out", type=Path, help="Markdown file (default: <results-dir>/RESULTS.md)")
     table.add_argument("--readme", type=Path, help="also fill this file's marked results section with the first table")
 
-    sub.add_parser("doctor", help="preflight: Python, make, compiler, disk, memory, NVIDIA driver (stdlib only)")
+    doctor = sub.add_parser("doctor", help="preflight: Python, make, compiler, disk, memory, NVIDIA driver (stdlib only)")
+    doctor.add_argument("--plan", type=Path, default=DEFAULT_RESULTS / "plan.json", help="per-cell memory figures to compare RAM with")
 
     export = sub.add_parser("export", help="every current result file as one flat CSV")
     export.add_argument("--results-dir", type=Path, default=DEFAULT_RESULTS)
@@ -148,9 +149,9 @@ def cmd_table(args: argparse.Namespace) -> int:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
-    from bench.doctor import main as doctor_main
+    from bench.doctor import Probes, main as doctor_main
 
-    return doctor_main()
+    return doctor_main(Probes(plan_path=args.plan))
 
 
 def cmd_export(args: argparse.Namespace) -> int:

@@ -162,14 +162,15 @@ def check_container_disk(p: Probes) -> Check:
     """The container route only (make image): never fatal, the venv route does not need it."""
     free = p.free_disk_bytes(CONTAINER_STORAGE) / GB
     images = int(free // IMAGE_DISK_GB)
-    value = f"{free:.1f} GB free for {CONTAINER_STORAGE}: room for {images} image(s) of ~{IMAGE_DISK_GB:.0f} GB (5 backends)"
+    value = f"{free:.1f} GB free for {CONTAINER_STORAGE}: room for {images} image(s) of ~{IMAGE_DISK_GB:.0f} GB (one per backend, 5 in all)"
     if images < 1:
         return Check("disk (images)", WARN, value, f"only for `make image`: free at least {IMAGE_DISK_GB:.0f} GB per image")
     return Check("disk (images)", OK, value)
 
 
 def largest_cell_gib(plan: dict) -> Optional[Tuple[str, float]]:
-    """The plan's (results/plan.json) largest per-cell memory: cells: [{"key": ..., "memory_gib": ...}]."""
+    """The plan's largest per-cell memory. The plan (results/plan.json, issue 11) is read as
+    {"cells": [{"key": "<cell key>", "memory_gib": <GiB the cell needs>}, ...]}; cells without a figure are skipped."""
     sizes = [
         (str(c.get("key", "?")), float(c["memory_gib"]))
         for c in plan.get("cells", []) if isinstance(c, dict) and isinstance(c.get("memory_gib"), (int, float))
@@ -185,7 +186,8 @@ def check_memory(p: Probes) -> Check:
     plan = p.read_plan(p.plan_path)
     largest = largest_cell_gib(plan) if isinstance(plan, dict) else None
     if largest is None:
-        return Check("memory", OK, f"{total_gib:.1f} GiB total (no per-cell figures in {p.plan_path.name}: not compared)")
+        why = "no per-cell memory figures in" if isinstance(plan, dict) else "no plan at"
+        return Check("memory", OK, f"{total_gib:.1f} GiB total ({why} {p.plan_path}: not compared with the cells)")
     key, need = largest
     value = f"{total_gib:.1f} GiB total; the largest cell ({key}) needs {need:.1f} GiB"
     if need > total_gib:  # that cell will run out of memory; the others still run

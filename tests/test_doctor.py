@@ -139,7 +139,7 @@ def test_make_stops_before_building_when_the_doctor_fails():
     for target in ("envs", "test", "bench-all"):
         out = subprocess.run(["make", "-n", target], cwd=REPO, capture_output=True, text=True, timeout=30)
         assert out.returncode == 0, out.stderr
-        assert out.stdout.splitlines()[0].endswith("-m bench doctor"), (target, out.stdout)
+        assert out.stdout.splitlines()[0].endswith("-m bench doctor --plan results/plan.json"), (target, out.stdout)
 
 
 def test_a_failed_check_stops_make_before_anything_is_built(tmp_path):
@@ -150,3 +150,11 @@ def test_a_failed_check_stops_make_before_anything_is_built(tmp_path):
                          cwd=REPO, capture_output=True, text=True, timeout=30)
     assert out.returncode != 0
     assert "FAIL  C compiler" in out.stdout and "BUILT" not in out.stdout
+
+
+def test_cli_reads_the_plan_it_is_given(tmp_path):
+    plan = tmp_path / "plan.json"
+    plan.write_text('{"cells": [{"key": "jax__gemma__fit__bs8__default", "memory_gib": 100000}]}')
+    out = subprocess.run([sys.executable, "-m", "bench", "doctor", "--plan", str(plan)], cwd=REPO, capture_output=True, text=True, timeout=30)
+    line = next(l for l in out.stdout.splitlines() if "memory" in l)
+    assert line.startswith("warn") and "jax__gemma__fit__bs8__default" in line and out.returncode == 0

@@ -103,6 +103,11 @@ def test_v2_derived_step_times_may_be_negative_raw_ones_never():
     data["runs"][0]["derived"] = False
     with pytest.raises(BenchError, match=r"^\$\.runs\[0\]\.timed_ms\[0\]"):
         validate_result(data)
+    data["runs"][0].update(timed_ms=[1.0, 2.0, 3.0], warmup_ms=[-1.0])  # warm-up figures are derived too
+    with pytest.raises(BenchError, match=r"^\$\.runs\[0\]\.warmup_ms\[0\]"):
+        validate_result(data)
+    data["runs"][0]["derived"] = True
+    validate_result(data)
     windows = as_v2(ok_result(), derived=True, windows_ms=[1.0, -1.0])
     with pytest.raises(BenchError, match=r"^\$\.runs\[0\]\.windows_ms\[1\]"):
         validate_result(windows)
