@@ -34,11 +34,14 @@ $(UV): containers/uv-requirements.txt
 	@mkdir -p $(dir $(UV))
 	$(PYTHON) containers/install-uv.py containers/uv-requirements.txt $(dir $(UV))
 
-.PHONY: help bench bench-all table test test-fast check bench-overhead clean-results
+.PHONY: help bench bench-all table test test-fast check bench-overhead clean-results doctor export compare
 
 help: ## List every target with one line each
 	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | sort -u | awk 'BEGIN{FS=":.*## "}{printf "  %-18s %s\n", $$1, $$2}'
 	@echo "Variables: BACKEND=<$(BACKENDS)> MODEL=<sam stable_diffusion bert gemma mistral> TASK= PROFILE=<paper|smoke> STEPS= REPEATS= RESUME=1 RESULTS=$(RESULTS)"
+
+doctor: ## Preflight (stdlib, < 2 s): Python 3.11, GNU make, C compiler, disk, memory, NVIDIA driver; FAIL stops make
+	@$(PYTHON) -m bench doctor --plan $(RESULTS)/plan.json
 
 bench: ## Run every task of MODEL on BACKEND (builds the env first): make bench BACKEND=jax MODEL=bert
 	@test -n "$(BACKEND)" -a -n "$(MODEL)" || { echo "usage: make bench BACKEND=<$(BACKENDS)> MODEL=<model> [TASK= PROFILE= STEPS= REPEATS= RESUME=1]" >&2; exit 2; }
@@ -46,11 +49,18 @@ bench: ## Run every task of MODEL on BACKEND (builds the env first): make bench 
 	@$(MAKE) --no-print-directory env-tools
 	$(TOOLS_PY) -m bench run --backend $(BACKEND) --model $(MODEL) $(RUN_ARGS)
 
-bench-all: envs ## Run the whole matrix (every backend x model x task of the published table)
+bench-all: doctor envs ## Run the whole matrix (every backend x model x task of the published table)
 	$(TOOLS_PY) -m bench run $(RUN_ARGS)
 
 table: env-tools ## Render $(RESULTS)/RESULTS.md and its figures from the result files (and README's table, for results/)
 	$(TOOLS_PY) -m bench table --results-dir $(RESULTS) $(if $(filter results,$(RESULTS)),--readme README.md)
+
+export: env-tools ## Every current result under RESULTS as one CSV ($(RESULTS)/results.csv, or OUT=file)
+	$(TOOLS_PY) -m bench export --results-dir $(RESULTS) $(if $(OUT),--out $(OUT))
+
+compare: env-tools ## Per cell, B's median / A's median with its interval: make compare A=<dir> B=<dir> [OUT=file.md]
+	@test -n "$(A)" -a -n "$(B)" || { echo "usage: make compare A=<results dir> B=<results dir> [OUT=compare/compare.md]" >&2; exit 2; }
+	$(TOOLS_PY) -m bench compare $(A) $(B) $(if $(OUT),--out $(OUT))
 
 bench-overhead: env-tools ## Measure the harness's own per-step overhead on a trivial step
 	$(TOOLS_PY) scripts/harness_overhead.py
@@ -58,8 +68,8 @@ bench-overhead: env-tools ## Measure the harness's own per-step overhead on a tr
 check: check-locks check-containers check-flake ## Static checks, offline: locks current, exports in sync, hadolint, flake
 	@echo "check: all static checks passed"
 
-test: envs ## Build what is needed, then run the whole test suite (smoke profile on CPU)
-	$(TOOLS_PY) -m pytest tests -ra
+test: doctor envs ## Build what is needed, then run the whole test suite (smoke profile on CPU)
+	$(TOOLS_PY) -m pytest tests -ra --durations=15
 
 test-fast: env-tools ## Unit and orchestrator tests only, no framework environment needed (under 2 minutes)
 	$(TOOLS_PY) -m pytest tests -ra -m "not envs and not container and not slow"

@@ -74,6 +74,19 @@ def build_parser() -> argparse.ArgumentParser:
     table.add_argument("--results-dir", type=Path, default=DEFAULT_RESULTS)
     table.add_argument("--out", type=Path, help="Markdown file (default: <results-dir>/RESULTS.md)")
     table.add_argument("--readme", type=Path, help="also fill this file's marked results section with the first table")
+
+    doctor = sub.add_parser("doctor", help="preflight: Python, make, compiler, disk, memory, NVIDIA driver (stdlib only)")
+    doctor.add_argument("--plan", type=Path, default=DEFAULT_RESULTS / "plan.json", help="per-cell memory figures to compare RAM with")
+
+    export = sub.add_parser("export", help="every current result file as one flat CSV")
+    export.add_argument("--results-dir", type=Path, default=DEFAULT_RESULTS)
+    export.add_argument("--out", type=Path, help="CSV file (default: <results-dir>/results.csv)")
+
+    comp = sub.add_parser("compare", help="per cell in both, B's median / A's median with an interval; Markdown + PNG")
+    comp.add_argument("a", type=Path, help="results folder A (the baseline)")
+    comp.add_argument("b", type=Path, help="results folder B")
+    comp.add_argument("--out-dir", type=Path, default=Path("compare"), help="writes compare.md and compare.png here (default: ./compare)")
+    comp.add_argument("--out", type=Path, help="the Markdown file instead (its PNG beside it)")
     return parser
 
 
@@ -156,4 +169,27 @@ def cmd_table(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"run": cmd_run, "cell": cmd_cell, "validate": cmd_validate, "table": cmd_table}
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from bench.doctor import Probes, main as doctor_main
+
+    return doctor_main(Probes(plan_path=args.plan))
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from bench.export import export
+
+    out, count = export(args.results_dir, args.out)
+    print(f"wrote {out} ({count} rows)")
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from bench.compare import run
+
+    text, out, png = run(args.a, args.b, args.out or args.out_dir / "compare.md")
+    print(text, end="")
+    print(f"wrote {out}" + (f" and {png}" if png else ""), file=sys.stderr)
+    return 0
+
+
+COMMANDS = {"run": cmd_run, "cell": cmd_cell, "validate": cmd_validate, "table": cmd_table, "doctor": cmd_doctor, "export": cmd_export, "compare": cmd_compare}

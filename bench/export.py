@@ -1,0 +1,75 @@
+"""`make export`: every current result file as one flat CSV row, for spreadsheets and pandas.
+
+Figures are in the row's `unit` (ms per step/call); a cell that is not ok has empty figures and its status.
+Rows are in result-file order (profile/machine/cell key), so the output is deterministic.
+"""
+from __future__ import annotations
+
+import csv
+import io
+from pathlib import Path
+from typing import Any
+
+from bench.provenance import machine_label
+from bench.results import Result, load, result_files
+
+COLUMNS = (
+    "profile", "machine", "backend", "model", "task", "batch", "variant", "status", "unit",
+    "median", "p10", "p90", "repeats", "repeat_cv", "tokens_per_s", "commit", "lock_sha256", "file",
+)
+
+
+def lock_sha256(result: Result) -> str:
+    """The sha256 of the env's requirements.txt the cell ran with (empty for a cell that never ran)."""
+    for run in result.runs:
+        sha = ((run.process or {}).get("environment") or {}).get("lock_sha256")
+        if sha:
+            return sha
+    return ""
+
+
+def row(result: Result, file: str) -> dict[str, Any]:
+    cell, summary, spread = result.cell, result.summary(), result.repeat_spread()
+    return {
+        "profile": cell.profile,
+        "machine": machine_label(result.provenance.get("machine", {})),
+        "backend": cell.backend,
+        "model": cell.model,
+        "task": cell.task,
+        "batch": cell.batch_size,
+        "variant": cell.variant,
+        "status": result.status,
+        "unit": result.unit,
+        "median": summary.median if summary else "",
+        "p10": summary.p10 if summary else "",
+        "p90": summary.p90 if summary else "",
+        "repeats": len(result.runs),
+        # cv of the per-run medians: empty with a single run, where there is no spread to report
+        "repeat_cv": spread.cv if spread else "",
+        "tokens_per_s": result.tokens_per_s() or "",
+        "commit": (result.provenance.get("git") or {}).get("commit") or "",
+        "lock_sha256": lock_sha256(result),
+        "file": file,
+    }
+
+
+def rows(results_dir: Path) -> list[dict[str, Any]]:
+    """One row per current result file; the first unreadable file raises CorruptResult naming itself."""
+    return [row(load(p), p.relative_to(results_dir).as_posix()) for p in result_files(results_dir)]
+
+
+def to_csv(table: list[dict[str, Any]]) -> str:
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(table)
+    return buffer.getvalue()
+
+
+def export(results_dir: Path, out: Path | None = None) -> tuple[Path, int]:
+    """Write the CSV (default <results-dir>/results.csv); returns its path and the number of rows."""
+    table = rows(results_dir)
+    out = out or results_dir / "results.csv"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(to_csv(table))
+    return out, len(table)

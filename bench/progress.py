@@ -1,0 +1,178 @@
+"""Live progress of `make bench-all`: what runs now, what is done, how long is left.
+
+On a terminal (and with rich importable): one overall bar (cells done of total, elapsed, ETA), the current
+cell and its phase on the line below, and each finished cell's line printed above the bar. Otherwise (a log
+file, CI, a pipe) the plain lines the orchestrator has always printed, byte for byte:
+
+    [3/72] jax bert fit batch=2 default (smoke; elapsed 0:01:02)
+        [cell] setting up ...
+        -> median 3.40 ms/step (...)  [smoke/.../jax__bert__fit__bs2__default.json]
+
+ETA: the estimates given to start() for the cells still to run (by Cell or by cell key), else the mean
+duration of the finished cells times the cells left.
+"""
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+from typing import Any, Callable, TextIO
+
+
+def hms(seconds: float) -> str:
+    seconds = int(seconds)
+    return f"{seconds // 3600:d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+
+
+def cell_line(index: int, total: int, cell: Any, elapsed_s: float) -> str:
+    """The orchestrator's header line of a cell (bench/runner.py's format)."""
+    return (f"[{index}/{total}] {cell.backend} {cell.model} {cell.task} batch={cell.batch_size} {cell.variant} "
+            f"({cell.profile}; elapsed {hms(elapsed_s)})")
+
+
+class Progress:
+    """Fed by the orchestrator; renders with rich on a terminal, plain lines otherwise."""
+
+    def __init__(self, out: TextIO | None = None, fancy: bool | None = None, console: Any = None,
+                 clock: Callable[[], float] = time.perf_counter, auto_refresh: bool = True):
+        self.out = out or sys.stdout
+        self.clock = clock
+        self.auto_refresh = auto_refresh
+        if fancy is None:
+            fancy = console is not None or (hasattr(self.out, "isatty") and self.out.isatty())
+        self.console = console
+        self.fancy = fancy and self._rich_available()
+        self.cells: list[Any] = []
+        self.estimates: dict[Any, float] = {}
+        self.durations: list[float] = []
+        self.done = 0
+        self.current: Any = None
+        self.current_phase = ""
+        self.started = self.cell_started_at = 0.0
+        self._live = self._bar = None
+
+    @staticmethod
+    def _rich_available() -> bool:
+        try:
+            import rich.live  # noqa: F401  (not in every backend env; then plain lines)
+        except ImportError:
+            return False
+        return True
+
+    # ------------------------------------------------------------------ the orchestrator's calls
+
+    def start(self, cells: list, estimates_s: dict | None = None) -> None:
+        self.cells, self.estimates = list(cells), dict(estimates_s or {})
+        self.started = self.clock()
+        if self.fancy:
+            self._start_live()
+
+    def cell_started(self, cell: Any) -> None:
+        self.current, self.current_phase = cell, "starting"
+        self.cell_started_at = self.clock()
+        line = cell_line(self.done + 1, len(self.cells), cell, self.cell_started_at - self.started)
+        if self.fancy:
+            self._print(line)
+            self._refresh()
+        else:
+            self._plain(line)
+
+    def phase(self, text: str) -> None:
+        """A line the cell process printed (`[cell] ...`): the current phase."""
+        text = text.rstrip()
+        if self.fancy:
+            self.current_phase = text.removeprefix("[cell]").strip()
+            self._refresh()
+        else:
+            self._plain("    " + text)
+
+    def cell_finished(self, cell: Any, description_line: str) -> None:
+        self.durations.append(self.clock() - self.cell_started_at)
+        self.done += 1
+        self.current, self.current_phase = None, ""
+        if self.fancy:
+            self._bar.update(self._task, completed=self.done)
+            self._print("    -> " + description_line)
+            self._refresh()
+        else:
+            self._plain("    -> " + description_line)
+
+    def message(self, text: str) -> None:
+        """Any other line (a failed cell's log path, the final count): printed as is."""
+        self._print(text) if self.fancy else self._plain(text)
+
+    def close(self) -> None:
+        if self._live is not None:
+            self._refresh()
+            self._live.stop()
+            self._live = None
+
+    # ------------------------------------------------------------------ time left
+
+    def _estimate(self, cell: Any) -> float | None:
+        for key in (cell, getattr(cell, "key", None)):
+            try:
+                if key in self.estimates:
+                    return float(self.estimates[key])
+            except TypeError:  # an unhashable cell
+                pass
+        return None
+
+    def eta_s(self) -> float | None:
+        """Seconds left: the estimates where given, else the mean finished cell; None before any basis."""
+        left = self.cells[self.done:]
+        if not left:
+            return 0.0
+        known = [e for e in map(self._estimate, self.cells) if e is not None]
+        mean = statistics.fmean(self.durations) if self.durations else (statistics.fmean(known) if known else None)
+        if mean is None:
+            return None
+        per_cell = [e if (e := self._estimate(c)) is not None else mean for c in left]
+        in_current = self.clock() - self.cell_started_at if self.current is not None else 0.0
+        return max(0.0, sum(per_cell) - in_current)
+
+    # ------------------------------------------------------------------ rendering
+
+    def _plain(self, line: str) -> None:
+        print(line, file=self.out, flush=True)
+
+    def _start_live(self) -> None:
+        from rich.console import Console, Group
+        from rich.live import Live
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress as Bar, ProgressColumn, TextColumn, TimeElapsedColumn
+        from rich.text import Text
+
+        progress = self
+
+        class EtaColumn(ProgressColumn):
+            def render(self, task):
+                eta = progress.eta_s()
+                return Text(f"ETA {hms(eta) if eta is not None else '?'}")
+
+        class View:
+            def __rich__(self):
+                if progress.current is None:
+                    now = Text("")
+                else:
+                    c = progress.current
+                    now = Text(f"  now: {c.backend} {c.model} {c.task} batch={c.batch_size} {c.variant}: {progress.current_phase}")
+                return Group(progress._bar.get_renderable(), now)
+
+        self.console = self.console or Console(file=self.out)
+        self._bar = Bar(TextColumn("cells"), BarColumn(), MofNCompleteColumn(), TextColumn("elapsed"), TimeElapsedColumn(), EtaColumn(),
+                        console=self.console, get_time=self.clock)
+        self._task = self._bar.add_task("cells", total=len(self.cells))
+        # sys.stdout/stderr are left alone: the orchestrator prints through this object, and an interrupted run
+        # must not leave them redirected
+        self._live = Live(View(), console=self.console, auto_refresh=self.auto_refresh, refresh_per_second=2,
+                          transient=False, redirect_stdout=False, redirect_stderr=False)
+        self._live.start()
+
+    def _print(self, line: str) -> None:
+        from rich.text import Text
+
+        self.console.print(Text(line))  # above the live bar while it runs
+
+    def _refresh(self) -> None:
+        if self._live is not None:
+            self._live.refresh()

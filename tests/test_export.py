@@ -1,0 +1,79 @@
+"""make export: one CSV row per current result file, readable back with the csv module."""
+import csv
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bench import export
+from bench.results import CorruptResult, Result, Run
+from bench.workloads import Cell
+
+REPO = Path(__file__).resolve().parent.parent
+COMMITTED = REPO / "results"
+
+
+def read_back(path: Path) -> list[dict]:
+    with path.open(newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def make_result(backend="jax", model="bert", task="fit", batch=2, runs=None, tokens=None) -> Result:
+    cell = Cell(backend, model, task, batch, "smoke", "default" if backend != "native-torch" else "eager", 1, 3)
+    process = {"environment": {"lock_sha256": "ab" * 32}}
+    runs = runs or [Run(status="ok", timed_ms=[10.0, 11.0, 12.0], tokens_per_step=tokens, process=process)]
+    machine = {"cpu": "Test CPU", "logical_cpus": 4, "gpus": []}
+    return Result(cell, runs, "ms/step", {"git": {"commit": "c0ffee"}, "machine": machine}, "2026-01-01T00:00:00+00:00")
+
+
+def test_the_committed_smoke_results_export_to_72_rows(tmp_path):
+    out, count = export.export(COMMITTED, tmp_path / "all.csv")
+    rows = read_back(out)
+    assert count == len(rows) == 72
+    assert list(rows[0]) == list(export.COLUMNS)
+    assert {r["status"] for r in rows} == {"ok", "unsupported"}
+    assert sum(r["status"] == "unsupported" for r in rows) == 6
+    assert {r["machine"] for r in rows} == {"CPU AMD EPYC (2 cores)"} and {r["profile"] for r in rows} == {"smoke"}
+    bert = next(r for r in rows if r["file"] == "smoke/cpu-amd-epyc-2-cores/jax__bert__fit__bs2__default.json")
+    assert (bert["median"], bert["unit"], bert["batch"]) == ("3.398765", "ms/step", "2")
+    assert bert["commit"] == "882eced5fa846a4958e05a442a135e430b24cc26" and len(bert["lock_sha256"]) == 64
+    gemma = next(r for r in rows if r["file"].endswith("jax__gemma__generate__bs1__default.json"))
+    assert float(gemma["tokens_per_s"]) == pytest.approx(6978.38, rel=1e-4) and gemma["unit"] == "ms/call"
+    na = next(r for r in rows if r["status"] == "unsupported")
+    assert na["median"] == na["p10"] == na["tokens_per_s"] == na["lock_sha256"] == ""
+
+
+def test_fixture_with_repeats_and_failures(tmp_path):
+    results = tmp_path / "results"
+    runs = [Run(status="ok", timed_ms=[10.0, 10.0, 10.0]), Run(status="ok", timed_ms=[20.0, 20.0, 20.0])]
+    make_result(runs=runs).write(results)
+    make_result(model="gemma", task="generate", tokens=64).write(results)
+    make_result(backend="torch", runs=[Run(status="oom", message="out of memory")]).write(results)
+    rows = read_back(export.export(results)[0])  # default: <results-dir>/results.csv
+    assert (results / "results.csv").exists() and len(rows) == 3
+    by_backend_model = {(r["backend"], r["model"]): r for r in rows}
+    repeated = by_backend_model["jax", "bert"]
+    assert repeated["repeats"] == "2" and float(repeated["median"]) == 15.0
+    assert float(repeated["repeat_cv"]) == pytest.approx(7.0711 / 15.0, rel=1e-4)  # stdev(10, 20) / mean
+    assert float(by_backend_model["jax", "gemma"]["tokens_per_s"]) == pytest.approx(64 / 0.011)
+    oom = by_backend_model["torch", "bert"]
+    assert oom["status"] == "oom" and oom["median"] == "" and oom["machine"] == "CPU Test CPU (4 cores)"
+    assert export.export(results)[1] == 3  # results.csv itself is not a result file
+
+
+def test_an_unreadable_result_is_named(tmp_path):
+    results = tmp_path / "results"
+    path = make_result().write(results)
+    path.write_text("{not json")
+    with pytest.raises(CorruptResult, match=path.name):
+        export.rows(results)
+
+
+def test_cli_writes_the_default_file(tmp_path):
+    results = tmp_path / "results"
+    make_result().write(results)
+    out = subprocess.run([sys.executable, "-m", "bench", "export", "--results-dir", str(results)], cwd=REPO,
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert "(1 rows)" in out.stdout and len(read_back(results / "results.csv")) == 1

@@ -1,0 +1,125 @@
+"""Live progress: today's plain lines without a terminal; a rich bar with ETA and phase on one."""
+import io
+import re
+
+import pytest
+from rich.console import Console
+
+from bench.progress import Progress, hms
+from bench.workloads import Cell
+
+CELLS = [
+    Cell("jax", "bert", "fit", 2, "smoke", "default", 1, 3),
+    Cell("jax", "bert", "predict", 2, "smoke", "default", 1, 3),
+    Cell("native-torch", "bert", "fit", 2, "smoke", "compiled", 1, 3),
+]
+
+
+class Clock:
+    def __init__(self):
+        self.now = 1000.0
+
+    def __call__(self):
+        return self.now
+
+
+def play(progress: Progress, clock: Clock, finish: int = 3) -> None:
+    """What the orchestrator does: each cell takes 65 s, printing two phase lines."""
+    progress.start(CELLS)
+    for cell in CELLS[:finish]:
+        progress.cell_started(cell)
+        progress.phase("[cell] setting up ...")
+        clock.now += 20
+        progress.phase("[cell] set up in 20.0 s; running 1 first + 1 warm-up + 3 timed steps\n")
+        clock.now += 45
+        progress.cell_finished(cell, f"median 3.40 ms/step (n=3)  [smoke/m/{cell.key}.json]")
+
+
+def test_plain_mode_prints_todays_lines_exactly():
+    out, clock = io.StringIO(), Clock()
+    progress = Progress(out=out, clock=clock)  # a StringIO is no terminal
+    assert not progress.fancy
+    play(progress, clock)
+    progress.message("3 cells in 0:03:15: 3 ok")
+    progress.close()
+    assert out.getvalue().splitlines() == [
+        "[1/3] jax bert fit batch=2 default (smoke; elapsed 0:00:00)",
+        "    [cell] setting up ...",
+        "    [cell] set up in 20.0 s; running 1 first + 1 warm-up + 3 timed steps",
+        "    -> median 3.40 ms/step (n=3)  [smoke/m/jax__bert__fit__bs2__default.json]",
+        "[2/3] jax bert predict batch=2 default (smoke; elapsed 0:01:05)",
+        "    [cell] setting up ...",
+        "    [cell] set up in 20.0 s; running 1 first + 1 warm-up + 3 timed steps",
+        "    -> median 3.40 ms/step (n=3)  [smoke/m/jax__bert__predict__bs2__default.json]",
+        "[3/3] native-torch bert fit batch=2 compiled (smoke; elapsed 0:02:10)",
+        "    [cell] setting up ...",
+        "    [cell] set up in 20.0 s; running 1 first + 1 warm-up + 3 timed steps",
+        "    -> median 3.40 ms/step (n=3)  [smoke/m/native-torch__bert__fit__bs2__compiled.json]",
+        "3 cells in 0:03:15: 3 ok",
+    ]
+
+
+def test_plain_header_matches_the_orchestrators_format():
+    """The runner's own f-string, copied from bench/runner.py run_cells: the two must not drift apart."""
+    from bench import runner
+
+    cell, index, total, elapsed = CELLS[2], 3, 72, 3725.0
+    expected = (f"[{index}/{total}] {cell.backend} {cell.model} {cell.task} batch={cell.batch_size} {cell.variant} "
+                f"({cell.profile}; elapsed {runner.hms(elapsed)})")
+    from bench.progress import cell_line
+
+    assert cell_line(index, total, cell, elapsed) == expected == "[3/72] native-torch bert fit batch=2 compiled (smoke; elapsed 1:02:05)"
+
+
+def rich_output(finish: int, estimates=None, clock=None) -> tuple[str, Progress]:
+    buffer, clock = io.StringIO(), clock or Clock()
+    console = Console(file=buffer, force_terminal=True, width=140, color_system=None)
+    progress = Progress(console=console, clock=clock, auto_refresh=False)
+    assert progress.fancy
+    progress.start(CELLS, estimates)
+    for i, cell in enumerate(CELLS):
+        progress.cell_started(cell)
+        progress.phase("[cell] setting up ...")
+        clock.now += 20
+        progress.phase("[cell] set up in 20.0 s; running 1 first + 1 warm-up + 3 timed steps")
+        if i == finish:
+            text = buffer.getvalue()
+            progress.close()
+            return text, progress
+        clock.now += 45
+        progress.cell_finished(cell, f"median 3.40 ms/step  [{cell.key}.json]")
+    progress.close()
+    return buffer.getvalue(), progress
+
+
+def test_rich_mode_shows_the_bar_eta_current_cell_and_phase():
+    text, progress = rich_output(finish=1)
+    assert "━" in text and "1/3" in text  # the bar, one cell done of three
+    # one finished cell took 65 s: two cells left at 65 s each, 20 s into the current one
+    assert progress.eta_s() == pytest.approx(110.0) and "ETA 0:01:50" in text
+    assert "now: jax bert predict batch=2 default: set up in 20.0 s; running 1 first" in text
+    assert "    -> median 3.40 ms/step  [jax__bert__fit__bs2__default.json]" in text  # printed above the bar
+    assert "[1/3] jax bert fit batch=2 default (smoke; elapsed 0:00:00)" in text
+
+
+def test_rich_mode_eta_from_estimates_and_before_any_basis():
+    estimates = {CELLS[0].key: 100.0, CELLS[1]: 50.0, CELLS[2].key: 300.0}
+    text, progress = rich_output(finish=0, estimates=estimates)
+    assert progress.eta_s() == pytest.approx(450.0 - 20.0) and "ETA 0:07:10" in text
+    _, unknown = rich_output(finish=0)
+    assert unknown.eta_s() is None
+
+
+def test_rich_mode_runs_to_the_end():
+    text, progress = rich_output(finish=99)
+    assert "3/3" in text and progress.eta_s() == 0.0 and "ETA 0:00:00" in text
+    assert len(re.findall(r"    -> median", text)) == 3
+
+
+def test_a_terminal_picks_rich_and_hms_formats():
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    assert Progress(out=Tty()).fancy and not Progress(out=io.StringIO()).fancy
+    assert hms(3725.9) == "1:02:05"
