@@ -33,7 +33,7 @@ $(UV): containers/uv-requirements.txt
 	@mkdir -p $(dir $(UV))
 	$(PYTHON) containers/install-uv.py containers/uv-requirements.txt $(dir $(UV))
 
-.PHONY: help bench bench-all table test test-fast check bench-overhead clean-results
+.PHONY: help bench bench-all table test test-fast check bench-overhead clean-results submit submit-status
 
 help: ## List every target with one line each
 	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | sort -u | awk 'BEGIN{FS=":.*## "}{printf "  %-18s %s\n", $$1, $$2}'
@@ -65,3 +65,12 @@ test-fast: env-tools ## Unit tests only (no framework environments needed)
 
 clean-results: ## Remove results/ logs (result files are kept; history/ keeps earlier ones)
 	rm -rf $(RESULTS)/logs
+
+# Slurm (bench/cluster/): one array task per cell; README "Running on a cluster". BACKEND/MODEL/TASK take comma lists.
+submit: env-tools ## Submit cells to Slurm (one array task each; cells with a current result skipped unless FORCE=1)
+	$(TOOLS_PY) -m bench submit $(if $(BACKEND),--backend $(BACKEND)) $(if $(MODEL),--model $(MODEL)) $(if $(TASK),--task $(TASK)) \
+		$(if $(PROFILE),--profile $(PROFILE)) $(if $(STEPS),--steps $(STEPS)) $(if $(FORCE),--force) $(if $(CONTAINER),--container) \
+		--results-dir $(RESULTS) $(SUBMIT_ARGS)
+
+submit-status: env-tools ## Per-cell state of a Slurm submission (JOB= name or id, default the latest); records tasks Slurm ended
+	$(TOOLS_PY) -m bench submit-status --results-dir $(RESULTS) $(if $(JOB),--job $(JOB)) $(if $(WAIT),--wait $(WAIT))

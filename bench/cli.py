@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from bench.backends import BACKENDS, BenchError
+from bench.cluster import cli as cluster_cli
 from bench.provenance import REPO_ROOT
 
 DEFAULT_RESULTS = Path(os.environ.get("BENCH_RESULTS_DIR", REPO_ROOT / "results"))
@@ -65,6 +66,8 @@ def build_parser() -> argparse.ArgumentParser:
     table.add_argument("--results-dir", type=Path, default=DEFAULT_RESULTS)
     table.add_argument("--out", type=Path, help="Markdown file (default: <results-dir>/RESULTS.md)")
     table.add_argument("--readme", type=Path, help="also fill this file's marked results section with the first table")
+
+    cluster_cli.add_parsers(sub, csv_list, positive_int, non_negative_int, DEFAULT_RESULTS)  # submit, submit-status
     return parser
 
 
@@ -135,4 +138,4 @@ def cmd_table(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"run": cmd_run, "cell": cmd_cell, "validate": cmd_validate, "table": cmd_table}
+COMMANDS = {"run": cmd_run, "cell": cmd_cell, "validate": cmd_validate, "table": cmd_table, **cluster_cli.COMMANDS}

@@ -16,7 +16,7 @@ from bench.workloads import Cell
 SCHEMA_VERSION = 1
 STATUSES = ("ok", "oom", "timeout", "error", "unsupported")
 HISTORY = "history"  # earlier results of the same cell, moved aside rather than overwritten
-NOT_RESULTS = {HISTORY, "logs", "figures"}  # folders under results/ that hold no current result
+NOT_RESULTS = {HISTORY, "logs", "figures", "slurm"}  # folders under results/ that hold no current result (slurm: job files)
 
 
 class CorruptResult(BenchError):
