@@ -10,6 +10,8 @@ TASK ?=
 PROFILE ?=
 STEPS ?=
 REPEATS ?=
+# Cells in parallel, one GPU each (bench/cluster/parallel.py); refused without a GPU per job.
+JOBS ?=
 RESULTS ?= results
 VENVS := .venvs
 TOOLS_PY := $(VENVS)/tools/bin/python
@@ -17,7 +19,7 @@ BACKENDS := keras2 tensorflow jax torch native-torch
 
 # Optional narrowing/overrides passed through to `python -m bench run`.
 RUN_ARGS = $(if $(TASK),--task $(TASK)) $(if $(PROFILE),--profile $(PROFILE)) $(if $(STEPS),--steps $(STEPS)) \
-           $(if $(REPEATS),--repeats $(REPEATS)) --results-dir $(RESULTS)
+           $(if $(REPEATS),--repeats $(REPEATS)) $(if $(JOBS),--jobs $(JOBS)) --results-dir $(RESULTS)
 
 # uv, pinned and hash-checked (containers/uv-requirements.txt), fetched into .venvs/.uv on first use:
 # the same uv everywhere, whatever is on PATH.
@@ -37,7 +39,7 @@ $(UV): containers/uv-requirements.txt
 
 help: ## List every target with one line each
 	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | sort -u | awk 'BEGIN{FS=":.*## "}{printf "  %-18s %s\n", $$1, $$2}'
-	@echo "Variables: BACKEND=<$(BACKENDS)> MODEL=<sam stable_diffusion bert gemma mistral> TASK= PROFILE=<paper|smoke> STEPS= REPEATS= RESULTS=$(RESULTS)"
+	@echo "Variables: BACKEND=<$(BACKENDS)> MODEL=<sam stable_diffusion bert gemma mistral> TASK= PROFILE=<paper|smoke> STEPS= REPEATS= JOBS= RESULTS=$(RESULTS)"
 
 bench: ## Run every task of MODEL on BACKEND (builds the env first): make bench BACKEND=jax MODEL=bert
 	@test -n "$(BACKEND)" -a -n "$(MODEL)" || { echo "usage: make bench BACKEND=<$(BACKENDS)> MODEL=<model> [TASK= PROFILE= STEPS= REPEATS=]" >&2; exit 2; }

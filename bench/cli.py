@@ -54,6 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--timeout", type=positive_int, help="seconds per cell process (default: the profile's)")
     run.add_argument("--results-dir", type=Path, default=DEFAULT_RESULTS)
     run.add_argument("--dry-run", action="store_true", help="list the cells and exit")
+    run.add_argument("--jobs", type=positive_int, default=1, help="cells in parallel, one GPU each (needs a GPU per job)")
 
     cell = sub.add_parser("cell", help="(internal) measure one cell in this process")
     cell.add_argument("--cell", required=True, help="the cell as JSON")
@@ -110,7 +111,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         for c in cells:
             print(c.key)
         return 0
-    results = run_cells(cells, args.results_dir, repeats=args.repeats, timeout_s=args.timeout, profile_choice=choice)
+    if args.jobs > 1:  # one GPU per cell, or a one-line refusal (bench/cluster/parallel.py)
+        from bench.cluster.parallel import run_cells_parallel
+
+        results = run_cells_parallel(cells, args.results_dir, args.jobs, repeats=args.repeats, timeout_s=args.timeout, profile_choice=choice)
+    else:
+        results = run_cells(cells, args.results_dir, repeats=args.repeats, timeout_s=args.timeout, profile_choice=choice)
     return 0 if all(r.status in ("ok", "unsupported") for r in results) else 1
 
 
