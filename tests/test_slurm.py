@@ -183,3 +183,53 @@ def test_smoke_cells_on_slurm_equal_a_local_run(cluster, tmp_path):
     again = bench(["submit", *args, "--results-dir", str(slurm_results)], env)  # everything current: no new job
     assert again.returncode == 0 and "nothing to do" in again.stdout
     assert [p.name for p in (slurm_results / "slurm").iterdir()] == ["bert"]
+
+
+# A container engine stand-in: logs its arguments, answers `image inspect`, and for `run` executes the
+# image's entry point (`python -m bench ...`) on the host with the mounted results folder mapped back.
+FAKE_ENGINE = """#!{python}
+import json, os, subprocess, sys
+args = sys.argv[1:]
+with open(os.environ["FAKE_ENGINE_LOG"], "a") as f:
+    f.write(json.dumps(args) + "\\n")
+if args[:2] == ["image", "inspect"]:
+    print("sha256:fakeimage")
+    sys.exit(0)
+image = next(i for i, a in enumerate(args) if a.startswith("localhost/bench:"))
+host, inside = args[args.index("-v") + 1].rsplit(":", 1)
+bench_args = [host if a == inside else a for a in args[image + 1:]]
+sys.exit(subprocess.run([sys.executable, "-m", "bench", *bench_args], cwd={repo!r}).returncode)
+"""
+
+
+def test_gpus_given_by_slurm_are_passed_into_the_container():
+    from bench.cluster.task import gpu_passthrough
+
+    assert gpu_passthrough("/usr/bin/podman", "0,2") == ["--device", "nvidia.com/gpu=0", "--device", "nvidia.com/gpu=2"]
+    assert gpu_passthrough("docker", "1") == ["--gpus", "device=1"]
+    assert gpu_passthrough("podman", None) == [] and gpu_passthrough("podman", "") == []
+
+
+def test_container_route_runs_the_image_like_bench_container(tmp_path):
+    venvs, results = make_fake_envs(tmp_path / "venvs", ["jax"]), tmp_path / "results"
+    engine = tmp_path / "podman"
+    engine.write_text(FAKE_ENGINE.format(python=sys.executable, repo=str(REPO)))
+    engine.chmod(0o755)
+    env = {**bench_env(venvs), "FAKE_ENGINE_LOG": str(tmp_path / "engine.log")}
+    env.pop("CUDA_VISIBLE_DEVICES", None)
+    args = ["--profile", "smoke", "--backend", "jax", "--model", "bert", "--task", "predict", "--results-dir", str(results)]
+    out = bench(["submit", *args, "--container", "--container-engine", str(engine), "--dry-run", "--job-name", "c"], env)
+    assert out.returncode == 0, out.stderr
+    task = subprocess.run([sys.executable, "-m", "bench.cluster.task", str(results / "slurm" / "c"), "0"], cwd=REPO, env=env, capture_output=True, text=True, timeout=60)
+    assert task.returncode == 0, task.stdout + task.stderr
+    inspect, run = [json.loads(line) for line in (tmp_path / "engine.log").read_text().splitlines()]
+    assert inspect[:2] == ["image", "inspect"] and inspect[-1] == "localhost/bench:jax"
+    assert run[:4] == ["run", "--rm", "--pull=never", "--shm-size=8g"] and "--device" not in run  # no GPU given
+    assert f"{results}:/opt/bench/results" in run and "BENCH_IMAGE=localhost/bench:jax@sha256:fakeimage" in run
+    image = run.index("localhost/bench:jax")
+    assert run[image + 1:image + 3] == ["run", "--backend"] and run[-2:] == ["--results-dir", "/opt/bench/results"]
+    (result,) = load_all(results)
+    assert result.status == "ok" and result.cell.backend == "jax"
+    record = json.loads((results / "slurm" / "c" / "task-0.json").read_text())
+    assert record["state"] == "exited" and record["exit_code"] == 0 and record["command"][0] == str(engine)
+    assert [s.phase for s in job_status(find_job(results, "c"))] == ["done"]

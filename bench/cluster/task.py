@@ -44,8 +44,11 @@ def gpu_passthrough(engine: str, visible: str | None) -> list[str]:
 
 def container_command(cell: Cell, meta: dict, env: dict[str, str]) -> list[str]:
     engine, image = meta["container"]["engine"], f"{meta['container']['image_name']}:{cell.backend}"
-    inspected = subprocess.run([engine, "image", "inspect", "--format", "{{.Id}}", image], capture_output=True, text=True)
-    image_id = inspected.stdout.strip() if inspected.returncode == 0 else "unknown"
+    try:
+        inspected = subprocess.run([engine, "image", "inspect", "--format", "{{.Id}}", image], capture_output=True, text=True)
+        image_id = inspected.stdout.strip() if inspected.returncode == 0 else "unknown"
+    except OSError:  # no engine on this node: the run below fails and says so
+        image_id = "unknown"
     commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
     return [
         engine, "run", "--rm", "--pull=never", f"--shm-size={CONTAINER_SHM}",
@@ -84,7 +87,13 @@ def main(job_dir: Path, index: int) -> int:
     record["command"] = command
     job.write_task_record(index, record)
     print(f"[task {index}] {cell.key} on {record['host']}: {' '.join(command)}", flush=True)
-    proc = subprocess.Popen(command, start_new_session=True)
+    try:
+        proc = subprocess.Popen(command, start_new_session=True)
+    except OSError as e:  # e.g. no podman on this node: recorded, and Slurm sees the task fail
+        record.update(state="exited", signal=None, exit_code=127, error=str(e), ended_at=now_utc(), ended_epoch=time.time())
+        job.write_task_record(index, record)
+        print(f"[task {index}] cannot start {command[0]}: {e}", flush=True)
+        return 127
     received: list[int] = []
 
     def forward(signum, _frame):  # scancel / time limit: Slurm sends SIGTERM, then SIGKILL after KillWait
