@@ -42,8 +42,9 @@ def slurm_conf(root: Path, host: str, cpus: int, memory: int, ports: tuple[int, 
 ClusterName=benchlocal
 # Both are `hostname -s`, the name slurmd looks its own NodeName line up by (and the controller by
 # SlurmctldHost). NodeName=localhost also worked in our sandbox, but only because its host name resolves to
-# 127.0.0.1 as well; the short host name is right wherever the name resolves.
-SlurmctldHost={host}
+# 127.0.0.1 as well. The address is given explicitly (host(addr), NodeAddr) so that nothing depends on how
+# the host name resolves on a CI machine (not tried here: this sandbox's name resolves to 127.0.0.1).
+SlurmctldHost={host}(127.0.0.1)
 # The daemons run as root here (no slurm user's home or spool to set up); jobs run as the submitting user.
 SlurmUser=root
 # Ports of our own, so a test cluster never meets a real one (6817/6818) or another test's.
@@ -90,7 +91,7 @@ KillWait=5
 SlurmdTimeout=30
 # CPUs and RealMemory no more than the machine has: with RealMemory above what slurmd measures the node is
 # drained and never idle (tried here). RealMemory is 95 % of MemTotal, as slurmd measures a little less.
-NodeName={host} CPUs={cpus} RealMemory={memory} State=UNKNOWN
+NodeName={host} NodeAddr=127.0.0.1 CPUs={cpus} RealMemory={memory} State=UNKNOWN
 PartitionName=bench Nodes={host} Default=YES MaxTime=INFINITE State=UP
 """
 
