@@ -54,7 +54,7 @@ def test_resources_come_from_the_profile_and_the_plan():
     "state,status,words",
     [
         ("OUT_OF_MEMORY", "oom", "OUT_OF_MEMORY"),
-        ("TIMEOUT", "timeout", "time limit 25 min"),
+        ("TIMEOUT", "timeout", "TIMEOUT (the task reached its --time limit"),
         ("CANCELLED", cancelled_status(), "cancelled by Slurm (CANCELLED)"),
         ("NODE_FAIL", "error", "NODE_FAIL"),
         ("PREEMPTED", "error", "PREEMPTED"),
@@ -62,7 +62,7 @@ def test_resources_come_from_the_profile_and_the_plan():
     ],
 )
 def test_slurm_end_states_become_result_statuses(state, status, words):
-    run = slurm_run(state, "1:0", None, 25)
+    run = slurm_run(state, "1:0", None)
     assert run.status == status and words in run.message
 
 

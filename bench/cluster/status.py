@@ -33,7 +33,7 @@ def cancelled_status() -> str:
     return "error"
 
 
-def slurm_run(state: str, exit_code: str, record: dict | None, time_min: int) -> Run:
+def slurm_run(state: str, exit_code: str, record: dict | None) -> Run:
     """A terminal Slurm state as the Run the orchestrator would have recorded."""
     wall = None
     if record and record.get("ended_epoch") and record.get("started_epoch"):
@@ -42,7 +42,7 @@ def slurm_run(state: str, exit_code: str, record: dict | None, time_min: int) ->
     if state == "OUT_OF_MEMORY":
         return Run(status="oom", message="Slurm: OUT_OF_MEMORY (the task went over its --mem)", wall_s=wall, exit_code=code)
     if state in ("TIMEOUT", "DEADLINE"):
-        return Run(status="timeout", message=f"Slurm: {state} (time limit {time_min} min)", wall_s=wall, exit_code=code)
+        return Run(status="timeout", message=f"Slurm: {state} (the task reached its --time limit and was killed)", wall_s=wall, exit_code=code)
     if state == "CANCELLED":
         return Run(status=cancelled_status(), message="cancelled by Slurm (CANCELLED)", wall_s=wall, exit_code=code)
     if state == "COMPLETED":
@@ -75,13 +75,13 @@ def result_since(results_dir: Path, cell: Cell, since: str) -> Result | None:
     return None
 
 
-def record_slurm_end(job: JobDir, meta: dict, index: int, cell: Cell, state: str, exit_code: str, job_id: str, time_min: int) -> Result:
+def record_slurm_end(job: JobDir, meta: dict, index: int, cell: Cell, state: str, exit_code: str, job_id: str) -> Result:
     record = job.task_record(index)
     machine = (record or {}).get("machine") or next((r["machine"] for i, _ in job.cells() if (r := job.task_record(i)) and r.get("machine")), None)
     spec_task = getattr(get_model(cell.model), "task", None)  # ModelSpec.task(name).unit once the schema has it
     result = Result(
         cell=cell,
-        runs=[slurm_run(state, exit_code, record, time_min)],
+        runs=[slurm_run(state, exit_code, record)],
         unit=spec_task(cell.task).unit if callable(spec_task) else "ms/step",
         provenance={
             "git": git_info(),
@@ -110,14 +110,14 @@ def job_status(job: JobDir, write: bool = True) -> list[CellState]:
             phase = "done" if result.status in ("ok", "unsupported") else "failed"
             states.append(CellState(index, cell, phase, None, result.describe(), result))
             continue
-        known, reachable = slurm.get(job_id, ({}, False))
+        if job_id is None:
+            states.append(CellState(index, cell, "pending", None, "not submitted (--dry-run, or sbatch failed)"))
+            continue
+        known, reachable = slurm[job_id]
         record = job.task_record(index)
         state, code = known.get(index) or (from_record(record, reachable, time_limits[index]) or "LOST", "")
         if state in TERMINAL or state == "LOST":
-            if job_id is None:
-                states.append(CellState(index, cell, "pending", None, "not submitted (--dry-run)"))
-                continue
-            result = record_slurm_end(job, meta, index, cell, state, code, job_id, time_limits[index]) if write else None
+            result = record_slurm_end(job, meta, index, cell, state, code, job_id) if write else None
             detail = result.describe() if result else f"Slurm: {state}, no result file yet"
             states.append(CellState(index, cell, "failed", state, detail, result))
         elif state in PENDING:
