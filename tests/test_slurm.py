@@ -185,6 +185,7 @@ def test_smoke_cells_on_slurm_equal_a_local_run(cluster, tmp_path):
         assert set(r.to_dict()) == set(here[0].to_dict())
         assert r.provenance["git"]["commit"] and r.provenance["machine"] and r.runs[0].process["packages"]
         assert r.summary().count == 3
+        assert r.runs[0].process["variables"]["BENCH_SLURM_TASK"].startswith("bert/")  # the result names its task
     again = bench(["submit", *args, "--results-dir", str(slurm_results)], env)  # everything current: no new job
     assert again.returncode == 0 and "nothing to do" in again.stdout
     assert [p.name for p in (slurm_results / "slurm").iterdir()] == ["bert"]
@@ -231,6 +232,7 @@ def test_container_route_runs_the_image_like_bench_container(tmp_path):
     assert inspect[:2] == ["image", "inspect"] and inspect[-1] == "localhost/bench:jax"
     assert run[:4] == ["run", "--rm", "--pull=never", "--shm-size=8g"] and "--device" not in run  # no GPU given
     assert f"{results}:/opt/bench/results" in run and "BENCH_IMAGE=localhost/bench:jax@sha256:fakeimage" in run
+    assert "BENCH_SLURM_TASK=c/0" in run  # run outside Slurm here: no array job id
     image = run.index("localhost/bench:jax")
     assert run[image + 1:image + 3] == ["run", "--backend"] and run[-2:] == ["--results-dir", "/opt/bench/results"]
     (result,) = load_all(results)

@@ -54,7 +54,7 @@ def container_command(cell: Cell, meta: dict, env: dict[str, str]) -> list[str]:
         engine, "run", "--rm", "--pull=never", f"--shm-size={CONTAINER_SHM}",
         *gpu_passthrough(engine, env.get("CUDA_VISIBLE_DEVICES")),
         "-v", f"{meta['results_dir']}:{CONTAINER_RESULTS}",
-        "-e", f"BENCH_GIT_COMMIT={commit}", "-e", f"BENCH_IMAGE={image}@{image_id}",
+        "-e", f"BENCH_GIT_COMMIT={commit}", "-e", f"BENCH_IMAGE={image}@{image_id}", "-e", f"BENCH_SLURM_TASK={env.get('BENCH_SLURM_TASK', '')}",
         image, *run_arguments(cell, CONTAINER_RESULTS),
     ]  # fmt: skip
 
@@ -83,12 +83,15 @@ def main(job_dir: Path, index: int) -> int:
         "started_at": now_utc(),
         "started_epoch": time.time(),
     }
-    command = cell_command(cell, meta, dict(os.environ))
+    # BENCH_* variables are recorded in each run's provenance (process.variables): the result names its task.
+    task_id = f"{record['array_job_id']}_{index}" if record["array_job_id"] else str(index)  # Slurm's name for it
+    env = {**os.environ, "BENCH_SLURM_TASK": f"{job.name}/{task_id}"}
+    command = cell_command(cell, meta, env)
     record["command"] = command
     job.write_task_record(index, record)
     print(f"[task {index}] {cell.key} on {record['host']}: {' '.join(command)}", flush=True)
     try:
-        proc = subprocess.Popen(command, start_new_session=True)
+        proc = subprocess.Popen(command, env=env, start_new_session=True)
     except OSError as e:  # e.g. no podman on this node: recorded, and Slurm sees the task fail
         record.update(state="exited", signal=None, exit_code=127, error=str(e), ended_at=now_utc(), ended_epoch=time.time())
         job.write_task_record(index, record)
