@@ -39,6 +39,13 @@ def test_array_index_lists_are_parsed(text, ids):
     assert task_ids(text) == ids
 
 
+def test_sacct_lines_give_each_array_task_its_state():
+    from bench.cluster.slurmstate import parse_sacct
+
+    text = "12_0|COMPLETED|0:0\n12_0.batch|COMPLETED|0:0\n12_1|CANCELLED by 0|0:15\n12_2|OUT_OF_MEMORY|0:125\n12_[3-4]|PENDING|0:0\n"
+    assert parse_sacct(text) == {0: ("COMPLETED", "0:0"), 1: ("CANCELLED", "0:15"), 2: ("OUT_OF_MEMORY", "0:125"), 3: ("PENDING", "0:0"), 4: ("PENDING", "0:0")}
+
+
 def test_resources_come_from_the_profile_and_the_plan():
     paper, smoke = bert_cell("paper"), bert_cell("smoke")
     res = cell_resources(paper, {})

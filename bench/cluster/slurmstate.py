@@ -37,8 +37,13 @@ def from_sacct(job_id: str) -> dict[int, tuple[str, str]] | None:
     out = _run(["sacct", "-j", job_id, "--format=JobID,State,ExitCode", "-P", "-n"])
     if out is None or out.returncode != 0:
         return None
+    return parse_sacct(out.stdout)
+
+
+def parse_sacct(text: str) -> dict[int, tuple[str, str]]:
+    """`sacct -P -n --format=JobID,State,ExitCode` lines: 12_0|COMPLETED|0:0, 12_[3-4]|PENDING|0:0, 12_0.batch|..."""
     states: dict[int, tuple[str, str]] = {}
-    for line in out.stdout.splitlines():
+    for line in text.splitlines():
         parts = line.split("|")
         if len(parts) < 3 or "." in parts[0] or "_" not in parts[0]:
             continue  # job steps (12_0.batch) and non-array lines
