@@ -46,6 +46,18 @@ def test_sacct_lines_give_each_array_task_its_state():
     assert parse_sacct(text) == {0: ("COMPLETED", "0:0"), 1: ("CANCELLED", "0:15"), 2: ("OUT_OF_MEMORY", "0:125"), 3: ("PENDING", "0:0"), 4: ("PENDING", "0:0")}
 
 
+def test_scontrol_and_jobcomp_lines_give_each_array_task_its_state():
+    from bench.cluster.slurmstate import parse_records
+
+    lines = [  # as printed by this sandbox's slurm 22.05 (`scontrol show job -o`, jobcomp/filetxt), shortened
+        "JobId=1 ArrayJobId=1 ArrayTaskId=2-3 JobName=j JobState=PENDING Reason=Resources ExitCode=0:0",
+        "JobId=3 ArrayJobId=1 ArrayTaskId=1 JobName=j JobState=FAILED Reason=NonZeroExitCode ExitCode=3:0",
+        "JobId=2 UserId=root(0) Name=j JobState=COMPLETED Partition=bench ArrayJobId=1 ArrayTaskId=0 DerivedExitCode=0:0 ExitCode=0:0",
+        "JobId=9 ArrayJobId=9 ArrayTaskId=0 JobState=RUNNING ExitCode=0:0",  # another job
+    ]
+    assert parse_records(lines, "1") == {0: ("COMPLETED", "0:0"), 1: ("FAILED", "3:0"), 2: ("PENDING", "0:0"), 3: ("PENDING", "0:0")}
+
+
 def test_resources_come_from_the_profile_and_the_plan():
     paper, smoke = bert_cell("paper"), bert_cell("smoke")
     res = cell_resources(paper, {})

@@ -53,7 +53,7 @@ def parse_sacct(text: str) -> dict[int, tuple[str, str]]:
     return states
 
 
-def _records(lines: list[str], job_id: str) -> dict[int, tuple[str, str]]:
+def parse_records(lines: list[str], job_id: str) -> dict[int, tuple[str, str]]:
     states: dict[int, tuple[str, str]] = {}
     for line in lines:
         fields = dict(FIELD.findall(line))
@@ -71,7 +71,7 @@ def from_scontrol(job_id: str) -> dict[int, tuple[str, str]] | None:
         return None
     if out.returncode != 0:
         return {} if "Invalid job id" in out.stderr else None
-    return _records(out.stdout.splitlines(), job_id)
+    return parse_records(out.stdout.splitlines(), job_id)
 
 
 def slurm_config() -> dict[str, str]:
@@ -92,7 +92,7 @@ def from_jobcomp(job_id: str, config: dict[str, str]) -> dict[int, tuple[str, st
         return {}
     try:
         with open(config.get("JobCompLoc", "")) as f:
-            return _records(f.readlines(), job_id)
+            return parse_records(f.readlines(), job_id)
     except OSError:
         return {}
 
