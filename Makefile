@@ -11,6 +11,8 @@ PROFILE ?=
 STEPS ?=
 REPEATS ?=
 RESUME ?=
+# Cells in parallel, one GPU each (bench/cluster/parallel.py); refused without a GPU per job.
+JOBS ?=
 RESULTS ?= results
 VENVS := .venvs
 TOOLS_PY := $(VENVS)/tools/bin/python
@@ -18,7 +20,7 @@ BACKENDS := keras2 tensorflow jax torch native-torch
 
 # Optional narrowing/overrides passed through to `python -m bench run`.
 RUN_ARGS = $(if $(TASK),--task $(TASK)) $(if $(PROFILE),--profile $(PROFILE)) $(if $(STEPS),--steps $(STEPS)) \
-           $(if $(REPEATS),--repeats $(REPEATS)) $(if $(filter 1,$(RESUME)),--resume) --results-dir $(RESULTS)
+           $(if $(REPEATS),--repeats $(REPEATS)) $(if $(filter 1,$(RESUME)),--resume) $(if $(JOBS),--jobs $(JOBS)) --results-dir $(RESULTS)
 
 # uv, pinned and hash-checked (containers/uv-requirements.txt), fetched into .venvs/.uv on first use:
 # the same uv everywhere, whatever is on PATH.
@@ -34,11 +36,11 @@ $(UV): containers/uv-requirements.txt
 	@mkdir -p $(dir $(UV))
 	$(PYTHON) containers/install-uv.py containers/uv-requirements.txt $(dir $(UV))
 
-.PHONY: help bench bench-all table test test-fast check bench-overhead clean-results doctor export compare
+.PHONY: help bench bench-all table test test-fast check bench-overhead clean-results doctor export compare submit submit-status
 
 help: ## List every target with one line each
 	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | sort -u | awk 'BEGIN{FS=":.*## "}{printf "  %-18s %s\n", $$1, $$2}'
-	@echo "Variables: BACKEND=<$(BACKENDS)> MODEL=<sam stable_diffusion bert gemma mistral> TASK= PROFILE=<paper|smoke> STEPS= REPEATS= RESUME=1 RESULTS=$(RESULTS)"
+	@echo "Variables: BACKEND=<$(BACKENDS)> MODEL=<sam stable_diffusion bert gemma mistral> TASK= PROFILE=<paper|smoke> STEPS= REPEATS= RESUME=1 JOBS= RESULTS=$(RESULTS)"
 
 doctor: ## Preflight (stdlib, < 2 s): Python 3.11, GNU make, C compiler, disk, memory, NVIDIA driver; FAIL stops make
 	@$(PYTHON) -m bench doctor --plan $(RESULTS)/plan.json
@@ -76,3 +78,12 @@ test-fast: env-tools ## Unit and orchestrator tests only, no framework environme
 
 clean-results: ## Remove results/ logs (result files are kept; history/ keeps earlier ones)
 	rm -rf $(RESULTS)/logs
+
+# Slurm (bench/cluster/): one array task per cell; README "Running on a cluster". BACKEND/MODEL/TASK take comma lists.
+submit: env-tools ## Submit cells to Slurm (one array task each; cells with a current result skipped unless FORCE=1)
+	$(TOOLS_PY) -m bench submit $(if $(BACKEND),--backend $(BACKEND)) $(if $(MODEL),--model $(MODEL)) $(if $(TASK),--task $(TASK)) \
+		$(if $(PROFILE),--profile $(PROFILE)) $(if $(STEPS),--steps $(STEPS)) $(if $(FORCE),--force) $(if $(CONTAINER),--container) \
+		--results-dir $(RESULTS) $(SUBMIT_ARGS)
+
+submit-status: env-tools ## Per-cell state of a Slurm submission (JOB= name or id, default the latest); records tasks Slurm ended
+	$(TOOLS_PY) -m bench submit-status --results-dir $(RESULTS) $(if $(JOB),--job $(JOB)) $(if $(WAIT),--wait $(WAIT))

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from bench.backends import BACKENDS, BenchError
+from bench.cluster import cli as cluster_cli
 from bench.provenance import REPO_ROOT
 
 DEFAULT_RESULTS = Path(os.environ.get("BENCH_RESULTS_DIR", REPO_ROOT / "results"))
@@ -62,6 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--results-dir", type=Path, default=DEFAULT_RESULTS)
     run.add_argument("--resume", action="store_true", help="skip cells whose current result is ok (or NA) and measured with the env lock current now")
     run.add_argument("--dry-run", action="store_true", help="list the cells and exit")
+    run.add_argument("--jobs", type=positive_int, default=1, help="cells in parallel, one GPU each (needs a GPU per job)")
 
     cell = sub.add_parser("cell", help="(internal) measure one cell in this process")
     cell.add_argument("--cell", required=True, help="the cell as JSON")
@@ -87,6 +89,7 @@ def build_parser() -> argparse.ArgumentParser:
     comp.add_argument("b", type=Path, help="results folder B")
     comp.add_argument("--out-dir", type=Path, default=Path("compare"), help="writes compare.md and compare.png here (default: ./compare)")
     comp.add_argument("--out", type=Path, help="the Markdown file instead (its PNG beside it)")
+    cluster_cli.add_parsers(sub, csv_list, positive_int, non_negative_int, DEFAULT_RESULTS)  # submit, submit-status
     return parser
 
 
@@ -137,7 +140,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         for c in cells:
             print(c.key)
         return 0
-    results = run_cells(cells, args.results_dir, repeats=args.repeats, timeout_s=args.timeout, profile_choice=choice, resume=args.resume)
+    if args.jobs > 1:  # one GPU per cell, or a one-line refusal (bench/cluster/parallel.py)
+        from bench.cluster.parallel import run_cells_parallel
+
+        results = run_cells_parallel(cells, args.results_dir, args.jobs, repeats=args.repeats, timeout_s=args.timeout, profile_choice=choice)
+    else:
+        results = run_cells(cells, args.results_dir, repeats=args.repeats, timeout_s=args.timeout, profile_choice=choice, resume=args.resume)
     return 0 if all(r.status in ("ok", "unsupported") for r in results) else 1
 
 
@@ -192,4 +200,4 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"run": cmd_run, "cell": cmd_cell, "validate": cmd_validate, "table": cmd_table, "doctor": cmd_doctor, "export": cmd_export, "compare": cmd_compare}
+COMMANDS = {"run": cmd_run, "cell": cmd_cell, "validate": cmd_validate, "table": cmd_table, "doctor": cmd_doctor, "export": cmd_export, "compare": cmd_compare, **cluster_cli.COMMANDS}

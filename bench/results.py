@@ -17,7 +17,7 @@ SCHEMA_VERSION = 2  # 2 added first_step_contains, steadiness, compile_events, d
 READABLE_VERSIONS = (1, 2)  # older files are migrated on load (the new fields take their defaults)
 STATUSES = ("ok", "oom", "timeout", "error", "unsupported", "killed", "unsteady", "oom-predicted")
 HISTORY = "history"  # earlier results of the same cell, moved aside rather than overwritten
-NOT_RESULTS = {HISTORY, "logs", "figures"}  # folders under results/ that hold no current result
+NOT_RESULTS = {HISTORY, "logs", "figures", "slurm"}  # folders under results/ that hold no current result (slurm: job files)
 
 
 class CorruptResult(BenchError):

