@@ -168,3 +168,59 @@ print("PROBE " + json.dumps({"events": device.compile_count() - before}))
 def test_compile_counters_see_a_recompile(backend, framework):
     """Two shapes, three calls: two compiles (the counter the warm-up extension and the steadiness check read)."""
     assert run_probe(backend, COMPILES, framework, str(REPO))["events"] == 2
+
+
+KERAS_PREDICT_SYNC = r"""
+import json, statistics, sys, time, types
+sys.path.insert(0, sys.argv[1])
+import jax, numpy as np
+from bench.drivers import drive_keras_predict
+from bench.frameworks import device_for
+from bench.models.keras_common import keras_module, repeated_batch
+from bench.timing import StepTimer, WindowPlan
+keras = keras_module(3)
+inputs = keras.Input((2048,))
+x = inputs
+for _ in range(6):
+    x = keras.layers.Dense(2048)(x)
+model = keras.Model(inputs, x)
+batch = np.ones((512, 2048), "float32")
+model.predict(batch, verbose=0)  # compile outside
+step = []
+for _ in range(5):
+    t = time.perf_counter()
+    jax.block_until_ready(model(batch))
+    step.append((time.perf_counter() - t) * 1e3)
+timer = StepTimer(device_for("jax"), WindowPlan(1, 5))
+drive_keras_predict(types.SimpleNamespace(model=model, data=repeated_batch(batch), keras=keras, watch_compiles=lambda: None), timer)
+print("PROBE " + json.dumps({"step_ms": statistics.median(step), "windows": timer.split().timed_ms}))
+"""
+
+
+def test_keras_predict_windows_close_after_the_step_on_jax():
+    """JAX returns from a predict step before computing it; the window must still close after the step's work
+    (Keras converts the outputs to NumPy before our batch-end callback, and the sync waits for anything left)."""
+    got = run_probe("jax", KERAS_PREDICT_SYNC, str(REPO))
+    assert got["step_ms"] > 20, got
+    assert min(got["windows"]) > 0.7 * got["step_ms"], got
+
+
+ABSTRACT_KERAS2 = r"""
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from bench.models.keras_common import build_abstractly, keras_module
+keras = keras_module(2)
+def build():
+    from keras.src.backend.common import global_state  # Keras 3 is installed beside tf_keras in this env
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
+    return {"in_keras3_scope": global_state.get_global_attribute("stateless_scope") is not None, "params": model.count_params(),
+            "module": type(model).__module__.split(".")[0]}
+print("PROBE " + json.dumps(build_abstractly(build, keras_major=2)))
+"""
+
+
+def test_keras2_builds_are_not_taken_for_keras3():
+    """The keras2 env also has Keras 3 installed: the abstract build must follow the Keras the backend uses
+    (tf_keras, built for real), not the version of `import keras`."""
+    got = run_probe("keras2", ABSTRACT_KERAS2, str(REPO))
+    assert got == {"in_keras3_scope": False, "params": 8, "module": "tf_keras"}, got
