@@ -67,10 +67,11 @@ class Progress:
         if self.fancy:
             self._start_live()
 
-    def cell_started(self, cell: Any) -> None:
+    def cell_started(self, cell: Any, line: str | None = None) -> None:
+        """`line`: the orchestrator's own header (with its numbering and repeat), else one made here."""
         self.current, self.current_phase = cell, "starting"
         self.cell_started_at = self.clock()
-        line = cell_line(self.done + 1, len(self.cells), cell, self.cell_started_at - self.started)
+        line = line or cell_line(self.done + 1, len(self.cells), cell, self.cell_started_at - self.started)
         if self.fancy:
             self._print(line)
             self._refresh()

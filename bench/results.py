@@ -10,6 +10,7 @@ from typing import Any
 
 from bench.backends import BenchError
 from bench.provenance import machine_slug
+from bench.schema import validate_result
 from bench.timing import Stats
 from bench.workloads import Cell, get_model
 
@@ -155,6 +156,8 @@ class Result:
 
     def write(self, results_dir: Path) -> Path:
         """Write atomically; an earlier result of the same cell moves to history/, never lost."""
+        data = self.to_dict()
+        validate_result(data)  # the published format (docs/schema/); a no-op without jsonschema
         path = results_dir / self.relative_path()
         path.parent.mkdir(parents=True, exist_ok=True)
         if path.exists():
@@ -166,7 +169,7 @@ class Result:
             except BaseException:
                 archived.unlink(missing_ok=True)  # no empty file left in history/
                 raise
-        write_json_atomic(path, self.to_dict())
+        write_json_atomic(path, data)
         return path
 
     def describe(self) -> str:
@@ -237,7 +240,10 @@ def write_json_atomic(path: Path, data: Any) -> None:
 
 def load(path: Path) -> Result:
     try:
-        return Result.from_dict(json.loads(Path(path).read_text()))
+        data = json.loads(Path(path).read_text())
+        result = Result.from_dict(data)
+        validate_result(data)  # after from_dict, whose messages come first; then the published schema
+        return result
     except NewerSchema as e:
         raise NewerSchema(f"cannot read result file {path}: {e}") from None
     except (OSError, ValueError, TypeError, KeyError, BenchError) as e:

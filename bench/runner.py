@@ -19,6 +19,7 @@ from typing import Callable
 from bench.backends import BenchError, cell_environment
 from bench.drift import reference_ms
 from bench.failures import crash_status, oom_kill_count
+from bench.progress import Progress
 from bench.provenance import ENV_STAMP, REPO_ROOT, env_stamp, git_info, machine_info, machine_label, now_utc
 from bench.results import Result, Run, load, load_all, result_path, task_unit
 from bench.workloads import Cell, get_model
@@ -127,7 +128,7 @@ class CellProcess:
             log.flush()
             self.tail.append(line.rstrip())
             if VERBOSE or line.startswith("[cell]"):  # the rest is in the log, and its tail in any failure
-                self.echo("    " + line.rstrip())
+                self.echo(line.rstrip())
 
     @staticmethod
     def _kill(proc: subprocess.Popen) -> None:
@@ -187,9 +188,14 @@ def run_cells(
     timeout_s: float | None = None,
     profile_choice: str = "explicit",
     resume: bool = False,
-    echo: Callable[[str], None] = lambda s: print(s, flush=True),
+    echo: Callable[[str], None] | None = None,
 ) -> list[Result]:
-    """Run every cell (each `repeats` processes, interleaved across its row) and write one result file per cell."""
+    """Run every cell (each `repeats` processes, interleaved across its row) and write one result file per cell.
+
+    Progress goes to `echo` as plain lines when one is given, else to bench.progress.Progress: a live bar with an
+    ETA on a terminal, the same plain lines otherwise."""
+    progress = None if echo is not None else Progress()
+    echo = echo or progress.message
     if repeats < 1:
         raise BenchError(f"repeats must be a positive integer, got {repeats}")
     load_all(results_dir)  # refuse to start over an unreadable result file, and name it
@@ -227,10 +233,14 @@ def run_cells(
         )
         path = result.write(results_dir)
         done.append(result)
-        echo(f"    -> {result.describe()}  [{path.relative_to(results_dir)}]")
+        line = f"{result.describe()}  [{path.relative_to(results_dir)}]"
+        progress.cell_finished(cell, line) if progress else echo(f"    -> {line}")
         if result.status not in ("ok", "unsupported"):
             echo(f"    log: {results_dir / 'logs' / cell.profile / f'{cell.key}.{len(runs) - 1}.log'}")
 
+    phase = progress.phase if progress else (lambda line: echo("    " + line))
+    if progress:
+        progress.start([c for row in rows for c in row])
     try:
         for row in rows:
             runs: dict[str, list[Run]] = {cell.key: [] for cell in row}
@@ -239,13 +249,14 @@ def run_cells(
                 for repeat in range(repeats):  # round-robin: repeat r of every column, then repeat r+1
                     for cell in list(open_cells):
                         of = f" repeat {repeat + 1}/{repeats}" if repeats > 1 else ""
-                        echo(f"[{number[cell.key]}/{len(cells)}] {cell.backend} {cell.model} {cell.task} batch={cell.batch_size} {cell.variant}{of} ({cell.profile}; elapsed {hms(time.perf_counter() - started)})")
+                        header = f"[{number[cell.key]}/{len(cells)}] {cell.backend} {cell.model} {cell.task} batch={cell.batch_size} {cell.variant}{of} ({cell.profile}; elapsed {hms(time.perf_counter() - started)})"
+                        progress.cell_started(cell, header) if progress else echo(header)
                         reason = get_model(cell.model).why_unsupported(cell.backend)
                         if reason:
                             runs[cell.key].append(Run(status="unsupported", message=reason))
                         else:
                             log_path = results_dir / "logs" / cell.profile / f"{cell.key}.{repeat}.log"
-                            run = CellProcess(cell, pythons[cell.backend], log_path, git, echo).run(timeout_s or get_profile(cell.profile).timeout_s)
+                            run = CellProcess(cell, pythons[cell.backend], log_path, git, phase).run(timeout_s or get_profile(cell.profile).timeout_s)
                             runs[cell.key].append(run)  # kept even if Ctrl-C comes during the probe below
                             before, latest = latest, reference_ms()
                             run.reference = {"before_ms": before, "after_ms": latest}
@@ -260,6 +271,9 @@ def run_cells(
     except KeyboardInterrupt:
         echo(f"\ninterrupted after {len(done)} of {len(cells)} cells; every finished result is kept in {results_dir}")
         raise
+    finally:
+        if progress:
+            progress.close()
     end_ms = reference_ms()
     echo(f"reference probe (bench/drift.py): {reference['start_ms']:.3f} ms at the start, {end_ms:.3f} ms at the end (x{end_ms / reference['start_ms']:.2f})")
     echo(f"{len(done)} cells in {hms(time.perf_counter() - started)}: " + ", ".join(f"{n} {s}" for s, n in _counts(done).items()))

@@ -847,6 +847,9 @@ def render(results_dir: Path, out: Path, readme: Path | None = None) -> None:
     if tabulate is None:
         raise BenchError("tabulate is needed to render the tables; build the tools env (`make env-tools`)")
     items = load_results(results_dir)  # raises CorruptResult, naming the file, before anything is written
+    # Archived results stay readable forever: a cell today's registry no longer has is listed, not tabled.
+    retired = [(item, why) for item in items if (why := item.result.cell.why_not_in_registry())]
+    items = [item for item in items if not item.result.cell.why_not_in_registry()]
     out_dir = out.resolve().parent
     fig_dir = results_dir.resolve() / FIGURES
     lines = ["# Benchmark results", ""]
@@ -871,6 +874,9 @@ def render(results_dir: Path, out: Path, readme: Path | None = None) -> None:
         for r in rendered:
             lines += r.lines
             written += [p for p in r.figures.values() if p]
+    if retired:
+        lines += ["## Results of cells no longer in the registry", "", "Kept and readable, but not tabled: today's registry (models, tasks, profiles) no longer has their cells.", ""]
+        lines += [f"- `{item.path}`: {md(why)}" for item, why in retired] + [""]
     clear_old_figures(fig_dir, set(written))
     write_text_atomic(out, "\n".join(lines).rstrip("\n") + "\n")
     if readme is not None and items:

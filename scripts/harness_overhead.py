@@ -26,7 +26,8 @@ from typing import Callable
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from bench.timing import StepTimer, no_sync, run_steps  # noqa: E402
+from bench.drivers import drive_steps  # noqa: E402
+from bench.timing import HostDevice, StepTimer, WindowPlan  # noqa: E402
 
 PAIRS = 25  # trials per arm (>= 20): a 95% interval from ranks 8 and 18 of 25 differences
 CORE_STEPS = 20_000
@@ -95,9 +96,13 @@ def bare_loop(count: int) -> float:
     return (time.perf_counter_ns() - start) / count / 1000
 
 
+class TrivialWorkload:
+    step = staticmethod(trivial_step)
+
+
 def timed_loop(count: int) -> float:
     start = time.perf_counter_ns()
-    run_steps(trivial_step, StepTimer(no_sync), count)
+    drive_steps(TrivialWorkload(), StepTimer(HostDevice(), WindowPlan(0, count - 1)))  # count windows in all
     return (time.perf_counter_ns() - start) / count / 1000
 
 
@@ -111,23 +116,28 @@ import json, os, sys, time
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 sys.path.insert(0, sys.argv[1])
 steps, pairs = int(sys.argv[2]), int(sys.argv[3])
+import types
 import numpy as np, keras
-from bench.frameworks import sync_jax
-from bench.models.keras_common import repeated_batch, timer_callback
-from bench.timing import StepTimer
+from bench.drivers import drive_keras_fit
+from bench.frameworks import JaxDevice
+from bench.models.keras_common import repeated_batch
+from bench.timing import StepTimer, WindowPlan
 model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
 model.compile(optimizer="sgd", loss="mse")
 data = repeated_batch(np.ones((8, 4), "float32"), np.ones((8, 1), "float32"))
 model.fit(data, epochs=1, steps_per_epoch=50, verbose=0)  # compile outside the comparison
-def per_step(callbacks):
+workload = types.SimpleNamespace(model=model, data=data, keras=keras, watch_compiles=lambda: None)
+def per_step(fit):
     start = time.perf_counter_ns()
-    model.fit(data, epochs=1, steps_per_epoch=steps, callbacks=callbacks, verbose=0)
+    fit()
     return (time.perf_counter_ns() - start) / steps / 1000
+plain_fit = lambda: model.fit(data, epochs=1, steps_per_epoch=steps, verbose=0)
+timed_fit = lambda: drive_keras_fit(workload, StepTimer(JaxDevice(), WindowPlan(0, steps - 1)))  # the harness's fit driver
 plain, timed = [], []
 for i in range(pairs):  # alternating which arm goes first, as interleaved() does
-    arms = [(plain, lambda: []), (timed, lambda: [timer_callback(keras, StepTimer(sync_jax))])]
-    for out, callbacks in (arms if i % 2 == 0 else arms[::-1]):
-        out.append(per_step(callbacks()))
+    arms = [(plain, plain_fit), (timed, timed_fit)]
+    for out, fit in (arms if i % 2 == 0 else arms[::-1]):
+        out.append(per_step(fit))
 print(json.dumps({"plain_us": plain, "timed_us": timed}))
 """
 

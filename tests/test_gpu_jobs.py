@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
+from fakes import lock_sha256
 
 from bench.backends import BenchError
 from bench.cluster.gpus import GpuPool, makespan, refuse_jobs, schedule
@@ -83,7 +84,7 @@ def test_parallel_cells_each_get_their_own_gpu(tmp_path, monkeypatch):
         python = venvs / backend / "bin" / "python"
         python.write_text(SLEEPY_PYTHON.format(python=sys.executable))
         python.chmod(python.stat().st_mode | stat.S_IEXEC)
-        (venvs / backend / "bench-env.json").write_text(json.dumps({"backend": backend}))
+        (venvs / backend / "bench-env.json").write_text(json.dumps({"backend": backend, "lock_sha256": lock_sha256(backend)}))
     from bench import runner
 
     monkeypatch.setattr(runner, "VENVS_DIR", venvs)

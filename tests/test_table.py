@@ -426,3 +426,13 @@ def test_unsteady_cells_drift_and_unresolved_rows_are_shown(rendered):
     assert "⚠ unsteady (1 cell)" in section and "≈ (1 row)" in section
     assert "ranged from 1 to 1.3 ms, 30% apart" in section
     assert "1 compile/retrace event(s) inside the timed steps" in section  # the reason, in the per-cell details
+
+
+def test_results_of_cells_no_longer_in_the_registry_are_listed_not_tabled(tmp_path):
+    results = write_all(tmp_path / "results", smoke_cpu())
+    kept = next(p for p in results.rglob("keras2__bert__fit*.json"))
+    data = kept.read_text().replace('"model": "bert"', '"model": "retired_model"')
+    (kept.parent / "keras2__retired_model__fit__bs2__default.json").write_text(data)
+    render(results, results / "RESULTS.md")
+    text = (results / "RESULTS.md").read_text()
+    assert "## Results of cells no longer in the registry" in text and "unknown model 'retired_model'" in text

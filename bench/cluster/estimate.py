@@ -35,7 +35,7 @@ def cell_seconds(cell: Cell, figures=None, overhead_s: float = ASSUMED_OVERHEAD_
     ms = (figures or published_ms())[(cell.model, cell.task, cell.batch_size)][COLUMN[cell.backend]]
     if ms is None:
         raise ValueError(f"no published figure for {cell.key}")
-    return ms * cell.total_steps / 1000 + overhead_s
+    return ms * (1 + cell.warmup_steps + cell.timed_steps) / 1000 + overhead_s  # at the least warm-up
 
 
 def matrix_estimate(gpu_counts=GPU_COUNTS, overhead_s: float = ASSUMED_OVERHEAD_S) -> dict:
