@@ -48,9 +48,10 @@ SECTIONS: list[Section] = [
 ]
 
 
-def render(results_dir: Path, out: Path, readme: Path | None = None) -> None:
+def render(results_dir: Path, out: Path, readme: Path | None = None, sections: list[Section] | None = None) -> None:
     """Write `out` (Markdown) and <results_dir>/figures/*.png from every current result file; with `readme`, put
-    the first table (the paper profile's when there is one) into that file's marked section too."""
+    the first table (the paper profile's when there is one) into that file's marked section too. `sections`
+    replaces SECTIONS (a study trying its renderer before registering it)."""
     results_dir, out = Path(results_dir), Path(out)
     if text.tabulate is None:
         raise BenchError("tabulate is needed to render the tables; build the tools env (`make env-tools`)")
@@ -75,7 +76,7 @@ def render(results_dir: Path, out: Path, readme: Path | None = None) -> None:
         ]
         lines += [f"{p.index}. {t.group.profile} profile — {t.group.machine} ({len(t.group.items)} cells)" for p, t in zip(pages, report.tables)] + [""]
         for page, table in zip(pages, report.tables):
-            lines += render_table(table, page, SECTIONS)
+            lines += render_table(table, page, SECTIONS if sections is None else sections)
     if report.retired:
         lines += ["## Results of cells no longer in the registry", "", "Kept and readable, but not tabled: today's registry (models, tasks, profiles) no longer has their cells.", ""]
         lines += [f"- `{item.path}`: {md(why)}" for item, why in report.retired] + [""]
