@@ -169,7 +169,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_table(args: argparse.Namespace) -> int:
-    from bench.table import render
+    from bench.report import render
 
     out = args.out or args.results_dir / "RESULTS.md"
     render(args.results_dir, out, readme=args.readme)

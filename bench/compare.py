@@ -4,7 +4,7 @@ Cells match on (backend, model, task, batch, variant, profile), whatever machine
 in both, the ratio is B's median / A's median (> 1: B is slower), with the interval
 [B.p10 / A.p90, B.p90 / A.p10] from the two step-time spreads; "same" marks a cell whose two p10-p90 intervals
 overlap, i.e. the move is within the noise. Output: Markdown in the published table's layout (rows = model /
-task / batch in the published order, one column per backend; bench/table.py's COLUMNS and order_rows) and a
+task / batch in the published order, one column per backend; bench/report/load.py's COLUMNS and order_rows) and a
 PNG of the ratios. Where one folder holds the same cell from two machines, the newest file is used.
 """
 from __future__ import annotations
@@ -15,7 +15,8 @@ from typing import NamedTuple
 
 from bench.backends import BenchError
 from bench.results import Result
-from bench.table import COLORS, COLUMNS, STATUS_TEXT, Column, RowKey, fmt_x, load_results, md, order_rows, tabulate, write_text_atomic
+from bench.report.load import COLUMNS, Column, RowKey, load_results, order_rows
+from bench.report.text import fmt_x, github_table, md, status_label, write_text_atomic
 
 
 class CellKey(NamedTuple):
@@ -94,7 +95,7 @@ class Pair:
 
 
 def status_text(result: Result) -> str:
-    return STATUS_TEXT.get(result.status, result.status) if result.status != "ok" else "ok"
+    return status_label(result.status) if result.status != "ok" else "ok"
 
 
 @dataclass
@@ -152,7 +153,7 @@ def markdown(comparison: Comparison, figure: str | None = None) -> str:
             [md(row.label()), str(row.batch_size), *[md(cells[c].text()) if c in cells else "" for c in COLUMNS]]
             for row, cells in ordered_pairs(comparison, profile)
         ]
-        lines += ["", f"## {profile} profile", "", tabulate(body, headers=headers, tablefmt="github", disable_numparse=True)]
+        lines += ["", f"## {profile} profile", "", github_table(body, headers)]
     for name, keys in (("A", comparison.only_a), ("B", comparison.only_b)):
         if keys:
             lines += ["", f"## Only in {name}", ""] + [f"- {k.text()}" for k in keys]
@@ -180,7 +181,7 @@ def draw(comparison: Comparison, path: Path) -> Path | None:
         ax.set_xscale("log")
         for y, (row, column, pair) in enumerate(rows):
             low, high = pair.interval or (pair.ratio, pair.ratio)
-            color = COLORS[(column.backend, column.variant)]
+            color = column.color
             ax.errorbar(pair.ratio, y, xerr=[[pair.ratio - low], [high - pair.ratio]], fmt="o", color=color,
                         mfc="white" if pair.same else color, capsize=2, markersize=4)
         ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}×"))

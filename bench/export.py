@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from bench.provenance import machine_label
-from bench.results import Result, load, result_files
+from bench.report.load import load_results
+from bench.results import Result
 
 COLUMNS = (
     "profile", "machine", "backend", "model", "task", "batch", "variant", "status", "unit",
@@ -55,7 +56,7 @@ def row(result: Result, file: str) -> dict[str, Any]:
 
 def rows(results_dir: Path) -> list[dict[str, Any]]:
     """One row per current result file; the first unreadable file raises CorruptResult naming itself."""
-    return [row(load(p), p.relative_to(results_dir).as_posix()) for p in result_files(results_dir)]
+    return [row(loaded.result, loaded.path) for loaded in load_results(results_dir)]
 
 
 def to_csv(table: list[dict[str, Any]]) -> str:

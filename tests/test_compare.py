@@ -9,7 +9,7 @@ import pytest
 from bench import compare
 from bench.backends import BenchError
 from bench.results import Result, Run, load_all
-from bench.table import COLUMNS
+from bench.report.load import COLUMNS
 
 REPO = Path(__file__).resolve().parent.parent
 COMMITTED = REPO / "results"

@@ -16,7 +16,7 @@ pytest.importorskip("matplotlib")
 from bench import cli
 from bench.results import Result, Run
 from bench.backends import BenchError
-from bench.table import README_END, README_START, render
+from bench.report import README_END, README_START, render
 from bench.workloads import Cell, get_profile
 
 GOLDEN = Path(__file__).resolve().parent / "golden"

@@ -1,0 +1,127 @@
+"""A table's figures (matplotlib, Agg): Keras 3 (best) speedups over Keras 2 and over native PyTorch per model, and
+every backend per row. PNGs are written without a timestamp so renders are byte-for-byte repeatable."""
+from __future__ import annotations
+
+import os
+import statistics
+from pathlib import Path
+
+from bench.backends import BenchError
+from bench.report.analysis import RowFacts, TableAnalysis
+from bench.report.load import COLUMNS
+from bench.report.sections import Page
+from bench.report.text import fmt_ms, status_label
+from bench.workloads import MODELS, get_model
+
+FIGURES = "figures"  # the folder under the results folder
+CAPTIONS = {  # kind -> caption; the kinds are also the file name suffixes clear_old_figures() recognises
+    "speedup-keras2": "Keras 3 (best) throughput speedup over Keras 2, per model",
+    "speedup-native": "Keras 3 (best) throughput speedup over native PyTorch, per model",
+    "per-row": "Every backend per row, median ms/step (log scale)",
+}
+FIGURE_KINDS = tuple(CAPTIONS)
+
+
+def figures_section(table: TableAnalysis, page: Page) -> list[str]:
+    """Draw the figures (recording them on the page) and list them with links relative to RESULTS.md."""
+    page.figures = draw_figures(table, page.fig_dir)
+    lines = []
+    for kind in FIGURE_KINDS:
+        path = page.figures.get(kind)
+        if path is None:
+            lines.append(f"- {CAPTIONS[kind]}: not drawn (no row has the numbers it needs).")
+        else:
+            lines.append(f"- {CAPTIONS[kind]}: ![{CAPTIONS[kind]}]({Path(os.path.relpath(path, page.out_dir)).as_posix()})")
+    return lines
+
+
+def draw_figures(table: TableAnalysis, fig_dir: Path) -> dict[str, Path | None]:
+    """The three PNGs of one table; None where there is nothing to draw."""
+    try:
+        import matplotlib
+    except ImportError:
+        raise BenchError("matplotlib is needed to draw the figures; build the tools env (`make env-tools`)") from None
+    matplotlib.use("Agg")
+    import matplotlib.style
+    from matplotlib.figure import Figure
+
+    group, rows = table.group, table.rows
+    fig_dir.mkdir(parents=True, exist_ok=True)
+    title = f"{group.profile} profile, {group.machine}"
+    out: dict[str, Path | None] = dict.fromkeys(FIGURE_KINDS)
+
+    def save(fig, kind: str) -> None:
+        out[kind] = fig_dir / f"{group.slug}-{kind}.png"
+        fig.savefig(out[kind], format="png", dpi=100, metadata={"Software": None})
+
+    with matplotlib.style.context("default"), matplotlib.rc_context({"font.size": 9, "svg.hashsalt": "bench"}):
+        series = {"ours": table.speedup_keras2, **({"published (A100)": table.published_speedup_keras2} if table.paper else {})}
+        subtitle = f"{title}\nper model: the mean of its rows' speedups"
+        if table.speedup_keras2:
+            save(bar_chart(Figure(figsize=(7, 4)), series, f"Keras 3 (best) throughput speedup over Keras 2\n{subtitle}", ["#1f77b4", "#aaaaaa"]), "speedup-keras2")
+        native = {c: v for c, v in table.speedup_native.items() if v}
+        if native:
+            named = {f"over native PyTorch ({c.variant})": v for c, v in native.items()}
+            fig = bar_chart(Figure(figsize=(7, 4)), named, f"Keras 3 (best) throughput speedup over native PyTorch\n{subtitle}", [c.color for c in native])
+            save(fig, "speedup-native")
+        if any(f.ms(c) is not None for f in rows for c in COLUMNS):
+            save(per_row_chart(Figure(figsize=(max(7, 1.3 * len(rows) + 2), 5)), rows, f"Median time per step, every backend (log scale)\n{title}"), "per-row")
+    return out
+
+
+def bar_chart(fig, series: dict[str, dict[str, list[float]]], title: str, colors: list[str]):
+    ax = fig.add_subplot()
+    models = [m for m in MODELS if any(m in s for s in series.values())]
+    width = 0.8 / len(series)
+    for i, (name, data) in enumerate(series.items()):
+        xs = [j + (i - (len(series) - 1) / 2) * width for j, m in enumerate(models) if m in data]
+        ys = [statistics.fmean(data[m]) for m in models if m in data]
+        bars = ax.bar(xs, ys, width * 0.95, label=name, color=colors[i])
+        ax.bar_label(bars, labels=[f"{y:.2f}×" for y in ys], fontsize=8, padding=2)
+    ax.axhline(1.0, color="black", linewidth=0.8, linestyle="--")
+    ax.set_xticks(range(len(models)), [get_model(m).display for m in models])
+    ax.set_ylabel("throughput speedup (×); >1: Keras 3 faster")
+    ax.set_ylim(0, max(1.2, max(statistics.fmean(v) for s in series.values() for v in s.values()) * 1.2))
+    ax.set_title(title)
+    ax.legend(loc="upper right", fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def per_row_chart(fig, rows: list[RowFacts], title: str):
+    from matplotlib.ticker import FuncFormatter
+
+    ax = fig.add_subplot()
+    ax.set_yscale("log")
+    columns = [c for c in COLUMNS if any(c in f.cells for f in rows)]  # only the backends this table has
+    values = [f.ms(c) for f in rows for c in columns if f.ms(c) is not None]
+    floor, high = min(values) / 3, max(values)
+    width = min(0.8 / len(columns), 0.2)
+    for i, column in enumerate(columns):
+        offset = (i - (len(columns) - 1) / 2) * width
+        xs = [j + offset for j, f in enumerate(rows) if f.ms(column) is not None]
+        ys = [f.ms(column) for f in rows if f.ms(column) is not None]
+        bars = ax.bar(xs, [y - floor for y in ys], width * 0.9, bottom=floor, label=column.header, color=column.color)
+        ax.bar_label(bars, labels=[fmt_ms(y) for y in ys], fontsize=6, rotation=90, padding=2)
+        for j, f in enumerate(rows):
+            loaded = f.cells.get(column)
+            if loaded is not None and loaded.result.status != "ok":
+                ax.text(j + offset, floor * 1.1, status_label(loaded.result.status), rotation=90, ha="center", va="bottom", fontsize=7)
+    ax.set_ylim(floor, high * 6)
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda y, _: f"{y:g}"))
+    ticks = [f"{get_model(f.key.model).display}\n{f.key.task}, batch {f.key.batch_size}" + (f"\n({f.unit})" if f.unit else "") for f in rows]
+    ax.set_xticks(range(len(rows)), ticks, fontsize=7)
+    ax.set_ylabel("median ms per step (log scale); lower is better")
+    ax.set_title(title)
+    ax.legend(loc="upper left", fontsize=7, ncol=3)
+    fig.tight_layout()
+    return fig
+
+
+def clear_old_figures(fig_dir: Path, keep: set[Path]) -> None:
+    """Remove figures an earlier render wrote for tables that no longer exist (only this module's file names)."""
+    if not fig_dir.is_dir():
+        return
+    for path in fig_dir.glob("*__*-*.png"):
+        if path not in keep and any(path.name.endswith(f"-{kind}.png") for kind in FIGURE_KINDS):
+            path.unlink()

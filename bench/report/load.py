@@ -1,0 +1,158 @@
+"""Result files -> tables: load every current file, group by (profile, machine label), lay each group out as
+rows (model / task / batch, in the published order) by columns (backend / variant). Also the published
+reference CSV, read once, since row order and the comparison both follow it.
+"""
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Iterable
+
+from bench.backends import BACKENDS
+from bench.provenance import machine_label, machine_slug
+from bench.results import Result, load, result_files
+from bench.workloads import MODELS, REFERENCE_CSV, TASKS, get_model, get_profile, published_rows
+
+PROFILE_ORDER = ("paper", "smoke")  # paper before smoke; any other profile after, by name
+KERAS3 = ("tensorflow", "jax", "torch")
+# The reference CSV's columns, by backend.
+PUBLISHED_COLUMNS = {"keras2": "keras2_tensorflow", "tensorflow": "keras3_tensorflow", "jax": "keras3_jax", "torch": "keras3_torch"}
+PUBLISHED_HARDWARE = "1x NVIDIA A100 40GB"
+COLORS = {  # fixed per column, so every figure (and make compare's) reads the same
+    ("keras2", "default"): "#7f7f7f",
+    ("tensorflow", "default"): "#ff7f0e",
+    ("jax", "default"): "#1f77b4",
+    ("torch", "default"): "#d62728",
+    ("native-torch", "eager"): "#9467bd",
+    ("native-torch", "compiled"): "#2ca02c",
+}
+
+
+@dataclass(frozen=True)
+class Column:
+    backend: str
+    variant: str
+
+    @property
+    def header(self) -> str:
+        display = BACKENDS[self.backend].display
+        return f"{display} ({self.variant})" if self.backend == "native-torch" else display
+
+    @property
+    def color(self) -> str:
+        return COLORS[(self.backend, self.variant)]
+
+
+COLUMNS = tuple(Column(b, "default") for b in ("keras2", *KERAS3)) + (Column("native-torch", "eager"), Column("native-torch", "compiled"))
+NATIVE = tuple(c for c in COLUMNS if c.backend == "native-torch")
+
+
+@dataclass(frozen=True)
+class RowKey:
+    """A row's identity: model, task and the batch size actually run."""
+
+    model: str
+    task: str
+    batch_size: int
+
+    def label(self) -> str:
+        return f"{get_model(self.model).display} {self.task}"
+
+
+@dataclass
+class Loaded:
+    path: str  # relative to the results folder, POSIX separators
+    result: Result
+
+
+@dataclass
+class Group:
+    """The results of one table: one profile on one machine label."""
+
+    profile: str
+    machine: str
+    items: list[Loaded] = field(default_factory=list)
+
+    @property
+    def slug(self) -> str:
+        return f"{self.profile}__{machine_slug(self.items[0].result.provenance.get('machine', {}))}"
+
+    @property
+    def results(self) -> list[Result]:
+        return [l.result for l in self.items]
+
+    def grid(self) -> dict[RowKey, dict[Column, Loaded]]:
+        grid: dict[RowKey, dict[Column, Loaded]] = {}
+        for item in self.items:
+            c = item.result.cell
+            row = grid.setdefault(RowKey(c.model, c.task, c.batch_size), {})
+            column = Column(c.backend, c.variant)
+            if column not in row or item.result.created_at > row[column].result.created_at:
+                row[column] = item  # one file per cell by construction; the newest wins otherwise
+        return {key: grid[key] for key in order_rows(self.profile, grid)}
+
+
+def load_results(results_dir: Path) -> list[Loaded]:
+    """Every current result file; the first unreadable one raises CorruptResult naming it."""
+    return [Loaded(p.relative_to(results_dir).as_posix(), load(p)) for p in result_files(results_dir)]
+
+
+def group_results(items: list[Loaded]) -> list[Group]:
+    groups: dict[tuple[str, str], Group] = {}
+    for item in items:
+        profile = item.result.cell.profile
+        label = machine_label(item.result.provenance.get("machine", {}))
+        groups.setdefault((profile, label), Group(profile, label)).items.append(item)
+    rank = lambda g: (PROFILE_ORDER.index(g.profile) if g.profile in PROFILE_ORDER else len(PROFILE_ORDER), g.profile, g.machine)
+    return sorted(groups.values(), key=rank)
+
+
+def expected_rows(profile: str) -> list[tuple[RowKey, int]]:
+    """The published rows at the batch sizes this profile runs them at, with the published batch size."""
+    prof = get_profile(profile)
+    rows, seen = [], set()
+    for r in published_rows():
+        key = RowKey(r.model, r.task, prof.batch_size(r.batch_size))
+        if key not in seen:
+            seen.add(key)
+            rows.append((key, r.batch_size))
+    return rows
+
+
+def order_rows(profile: str, keys: Iterable[RowKey]) -> list[RowKey]:
+    """Published order; a row only in the results goes after the published rows of its model and task."""
+    expected = [k for k, _ in expected_rows(profile)]
+    task_rank = {}
+    for i, k in enumerate(expected):
+        task_rank.setdefault((k.model, k.task), i)
+
+    def rank(k: RowKey) -> tuple:
+        first = task_rank.get((k.model, k.task), len(expected) + TASKS.index(k.task))
+        if k in expected:
+            return (MODELS.index(k.model), first, 0, expected.index(k))
+        return (MODELS.index(k.model), first, 1, -k.batch_size)
+
+    return sorted(set(keys), key=rank)
+
+
+def published_batch(profile: str, key: RowKey) -> int | None:
+    for k, published in expected_rows(profile):
+        if k == key:
+            return published
+    return None
+
+
+@cache
+def read_published() -> tuple[list[str], dict[RowKey, dict[str, float | None]]]:
+    """The reference CSV: its source note (comment lines) and ms/step per (row, backend); None for NA."""
+    note, lines = [], []
+    with REFERENCE_CSV.open() as f:
+        for line in f:
+            (note if line.startswith("#") else lines).append(line)
+    table = {}
+    for r in csv.DictReader(lines):
+        key = RowKey(r["model"], r["task"], int(r["batch_size"]))
+        table[key] = {b: (None if r[col].strip() == "NA" else float(r[col])) for b, col in PUBLISHED_COLUMNS.items()}
+    return [n.lstrip("#").strip() for n in note], table

@@ -1,0 +1,75 @@
+"""Formatting shared by every renderer: number formats, Markdown-safe cells, GitHub tables, atomic writes."""
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Iterable
+
+try:
+    from tabulate import tabulate
+except ImportError:  # reported by render() as a clear error, not a traceback
+    tabulate = None
+
+STATUS_TEXT = {"unsupported": "NA", "oom": "OOM", "timeout": "timeout", "error": "error", "killed": "killed", "unsteady": "unsteady", "oom-predicted": "OOM (predicted)"}
+SHORT = {"keras2": "Keras 2", "tensorflow": "TF", "jax": "JAX", "torch": "PyTorch"}
+BEST = "Keras 3 (best)"
+
+
+def github_table(body: list[list[str]], headers: list[str]) -> str:
+    """Every table of the report: GitHub Markdown, cells taken as text (numbers are already formatted)."""
+    return tabulate(body, headers=headers, tablefmt="github", disable_numparse=True)
+
+
+def status_label(status: str) -> str:
+    return STATUS_TEXT.get(status, status)
+
+
+def fmt_ms(value: float) -> str:
+    if value >= 100:
+        return f"{value:.1f}"
+    if value >= 10:
+        return f"{value:.2f}"
+    return f"{value:.3f}"
+
+
+def fmt_x(value: float) -> str:
+    return f"{value:.2f}×"
+
+
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}{'s' if n != 1 else ''}"
+
+
+def md(text: Any) -> str:
+    """Safe inside a Markdown table cell: one line, no stray pipes."""
+    return " ".join(str(text).split()).replace("|", "\\|")
+
+
+def distinct(values: Iterable[Any]) -> list[str]:
+    """Distinct non-empty values, as text, in first-seen order."""
+    out: list[str] = []
+    for v in values:
+        if v is None or v == "" or v == [] or v == {}:
+            continue
+        text = str(v)
+        if text not in out:
+            out.append(text)
+    return out
+
+
+def joined(values: Iterable[Any], sep: str = "; ") -> str:
+    return sep.join(distinct(values))
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """A reader (or a crash) never sees half a file: write a temporary beside it, then rename."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

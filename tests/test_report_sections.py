@@ -1,0 +1,32 @@
+"""bench.report's section registry: a study adds its renderer without touching the others' output."""
+
+import pytest
+
+pytest.importorskip("tabulate")
+pytest.importorskip("matplotlib")
+
+from bench.report import SECTIONS, Section, render
+from test_table import make, sections, smoke_cpu, write_all
+
+
+def inference_grid(table, page):
+    """A study's renderer: lines only for the tables that have its results (here: the paper profile's)."""
+    return [f"{len(table.rows)} rows analysed once, read here."] if table.paper else []
+
+
+def test_a_registered_section_is_numbered_and_leaves_other_tables_byte_identical(tmp_path):
+    results = write_all(tmp_path / "results", smoke_cpu() + [make("jax", "sam", "fit", 1, 330.0), make("tensorflow", "sam", "fit", 1, 350.0)])
+    render(results, tmp_path / "before.md")
+    study = Section("Inference grid", inference_grid)
+    render(results, tmp_path / "after.md", sections=[*SECTIONS[:-1], study, SECTIONS[-1]])
+    before, after = (sections((tmp_path / name).read_text()) for name in ("before.md", "after.md"))
+    assert before.keys() == after.keys()
+    paper = next(head for head in after if "paper" in head)
+    assert "### 1.4 Inference grid\n\n1 rows analysed once, read here.\n\n<details>" in after[paper]
+    assert after[paper].replace("### 1.4 Inference grid\n\n1 rows analysed once, read here.\n\n", "") == before[paper]
+    assert all(after[head] == before[head] for head in before if head != paper)
+
+
+def test_the_registry_lists_every_built_in_renderer_once():
+    assert [s.title for s in SECTIONS] == [None, "Where these numbers come from", "Derived findings and comparison with the published numbers", "Figures", None]
+    assert len({s.render for s in SECTIONS}) == len(SECTIONS)
