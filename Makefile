@@ -16,7 +16,14 @@ JOBS ?=
 RESULTS ?= results
 VENVS := .venvs
 TOOLS_PY := $(VENVS)/tools/bin/python
-BACKENDS := keras2 tensorflow jax torch native-torch
+# The backends, models and profiles, from the Python that defines them (bench/backends.py, the folders of
+# bench/models/, bench/profiles.toml): read once, and only by the targets that print them.
+REGISTRY = $(eval REGISTRY := $(shell $(PYTHON) -c 'from bench.backends import BACKENDS; from bench.registry import MODELS; \
+	from bench.profiles import profiles; print(*(",".join(names) for names in (BACKENDS, MODELS, profiles())))'))$(REGISTRY)
+comma := ,
+BACKENDS = $(subst $(comma), ,$(word 1,$(REGISTRY)))
+MODELS = $(subst $(comma), ,$(word 2,$(REGISTRY)))
+PROFILES = $(subst $(comma),|,$(word 3,$(REGISTRY)))
 
 # Optional narrowing/overrides passed through to `python -m bench run`.
 RUN_ARGS = $(if $(TASK),--task $(TASK)) $(if $(PROFILE),--profile $(PROFILE)) $(if $(STEPS),--steps $(STEPS)) \
@@ -40,7 +47,7 @@ $(UV): containers/uv-requirements.txt
 
 help: ## List every target with one line each
 	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | sort -u | awk 'BEGIN{FS=":.*## "}{printf "  %-18s %s\n", $$1, $$2}'
-	@echo "Variables: BACKEND=<$(BACKENDS)> MODEL=<sam stable_diffusion bert gemma mistral> TASK= PROFILE=<paper|smoke> STEPS= REPEATS= RESUME=1 JOBS= RESULTS=$(RESULTS)"
+	@echo "Variables: BACKEND=<$(BACKENDS)> MODEL=<$(MODELS)> TASK= PROFILE=<$(PROFILES)> STEPS= REPEATS= RESUME=1 JOBS= RESULTS=$(RESULTS)"
 
 doctor: ## Preflight (stdlib, < 2 s): Python 3.11, GNU make, C compiler, disk, memory, NVIDIA driver; FAIL stops make
 	@$(PYTHON) -m bench doctor --plan $(RESULTS)/plan.json

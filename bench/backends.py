@@ -19,6 +19,12 @@ class Backend:
     framework: str  # the framework package whose version identifies a run
     keras_major: int | None  # 2 or 3 for Keras backends, None for native PyTorch
     environment: dict[str, str] = field(default_factory=dict)  # set before any framework import
+    short: str = ""  # short display name (the table's "best of Keras 3" column); the name if empty
+    variants: tuple[str, ...] = ("default",)  # what one backend runs in more than one way (native: eager, compiled)
+
+    def check_variant(self, variant: str) -> None:
+        if variant not in self.variants:
+            raise BenchError(f"unknown variant {variant!r} for {self.name}; valid variants: {', '.join(self.variants)}")
 
 
 # Variables every cell process gets: no network, quiet logs, and deterministic hashing.
@@ -43,11 +49,12 @@ BACKENDS: dict[str, Backend] = {
             2,
             # Must be set before TF is imported, or tf.keras silently resolves to Keras 3.
             {"TF_USE_LEGACY_KERAS": "1", "KERAS_BACKEND": "tensorflow"},
+            short="Keras 2",
         ),
-        Backend("tensorflow", "Keras 3 (TensorFlow)", "keras", "tensorflow", 3, {"KERAS_BACKEND": "tensorflow"}),
-        Backend("jax", "Keras 3 (JAX)", "keras", "jax", 3, {"KERAS_BACKEND": "jax"}),
-        Backend("torch", "Keras 3 (PyTorch)", "keras", "torch", 3, {"KERAS_BACKEND": "torch"}),
-        Backend("native-torch", "Native PyTorch", "native-torch", "torch", None, {}),
+        Backend("tensorflow", "Keras 3 (TensorFlow)", "keras", "tensorflow", 3, {"KERAS_BACKEND": "tensorflow"}, short="TF"),
+        Backend("jax", "Keras 3 (JAX)", "keras", "jax", 3, {"KERAS_BACKEND": "jax"}, short="JAX"),
+        Backend("torch", "Keras 3 (PyTorch)", "keras", "torch", 3, {"KERAS_BACKEND": "torch"}, short="PyTorch"),
+        Backend("native-torch", "Native PyTorch", "native-torch", "torch", None, {}, short="Native PyTorch", variants=("eager", "compiled")),
     )
 }
 
@@ -57,6 +64,29 @@ def get_backend(name: str) -> Backend:
         return BACKENDS[name]
     except KeyError:
         raise BenchError(f"unknown backend {name!r}; valid backends: {', '.join(BACKENDS)}") from None
+
+
+def keras3_backends() -> tuple[str, ...]:
+    """The Keras 3 backends, in table order (the published "Keras 3 (best)" column picks among them)."""
+    return tuple(b.name for b in BACKENDS.values() if b.keras_major == 3)
+
+
+def short_name(name: str) -> str:
+    backend = get_backend(name)
+    return backend.short or backend.name
+
+
+def family_variants() -> dict[str, tuple[str, ...]]:
+    """Each implementation family's variants, from its backends' own definitions (every backend of a family alike)."""
+    found: dict[str, tuple[str, ...]] = {}
+    for b in BACKENDS.values():
+        if found.setdefault(b.family, b.variants) != b.variants:
+            raise BenchError(f"backends of the {b.family!r} family disagree on their variants")
+    return found
+
+
+def all_variants() -> tuple[str, ...]:
+    return tuple(dict.fromkeys(v for vs in family_variants().values() for v in vs))
 
 
 def cell_environment(name: str) -> dict[str, str]:

@@ -10,7 +10,10 @@ from pathlib import Path
 
 from bench.backends import BACKENDS, BenchError
 from bench.cluster import cli as cluster_cli
+from bench.profiles import profiles
 from bench.provenance import REPO_ROOT
+from bench.registry import MODELS
+from bench.spec import TASKS
 
 DEFAULT_RESULTS = Path(os.environ.get("BENCH_RESULTS_DIR", REPO_ROOT / "results"))
 
@@ -34,6 +37,16 @@ positive_int = int_at_least(1, "positive")
 non_negative_int = int_at_least(0, "non-negative")
 
 
+def listing(names, last: str = "and/or") -> str:
+    """`a, b and/or c`: the choices of an option, for its help, from where they are defined."""
+    names = list(names)
+    return f"{', '.join(names[:-1])} {last} {names[-1]}" if len(names) > 1 else "".join(names)
+
+
+# Backends run in more than one way (bench/backends.py Backend.variants), e.g. "native-torch: eager and/or compiled".
+VARIANT_HELP = "; ".join(f"{b.name}: {listing(b.variants)}" for b in BACKENDS.values() if len(b.variants) > 1)
+
+
 def csv_list(text: str) -> list[str]:
     return [item for item in text.replace(",", " ").split() if item]
 
@@ -51,11 +64,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = sub.add_parser("run", help="run benchmark cells (all of the published table unless narrowed)")
     run.add_argument("--backend", type=csv_list, help=f"one or more of: {', '.join(BACKENDS)} (default: all)")
-    run.add_argument("--model", type=csv_list, help="one or more of: sam, stable_diffusion, bert, gemma, mistral (default: all)")
-    run.add_argument("--task", type=csv_list, help="fit, predict and/or generate (default: every task of the model)")
-    run.add_argument("--variant", type=csv_list, help="native-torch: eager and/or compiled (default: both)")
+    run.add_argument("--model", type=csv_list, help=f"one or more of: {', '.join(MODELS)} (default: all)")
+    run.add_argument("--task", type=csv_list, help=f"{listing(TASKS)} (default: every task of the model)")
+    run.add_argument("--variant", type=csv_list, help=f"{VARIANT_HELP} (default: all)")
     run.add_argument("--batch-size", type=positive_int, help="override the profile's batch size")
-    run.add_argument("--profile", help="paper or smoke (default: paper when a CUDA GPU is visible, else smoke)")
+    run.add_argument("--profile", help=f"{listing(profiles(), 'or')} (default: paper when a CUDA GPU is visible, else smoke)")
     run.add_argument("--steps", type=positive_int, help="timed steps (default: the profile's)")
     run.add_argument("--warmup", type=non_negative_int, help="warm-up steps after the first (default: the profile's)")
     run.add_argument("--repeats", type=positive_int, default=1, help="whole-process repeats per cell (default: 1)")

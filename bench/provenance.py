@@ -1,4 +1,7 @@
-"""Where a number came from: code, environment, machine. Stdlib only."""
+"""Where a number came from: code, environment, machine. Stdlib only.
+
+Facts stated here once and imported everywhere else: REPO_ROOT, ENV_STAMP (the file that marks a built env).
+"""
 from __future__ import annotations
 
 import json

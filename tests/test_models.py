@@ -2,8 +2,10 @@
 import pytest
 
 from bench.drivers import DERIVATIONS, DRIVERS, drive_step_pairs, pair_difference
+from bench import workloads
+from bench.backends import BACKENDS, keras3_backends, short_name
+from bench.registry import MODELS, discover_models, get_model, published_rows
 from bench.timing import StepTimer, WindowPlan
-from bench.workloads import MODELS, get_model
 
 SD = get_model("stable_diffusion")
 SHAPE = SD.shape("paper")
@@ -15,6 +17,23 @@ def test_every_task_names_a_known_driver_for_both_families(model):
         assert set(task.drivers) == {"keras", "native-torch"}
         assert set(task.drivers.values()) <= set(DRIVERS)
         assert task.derivation is None or task.derivation in DERIVATIONS
+
+
+def test_models_are_the_folders_with_a_workload_in_the_published_order_then_by_name(tmp_path):
+    published = tuple(dict.fromkeys(r.model for r in published_rows()))
+    assert MODELS == published  # every published model has its folder, and no other folder is a model today
+    for name in ("zeta", "alpha", "bert", "gemma"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "workload.toml").write_text("")
+    (tmp_path / "no_workload").mkdir()  # a folder without a workload.toml (e.g. shared code) is no model
+    assert discover_models(tmp_path) == ("bert", "gemma", "alpha", "zeta")
+
+
+def test_backend_groups_come_from_the_backends_own_definitions():
+    assert keras3_backends() == ("tensorflow", "jax", "torch")
+    assert [short_name(b) for b in ("keras2", *keras3_backends())] == ["Keras 2", "TF", "JAX", "PyTorch"]
+    assert workloads.VARIANTS == {"keras": ("default",), "native-torch": ("eager", "compiled")}
+    assert all(b.variants == workloads.VARIANTS[b.family] for b in BACKENDS.values())
 
 
 def test_units_come_from_the_task():

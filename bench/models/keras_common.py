@@ -13,9 +13,7 @@ from functools import cached_property
 
 from bench.backends import get_backend
 from bench.frameworks import device_for
-from bench.models.base import Workload
-
-SEED = Workload.seed
+from bench.models.base import SEED, Workload
 
 
 def keras_module(keras_major: int):

@@ -5,15 +5,15 @@ run must show that compiled graphs ran (dynamo's counters), or it fails rather t
 """
 from __future__ import annotations
 
+import dataclasses
+from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
 import torch
 
 from bench.frameworks import device_for
-from bench.models.base import Workload
-
-SEED = Workload.seed
+from bench.models.base import SEED, Workload
 COMPILE_MODE = "reduce-overhead"
 
 
@@ -41,6 +41,45 @@ def dynamo_counters() -> dict[str, int]:
     return {k: int(v) for k, v in counters["stats"].items()}
 
 
+@dataclass(frozen=True)
+class CompileRecord:
+    """What torch.compile did, from dynamo's own counters (as TorchBench reports its model metrics): graphs
+    captured, graph breaks, recompiles, frames converted and compile seconds. `CompileRecord.now()` is the
+    process's total so far; `since(earlier)` what happened after `earlier`. None: this torch does not tell."""
+
+    graphs: int  # unique graphs captured (counters["stats"]["unique_graphs"])
+    graph_breaks: int  # every graph break, whatever its reason (counters["graph_break"])
+    recompiles: int | None  # frames compiled again after a guard failed (the compilation metrics' recompile reasons)
+    frames: int  # frames dynamo was asked to convert (counters["frames"]["total"])
+    frames_ok: int  # of which converted (counters["frames"]["ok"])
+    compile_s: float | None  # dynamo's entire-frame compile time, backend compile included
+
+    @classmethod
+    def now(cls) -> "CompileRecord":
+        from torch._dynamo import utils
+
+        counters = utils.counters
+        get_metrics = getattr(utils, "get_compilation_metrics", None)  # the last 64 compiles
+        times = getattr(utils, "compilation_time_metrics", None)
+        return cls(
+            graphs=int(counters["stats"].get("unique_graphs", 0)),
+            graph_breaks=int(sum(counters["graph_break"].values())),
+            recompiles=sum(1 for m in get_metrics() if getattr(m, "recompile_reason", None)) if get_metrics else None,
+            frames=int(counters["frames"].get("total", 0)),
+            frames_ok=int(counters["frames"].get("ok", 0)),
+            compile_s=round(sum(times.get("_compile.compile_inner", [])), 3) if times is not None else None,
+        )
+
+    def since(self, earlier: "CompileRecord") -> "CompileRecord":
+        def minus(now, before):
+            return None if now is None or before is None else now - before
+
+        return CompileRecord(*(minus(getattr(self, f.name), getattr(earlier, f.name)) for f in dataclasses.fields(self)))
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
 class TorchWorkload(Workload):
     """Base of every native PyTorch implementation."""
 
@@ -51,7 +90,7 @@ class TorchWorkload(Workload):
         torch.manual_seed(SEED)
         self.device = device()
         self.compiled = cell.variant == "compiled"
-        self._graphs_before = dynamo_counters().get("unique_graphs", 0)
+        self._compile_before = CompileRecord.now()
 
     @cached_property
     def timing_device(self):
@@ -64,8 +103,12 @@ class TorchWorkload(Workload):
     def maybe_compile(self, module):
         return torch.compile(module, mode=COMPILE_MODE) if self.compiled else module
 
+    def compile_record(self) -> CompileRecord:
+        """What torch.compile did since this workload was made."""
+        return CompileRecord.now().since(self._compile_before)
+
     def compiled_graphs(self) -> int:
-        return dynamo_counters().get("unique_graphs", 0) - self._graphs_before
+        return self.compile_record().graphs
 
     def check(self) -> None:
         if self.compiled and self.compiled_graphs() == 0:
@@ -76,10 +119,12 @@ class TorchWorkload(Workload):
 
     def settings(self) -> dict[str, Any]:
         dtypes = sorted({str(p.dtype).replace("torch.", "") for p in self.model.parameters()})
+        record = self.compile_record()
         return {
             "variant": self.cell.variant,
             "compile_mode": COMPILE_MODE if self.compiled else None,
-            "compiled_graphs": self.compiled_graphs(),
+            "compiled_graphs": record.graphs,
+            "compile": record.to_dict(),
             "dynamo_counters": dynamo_counters(),
             "device": str(self.device),
             "parameter_dtypes": dtypes,

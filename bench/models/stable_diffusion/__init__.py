@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bench.workloads import TaskSpec, fit_task, load_model_spec, positive_fields
+from bench.spec import TaskSpec, fit_task, load_model_spec, positive_fields
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,43 @@
+"""Profiles: one harness, two sets of numbers (bench/profiles.toml). Stdlib only."""
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+from bench.backends import BenchError
+
+PROFILES_TOML = Path(__file__).resolve().parent / "profiles.toml"
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    description: str
+    warmup_steps: int
+    timed_steps: int
+    timeout_s: int
+    max_batch_size: int  # 0: use the published batch sizes unchanged
+    max_warmup_steps: int  # warm-up goes on past warmup_steps, up to this, while steps still compile
+
+    def __post_init__(self) -> None:
+        if self.timed_steps < 1 or self.warmup_steps < 0 or self.timeout_s < 1 or self.max_batch_size < 0 or self.max_warmup_steps < self.warmup_steps:
+            raise BenchError(f"profile {self.name!r} has invalid values: {self}")
+
+    def batch_size(self, published: int) -> int:
+        return min(published, self.max_batch_size) if self.max_batch_size else published
+
+
+@cache
+def profiles() -> dict[str, Profile]:
+    with PROFILES_TOML.open("rb") as f:
+        data = tomllib.load(f)
+    return {name: Profile(name=name, **values) for name, values in data.items()}
+
+
+def get_profile(name: str) -> Profile:
+    try:
+        return profiles()[name]
+    except KeyError:
+        raise BenchError(f"unknown profile {name!r}; valid profiles: {', '.join(profiles())}") from None

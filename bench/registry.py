@@ -1,0 +1,174 @@
+"""What exists: the models found under bench/models/, the published table's rows, the cells. Stdlib only.
+
+A model is a folder bench/models/<name>/ holding a workload.toml (found by directory, as TorchBench finds its
+models: adding one edits no list). MODELS is in the published table's row order
+(bench/data/keras3_benchmarks_2024.csv), then any other model found, by name. Backends, their families and
+variants are bench/backends.py's.
+"""
+from __future__ import annotations
+
+import csv
+import dataclasses
+import importlib
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from bench.backends import BACKENDS, BenchError, all_variants, get_backend
+from bench.profiles import get_profile
+from bench.spec import MODELS_DIR, WORKLOAD_FILE, ModelSpec, TaskSpec
+
+REFERENCE_CSV = Path(__file__).resolve().parent / "data" / "keras3_benchmarks_2024.csv"
+
+
+@dataclass(frozen=True)
+class Row:
+    """One row of the published table: a model's task at its published batch size."""
+
+    model: str
+    task: str
+    batch_size: int
+
+
+@cache
+def published_rows() -> tuple[Row, ...]:
+    with REFERENCE_CSV.open() as f:
+        lines = [line for line in f if not line.startswith("#")]
+    return tuple(Row(r["model"], r["task"], int(r["batch_size"])) for r in csv.DictReader(lines))
+
+
+def discover_models(models_dir: Path = MODELS_DIR) -> tuple[str, ...]:
+    """Every folder of models_dir with a workload.toml: the published table's models in its row order, then the
+    rest by name."""
+    found = {path.parent.name for path in models_dir.glob(f"*/{WORKLOAD_FILE}")}
+    published = [m for m in dict.fromkeys(r.model for r in published_rows()) if m in found]
+    return (*published, *sorted(found - set(published)))
+
+
+MODELS = discover_models()
+
+
+def get_model(name: str) -> ModelSpec:
+    if name not in MODELS:
+        raise BenchError(f"unknown model {name!r}; valid models: {', '.join(MODELS)}")
+    return importlib.import_module(f"bench.models.{name}").SPEC
+
+
+def _check_positive(name: str, value: Any, minimum: int = 1) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        what = "a positive integer" if minimum == 1 else "a non-negative integer"
+        raise BenchError(f"{name} must be {what}, got {value!r}")
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One benchmark cell: what one process measures. Validated at construction."""
+
+    backend: str
+    model: str
+    task: str
+    batch_size: int
+    profile: str
+    variant: str
+    warmup_steps: int
+    timed_steps: int
+    max_warmup_steps: int | None = None  # None: no extension past warmup_steps
+
+    def __post_init__(self) -> None:
+        backend = get_backend(self.backend)
+        spec = get_model(self.model)
+        if self.task not in spec.tasks():
+            raise BenchError(f"unknown task {self.task!r} for {self.model}; valid tasks: {', '.join(spec.tasks())}")
+        get_profile(self.profile)
+        _check_positive("batch size", self.batch_size)
+        _check_positive("timed steps", self.timed_steps)
+        _check_positive("warm-up steps", self.warmup_steps, minimum=0)
+        if self.max_warmup_steps is not None and (not isinstance(self.max_warmup_steps, int) or self.max_warmup_steps < self.warmup_steps):
+            raise BenchError(f"max warm-up steps must be an integer >= warm-up steps ({self.warmup_steps}), got {self.max_warmup_steps!r}")
+        backend.check_variant(self.variant)
+
+    @property
+    def key(self) -> str:
+        return f"{self.backend}__{self.model}__{self.task}__bs{self.batch_size}__{self.variant}"
+
+    @property
+    def task_spec(self) -> TaskSpec:
+        return get_model(self.model).task(self.task)
+
+    def window_plan(self):
+        from bench.timing import WindowPlan
+
+        return WindowPlan(self.warmup_steps, self.timed_steps, self.max_warmup_steps, self.task_spec.windows_per_step)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], validate: bool = True) -> "Cell":
+        """validate=False restores an archived cell as it was written, even if today's registry no longer has it."""
+        values = {f.name: data[f.name] if f.default is dataclasses.MISSING else data.get(f.name, f.default) for f in dataclasses.fields(cls)}
+        if validate:
+            return cls(**values)
+        cell = object.__new__(cls)
+        for name, value in values.items():
+            object.__setattr__(cell, name, value)
+        return cell
+
+    def why_not_in_registry(self) -> str | None:
+        """None if today's registry still has this cell, else why not (for archived results)."""
+        try:
+            Cell.from_dict(self.to_dict())
+        except BenchError as e:
+            return str(e)
+        return None
+
+
+def plan_cells(
+    profile: str,
+    backends: list[str] | None = None,
+    models: list[str] | None = None,
+    tasks: list[str] | None = None,
+    batch_size: int | None = None,
+    variants: list[str] | None = None,
+    timed_steps: int | None = None,
+    warmup_steps: int | None = None,
+) -> list[Cell]:
+    """The cells of the published table (narrowed by the arguments), backend by backend."""
+    prof = get_profile(profile)
+    chosen = [get_backend(name) for name in backends or BACKENDS]
+    specs = [get_model(m) for m in (models or MODELS)]
+    for variant in variants or []:
+        if variant not in all_variants():
+            raise BenchError(f"unknown variant {variant!r}; valid variants: {', '.join(sorted(all_variants()))}")
+    for task in tasks or []:
+        if not any(task in s.tasks() for s in specs):
+            valid = sorted({t for s in specs for t in s.tasks()})
+            raise BenchError(f"unknown task {task!r} for {', '.join(s.name for s in specs)}; valid tasks: {', '.join(valid)}")
+    warm = prof.warmup_steps if warmup_steps is None else warmup_steps
+    cells = []
+    for backend in chosen:
+        for spec in specs:
+            seen = set()
+            for row in spec.rows():
+                if tasks and row.task not in tasks:
+                    continue
+                bs = batch_size if batch_size is not None else prof.batch_size(row.batch_size)
+                for variant in backend.variants:
+                    if variants and variant not in variants:
+                        continue
+                    cell = Cell(
+                        backend=backend.name,
+                        model=spec.name,
+                        task=row.task,
+                        batch_size=bs,
+                        profile=profile,
+                        variant=variant,
+                        warmup_steps=warm,
+                        timed_steps=prof.timed_steps if timed_steps is None else timed_steps,
+                        max_warmup_steps=max(warm, prof.max_warmup_steps),
+                    )
+                    if cell.key not in seen:  # an explicit --batch-size can merge two rows
+                        seen.add(cell.key)
+                        cells.append(cell)
+    return cells

@@ -1,0 +1,136 @@
+"""What a workload is, on every backend: its tasks (TaskSpec), its model (ModelSpec) read from
+bench/models/<name>/workload.toml, and the helpers that validate its shapes. Stdlib only.
+
+What exists (the models found, the published rows, the cells) is bench/registry.py's.
+"""
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import importlib.util
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from bench.backends import BenchError, get_backend
+from bench.profiles import profiles
+
+MODELS_DIR = Path(__file__).resolve().parent / "models"
+WORKLOAD_FILE = "workload.toml"  # a folder of MODELS_DIR holding one is a model
+TASKS = ("fit", "predict", "generate")
+# How a task's steps are driven and timed (bench/drivers.py holds one function per name).
+DRIVERS = ("steps", "keras-fit", "keras-predict", "trainer", "step-pairs")
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """What one of a model's tasks is, on every backend: which driver runs it per implementation family, the unit
+    of its figures, what its first window holds, and its generated tokens per step (generate tasks)."""
+
+    name: str
+    drivers: dict[str, str]  # family ("keras", "native-torch") -> driver name
+    unit: str = "ms/step"
+    first_step_contains: str = "trace + compile + the first step"
+    tokens_per_step: Callable[[Any, int], int] | None = None  # (shape, batch size) -> tokens
+    derivation: str | None = None  # how timed figures come from the windows, when they are not the windows
+
+    def __post_init__(self) -> None:
+        unknown = set(self.drivers.values()) - set(DRIVERS)
+        if self.name not in TASKS or unknown:
+            raise BenchError(f"task {self.name!r}: unknown task or driver(s) {sorted(unknown)}; drivers: {', '.join(DRIVERS)}")
+
+    def driver(self, family: str) -> str:
+        try:
+            return self.drivers[family]
+        except KeyError:
+            raise BenchError(f"task {self.name!r} has no driver for the {family!r} family") from None
+
+    @property
+    def windows_per_step(self) -> int:
+        return 2 if self.derivation == "pair-difference" else 1
+
+
+def fit_task(native: str = "steps") -> TaskSpec:
+    """Keras fit() on every Keras backend; native PyTorch by `native` (a plain training loop, or the Trainer)."""
+    return TaskSpec("fit", {"keras": "keras-fit", "native-torch": native})
+
+
+def predict_task(native: str = "steps") -> TaskSpec:
+    return TaskSpec("predict", {"keras": "keras-predict", "native-torch": native})
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A model's framework-neutral definition, shared by every backend's implementation."""
+
+    name: str
+    display: str
+    shape_type: type  # a frozen dataclass of the model's shapes and sizes
+    shapes: dict[str, Any]  # profile name -> shape_type instance
+    unsupported: dict[str, str]  # backend -> why the cell cannot exist
+    task_specs: dict[str, TaskSpec]  # task name -> how it is driven and reported
+
+    def rows(self):
+        """This model's rows of the published table (bench.registry.Row), in the table's order."""
+        from bench.registry import published_rows
+
+        return tuple(r for r in published_rows() if r.model == self.name)
+
+    def tasks(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(r.task for r in self.rows()))
+
+    def shape(self, profile: str) -> Any:
+        return self.shapes[profile]
+
+    def task(self, name: str) -> TaskSpec:
+        try:
+            return self.task_specs[name]
+        except KeyError:
+            raise BenchError(f"unknown task {name!r} for {self.name}; valid tasks: {', '.join(self.task_specs)}") from None
+
+    def module_name(self, backend: str) -> str:
+        return f"bench.models.{self.name}.{get_backend(backend).family.replace('-', '_')}"
+
+    def implementation(self, backend: str):
+        """Import the per-framework module lazily: only the env under test has its framework."""
+        return importlib.import_module(self.module_name(backend))
+
+    def why_unsupported(self, backend: str) -> str | None:
+        """Why this model's cell cannot run on this backend, or None. Checked without importing a framework."""
+        if backend in self.unsupported:
+            return self.unsupported[backend]
+        if importlib.util.find_spec(self.module_name(backend)) is None:
+            return f"not implemented in this suite yet ({self.module_name(backend)} does not exist)"
+        return None
+
+
+def load_model_spec(name: str, display: str, shape_type: type, tasks: list[TaskSpec], unsupported: dict[str, str] | None = None) -> ModelSpec:
+    """Build a ModelSpec from bench/models/<name>/workload.toml, one table per profile."""
+    path = MODELS_DIR / name / WORKLOAD_FILE
+    with path.open("rb") as f:
+        data = tomllib.load(f)
+    missing = set(profiles()) - set(data)
+    if missing:
+        raise BenchError(f"{path}: no shapes for profile(s) {sorted(missing)}")
+    shapes = {}
+    for profile, values in data.items():
+        try:
+            shapes[profile] = shape_type(**values)
+        except (TypeError, ValueError) as e:
+            raise BenchError(f"{path} [{profile}]: {e}") from None
+    spec = ModelSpec(name, display, shape_type, shapes, dict(unsupported or {}), {t.name: t for t in tasks})
+    published = set(spec.tasks())
+    if published != set(spec.task_specs):
+        raise BenchError(f"{name}: the published table has tasks {sorted(published)}, the spec declares {sorted(spec.task_specs)}")
+    return spec
+
+
+def positive_fields(instance: Any) -> None:
+    """Validation for shape dataclasses: every int field is a positive int."""
+    for f in dataclasses.fields(instance):
+        value = getattr(instance, f.name)
+        if isinstance(value, bool):
+            continue
+        if isinstance(value, int) and value <= 0:
+            raise BenchError(f"{type(instance).__name__}.{f.name} must be a positive integer, got {value}")
