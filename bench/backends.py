@@ -19,6 +19,16 @@ class Backend:
     framework: str  # the framework package whose version identifies a run
     keras_major: int | None  # 2 or 3 for Keras backends, None for native PyTorch
     environment: dict[str, str] = field(default_factory=dict)  # set before any framework import
+    # Env rules (scripts/envs.py check-locks derives its cross-env checks from these, bench/envs/rules.py):
+    # packages pinned at one version in every env that lists them here,
+    shared_pins: tuple[str, ...] = ()
+    # and whether TensorFlow comes as tensorflow-cpu alone (no GPU build), at the version of the `tensorflow`
+    # of the TensorFlow backend of the same Keras major.
+    tensorflow_cpu_only: bool = False
+
+
+# The Keras 3 packages: one version across the Keras 3 envs.
+KERAS3_PINS = ("keras", "keras-hub", "keras-cv")
 
 
 # Variables every cell process gets: no network, quiet logs, and deterministic hashing.
@@ -44,10 +54,14 @@ BACKENDS: dict[str, Backend] = {
             # Must be set before TF is imported, or tf.keras silently resolves to Keras 3.
             {"TF_USE_LEGACY_KERAS": "1", "KERAS_BACKEND": "tensorflow"},
         ),
-        Backend("tensorflow", "Keras 3 (TensorFlow)", "keras", "tensorflow", 3, {"KERAS_BACKEND": "tensorflow"}),
-        Backend("jax", "Keras 3 (JAX)", "keras", "jax", 3, {"KERAS_BACKEND": "jax"}),
-        Backend("torch", "Keras 3 (PyTorch)", "keras", "torch", 3, {"KERAS_BACKEND": "torch"}),
-        Backend("native-torch", "Native PyTorch", "native-torch", "torch", None, {}),
+        Backend("tensorflow", "Keras 3 (TensorFlow)", "keras", "tensorflow", 3, {"KERAS_BACKEND": "tensorflow"},
+                shared_pins=KERAS3_PINS),
+        Backend("jax", "Keras 3 (JAX)", "keras", "jax", 3, {"KERAS_BACKEND": "jax"},
+                shared_pins=KERAS3_PINS, tensorflow_cpu_only=True),
+        # The same torch as native-torch: the two PyTorch columns compare implementations, not torch builds.
+        Backend("torch", "Keras 3 (PyTorch)", "keras", "torch", 3, {"KERAS_BACKEND": "torch"},
+                shared_pins=(*KERAS3_PINS, "torch"), tensorflow_cpu_only=True),
+        Backend("native-torch", "Native PyTorch", "native-torch", "torch", None, {}, shared_pins=("torch",)),
     )
 }
 
