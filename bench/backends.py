@@ -21,10 +21,20 @@ class Backend:
     environment: dict[str, str] = field(default_factory=dict)  # set before any framework import
     short: str = ""  # short display name (the table's "best of Keras 3" column); the name if empty
     variants: tuple[str, ...] = ("default",)  # what one backend runs in more than one way (native: eager, compiled)
+    # Env rules (scripts/envs.py check-locks derives its cross-env checks from these, bench/envs/rules.py):
+    # packages pinned at one version in every env that lists them here,
+    shared_pins: tuple[str, ...] = ()
+    # and whether TensorFlow comes as tensorflow-cpu alone (no GPU build), at the version of the `tensorflow`
+    # of the TensorFlow backend of the same Keras major.
+    tensorflow_cpu_only: bool = False
 
     def check_variant(self, variant: str) -> None:
         if variant not in self.variants:
             raise BenchError(f"unknown variant {variant!r} for {self.name}; valid variants: {', '.join(self.variants)}")
+
+
+# The Keras 3 packages: one version across the Keras 3 envs.
+KERAS3_PINS = ("keras", "keras-hub", "keras-cv")
 
 
 # Variables every cell process gets: no network, quiet logs, and deterministic hashing.
@@ -51,10 +61,15 @@ BACKENDS: dict[str, Backend] = {
             {"TF_USE_LEGACY_KERAS": "1", "KERAS_BACKEND": "tensorflow"},
             short="Keras 2",
         ),
-        Backend("tensorflow", "Keras 3 (TensorFlow)", "keras", "tensorflow", 3, {"KERAS_BACKEND": "tensorflow"}, short="TF"),
-        Backend("jax", "Keras 3 (JAX)", "keras", "jax", 3, {"KERAS_BACKEND": "jax"}, short="JAX"),
-        Backend("torch", "Keras 3 (PyTorch)", "keras", "torch", 3, {"KERAS_BACKEND": "torch"}, short="PyTorch"),
-        Backend("native-torch", "Native PyTorch", "native-torch", "torch", None, {}, short="Native PyTorch", variants=("eager", "compiled")),
+        Backend("tensorflow", "Keras 3 (TensorFlow)", "keras", "tensorflow", 3, {"KERAS_BACKEND": "tensorflow"}, short="TF",
+                shared_pins=KERAS3_PINS),
+        Backend("jax", "Keras 3 (JAX)", "keras", "jax", 3, {"KERAS_BACKEND": "jax"}, short="JAX",
+                shared_pins=KERAS3_PINS, tensorflow_cpu_only=True),
+        # The same torch as native-torch: the two PyTorch columns compare implementations, not torch builds.
+        Backend("torch", "Keras 3 (PyTorch)", "keras", "torch", 3, {"KERAS_BACKEND": "torch"}, short="PyTorch",
+                shared_pins=(*KERAS3_PINS, "torch"), tensorflow_cpu_only=True),
+        Backend("native-torch", "Native PyTorch", "native-torch", "torch", None, {}, short="Native PyTorch",
+                variants=("eager", "compiled"), shared_pins=("torch",)),
     )
 }
 

@@ -1,0 +1,82 @@
+"""`scripts/envs.py build`: a fresh venv from a hash-pinned requirements file, the repo .pth, then the stamp."""
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import time
+from pathlib import Path
+
+from bench.envs.common import (ROOT, EnvError, check_name, default_venv, fmt_s, rel, run, say,
+                               selected_names, sha256_file, uv_bin, venv_python)
+from bench.provenance import ENV_STAMP, env_stamp
+
+PTH = "bench_repo.pth"
+PYTHON_SPEC = "3.11"
+
+
+def build_one(name: str, venv: Path | None, requirements: Path | None) -> None:
+    check_name(name)
+    venv = (venv or default_venv(name)).absolute()
+    req = (requirements or ROOT / "envs" / name / "requirements.txt").absolute()
+    if not req.is_file():
+        raise EnvError(f"{name}: requirements file not found: {req}")
+    t0 = time.monotonic()
+    digest = sha256_file(req)
+    stamp = env_stamp(venv)
+    if stamp and stamp.get("lock_sha256") == digest and venv_python(venv).exists():
+        say(f"{name}: {rel(venv)} is current (lock sha256 {digest[:12]}, built {stamp.get('built_at')}); nothing to do")
+        return
+
+    say(f"{name}: building {rel(venv)} from {rel(req)} (sha256 {digest[:12]})")
+    # The stamp goes first: an interrupted or failed build must never look complete.
+    (venv / ENV_STAMP).unlink(missing_ok=True)
+    uv = uv_bin()
+    # Always a fresh venv (hardlinked from uv's cache: seconds when the cache is warm). Repairing in place
+    # would be weaker: uv pip sync keeps an installed dist of the right version without re-checking its
+    # hash (and --reinstall implies --refresh, i.e. re-downloading everything). A fresh sync checks every
+    # dist against this file's hashes, so the stamp vouches for all of it.
+    cmd = [uv, "venv", "--python", PYTHON_SPEC, "--no-project", str(venv)]
+    if venv.exists():
+        cmd.insert(2, "--clear")  # uv refuses to clear a directory that is not a venv
+    say(f"{name}: $ {' '.join(cmd)}")
+    if run(cmd).returncode != 0:
+        raise EnvError(f"{name}: `uv venv` failed; no stamp written")
+    cmd = [uv, "pip", "sync", "--require-hashes", "--python", str(venv_python(venv)), str(req)]
+    say(f"{name}: $ {' '.join(cmd)}")
+    t1 = time.monotonic()
+    if run(cmd).returncode != 0:
+        raise EnvError(f"{name}: `uv pip sync` failed (see uv's message above); no stamp written; the next build starts afresh")
+    say(f"{name}: synced in {fmt_s(time.monotonic() - t1)}")
+
+    # Make the repo's `bench` package importable without an index or an install step.
+    site = sorted(venv.glob("lib/python3.*/site-packages"))
+    if not site:
+        raise EnvError(f"{name}: no site-packages under {venv}/lib; no stamp written")
+    (site[0] / PTH).write_text(str(ROOT) + "\n")
+    say(f"{name}: wrote {rel(site[0] / PTH)} -> {ROOT}")
+
+    # LAST: the stamp, atomically.
+    data = {
+        "backend": name,
+        "requirements": rel(req),
+        "lock_sha256": digest,
+        "built_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+    }
+    tmp = venv / (ENV_STAMP + ".tmp")
+    tmp.write_text(json.dumps(data, indent=2) + "\n")
+    os.replace(tmp, venv / ENV_STAMP)
+    say(f"{name}: built {rel(venv)} in {fmt_s(time.monotonic() - t0)}")
+
+
+def cmd_build(args) -> int:
+    names = selected_names(args, "build")
+    if len(names) > 1 and (args.venv or args.requirements):
+        raise EnvError("build: --venv/--requirements take exactly one env name")
+    t0 = time.monotonic()
+    for n in names:
+        build_one(n, Path(args.venv) if args.venv else None, Path(args.requirements) if args.requirements else None)
+    if len(names) > 1:
+        say(f"all {len(names)} envs done in {fmt_s(time.monotonic() - t0)}")
+    return 0
+

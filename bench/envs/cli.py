@@ -1,0 +1,90 @@
+"""Build, fingerprint and check the per-backend Python environments.
+
+Stdlib only (Python 3.11). The envs are defined by envs/NAME/pyproject.toml (top-level pins),
+resolved into envs/NAME/uv.lock and exported to envs/NAME/requirements.txt, the one install
+artifact (hash-pinned) used by the venvs here, the containers and the Nix flake.
+
+  build NAME... [--all] [--venv DIR] [--requirements FILE]   build/repair .venvs/NAME
+  info NAME... [--json]                                       the env fingerprint
+  check-locks [NAME...] [--envs-dir DIR]                      offline: locks current, exports in sync, envs consistent
+  lock [NAME...] [--upgrade]                                  re-resolve (needs PyPI) and re-export
+  vars NAME                                                   the cell environment variables, KEY=VALUE
+  validate NAME                                               exit non-zero unless NAME is a backend
+  names                                                       the env names, one a line
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from bench.backends import BACKENDS, cell_environment
+from bench.envs.build import cmd_build
+from bench.envs.common import ENV_NAMES, ROOT, TOOLS, EnvError, check_name
+from bench.envs.info import cmd_info
+from bench.envs.locks import cmd_check_locks, cmd_lock
+
+
+def cmd_vars(args) -> int:
+    check_name(args.name, list(BACKENDS), "backends")
+    for k, v in cell_environment(args.name).items():
+        print(f"{k}={v}")
+    return 0
+
+
+def cmd_validate(args) -> int:
+    check_name(args.name, list(BACKENDS) + ([TOOLS] if args.allow_tools else []),
+               "envs" if args.allow_tools else "backends")
+    return 0
+
+
+def cmd_names(args) -> int:
+    print("\n".join(list(BACKENDS) if args.backends else ENV_NAMES))
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="scripts/envs.py", description=__doc__.split("\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    b = sub.add_parser("build", help="build or repair .venvs/NAME from envs/NAME/requirements.txt")
+    b.add_argument("names", nargs="*", metavar="NAME")
+    b.add_argument("--all", action="store_true", help="every env, in order")
+    b.add_argument("--venv", help="venv dir (default .venvs/NAME)")
+    b.add_argument("--requirements", help="requirements file (default envs/NAME/requirements.txt)")
+    b.set_defaults(func=cmd_build)
+    i = sub.add_parser("info", help="env fingerprint: python, lock, stamp, versions, framework build/devices")
+    i.add_argument("names", nargs="*", metavar="NAME")
+    i.add_argument("--all", action="store_true")
+    i.add_argument("--json", action="store_true")
+    i.set_defaults(func=cmd_info)
+    for cname, func, hlp in (("check-locks", cmd_check_locks, "offline consistency check of specs, locks, exports"),
+                             ("lock", cmd_lock, "re-resolve (needs PyPI) and re-export")):
+        c = sub.add_parser(cname, help=hlp)
+        c.add_argument("names", nargs="*", metavar="NAME")
+        c.add_argument("--envs-dir", "--root", dest="envs_dir", default=str(ROOT / "envs"),
+                       help="the envs/ dir to use (default: the repo's)")
+        if cname == "lock":
+            c.add_argument("--upgrade", action="store_true", help="allow newer transitive versions")
+        c.set_defaults(func=func)
+    v = sub.add_parser("vars", help="the cell environment variables of a backend, KEY=VALUE")
+    v.add_argument("name", metavar="NAME")
+    v.set_defaults(func=cmd_vars)
+    va = sub.add_parser("validate", help="exit non-zero unless NAME is a backend")
+    va.add_argument("name", metavar="NAME")
+    va.add_argument("--allow-tools", action="store_true", help="also accept the tools env")
+    va.set_defaults(func=cmd_validate)
+    na = sub.add_parser("names", help="the env names")
+    na.add_argument("--backends", action="store_true", help="backends only (no tools)")
+    na.set_defaults(func=cmd_names)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except EnvError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130

@@ -1,0 +1,87 @@
+"""What every part of bench.envs shares: names, paths, errors, uv. Stdlib only."""
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+from bench.backends import BACKENDS, COMMON_ENVIRONMENT, cell_environment
+from bench.provenance import REPO_ROOT as ROOT
+
+TOOLS = "tools"  # the orchestrator/test env: not a backend
+ENV_NAMES = [*BACKENDS, TOOLS]
+
+
+class EnvError(Exception):
+    """A user-facing error: printed without a traceback, exit status 2."""
+
+
+def say(msg: str = "") -> None:
+    print(msg, flush=True)
+
+
+def uv_bin() -> str:
+    # $UV (the Makefile exports its pinned .venvs/.uv/uv), else that pinned uv if present, else PATH.
+    pinned = ROOT / ".venvs" / ".uv" / "uv"
+    found = os.environ.get("UV") or (str(pinned) if os.access(pinned, os.X_OK) else None) or shutil.which("uv")
+    if not found:
+        raise EnvError("uv not found: set UV, run `make` (fetches the pinned uv) or `python3 -m pip install uv==0.13.9`")
+    return found
+
+
+def check_name(name: str, allowed: list[str] | None = None, what: str = "envs") -> str:
+    allowed = ENV_NAMES if allowed is None else allowed
+    if name not in allowed:
+        if name == "":
+            raise EnvError(f"no {what[:-1]} given (e.g. BACKEND=...); valid {what}: {', '.join(allowed)}")
+        raise EnvError(f"unknown {what[:-1]} {name!r}; valid {what}: {', '.join(allowed)}")
+    return name
+
+
+def selected_names(args, command: str) -> list[str]:
+    """The env names a command was given (or all of them with --all), each checked."""
+    names = list(ENV_NAMES) if args.all else args.names
+    if not names:
+        raise EnvError(f"{command}: name an env or pass --all; valid envs: {', '.join(ENV_NAMES)}")
+    for n in names:
+        check_name(n)
+    return names
+
+
+def env_vars(name: str) -> dict[str, str]:
+    """The variables a process in env NAME runs with: a backend's cell variables, the common ones for tools."""
+    return cell_environment(name) if name in BACKENDS else dict(COMMON_ENVIRONMENT)
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def rel(path: Path) -> str:
+    path = path.resolve()
+    try:
+        return str(path.relative_to(ROOT))
+    except ValueError:
+        return str(path)
+
+
+def venv_python(venv: Path) -> Path:
+    return venv / "bin" / "python"
+
+
+def default_venv(name: str) -> Path:
+    return ROOT / ".venvs" / name
+
+
+def run(cmd: list[str], **kw) -> subprocess.CompletedProcess:
+    return subprocess.run(cmd, **kw)
+
+
+def fmt_s(seconds: float) -> str:
+    return f"{seconds:.1f}s" if seconds < 120 else f"{seconds / 60:.1f}min"
