@@ -10,6 +10,8 @@ import stat
 import sys
 from pathlib import Path
 
+from bench.provenance import ENV_STAMP
+
 REPO = Path(__file__).resolve().parent.parent
 
 FAKE_PYTHON = '''#!{python}
@@ -39,7 +41,7 @@ if mode == "ok":
     run = {{"status": "ok", "first_step_ms": 500.0, "warmup_ms": [12.0] * cell["warmup_steps"],
            "timed_ms": [10.0 + i % 3 for i in range(n)], "setup_s": 0.1, "wall_s": 0.2,
            "settings": {{}}, "framework": {{"framework": "fake"}},
-           "process": {{"environment": json.load(open(os.path.join(venv, "bench-env.json")))}}}}
+           "process": {{"environment": json.load(open(os.path.join(venv, {stamp!r})))}}}}
     with open(out, "w") as f:
         json.dump(run, f)
 elif mode == "sleep":
@@ -68,9 +70,9 @@ def make_fake_envs(root: Path, backends) -> Path:
         venv = root / backend
         (venv / "bin").mkdir(parents=True)
         python = venv / "bin" / "python"
-        python.write_text(FAKE_PYTHON.format(python=sys.executable))
+        python.write_text(FAKE_PYTHON.format(python=sys.executable, stamp=ENV_STAMP))
         python.chmod(python.stat().st_mode | stat.S_IEXEC)
-        (venv / "bench-env.json").write_text(json.dumps({"backend": backend, "lock_sha256": lock_sha256(backend)}))
+        (venv / ENV_STAMP).write_text(json.dumps({"backend": backend, "lock_sha256": lock_sha256(backend)}))
     return root
 
 

@@ -42,9 +42,16 @@ def base() -> dict[str, Any]:
 
 
 def bench_importable() -> bool:
-    """Whether the env finds a bench package without PYTHONPATH (which info sets): through its .pth."""
-    given = set(filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep)))
-    return any((Path(p) / "bench" / "__init__.py").is_file() for p in sys.path if p and p not in given)
+    """Whether the env itself finds a bench package (through the .pth its build wrote into site-packages), not
+    through the PYTHONPATH that info sets to run this probe."""
+    import site
+
+    for packages in site.getsitepackages():
+        for pth in Path(packages).glob("*.pth"):
+            for line in pth.read_text().splitlines():
+                if line and not line.startswith(("#", "import")) and (Path(line.strip()) / "bench" / "__init__.py").is_file():
+                    return True
+    return False
 
 
 def tf_keras() -> dict[str, Any]:

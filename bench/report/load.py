@@ -10,13 +10,13 @@ from functools import cache
 from pathlib import Path
 from typing import Iterable
 
-from bench.backends import BACKENDS
+from bench.backends import BACKENDS, keras3_backends
 from bench.provenance import machine_label, machine_slug
 from bench.results import Result, load, result_files
 from bench.workloads import MODELS, REFERENCE_CSV, TASKS, get_model, get_profile, published_rows
 
 PROFILE_ORDER = ("paper", "smoke")  # paper before smoke; any other profile after, by name
-KERAS3 = ("tensorflow", "jax", "torch")
+KERAS3 = keras3_backends()
 # The reference CSV's columns, by backend.
 PUBLISHED_COLUMNS = {"keras2": "keras2_tensorflow", "tensorflow": "keras3_tensorflow", "jax": "keras3_jax", "torch": "keras3_torch"}
 PUBLISHED_HARDWARE = "1x NVIDIA A100 40GB"
@@ -38,15 +38,15 @@ class Column:
     @property
     def header(self) -> str:
         display = BACKENDS[self.backend].display
-        return f"{display} ({self.variant})" if self.backend == "native-torch" else display
+        return f"{display} ({self.variant})" if len(BACKENDS[self.backend].variants) > 1 else display
 
     @property
     def color(self) -> str:
         return COLORS[(self.backend, self.variant)]
 
 
-COLUMNS = tuple(Column(b, "default") for b in ("keras2", *KERAS3)) + (Column("native-torch", "eager"), Column("native-torch", "compiled"))
-NATIVE = tuple(c for c in COLUMNS if c.backend == "native-torch")
+COLUMNS = tuple(Column(b.name, v) for b in BACKENDS.values() for v in b.variants)  # the published order
+NATIVE = tuple(c for c in COLUMNS if BACKENDS[c.backend].family == "native-torch")
 
 
 @dataclass(frozen=True)

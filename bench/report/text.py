@@ -6,13 +6,15 @@ import tempfile
 from pathlib import Path
 from typing import Any, Iterable
 
+from bench.backends import BACKENDS, short_name
+
 try:
     from tabulate import tabulate
 except ImportError:  # reported by render() as a clear error, not a traceback
     tabulate = None
 
 STATUS_TEXT = {"unsupported": "NA", "oom": "OOM", "timeout": "timeout", "error": "error", "killed": "killed", "unsteady": "unsteady", "oom-predicted": "OOM (predicted)"}
-SHORT = {"keras2": "Keras 2", "tensorflow": "TF", "jax": "JAX", "torch": "PyTorch"}
+SHORT = {name: short_name(name) for name in BACKENDS}
 BEST = "Keras 3 (best)"
 
 
