@@ -55,13 +55,14 @@ def probe(family: str, profile: str, models: list[str]) -> dict[str, dict[str, i
 
 
 def fingerprint(model: str, family: str, profile: str, lock_sha256: str | None) -> str:
-    """What a cached count depends on: the shape, the implementation's source, the env's lock."""
+    """What a cached count depends on: the shape, the implementation's and this probe's source, the env's lock."""
     from bench.workloads import get_model
 
     spec = get_model(model)
     digest = hashlib.sha256(repr(spec.shape(profile)).encode())
     for path in sorted((REPO_ROOT / "bench" / "models").glob(f"{model}/*.py")) + sorted((REPO_ROOT / "bench" / "models").glob("*.py")):
         digest.update(path.read_bytes())
+    digest.update(Path(__file__).read_bytes())  # the probe itself
     digest.update(str(lock_sha256).encode())
     return digest.hexdigest()
 
