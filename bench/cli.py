@@ -77,6 +77,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--resume", action="store_true", help="skip cells whose current result is ok (or NA) and measured with the env lock current now")
     run.add_argument("--dry-run", action="store_true", help="list the cells and exit")
     run.add_argument("--jobs", type=positive_int, default=1, help="cells in parallel, one GPU each (needs a GPU per job)")
+    run.add_argument("--ignore-plan", action="store_true", help="run cells that <results-dir>/plan-<profile>.json predicts will not fit (oom-predicted)")
+
+    plan = sub.add_parser("plan", help="every cell's parameters and memory, predicted without allocating a model")
+    plan.add_argument("--profile", default="paper", help="paper or smoke (default: paper)")
+    plan.add_argument("--results-dir", type=Path, default=DEFAULT_RESULTS, help="writes plan-<profile>.json and plan.json here")
 
     cell = sub.add_parser("cell", help="(internal) measure one cell in this process")
     cell.add_argument("--cell", required=True, help="the cell as JSON")
@@ -158,7 +163,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
         results = run_cells_parallel(cells, args.results_dir, args.jobs, repeats=args.repeats, timeout_s=args.timeout, profile_choice=choice)
     else:
-        results = run_cells(cells, args.results_dir, repeats=args.repeats, timeout_s=args.timeout, profile_choice=choice, resume=args.resume)
+        results = run_cells(cells, args.results_dir, repeats=args.repeats, timeout_s=args.timeout, profile_choice=choice, resume=args.resume,
+                            ignore_plan=args.ignore_plan)
     return 0 if all(r.status in ("ok", "unsupported") for r in results) else 1
 
 
@@ -196,6 +202,16 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     return doctor_main(Probes(plan_path=args.plan))
 
 
+def cmd_plan(args: argparse.Namespace) -> int:
+    from bench.plan import run
+    from bench.workloads import get_profile
+
+    get_profile(args.profile)
+    _, written = run(args.profile, args.results_dir)
+    print("wrote " + " and ".join(str(p) for p in written))
+    return 0
+
+
 def cmd_export(args: argparse.Namespace) -> int:
     from bench.export import export
 
@@ -213,4 +229,4 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"run": cmd_run, "cell": cmd_cell, "validate": cmd_validate, "table": cmd_table, "doctor": cmd_doctor, "export": cmd_export, "compare": cmd_compare, **cluster_cli.COMMANDS}
+COMMANDS = {"run": cmd_run, "cell": cmd_cell, "validate": cmd_validate, "table": cmd_table, "doctor": cmd_doctor, "export": cmd_export, "plan": cmd_plan, "compare": cmd_compare, **cluster_cli.COMMANDS}

@@ -19,6 +19,7 @@ from typing import Callable
 from bench.backends import BenchError, cell_environment
 from bench.drift import reference_ms
 from bench.failures import crash_status, oom_kill_count
+from bench.plan import load_cells as load_plan_cells, predicted_oom
 from bench.progress import Progress
 from bench.provenance import ENV_STAMP, REPO_ROOT, env_stamp, git_info, machine_info, machine_label, now_utc
 from bench.results import Result, Run, load, load_all, result_path, task_unit
@@ -189,11 +190,13 @@ def run_cells(
     profile_choice: str = "explicit",
     resume: bool = False,
     echo: Callable[[str], None] | None = None,
+    ignore_plan: bool = False,
 ) -> list[Result]:
     """Run every cell (each `repeats` processes, interleaved across its row) and write one result file per cell.
 
     Progress goes to `echo` as plain lines when one is given, else to bench.progress.Progress: a live bar with an
-    ETA on a terminal, the same plain lines otherwise."""
+    ETA on a terminal, the same plain lines otherwise. A cell that <results_dir>/plan-<profile>.json says cannot fit
+    the device (the GPU's memory, else RAM) is recorded as oom-predicted, not run, unless ignore_plan."""
     progress = None if echo is not None else Progress()
     echo = echo or progress.message
     if repeats < 1:
@@ -204,7 +207,9 @@ def run_cells(
         todo = [c for c in cells if not already_measured(c, results_dir, machine, repeats)]
         echo(f"skipped (resume): {len(cells) - len(todo)} cells already measured")
         cells = todo
-    pythons = {c.backend: env_python(c.backend) for c in cells if not get_model(c.model).why_unsupported(c.backend)}
+    plans = {} if ignore_plan else {p: load_plan_cells(results_dir, p) for p in {c.profile for c in cells}}
+    predicted = {c.key: why for c in cells if plans and (why := predicted_oom(c, plans[c.profile], machine))}
+    pythons = {c.backend: env_python(c.backend) for c in cells if not get_model(c.model).why_unsupported(c.backend) and c.key not in predicted}
     check_writable(results_dir)  # before any cell runs: an hour of measuring must not end in a failed write
     git = git_info()
     from bench.workloads import get_profile
@@ -254,6 +259,8 @@ def run_cells(
                         reason = get_model(cell.model).why_unsupported(cell.backend)
                         if reason:
                             runs[cell.key].append(Run(status="unsupported", message=reason))
+                        elif cell.key in predicted:
+                            runs[cell.key].append(Run(status="oom-predicted", message=predicted[cell.key]))
                         else:
                             log_path = results_dir / "logs" / cell.profile / f"{cell.key}.{repeat}.log"
                             run = CellProcess(cell, pythons[cell.backend], log_path, git, phase).run(timeout_s or get_profile(cell.profile).timeout_s)

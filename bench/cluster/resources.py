@@ -39,7 +39,7 @@ class Resources:
 
 
 def load_plan(path: Path) -> dict[str, dict]:
-    """results/plan.json: cell key -> {"memory_gib": x} (a top-level "cells" object is accepted too)."""
+    """results/plan.json: cell key -> {"memory_gib": x}; a top-level "cells" object, or list of {"key", "memory_gib"}."""
     if not path.exists():
         return {}
     try:
@@ -48,6 +48,8 @@ def load_plan(path: Path) -> dict[str, dict]:
         raise BenchError(f"cannot read the plan {path}: {e}") from None
     if isinstance(data, dict) and isinstance(data.get("cells"), dict):
         data = data["cells"]
+    elif isinstance(data, dict) and isinstance(data.get("cells"), list):  # what `make plan` writes (bench/plan.py)
+        data = {c["key"]: c for c in data["cells"] if isinstance(c, dict) and isinstance(c.get("key"), str)}
     if not isinstance(data, dict):
         raise BenchError(f"the plan {path} is not a JSON object of cell key -> {{\"memory_gib\": x}}")
     return data

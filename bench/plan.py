@@ -1,0 +1,170 @@
+"""`python -m bench plan` (`make plan`): every cell's memory, predicted without allocating a model.
+
+Per cell: the parameters its process holds and trains (counted abstractly in the family's env, bench/plan_counts.py),
+the bytes of weights, gradients and optimizer state, an activation estimate (bench/plan_memory.py), their total,
+and whether that fits an A100 40GB, an H100 80GB and this machine's RAM. Written to <results>/plan-<profile>.json
+and <results>/plan.json ({"profile", "cells": [{"key", "memory_gib", ...}]}, what `make doctor` and `make submit`
+read). The orchestrator reads plan-<profile>.json: a cell the plan says will not fit the device it is about to use
+is recorded as `oom-predicted` instead of run (`--ignore-plan` runs it anyway).
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from pathlib import Path
+
+from bench.backends import get_backend
+from bench.plan_counts import counts_for
+from bench.plan_memory import ACTIVATION_FORMULAS, GIB, figures, fits
+from bench.provenance import now_utc
+from bench.workloads import Cell, get_model, plan_cells
+
+# What nvidia-smi reports as memory.total for the published GPU and the current flagship, in GiB.
+DEVICES = {"A100-40GB": 40960 / 1024, "H100-80GB": 81559 / 1024}
+KERAS2_COUNTS = "keras2 builds for real (no abstract scope in tf_keras): its cells use the Keras 3 count of the same architecture"
+
+
+def ram_gib() -> float | None:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                return int(line.split()[1]) / 2**20
+    except OSError:
+        pass
+    return None
+
+
+def plan_path(results_dir: Path, profile: str) -> Path:
+    return results_dir / f"plan-{profile}.json"
+
+
+def cell_entry(cell: Cell, counts: dict | str | None, ram: float | None) -> dict:
+    spec = get_model(cell.model)
+    family = get_backend(cell.backend).family
+    entry = {"key": cell.key, "backend": cell.backend, "model": cell.model, "task": cell.task, "batch_size": cell.batch_size, "variant": cell.variant, "family": family}
+    why = spec.why_unsupported(cell.backend)
+    if why:
+        return {**entry, "unsupported": why, "memory_gib": None}
+    if not isinstance(counts, dict):
+        return {**entry, "error": counts or "no parameter counts", "memory_gib": None}
+    parts = {k: v for k, v in counts.items() if k != "counted_in"}
+    entry.update(figures(cell.model, family, cell.task, cell.batch_size, parts, spec.shape(cell.profile)).to_dict())
+    entry["counted_in"] = counts.get("counted_in")
+    if cell.backend == "keras2":
+        entry["counts_note"] = KERAS2_COUNTS
+    total = entry["total_bytes"] / GIB
+    entry["fits"] = {**{name: fits(total, cap) for name, cap in DEVICES.items()}, "RAM": fits(total, ram)}
+    return entry
+
+
+def build_plan(profile: str, echo=print) -> dict:
+    cells = plan_cells(profile)
+    pairs = {(c.model, get_backend(c.backend).family) for c in cells if not get_model(c.model).why_unsupported(c.backend)}
+    counts = counts_for(pairs, profile, echo=echo)
+    ram = ram_gib()
+    return {
+        "profile": profile,
+        "created_at": now_utc(),
+        "devices_gib": {**{k: round(v, 2) for k, v in DEVICES.items()}, "RAM": round(ram, 2) if ram else None},
+        "estimate_note": "activations are a rough estimate (see activation_formulas); weights, gradients and optimizer "
+        "state are exact for the counted parameters; the framework's own memory (CUDA context, allocator) is not included",
+        "activation_formulas": ACTIVATION_FORMULAS,
+        "keras2_counts": KERAS2_COUNTS,
+        "cells": [cell_entry(c, counts.get((c.model, get_backend(c.backend).family)), ram) for c in cells],
+    }
+
+
+def write_plan(plan: dict, results_dir: Path) -> list[Path]:
+    results_dir.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(plan, indent=1) + "\n"
+    written = []
+    for path in (plan_path(results_dir, plan["profile"]), results_dir / "plan.json"):
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(text)
+        os.replace(tmp, path)
+        written.append(path)
+    return written
+
+
+def millions(n: int | None) -> str:
+    if not n:
+        return "-" if n is None else "0"
+    return f"{n / 1e9:.3f}B" if n >= 1e9 else f"{n / 1e6:.2f}M" if n >= 1e6 else f"{n / 1e3:.1f}k"
+
+
+def table(plan: dict) -> str:
+    from tabulate import tabulate
+
+    yes = lambda v: "-" if v is None else "yes" if v else "NO"
+    rows = []
+    for c in plan["cells"]:
+        head = [c["backend"], c["model"], c["task"], c["batch_size"], c["variant"]]
+        if c.get("memory_gib") is None:
+            rows.append(head + [c.get("unsupported") and "NA (unsupported)" or c.get("error", "-")] + [""] * 9)
+            continue
+        rows.append(head + [
+            millions(c["parameters"]), millions(c["trainable_parameters"]), f"{c['weights_gib']:.2f}",
+            f"{c['gradients_gib']:.2f}", f"{c['optimizer_gib']:.2f}", f"~{c['activations_gib']:.2f}", f"{c['memory_gib']:.2f}",
+            *(yes(c["fits"][d]) for d in (*DEVICES, "RAM")),
+        ])
+    ram = plan["devices_gib"].get("RAM")
+    headers = ["backend", "model", "task", "batch", "variant", "params", "trainable", "weights GiB", "grads GiB", "optim GiB",
+               "activ. GiB (est.)", "total GiB", "A100 40GB", "H100 80GB", f"RAM {ram:.1f} GiB" if ram else "RAM"]
+    return tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True)
+
+
+def run(profile: str, results_dir: Path, echo=print) -> tuple[dict, list[Path]]:
+    started = time.perf_counter()
+    plan = build_plan(profile, echo=echo)
+    written = write_plan(plan, results_dir)
+    echo(table(plan))
+    echo(f"\nactivations are estimates (formulas in {written[0]}); {len(plan['cells'])} cells planned in {time.perf_counter() - started:.1f} s")
+    return plan, written
+
+
+# --- The orchestrator's side: skip a cell the plan says cannot fit the device it is about to use. ---
+
+
+def load_cells(results_dir: Path, profile: str) -> dict[str, dict]:
+    """cell key -> its plan entry, from <results>/plan-<profile>.json; empty when there is no (readable) plan."""
+    try:
+        data = json.loads(plan_path(results_dir, profile).read_text())
+    except (OSError, ValueError):
+        return {}
+    cells = data.get("cells") if isinstance(data, dict) and data.get("profile") == profile else None
+    return {c["key"]: c for c in cells or [] if isinstance(c, dict) and "key" in c}
+
+
+def gib_of(memory: str | None) -> float | None:
+    """nvidia-smi's memory.total ("81559 MiB") in GiB."""
+    match = re.match(r"\s*([\d.]+)\s*(MiB|GiB)?", memory or "")
+    if not match:
+        return None
+    value = float(match.group(1))
+    return value if match.group(2) == "GiB" else value / 1024
+
+
+def available_device(machine: dict) -> tuple[float | None, str]:
+    """(GiB, what) of the device a cell will use: the smallest visible GPU's memory, else the machine's RAM."""
+    gpus = [(gib_of(g.get("memory")), g.get("name", "GPU")) for g in machine.get("gpus") or []]
+    gpus = [(size, name) for size, name in gpus if size]
+    if gpus:
+        size, name = min(gpus)
+        return size, f"{name} memory"
+    return machine.get("memory_gib"), "RAM"
+
+
+def predicted_oom(cell: Cell, plan_cells_by_key: dict[str, dict], machine: dict) -> str | None:
+    """Why the plan says the cell will not fit the device, or None (fits, no plan, no figure, unknown device)."""
+    entry = plan_cells_by_key.get(cell.key)
+    need = (entry or {}).get("memory_gib")
+    have, what = available_device(machine)
+    if not isinstance(need, (int, float)) or isinstance(need, bool) or not have or need <= have:
+        return None
+    parts = ", ".join(f"{name} {entry[f'{name}_gib']:.2f}" for name in ("weights", "gradients", "optimizer") if f"{name}_gib" in entry)
+    return (
+        f"the plan (plan-{cell.profile}.json) estimates {need:.2f} GiB ({parts}, activations ~{entry.get('activations_gib', 0):.2f} "
+        f"estimated), more than the {have:.2f} GiB of {what} here; --ignore-plan (IGNORE_PLAN=1) runs it anyway"
+    )

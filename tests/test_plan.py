@@ -1,0 +1,190 @@
+"""The plan (issue 11): memory arithmetic and fit verdicts (no env), the orchestrator's oom-predicted skip (fake
+envs), and the parameter counts against the published models (marked envs: counted in the real envs)."""
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from bench.cluster.resources import cell_resources, load_plan
+from bench.doctor import largest_cell_gib
+from bench.plan import DEVICES, available_device, cell_entry, gib_of, predicted_oom, table, write_plan
+from bench.plan_memory import GIB, figures, fits, lora_parameters
+from bench.results import load_all
+from bench.workloads import Cell, get_model, plan_cells
+from fakes import bench_env, make_fake_envs
+
+REPO = Path(__file__).resolve().parent.parent
+MISTRAL, GEMMA = get_model("mistral").shape("paper"), get_model("gemma").shape("paper")
+PUBLISHED = {  # the checkpoints' published sizes (tests/test_fidelity.py has their sources)
+    ("bert", "backbone"): 108_310_272,
+    ("gemma", "causal_lm"): 8_537_680_896,
+    ("mistral", "causal_lm"): 7_241_732_096,
+    ("sam", "sam"): 641_090_608,
+    ("stable_diffusion", "unet"): 859_520_964,
+}
+
+
+def cell(backend, model, task, batch, profile="paper", variant=None):
+    variant = variant or ("eager" if backend == "native-torch" else "default")
+    return Cell(backend, model, task, batch, profile, variant, 2, 100, 10)
+
+
+# --- Arithmetic, no env ---------------------------------------------------------------------------------------
+
+
+def test_lora_adapters_are_counted_from_the_shape():
+    # peft: rank x (in + out) per q_proj / v_proj, per layer. Mistral: q 4096->4096, v 4096->1024 (8 kv heads x 128).
+    assert lora_parameters(MISTRAL, "native-torch") == 32 * 4 * ((4096 + 4096) + (4096 + 1024)) == 1_703_936
+    assert lora_parameters(GEMMA, "native-torch") == 28 * 4 * 2 * (3072 + 16 * 256) == 1_605_632
+    # Keras EinsumDense.enable_lora: lora_kernel_a is kernel.shape[:-1] + (rank,), lora_kernel_b (rank, head_dim).
+    assert lora_parameters(MISTRAL, "keras") == 32 * 4 * ((4096 * 32 + 128) + (4096 * 8 + 128))
+
+
+def test_llm_fit_holds_bf16_weights_and_trains_float32_adapters():
+    f = figures("mistral", "native-torch", "fit", 8, {"causal_lm": 7_241_732_096}, MISTRAL)
+    lora = 1_703_936
+    assert f.weights_dtype == "bfloat16" and f.trainable_parameters == lora
+    assert f.parameters == 7_241_732_096 + lora
+    assert f.weights_bytes == 7_241_732_096 * 2 + lora * 4
+    assert f.gradients_bytes == lora * 4 and f.optimizer_bytes == lora * 8  # Adam: 2 float32 moments
+    layer = 8 * 128 * (15 * 4096 + 4.75 * 14336 + 5 * 32 * 128) * 2 / 2
+    assert f.activations_bytes == pytest.approx(32 * layer + 2 * 8 * 128 * 32000 * 4, abs=1)
+    assert f.total_bytes == f.weights_bytes + f.gradients_bytes + f.optimizer_bytes + f.activations_bytes
+
+
+def test_generate_holds_the_kv_cache_and_no_gradients():
+    f = figures("gemma", "keras", "generate", 32, {"backbone": 8_537_680_896}, GEMMA)
+    assert f.gradients_bytes == f.optimizer_bytes == f.trainable_parameters == 0
+    assert f.weights_bytes == 8_537_680_896 * 2
+    kv = 2 * 28 * 32 * 50 * 16 * 256 * 2
+    assert f.activations_bytes == kv + 32 * 256000 * 4
+
+
+def test_float32_models_train_every_parameter_of_what_fit_trains():
+    sam = get_model("sam").shape("paper")
+    fit = figures("sam", "native-torch", "fit", 1, {"sam": 641_090_608, "image_encoder": 637_026_048}, sam)
+    assert fit.weights_bytes == 641_090_608 * 4 and fit.gradients_bytes == 637_026_048 * 4 and fit.optimizer_bytes == 637_026_048 * 8
+    predict = figures("sam", "native-torch", "predict", 4, {"sam": 641_090_608, "image_encoder": 637_026_048}, sam)
+    assert predict.gradients_bytes == predict.optimizer_bytes == 0 and predict.activations_bytes > 0
+    bert = get_model("bert").shape("paper")
+    head = figures("bert", "keras", "predict", 256, {"backbone": 108_310_272}, bert)
+    assert head.parameters == 108_310_272 + 768 * 2 + 2  # the 2-class head, as the native classifier counts it
+
+
+def test_fit_verdicts():
+    assert fits(39.9, 40.0) is True and fits(40.1, 40.0) is False and fits(1.0, None) is None
+    counts = {"causal_lm": 7_241_732_096}
+    entry = cell_entry(cell("native-torch", "mistral", "fit", 8), counts, ram=8.0)
+    assert entry["fits"] == {"A100-40GB": True, "H100-80GB": True, "RAM": False}  # ~18 GiB
+    assert 14 < entry["memory_gib"] < 40
+    huge = cell_entry(cell("native-torch", "mistral", "generate", 32), counts, ram=None)
+    assert huge["fits"]["RAM"] is None
+    assert cell_entry(cell("keras2", "gemma", "fit", 8), None, ram=64)["unsupported"]
+    assert DEVICES["A100-40GB"] == 40.0 and 79 < DEVICES["H100-80GB"] < 80
+
+
+def test_the_device_a_run_uses_is_the_gpu_else_ram():
+    assert gib_of("81559 MiB") == pytest.approx(79.647, abs=1e-3) and gib_of("") is None
+    a100 = {"gpus": [{"name": "NVIDIA A100-SXM4-40GB", "memory": "40960 MiB"}], "memory_gib": 500.0}
+    assert available_device(a100) == (40.0, "NVIDIA A100-SXM4-40GB memory")
+    assert available_device({"gpus": [], "memory_gib": 23.5}) == (23.5, "RAM")
+    c = cell("jax", "gemma", "fit", 8)
+    entry = {"key": c.key, "memory_gib": 45.5, "weights_gib": 15.9, "gradients_gib": 0.04, "optimizer_gib": 0.1, "activations_gib": 29.4}
+    why = predicted_oom(c, {c.key: entry}, a100)
+    assert "estimates 45.50 GiB" in why and "40.00 GiB of NVIDIA A100-SXM4-40GB memory" in why and "--ignore-plan" in why
+    assert predicted_oom(c, {c.key: {**entry, "memory_gib": 39.0}}, a100) is None
+    assert predicted_oom(c, {}, a100) is None
+
+
+def test_plan_file_is_what_doctor_and_submit_read(tmp_path):
+    c = cell("native-torch", "mistral", "fit", 8)
+    plan = {"profile": "paper", "devices_gib": {"RAM": 8.0}, "cells": [cell_entry(c, {"causal_lm": 7_241_732_096}, ram=8.0)]}
+    written = write_plan(plan, tmp_path)
+    assert [p.name for p in written] == ["plan-paper.json", "plan.json"]
+    data = json.loads((tmp_path / "plan.json").read_text())
+    assert largest_cell_gib(data) == (c.key, data["cells"][0]["memory_gib"])
+    assert cell_resources(c, load_plan(tmp_path / "plan.json")).mem_gib == int(-(-data["cells"][0]["memory_gib"] * 1.25 // 1))
+    assert "mistral" in table(plan) and "NO" in table(plan)
+
+
+# --- The orchestrator's skip, with fake envs ------------------------------------------------------------------
+
+
+def bench(args, env):
+    return subprocess.run([sys.executable, "-m", "bench", *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+
+
+def test_a_cell_the_plan_says_cannot_fit_is_oom_predicted_unless_ignored(tmp_path):
+    venvs = make_fake_envs(tmp_path / "venvs", ["jax"])
+    results = tmp_path / "results"
+    fit, predict = plan_cells("smoke", backends=["jax"], models=["bert"])
+    entry = {"weights_gib": 1.0, "gradients_gib": 1.0, "optimizer_gib": 2.0, "activations_gib": 99996.0}
+    plan = {"profile": "smoke", "cells": [{"key": fit.key, "memory_gib": 100000.0, **entry}, {"key": predict.key, "memory_gib": 0.5}]}
+    results.mkdir()
+    (results / "plan-smoke.json").write_text(json.dumps(plan))
+    out = bench(["run", "--profile", "smoke", "--backend", "jax", "--model", "bert", "--results-dir", str(results)], bench_env(venvs))
+    assert out.returncode == 1, out.stderr + out.stdout
+    got = {r.cell.task: r for r in load_all(results)}
+    assert got["predict"].status == "ok"
+    assert got["fit"].status == "oom-predicted"
+    assert "estimates 100000.00 GiB (weights 1.00, gradients 1.00, optimizer 2.00, activations ~99996.00 estimated)" in got["fit"].message
+    assert "--ignore-plan" in got["fit"].message and ("RAM here" in got["fit"].message or "memory here" in got["fit"].message)
+    assert not (results / "logs" / "smoke" / f"{fit.key}.0.log").exists()  # never started
+    out = bench(["run", "--profile", "smoke", "--backend", "jax", "--model", "bert", "--task", "fit", "--ignore-plan", "--results-dir", str(results)], bench_env(venvs))
+    assert out.returncode == 0, out.stderr + out.stdout
+    assert {r.cell.task: r.status for r in load_all(results)}["fit"] == "ok"
+
+
+def test_a_plan_for_another_profile_skips_nothing(tmp_path):
+    venvs = make_fake_envs(tmp_path / "venvs", ["jax"])
+    results = tmp_path / "results"
+    results.mkdir()
+    (fit,) = plan_cells("smoke", backends=["jax"], models=["bert"], tasks=["fit"])
+    (results / "plan-paper.json").write_text(json.dumps({"profile": "paper", "cells": [{"key": fit.key, "memory_gib": 1e9}]}))
+    out = bench(["run", "--profile", "smoke", "--backend", "jax", "--model", "bert", "--task", "fit", "--results-dir", str(results)], bench_env(venvs))
+    assert out.returncode == 0, out.stderr + out.stdout
+
+
+# --- Parameter counts in the real envs ------------------------------------------------------------------------
+
+
+@pytest.mark.envs
+def test_plan_counts_match_the_published_models():
+    from bench.plan import build_plan
+    from bench.plan_counts import family_env
+
+    if family_env("native-torch") is None or family_env("keras") is None:
+        pytest.skip("needs the native-torch env and a Keras 3 env (make envs)")
+    plan = build_plan("paper", echo=lambda line: None)
+    started = time.perf_counter()
+    again = build_plan("paper", echo=lambda line: None)  # every count cached now: no subprocess
+    assert time.perf_counter() - started < 30
+    by_key = {c["key"]: c for c in plan["cells"]}
+    assert [c["parameters"] for c in again["cells"] if "parameters" in c] == [c["parameters"] for c in plan["cells"] if "parameters" in c]
+    for c in plan_cells("paper"):
+        entry = by_key[c.key]
+        if get_model(c.model).why_unsupported(c.backend):
+            assert entry["memory_gib"] is None
+            continue
+        assert entry["memory_gib"] > 0 and set(entry["fits"]) == {"A100-40GB", "H100-80GB", "RAM"}
+    p = lambda key: by_key[key]["parameters"]
+    assert p("native-torch__bert__predict__bs256__eager") == PUBLISHED[("bert", "backbone")] + 768 * 2 + 2
+    assert p("jax__bert__predict__bs256__default") == PUBLISHED[("bert", "backbone")] + 768 * 2 + 2
+    assert p("keras2__bert__fit__bs32__default") == p("jax__bert__fit__bs32__default")  # reused Keras 3 count
+    for backend, variant in (("jax", "default"), ("native-torch", "eager")):
+        assert p(f"{backend}__gemma__generate__bs32__{variant}") == PUBLISHED[("gemma", "causal_lm")]
+        assert p(f"{backend}__mistral__generate__bs32__{variant}") == PUBLISHED[("mistral", "causal_lm")]
+    assert p("native-torch__sam__predict__bs4__eager") == PUBLISHED[("sam", "sam")]
+    assert p("jax__sam__predict__bs4__default") == PUBLISHED[("sam", "sam")] + 256  # Keras keeps one 256-weight more
+    sd_native = by_key["native-torch__stable_diffusion__predict__bs13__eager"]
+    sd_keras = by_key["jax__stable_diffusion__predict__bs13__default"]
+    assert sd_native["parameters"] == PUBLISHED[("stable_diffusion", "unet")] + 83_653_863 + 123_060_480
+    # keras-cv's pipeline holds the VAE's decoder only; diffusers' the whole VAE (its encoder is Keras' fit model).
+    assert sd_keras["parameters"] + p("jax__stable_diffusion__fit__bs8__default") == sd_native["parameters"]
+    assert by_key["native-torch__mistral__fit__bs8__eager"]["trainable_parameters"] == 1_703_936
+    assert plan["cells"][0]["weights_bytes"] == plan["cells"][0]["parameters"] * 4
+    assert by_key["jax__gemma__fit__bs8__default"]["weights_dtype"] == "bfloat16"
+    assert by_key["jax__gemma__generate__bs32__default"]["weights_gib"] == pytest.approx(8_537_680_896 * 2 / GIB, abs=1e-3)
