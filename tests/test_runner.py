@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from bench.backends import BACKENDS
+
 from bench.results import load, load_all
 from fakes import bench_env, make_fake_envs, write_memory_events
 
@@ -23,7 +25,7 @@ def bench(args, env, timeout=120):
 
 @pytest.fixture
 def venvs(tmp_path):
-    return make_fake_envs(tmp_path / "venvs", ["keras2", "tensorflow", "jax", "torch", "native-torch"])
+    return make_fake_envs(tmp_path / "venvs", list(BACKENDS))
 
 
 def run_args(results, *extra):

@@ -264,3 +264,23 @@ def test_derived_figures_may_be_negative_but_not_infinite():
     assert Stats.of([-1.0, 2.0, 3.0], allow_negative=True).median == 2.0
     with pytest.raises(ValueError):
         Stats.of([float("inf")], allow_negative=True)
+
+
+def test_the_cells_figures_come_from_the_timer_without_a_framework():
+    """bench/cell.py's figures(): plain windows as they are; a derived task's per-step figures from its pairs,
+    its first step the first pair's windows summed (everything the first step ran, compiles included)."""
+    from bench.cell import figures
+
+    ticks = iter(range(0, 10**10, 10**6))  # every clock read 1 ms after the last
+    timer = StepTimer(HostDevice(), plan(timed=2, warmup=0), clock=lambda: next(ticks))
+    drive_steps(Steps(lambda: None), timer)
+    split, derived = figures(timer, None)
+    assert not derived and split.first_ms == 1.0 and split.timed_ms == [1.0, 1.0]
+
+    workload = Pairs()
+    timer = StepTimer(HostDevice(), plan(timed=3, warmup=1, per=2))
+    drive_step_pairs(workload, timer)
+    split, derived = figures(timer, "pair-difference")
+    assert derived and split.first_ms == pytest.approx(sum(timer.windows_ms[:2]))
+    per_pair = pair_difference(timer.windows_ms, timer.tags)
+    assert split.warmup_ms == per_pair[1:2] and split.timed_ms == per_pair[2:5]
