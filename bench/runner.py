@@ -245,7 +245,7 @@ def run_cells(
 
     phase = progress.phase if progress else (lambda line: echo("    " + line))
     if progress:
-        progress.start([c for row in rows for c in row])
+        progress.start([c for row in rows for c in row], time_estimates(cells))
     try:
         for row in rows:
             runs: dict[str, list[Run]] = {cell.key: [] for cell in row}
@@ -285,6 +285,22 @@ def run_cells(
     echo(f"reference probe (bench/drift.py): {reference['start_ms']:.3f} ms at the start, {end_ms:.3f} ms at the end (x{end_ms / reference['start_ms']:.2f})")
     echo(f"{len(done)} cells in {hms(time.perf_counter() - started)}: " + ", ".join(f"{n} {s}" for s, n in _counts(done).items()))
     return done
+
+
+def time_estimates(cells: list[Cell]) -> dict[str, float]:
+    """Seconds per cell for the progress bar's ETA where an estimate exists: paper cells at a published batch
+    size, from the published ms/step (bench/cluster/estimate.py). Other cells: none (the bar then uses the mean
+    of the cells finished so far)."""
+    from bench.cluster.estimate import cell_seconds, published_ms
+
+    figures, out = published_ms(), {}
+    for cell in cells:
+        if cell.profile == "paper" and (cell.model, cell.task, cell.batch_size) in figures:
+            try:
+                out[cell.key] = cell_seconds(cell, figures)
+            except ValueError:  # no published figure for this column
+                pass
+    return out
 
 
 def _counts(results: list[Result]) -> dict[str, int]:

@@ -123,3 +123,13 @@ def test_a_terminal_picks_rich_and_hms_formats():
 
     assert Progress(out=Tty()).fancy and not Progress(out=io.StringIO()).fancy
     assert hms(3725.9) == "1:02:05"
+
+
+def test_paper_cells_get_eta_estimates_from_the_published_figures_and_smoke_cells_none():
+    from bench.runner import time_estimates
+    from bench.workloads import plan_cells
+
+    paper = time_estimates(plan_cells("paper", backends=["jax", "keras2"], models=["bert", "gemma"]))
+    assert paper["jax__bert__fit__bs32__default"] > 0 and "keras2__gemma__fit__bs8__default" in paper
+    assert paper["keras2__gemma__fit__bs8__default"] == 0.0  # unsupported: recorded without running
+    assert time_estimates(plan_cells("smoke", backends=["jax"], models=["bert"])) == {}
