@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass
 GIB = 2**30
 DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
 ADAM_BYTES = 8  # two float32 moments per trainable parameter
-LORA_BYTES = 4  # LoRA adapters are float32 (Keras EinsumDense.enable_lora; peft's autocast_adapter_dtype)
+LORA_BYTES = 4  # Keras LoRA adapters are float32 (EinsumDense.enable_lora); native ones take the base dtype (peft 0.9.0)
 # SD v1's widths, which keras-cv fixes whatever the shape says (only the resolution follows it).
 KERAS_CV_SD = {"unet": (320, 640, 1280, 1280), "unet_layers": 2, "unet_heads": 8, "vae": (128, 256, 512, 512)}
 
@@ -161,8 +161,10 @@ def figures(model: str, family: str, task: str, batch: int, counts: dict[str, in
     held, trained = held_and_trained(model, family, task, counts, shape)
     llm = model in ("gemma", "mistral")
     dtype = shape.dtype if llm else "float32"
-    if llm and task == "fit":  # frozen bf16 base + float32 adapters, which are what trains
-        weights, grad_bytes = held * DTYPE_BYTES[dtype] + trained * LORA_BYTES, LORA_BYTES
+    adam_bytes = ADAM_BYTES
+    if llm and task == "fit":  # frozen bf16 base + the adapters, which are what trains
+        grad_bytes = LORA_BYTES if family == "keras" else DTYPE_BYTES[dtype]  # native: bf16 adapters, bf16 Adam moments
+        weights, adam_bytes = held * DTYPE_BYTES[dtype] + trained * grad_bytes, 2 * grad_bytes
     else:
         weights, grad_bytes = held * DTYPE_BYTES[dtype], DTYPE_BYTES[dtype]
     act, formula = activations(model, family, task, batch, shape)
@@ -171,7 +173,7 @@ def figures(model: str, family: str, task: str, batch: int, counts: dict[str, in
         trainable_parameters=trained,
         weights_bytes=int(weights),
         gradients_bytes=trained * grad_bytes,
-        optimizer_bytes=trained * ADAM_BYTES,
+        optimizer_bytes=trained * adam_bytes,
         activations_bytes=int(math.ceil(act)),
         activation_formula=formula,
         weights_dtype=dtype,

@@ -20,3 +20,27 @@ def env_python(backend: str) -> Path:
             pytest.fail(f"environment {backend} is not built ({VENVS / backend}); run `make envs`")
         pytest.skip(f"environment {backend} is not built; run `make env BACKEND={backend}`")
     return python
+
+
+def assert_paper_settings(cell, settings: dict) -> None:
+    """The paper-relevant settings (issue 13) a cell's result records, against its shape: what v0.0.5 ran."""
+    from bench.registry import get_model
+
+    shape = get_model(cell.model).shape(cell.profile)
+    native = cell.backend == "native-torch"
+    if native:
+        assert settings["attention_implementation"], settings
+    if native and cell.model == "bert":
+        assert settings["attention_implementation"] == shape.attention_implementation, settings
+    if native and cell.model in ("sam", "stable_diffusion") and cell.task == "fit":
+        compiled = "train_step (forward, loss, backward, Adam)" if cell.variant == "compiled" else None
+        assert settings["compiled_function"] == compiled, settings
+    if cell.model in ("gemma", "mistral"):
+        if native and cell.task == "fit":
+            assert settings["lora_dtypes"] == [shape.dtype], settings  # peft 0.9.0's adapters in the base dtype
+        if not native:
+            assert settings["keras_fused_attention"] == shape.keras_fused_attention, settings
+            if not shape.keras_fused_attention:
+                assert settings["fused_attention"] is False, settings
+        if cell.task == "generate":
+            assert (settings["prompt_length"], settings["bos_token_id"]) == (shape.prompt_length, shape.bos_token_id)

@@ -7,7 +7,7 @@ import pytest
 
 from bench.backends import BACKENDS
 from bench.results import load_all
-from conftest import REPO, env_python
+from conftest import REPO, assert_paper_settings, env_python
 
 pytestmark = pytest.mark.envs
 
@@ -31,6 +31,7 @@ def test_make_bench_bert(backend, tmp_path):
         assert run.process["environment"]["backend"] == backend
         assert run.framework["version"]
         assert "jit_compile" in run.settings or "variant" in run.settings
+        assert_paper_settings(r.cell, run.settings)  # native: transformers' eager BERT attention, as published
         keras = run.settings.get("keras_version")
         if backend == "keras2":
             assert keras.startswith("2.") and "keras_nlp" in run.settings["model_class"]

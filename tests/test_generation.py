@@ -93,5 +93,5 @@ def test_real_generate_passes_and_a_short_one_fails(backend):
     assert out.returncode == 0, out.stderr[-4000:]
     got = json.loads(next(line for line in out.stdout.splitlines() if line.startswith("GENERATE "))[len("GENERATE "):])
     assert got["calls"] == 3  # 1 first + 2 timed
-    assert got["tokens_per_step"] == 2 * 7  # batch 2 x (12 - 5) new tokens in the smoke shape
+    assert got["tokens_per_step"] == 2 * 6  # batch 2 x (12 - 6: BOS + 5 words) new tokens in the smoke shape
     assert got["caught"] and ("unfilled" in got["caught"] or "shape (2, 11)" in got["caught"]), got

@@ -13,7 +13,7 @@ from bench.backends import get_backend
 from bench.models.llm import CausalLMShape
 from bench.results import load_all
 from bench.registry import MODELS, get_model, plan_cells
-from conftest import REPO, env_python
+from conftest import REPO, assert_paper_settings, env_python
 
 pytestmark = [pytest.mark.envs, pytest.mark.slow]
 CELLS = plan_cells("smoke", models=[m for m in MODELS if m != "bert"])  # BERT: tests/test_bench_bert.py
@@ -55,6 +55,7 @@ def test_smoke_cell(cell, tmp_path):
         assert settings["compile"]["graphs"] == settings["compiled_graphs"], settings["compile"]
     else:
         assert settings["keras_version"].startswith(f"{backend.keras_major}.")
+    assert_paper_settings(cell, settings)  # what v0.0.5 ran, recorded (issue 13)
     if cell.task == "generate":
         shape: CausalLMShape = get_model(cell.model).shape("smoke")
         assert r.unit == "ms/call" and run.tokens_per_step == cell.batch_size * shape.new_tokens

@@ -40,7 +40,7 @@ def test_units_come_from_the_task():
     assert SD.task("predict").unit == "ms/denoising step" and SD.task("fit").unit == "ms/step"
     gemma = get_model("gemma")
     assert gemma.task("generate").unit == "ms/call"
-    assert gemma.task("generate").tokens_per_step(gemma.shape("paper"), 32) == 32 * 45
+    assert gemma.task("generate").tokens_per_step(gemma.shape("paper"), 32) == 32 * 44  # BOS + 5 words, max_length 50
 
 
 def test_step_pairs_on_a_fake_clock_give_the_per_denoising_step_time():
@@ -72,3 +72,44 @@ class _Host:
 
     def compile_count(self):
         return 0
+
+
+def test_paper_shapes_carry_the_published_settings():
+    """Issue 13: BERT's eager attention; the LLM prompt is BOS + 5 words (6 tokens, 44 new to max_length 50) and
+    Keras takes keras-nlp 0.8.2's unfused attention; smoke runs the same paths."""
+    for profile in ("paper", "smoke"):
+        assert get_model("bert").shape(profile).attention_implementation == "eager"
+        for name, bos in (("gemma", 2), ("mistral", 1)):
+            shape = get_model(name).shape(profile)
+            assert (shape.prompt_length, shape.bos_token_id, shape.keras_fused_attention) == (6, bos, False)
+    assert get_model("mistral").shape("paper").new_tokens == 44
+
+
+def test_prompt_ids_start_with_the_bos():
+    import numpy as np
+
+    from bench.models.llm import prompt_ids
+
+    shape = get_model("mistral").shape("smoke")
+    ids = prompt_ids(shape, 3, 3, np.random.default_rng(0))
+    assert ids.shape == (3, shape.prompt_length) and ids.dtype == np.int32
+    assert (ids[:, 0] == shape.bos_token_id).all() and (ids[:, 1:] >= 3).all() and (ids < shape.vocabulary_size).all()
+
+
+def test_disabling_fused_attention_routes_both_kinds_of_keras_hub_layer(monkeypatch):
+    """Gemma decides per layer (`_use_fused_attention_op`), Mistral by its module's `fused_attention_op_available`."""
+    import types
+
+    from bench.models.keras_llm import disable_fused_attention, uses_fused_attention
+
+    module = types.ModuleType("fake_mistral_attention")
+    module.fused_attention_op_available = lambda: True
+    monkeypatch.setitem(__import__("sys").modules, module.__name__, module)
+    GemmaLike = type("GemmaLike", (), {"_use_fused_attention_op": lambda self: True})
+    MistralLike = type("MistralLike", (), {"__module__": module.__name__})
+    disabled = []
+    keras = types.SimpleNamespace(config=types.SimpleNamespace(disable_flash_attention=lambda: disabled.append(True)))
+    layers = [GemmaLike(), MistralLike()]
+    assert [uses_fused_attention(layer) for layer in layers] == [True, True]
+    disable_fused_attention(keras, layers)
+    assert [uses_fused_attention(layer) for layer in layers] == [False, False] and disabled == [True]

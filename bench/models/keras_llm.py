@@ -2,17 +2,28 @@
 
 Both follow keras-benchmarks v0.0.5: bfloat16 weights, `backbone.enable_lora(rank=4)`, AdamW and sparse
 cross-entropy from logits through `model.fit`; generate with the greedy sampler through `model.generate`.
-There is no tokenizer offline, so inputs are token ids: seeded random ids, every position real for fit;
-for generate, `prompt_length` real ids padded to `generate_length`, with stop tokens disabled so every
-call writes exactly `generate_length - prompt_length` new tokens per sequence.
+There is no tokenizer offline, so inputs are token ids prepared in setup (outside the timed window): seeded
+random ids, every position real for fit; for generate, the BOS + `prompt_length - 1` ids (what v0.0.5's
+preprocessor made of its 5-word prompt, see bench/models/llm.py) padded to `generate_length`, with stop tokens
+disabled so every call writes exactly `generate_length - prompt_length` new tokens per sequence.
+
+Attention: keras-hub 0.32 routes Gemma's and Mistral's attention through the fused `ops.dot_product_attention`
+(Mistral whenever the backend is JAX or torch; Gemma on a GPU/TPU), where keras-nlp 0.8.2 computed it with
+einsums and a softmax. `keras.config.disable_flash_attention()` does not change that: keras-hub's
+`fused_attention_op_available()` checks only that `keras.config.is_flash_attention_enabled` exists, not its
+value. So with `shape.keras_fused_attention = false` (the paper shape, as published) setup also routes each
+attention layer to the einsum path: Gemma's `_use_fused_attention_op()` returns False, and Mistral's module's
+`fused_attention_op_available` is replaced by one returning False. `fused_attention` in the settings is what the
+layers' own test answers after that (an einsum path when false).
 """
 from __future__ import annotations
 
+import sys
 from typing import Any, Callable
 
 import numpy as np
 
-from bench.models.llm import GenerationCheckError, check_generated
+from bench.models.llm import GenerationCheckError, check_generated, prompt_ids
 from bench.models.keras_common import (
     KerasWorkload,
     assert_keras_major,
@@ -44,6 +55,36 @@ def build_causal_lm(lib, backbone_class: str, task_class: str, backbone_kwargs: 
     return getattr(lib.models, task_class)(backbone=backbone, preprocessor=None)
 
 
+def attention_layers(model) -> list:
+    """The backbone's attention layers (keras-hub's *Attention layers: those with a `_compute_attention`)."""
+    return [layer for layer in model.backbone._flatten_layers(include_self=False) if hasattr(layer, "_compute_attention")]
+
+
+def uses_fused_attention(layer) -> bool:
+    """Whether a keras-hub attention layer calls ops.dot_product_attention, by the layer's own test: Gemma's
+    `_use_fused_attention_op()`, else its module's `fused_attention_op_available()` (Mistral)."""
+    test = getattr(layer, "_use_fused_attention_op", None)
+    if test is None:
+        test = getattr(sys.modules[type(layer).__module__], "fused_attention_op_available", lambda: False)
+    return bool(test())
+
+
+def disable_fused_attention(keras, layers: list) -> None:
+    """Route keras-hub's attention to its einsum path (keras-nlp 0.8.2's computation); see the module docstring."""
+    if hasattr(keras.config, "disable_flash_attention"):
+        keras.config.disable_flash_attention()
+    for layer in layers:
+        if hasattr(layer, "_use_fused_attention_op"):
+            type(layer)._use_fused_attention_op = lambda self: False
+        else:
+            module = sys.modules[type(layer).__module__]
+            if hasattr(module, "fused_attention_op_available"):
+                module.fused_attention_op_available = lambda: False
+    still = [type(layer).__name__ for layer in layers if uses_fused_attention(layer)]
+    if still:
+        raise RuntimeError(f"{sorted(set(still))} still take the fused attention path")
+
+
 class KerasCausalLM(KerasWorkload):
     backbone_class: str
     task_class: str
@@ -67,6 +108,8 @@ class KerasCausalLM(KerasWorkload):
         lib = nlp_library(self.keras_major)
         self.model = build_causal_lm(lib, self.backbone_class, self.task_class, type(self).backbone_kwargs(s), s.dtype)
         assert_keras_major(self.model, self.keras_major)
+        if not s.keras_fused_attention:
+            disable_fused_attention(keras, attention_layers(self.model))
         r = rng()
         if self.cell.task == "fit":
             self.model.backbone.enable_lora(rank=s.lora_rank)
@@ -80,7 +123,7 @@ class KerasCausalLM(KerasWorkload):
             self.data = repeated_batch(inputs, ids[:, 1:])  # next-token targets
         else:
             self.model.compile(sampler="greedy", jit_compile=reference_jit_compile(self.cell))
-            self.prompt_ids = r.integers(1, s.vocabulary_size, (bs, s.prompt_length), dtype="int32")
+            self.prompt_ids = prompt_ids(s, bs, 1, r)  # BOS + prompt_length - 1 ids
             token_ids = np.zeros((bs, s.generate_length), dtype="int32")
             token_ids[:, : s.prompt_length] = self.prompt_ids
             padding_mask = np.zeros((bs, s.generate_length), dtype=bool)
@@ -109,6 +152,9 @@ class KerasCausalLM(KerasWorkload):
             **super().settings(),
             "dtype": s.dtype,
             "backbone_dtype_policy": model.backbone.dtype_policy.name,
+            "keras_fused_attention": s.keras_fused_attention,
+            "fused_attention": any(uses_fused_attention(layer) for layer in attention_layers(model)),
+            "flash_attention_enabled": self.keras.config.is_flash_attention_enabled(),
         }
         if self.cell.task == "fit":
             out.update(
@@ -122,6 +168,7 @@ class KerasCausalLM(KerasWorkload):
                 sampler="greedy",
                 stop_token_ids=None,
                 prompt_length=s.prompt_length,
+                bos_token_id=s.bos_token_id,
                 generate_length=s.generate_length,
                 new_tokens_per_sequence=s.new_tokens,
             )

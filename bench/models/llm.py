@@ -1,4 +1,14 @@
-"""The shape shared by the two 7B causal LMs (Gemma, Mistral): architecture plus the fit/generate workload."""
+"""The shape shared by the two 7B causal LMs (Gemma, Mistral): architecture plus the fit/generate workload.
+
+Generate prompt: keras-benchmarks v0.0.5 passed a 5-word string through each library's tokenizer, which adds the
+start token (BOS): BOS + 5 words = 6 prompt tokens, and Keras's `max_length=50` left 44 new tokens. There is no
+tokenizer offline, so the prompt is prepared as ids in setup, outside the timed window: `bos_token_id` (the
+model's start token: Gemma 2, Mistral 1) followed by `prompt_length - 1` seeded random ids. `prompt_length`
+counts the BOS (6 in the paper shape). Both families generate `generate_length - prompt_length` new tokens
+(44 in the paper shape). v0.0.5's torch script asked `max_new_tokens = 50 - 5 = 45` (its 5 counted words, not
+the 6 tokens), one more than its Keras twin; here both families write the Keras count so a row compares equal
+work.
+"""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -25,20 +35,33 @@ class CausalLMShape:
     dtype: str
     lora_rank: int
     fit_sequence_length: int
-    prompt_length: int  # token ids of the "5-word prompt" (no tokenizer offline: one token per word)
+    prompt_length: int  # prompt token ids, BOS included: BOS + the "5-word prompt" (one token per word) = 6
     generate_length: int  # prompt + generated tokens, the same on every backend
+    bos_token_id: int  # the model's start token, the prompt's first id (the tokenizer's BOS in v0.0.5)
+    keras_fused_attention: bool  # Keras: let keras-hub use ops.dot_product_attention (False: keras-nlp 0.8.2's einsum path)
     learning_rate: float
 
     def __post_init__(self) -> None:
         positive_fields(self)
         if self.prompt_length >= self.generate_length:
             raise ValueError("prompt_length must be shorter than generate_length")
+        if self.prompt_length < 2:
+            raise ValueError("prompt_length counts the BOS: it must be at least 2 (BOS + one word)")
+        if not 0 <= self.bos_token_id < self.vocabulary_size:
+            raise ValueError(f"bos_token_id {self.bos_token_id} is outside the vocabulary")
         if self.num_query_heads % self.num_key_value_heads:
             raise ValueError("num_query_heads must be a multiple of num_key_value_heads")
 
     @property
     def new_tokens(self) -> int:
         return self.generate_length - self.prompt_length
+
+
+def prompt_ids(shape: CausalLMShape, batch_size: int, first_id: int, rng) -> np.ndarray:
+    """(batch_size, prompt_length) int32 prompt ids: the BOS, then seeded random ids in [first_id, vocabulary_size).
+    `rng` is a numpy Generator; what both families feed generate (the native side copies it to a tensor)."""
+    words = rng.integers(first_id, shape.vocabulary_size, (batch_size, shape.prompt_length - 1), dtype="int32")
+    return np.concatenate([np.full((batch_size, 1), shape.bos_token_id, dtype="int32"), words], axis=1)
 
 
 def generated_tokens(shape: CausalLMShape, batch_size: int) -> int:

@@ -15,6 +15,7 @@ import torch
 from bench.frameworks import device_for
 from bench.models.base import SEED, Workload
 COMPILE_MODE = "reduce-overhead"
+COMPILED_TRAIN_STEP = "train_step (forward, loss, backward, Adam)"  # settings' compiled_function of a compiled fit
 
 
 def device() -> torch.device:
@@ -102,6 +103,22 @@ class TorchWorkload(Workload):
 
     def maybe_compile(self, module):
         return torch.compile(module, mode=COMPILE_MODE) if self.compiled else module
+
+    def training_step(self, optimizer, inputs: torch.Tensor, target: torch.Tensor):
+        """v0.0.5's plain-loop fit step (SAM, StableDiffusion): `train_step()` runs zero_grad, self.model's
+        forward, MSE, backward and optimizer.step, and returns (outputs, loss). The compiled variant wraps the whole
+        function in torch.compile(mode=COMPILE_MODE), as the reference compiled its `train_fn`."""
+        model, loss_fn = self.model, torch.nn.MSELoss()
+
+        def train_step():
+            optimizer.zero_grad()
+            outputs = model(inputs)
+            loss = loss_fn(outputs, target)
+            loss.backward()
+            optimizer.step()
+            return outputs, loss
+
+        return self.maybe_compile(train_step)
 
     def compile_record(self) -> CompileRecord:
         """What torch.compile did since this workload was made."""

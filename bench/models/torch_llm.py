@@ -8,10 +8,13 @@ seeded random token ids, every position real.
 
 LoRA: rank `shape.lora_rank`; everything else is peft's LoraConfig default, as the reference's `LoraConfig(r=4)`:
 lora_alpha 8 (scale alpha/r = 2), dropout 0, no bias, adapters on q_proj and v_proj (peft's default targets for
-gemma and mistral, named explicitly here), adapter weights in float32 (get_peft_model's autocast_adapter_dtype)
-over the frozen bfloat16 base.
+gemma and mistral, named explicitly here). Adapter weights in bfloat16, the base's dtype, as peft 0.9.0 (the
+reference's) created them: newer peft upcasts adapters to float32 by default (get_peft_model's
+autocast_adapter_dtype=True), so this passes autocast_adapter_dtype=False; `lora_dtypes` records the result.
 
-Generate: greedy (`do_sample=False`), `max_new_tokens = min_new_tokens = new_tokens`, the EOS token removed from
+Generate: the prompt is the model's BOS (`shape.bos_token_id`, checked against the config's) + `prompt_length - 1`
+seeded ids, prepared in setup as the Keras twin's (bench/models/llm.py: v0.0.5's tokenizer added the BOS too);
+greedy (`do_sample=False`), `max_new_tokens = min_new_tokens = new_tokens`, the EOS token removed from
 the generation config, so every call writes exactly `new_tokens` tokens per sequence; check() asserts the
 (batch, generate_length) output of every call.
 
@@ -31,9 +34,10 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
+import numpy as np
 import torch
 
-from bench.models.llm import check_generated
+from bench.models.llm import check_generated, prompt_ids
 from bench.models.torch_common import (
     COMPILE_MODE,
     RepeatedSamples,
@@ -105,13 +109,16 @@ class TorchCausalLM(TorchWorkload):
         if self.cell.task == "fit":
             from peft import get_peft_model
 
-            self.model = get_peft_model(model, lora_config(s))
+            # bf16 adapters as peft 0.9.0 made them (see the module docstring)
+            self.model = get_peft_model(model, lora_config(s), autocast_adapter_dtype=False)
             ids = torch.randint(FIRST_TOKEN_ID, s.vocabulary_size, (bs, s.fit_sequence_length), generator=g)
             mask = torch.ones_like(ids)
             self.samples = [{"input_ids": ids[i], "attention_mask": mask[i], "labels": ids[i].clone()} for i in range(bs)]
             return
         model.eval()
         self.model = model
+        if model.config.bos_token_id != s.bos_token_id:
+            raise ValueError(f"the shape's bos_token_id {s.bos_token_id} is not the model's ({model.config.bos_token_id})")
         config = model.generation_config
         config.eos_token_id = None  # no stop token: every call generates exactly new_tokens
         config.pad_token_id = 0
@@ -120,7 +127,7 @@ class TorchCausalLM(TorchWorkload):
             config.disable_compile = True  # the forward below is the one compiled function
             model.forward = torch.compile(model.forward, mode=COMPILE_MODE)
         self.inputs = {
-            "input_ids": torch.randint(FIRST_TOKEN_ID, s.vocabulary_size, (bs, s.prompt_length), generator=g).to(self.device),
+            "input_ids": torch.from_numpy(prompt_ids(s, bs, FIRST_TOKEN_ID, np.random.default_rng(0))).long().to(self.device),
             "attention_mask": torch.ones(bs, s.prompt_length, dtype=torch.long, device=self.device),
         }
 
@@ -171,6 +178,7 @@ class TorchCausalLM(TorchWorkload):
                 cache_implementation=config.cache_implementation or "dynamic",
                 compiled_function="model.forward" if self.compiled else None,
                 prompt_length=s.prompt_length,
+                bos_token_id=s.bos_token_id,
                 generate_length=s.generate_length,
                 new_tokens_per_sequence=s.new_tokens,
             )

@@ -17,9 +17,14 @@ class BertShape:
     sequence_length: int
     num_classes: int
     learning_rate: float
+    # Native PyTorch: transformers' attn_implementation. "eager" is transformers 4.38.2's only BERT attention (the
+    # published one); "sdpa" would be a separate variant.
+    attention_implementation: str
 
     def __post_init__(self) -> None:
         positive_fields(self)
+        if self.attention_implementation not in ("eager", "sdpa", "flash_attention_2"):
+            raise ValueError(f"attention_implementation {self.attention_implementation!r} is not one transformers' BERT has")
         if self.sequence_length > self.max_sequence_length:
             raise ValueError("sequence_length exceeds max_sequence_length")
         if self.hidden_dim % self.num_heads:

@@ -1,4 +1,9 @@
-"""BERT in plain PyTorch: transformers BertForSequenceClassification; Trainer fit, no-grad predict."""
+"""BERT in plain PyTorch: transformers BertForSequenceClassification; Trainer fit, no-grad predict.
+
+Attention: `shape.attention_implementation` passed to the config (paper: "eager", the only BERT attention of
+transformers 4.38.2, the published version; today's default would be SDPA); the settings record the model's
+`config._attn_implementation`.
+"""
 from __future__ import annotations
 
 import torch
@@ -18,6 +23,7 @@ def build_model(s):
         intermediate_size=s.intermediate_dim,
         max_position_embeddings=s.max_sequence_length,
         num_labels=s.num_classes,
+        attn_implementation=s.attention_implementation,
     )
     return BertForSequenceClassification(config)
 
@@ -57,7 +63,11 @@ class BertTorch(TorchWorkload):
         return self.forward(**self.inputs).logits
 
     def settings(self):
-        return {**super().settings(), "sequence_length": self.shape.sequence_length}
+        return {
+            **super().settings(),
+            "sequence_length": self.shape.sequence_length,
+            "attention_implementation": self.model.config._attn_implementation,
+        }
 
 
 def create(cell, shape) -> BertTorch:

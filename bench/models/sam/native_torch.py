@@ -9,10 +9,16 @@ As keras-benchmarks v0.0.5's torch scripts, with random weights instead of the d
   segment-anything's mask decoder repeats each image embedding once per prompt, so a prompt per image would
   decode batch x batch masks.
 
-Compiled variant: the reference wrapped the whole `Sam` in torch.compile and then called its sub-modules, which
-compiles nothing (attribute access on the compiled wrapper returns the eager sub-module). Here what each step
-calls is compiled: the image encoder for fit, the whole predict function for predict (dynamo splits it where
-the prompt encoder's boolean-mask indexing breaks the graph). check() fails unless graphs were captured.
+Compiled variant, as v0.0.5's TORCH_COMPILE=1 run:
+- fit: the whole training step, `train_step()` (zero_grad, image encoder forward, MSE, backward, Adam step), is
+  one function wrapped in torch.compile(mode="reduce-overhead"), the reference's `train_fn` and
+  torch_utils.COMPILE_MODE (no other option).
+- predict: the whole predict function is compiled (dynamo splits it where the prompt encoder's boolean-mask
+  indexing breaks the graph).
+check() fails unless graphs were captured.
+
+Attention: segment-anything's own attention, an explicit matmul + softmax with decomposed relative position
+terms in the image encoder (no scaled_dot_product_attention), recorded as `attention_implementation`.
 """
 from __future__ import annotations
 
@@ -22,10 +28,11 @@ from typing import Any
 import torch
 
 from bench.models.sam import IOU_HEAD_DEPTH, MASK_IN_CHANNELS, NUM_MULTIMASK_OUTPUTS
-from bench.models.torch_common import TorchWorkload, count_parameters, on_meta
+from bench.models.torch_common import COMPILED_TRAIN_STEP, TorchWorkload, count_parameters, on_meta
 
 PIXEL_MEAN = [123.675, 116.28, 103.53]
 PIXEL_STD = [58.395, 57.12, 57.375]
+ATTENTION = "segment-anything's own: matmul + softmax with decomposed relative positions (no SDPA)"
 
 
 def build_sam(s):
@@ -100,10 +107,8 @@ class SamTorch(TorchWorkload):
         if self.cell.task == "fit":
             self.model = self.sam.image_encoder
             self.model.train()
-            self.encoder = self.maybe_compile(self.model)
             self.target = torch.rand(bs, s.embed_dim, s.feature_size, s.feature_size, generator=g).to(self.device)
-            self.loss_fn = torch.nn.MSELoss()
-            self.optimizer = torch.optim.Adam(self.model.parameters(), lr=s.learning_rate)
+            self.train_step = self.training_step(torch.optim.Adam(self.model.parameters(), lr=s.learning_rate), self.images, self.target)
             return
         self.model = self.sam
         self.model.eval()
@@ -113,11 +118,7 @@ class SamTorch(TorchWorkload):
 
     def step(self) -> Any:
         if self.cell.task == "fit":
-            self.optimizer.zero_grad()
-            features = self.encoder(self.images)
-            loss = self.loss_fn(features, self.target)
-            loss.backward()
-            self.optimizer.step()
+            features, loss = self.train_step()
             self.output_shapes.append((tuple(features.shape),))
             return loss
         with torch.no_grad():
@@ -150,9 +151,10 @@ class SamTorch(TorchWorkload):
             "feature_size": s.feature_size,
             "full_model_parameters": count_parameters(self.sam),
             "image_encoder_parameters": count_parameters(self.sam.image_encoder),
+            "attention_implementation": ATTENTION,
         }
         if self.cell.task == "fit":
-            out.update(loss="mse", optimizer="Adam", learning_rate=s.learning_rate, compiled_module="image_encoder" if self.compiled else None)
+            out.update(loss="mse", optimizer="Adam", learning_rate=s.learning_rate, compiled_function=COMPILED_TRAIN_STEP if self.compiled else None)
         else:
             out.update(point_prompts_per_image=s.num_points, multimask_output=True, compiled_module="segment (whole predict step)" if self.compiled else None)
         return out

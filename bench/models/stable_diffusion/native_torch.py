@@ -9,11 +9,16 @@ character plus the CLIP start/end tokens, no merges), which is all prompt tokeni
 As keras-benchmarks v0.0.5's torch scripts:
 - fit: `vae.encoder` (the encoder up to its 2 x latent_channels = 8-channel moments, mean and log-variance, as
   the Keras twin's `image_encoder.layers[-3]`), Adam + MSE against a random (bs, 8, latent, latent) target,
-  a plain training loop; the compiled variant compiles the encoder.
+  a plain training loop; the compiled variant compiles the whole training step, `train_step()` (zero_grad,
+  forward, MSE, backward, Adam step), with torch.compile(mode="reduce-overhead"), as the reference's `train_fn`.
 - predict: pipeline calls (guidance scale 7.5, the reference prompt, batch cell.batch_size) at a high and a low
   step count per cell step, reported per denoising step as the Keras twin does (the "step-pairs" driver in
   bench/drivers.py, per_denoising_step in this package's __init__). The compiled variant
   compiles the UNet (`pipe.unet = torch.compile(pipe.unet, mode="reduce-overhead")`).
+
+Attention: diffusers' default processor, AttnProcessor2_0 (torch's scaled_dot_product_attention), in the VAE's
+mid-block and the UNet; CLIP's text encoder runs transformers' configured `_attn_implementation`. Recorded as
+`attention_implementation`.
 
 Scheduler: DDIM, not v1-4's default PNDM: PNDM (skip_prk_steps) evaluates the UNet num_steps + 1 times, and
 at 1 step only once, so the low/high difference would not be a whole number of UNet evaluations per step; DDIM
@@ -26,7 +31,7 @@ from typing import Any
 
 import torch
 
-from bench.models.torch_common import SEED, TorchWorkload, count_parameters, on_meta
+from bench.models.torch_common import COMPILED_TRAIN_STEP, SEED, TorchWorkload, count_parameters, on_meta
 
 PROMPT = "a photograph of an astronaut riding a horse"  # keras-benchmarks' prompt
 GUIDANCE_SCALE = 7.5  # diffusers' default and keras-cv's unconditional_guidance_scale
@@ -168,6 +173,12 @@ def parameter_counts(s) -> dict[str, int]:
     }
 
 
+def attention_processors(module) -> str:
+    """The diffusers attention processors a module uses, e.g. "AttnProcessor2_0 (SDPA)"."""
+    names = sorted({type(p).__name__ for p in module.attn_processors.values()})
+    return ", ".join(f"{n} (SDPA)" if n == "AttnProcessor2_0" else n for n in names)
+
+
 class StableDiffusionTorch(TorchWorkload):
     def __init__(self, cell, shape):
         super().__init__(cell, shape)
@@ -180,12 +191,10 @@ class StableDiffusionTorch(TorchWorkload):
             self.vae = build_vae(s).to(self.device)
             self.model = self.vae.encoder
             self.model.train()
-            self.encoder = self.maybe_compile(self.model)
             self.target_shape = (bs, 2 * LATENT_CHANNELS, s.latent_size, s.latent_size)
             self.images = torch.rand(bs, 3, s.resolution, s.resolution, generator=g).to(self.device)
             self.target = torch.rand(self.target_shape, generator=g).to(self.device)
-            self.loss_fn = torch.nn.MSELoss()
-            self.optimizer = torch.optim.Adam(self.model.parameters(), lr=s.learning_rate)
+            self.train_step = self.training_step(torch.optim.Adam(self.model.parameters(), lr=s.learning_rate), self.images, self.target)
             self.output_shapes: list[tuple[int, ...]] = []
             return
         self.pipe = build_pipeline(s).to(self.device)
@@ -194,11 +203,7 @@ class StableDiffusionTorch(TorchWorkload):
             self.pipe.unet = self.maybe_compile(self.pipe.unet)
 
     def step(self) -> torch.Tensor:  # fit
-        self.optimizer.zero_grad()
-        moments = self.encoder(self.images)
-        loss = self.loss_fn(moments, self.target)
-        loss.backward()
-        self.optimizer.step()
+        moments, loss = self.train_step()
         self.output_shapes.append(tuple(moments.shape))
         return loss
 
@@ -249,7 +254,8 @@ class StableDiffusionTorch(TorchWorkload):
                 loss="mse",
                 optimizer="Adam",
                 learning_rate=s.learning_rate,
-                compiled_module="vae.encoder" if self.compiled else None,
+                compiled_function=COMPILED_TRAIN_STEP if self.compiled else None,
+                attention_implementation=attention_processors(self.vae),
             )
         else:
             p = self.pipe
@@ -264,6 +270,11 @@ class StableDiffusionTorch(TorchWorkload):
                 vae_parameters=count_parameters(p.vae),
                 text_encoder_parameters=count_parameters(p.text_encoder),
                 compiled_module="unet" if self.compiled else None,
+                attention_implementation={
+                    "unet": attention_processors(self.model),
+                    "vae": attention_processors(p.vae),
+                    "text_encoder": p.text_encoder.config._attn_implementation,
+                },
             )
         return out
 
