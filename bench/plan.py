@@ -10,11 +10,11 @@ is recorded as `oom-predicted` instead of run (`--ignore-plan` runs it anyway).
 from __future__ import annotations
 
 import json
-import os
 import re
 import time
 from pathlib import Path
 
+from bench.atomic import write_json_atomic
 from bench.backends import get_backend
 from bench.plan_counts import counts_for
 from bench.plan_memory import ACTIVATION_FORMULAS, GIB, figures, fits
@@ -78,12 +78,9 @@ def build_plan(profile: str, echo=print) -> dict:
 
 def write_plan(plan: dict, results_dir: Path) -> list[Path]:
     results_dir.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(plan, indent=1) + "\n"
     written = []
     for path in (plan_path(results_dir, plan["profile"]), results_dir / "plan.json"):
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(text)
-        os.replace(tmp, path)
+        write_json_atomic(path, plan)
         written.append(path)
     return written
 

@@ -3,11 +3,11 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bench.atomic import write_json_atomic  # noqa: F401  (also imported from here by the cell and the cluster code)
 from bench.backends import BenchError
 from bench.provenance import machine_slug
 from bench.schema import validate_result
@@ -220,22 +220,6 @@ def check_cell_schema(cell: Any) -> None:
 def task_unit(cell: Cell) -> str:
     """The unit of a cell's figures comes from its task, whatever the status (a failed generate cell is ms/call)."""
     return get_model(cell.model).task(cell.task).unit
-
-
-def write_json_atomic(path: Path, data: Any) -> None:
-    """Write to a temporary file in the same directory, fsync, then rename over the target."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(data, f, indent=1, sort_keys=False, allow_nan=False)
-            f.write("\n")
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def load(path: Path) -> Result:

@@ -1,11 +1,9 @@
 """Formatting shared by every renderer: number formats, Markdown-safe cells, GitHub tables, atomic writes."""
 from __future__ import annotations
 
-import os
-import tempfile
-from pathlib import Path
 from typing import Any, Iterable
 
+from bench.atomic import write_text_atomic  # noqa: F401  (the report's writers import it from here)
 from bench.backends import BACKENDS, short_name
 
 try:
@@ -62,16 +60,3 @@ def distinct(values: Iterable[Any]) -> list[str]:
 
 def joined(values: Iterable[Any], sep: str = "; ") -> str:
     return sep.join(distinct(values))
-
-
-def write_text_atomic(path: Path, text: str) -> None:
-    """A reader (or a crash) never sees half a file: write a temporary beside it, then rename."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
