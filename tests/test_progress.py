@@ -1,4 +1,5 @@
 """Live progress: today's plain lines without a terminal; a rich bar with ETA and phase on one."""
+from pathlib import Path
 import io
 import re
 
@@ -133,3 +134,15 @@ def test_paper_cells_get_eta_estimates_from_the_published_figures_and_smoke_cell
     assert paper["jax__bert__fit__bs32__default"] > 0 and "keras2__gemma__fit__bs8__default" in paper
     assert paper["keras2__gemma__fit__bs8__default"] == 0.0  # unsupported: recorded without running
     assert time_estimates(plan_cells("smoke", backends=["jax"], models=["bert"])) == {}
+
+
+def test_the_display_never_runs_in_a_cell_process():
+    """The live display is the orchestrator's: a cell's process (bench/cell.py and the drivers that time its
+    windows) never imports bench.progress or rich, so nothing of it can run inside a timed window."""
+    import subprocess
+    import sys
+
+    probe = "import sys, bench.cli, bench.cell, bench.drivers, bench.timing; print(sorted(m for m in ('rich', 'bench.progress') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", probe], cwd=Path(__file__).resolve().parent.parent, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]", out.stdout
