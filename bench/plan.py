@@ -18,7 +18,7 @@ from bench.atomic import write_json_atomic
 from bench.backends import get_backend
 from bench.plan_counts import counts_for
 from bench.plan_memory import ACTIVATION_FORMULAS, GIB, figures, fits
-from bench.provenance import now_utc
+from bench.provenance import git_info, machine_info, now_utc
 from bench.workloads import Cell, get_model, plan_cells
 
 # What nvidia-smi reports as memory.total for the published GPU and the current flagship, in GiB.
@@ -67,6 +67,7 @@ def build_plan(profile: str, echo=print) -> dict:
     return {
         "profile": profile,
         "created_at": now_utc(),
+        "provenance": {"git": git_info(), "machine": machine_info()},  # the code and machine that made the plan
         "devices_gib": {**{k: round(v, 2) for k, v in DEVICES.items()}, "RAM": round(ram, 2) if ram else None},
         "estimate_note": "activations are a rough estimate (see activation_formulas); weights, gradients and optimizer "
         "state are exact for the counted parameters; the framework's own memory (CUDA context, allocator) is not included",
