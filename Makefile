@@ -83,8 +83,16 @@ bench-overhead: env-tools ## Measure the harness's own per-step overhead on a tr
 check: check-locks check-containers check-flake ## Static checks, offline: locks current, exports in sync, hadolint, flake
 	@echo "check: all static checks passed"
 
-test: doctor envs ## Build what is needed, then run the whole test suite (smoke profile on CPU)
-	$(TOOLS_PY) -m pytest tests -ra --durations=15
+# `make test` in two phases: everything but the `slow` tests one at a time (timing checks want a quiet machine), then
+# the slow ones (one benchmark cell or `make bench` each) TEST_JOBS at a time with pytest-xdist. A cell's process
+# is mostly single-threaded import, build and trace, so two at once on 2 cores finish sooner; tests in one
+# xdist_group (keras-cv's StableDiffusion: 14 GB for fit) never run beside each other. Both phases always run.
+TEST_JOBS ?= 2
+test: doctor envs ## Build what is needed, then run the whole test suite (smoke profile on CPU; slow tests TEST_JOBS at a time)
+	@rc=0; \
+	$(TOOLS_PY) -m pytest tests -ra --durations=15 -m "not slow" || rc=$$?; \
+	$(TOOLS_PY) -m pytest tests -ra --durations=15 -m slow -n $(TEST_JOBS) --dist loadgroup || rc=$$?; \
+	exit $$rc
 
 test-fast: env-tools ## Unit and orchestrator tests only, no framework environment needed (under 2 minutes)
 	$(TOOLS_PY) -m pytest tests -ra -m "not envs and not container and not slow"

@@ -161,7 +161,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.jobs > 1:  # one GPU per cell, or a one-line refusal (bench/cluster/parallel.py)
         from bench.cluster.parallel import run_cells_parallel
 
-        results = run_cells_parallel(cells, args.results_dir, args.jobs, repeats=args.repeats, timeout_s=args.timeout, profile_choice=choice)
+        results = run_cells_parallel(cells, args.results_dir, args.jobs, repeats=args.repeats, timeout_s=args.timeout, profile_choice=choice,
+                                     resume=args.resume, ignore_plan=args.ignore_plan)
     else:
         results = run_cells(cells, args.results_dir, repeats=args.repeats, timeout_s=args.timeout, profile_choice=choice, resume=args.resume,
                             ignore_plan=args.ignore_plan)

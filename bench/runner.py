@@ -13,6 +13,7 @@ import tempfile
 import threading
 import time
 from collections import deque
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
@@ -182,6 +183,64 @@ def already_measured(cell: Cell, results_dir: Path, machine: dict, repeats: int)
     return measured_with is not None and measured_with == (stamp or {}).get("lock_sha256")
 
 
+@dataclass
+class Prepared:
+    """What every way of running cells (one after another, or one per GPU) settles before the first cell: the
+    cells still to run, the plan's oom-predicted verdicts, each backend's Python, the commit and the machine."""
+    cells: list[Cell]
+    predicted: dict[str, str]
+    pythons: dict[str, str]
+    git: dict
+    machine: dict
+    skipped: int = 0
+
+    def attempt(self, cell: Cell, repeat: int, results_dir: Path, timeout_s: float | None, echo: Callable[[str], None],
+                env: dict[str, str] | None = None) -> Run:
+        """One process of a cell (for a cell that `not_run` does not answer for)."""
+        from bench.workloads import get_profile
+
+        process = CellProcess(cell, self.pythons[cell.backend], results_dir / "logs" / cell.profile / f"{cell.key}.{repeat}.log", self.git, echo)
+        process.env.update(env or {})
+        return process.run(timeout_s or get_profile(cell.profile).timeout_s)
+
+    def not_run(self, cell: Cell) -> Run | None:
+        """The status that stands for a cell that no process runs: unsupported (as published), oom-predicted."""
+        reason = get_model(cell.model).why_unsupported(cell.backend)
+        if reason:
+            return Run(status="unsupported", message=reason)
+        if cell.key in self.predicted:
+            return Run(status="oom-predicted", message=self.predicted[cell.key])
+        return None
+
+    def result(self, cell: Cell, runs: list[Run], profile_choice: str, repeats: int, **provenance) -> Result:
+        return Result(
+            cell=cell,
+            runs=runs,
+            unit=task_unit(cell),
+            provenance={"git": self.git, "machine": self.machine, "profile_choice": profile_choice, "orchestrator": sys.argv,
+                        "repeats_planned": repeats, **provenance},
+            created_at=now_utc(),
+        )
+
+
+def prepare(cells: list[Cell], results_dir: Path, repeats: int, resume: bool = False, ignore_plan: bool = False) -> Prepared:
+    """Refuse bad input before any cell runs: a bad repeat count, an unreadable result file (named), a missing or
+    stale env, a results folder that cannot be written (an hour of measuring must not end in a failed write)."""
+    if repeats < 1:
+        raise BenchError(f"repeats must be a positive integer, got {repeats}")
+    load_all(results_dir)
+    machine = machine_info()
+    skipped = 0
+    if resume:
+        todo = [c for c in cells if not already_measured(c, results_dir, machine, repeats)]
+        skipped, cells = len(cells) - len(todo), todo
+    plans = {} if ignore_plan else {p: load_plan_cells(results_dir, p) for p in {c.profile for c in cells}}
+    predicted = {c.key: why for c in cells if plans and (why := predicted_oom(c, plans[c.profile], machine))}
+    pythons = {c.backend: env_python(c.backend) for c in cells if not get_model(c.model).why_unsupported(c.backend) and c.key not in predicted}
+    check_writable(results_dir)
+    return Prepared(cells, predicted, pythons, git_info(), machine, skipped)
+
+
 def run_cells(
     cells: list[Cell],
     results_dir: Path,
@@ -199,21 +258,10 @@ def run_cells(
     the device (the GPU's memory, else RAM) is recorded as oom-predicted, not run, unless ignore_plan."""
     progress = None if echo is not None else Progress()
     echo = echo or progress.message
-    if repeats < 1:
-        raise BenchError(f"repeats must be a positive integer, got {repeats}")
-    load_all(results_dir)  # refuse to start over an unreadable result file, and name it
-    machine = machine_info()
+    prepared = prepare(cells, results_dir, repeats, resume, ignore_plan)
     if resume:
-        todo = [c for c in cells if not already_measured(c, results_dir, machine, repeats)]
-        echo(f"skipped (resume): {len(cells) - len(todo)} cells already measured")
-        cells = todo
-    plans = {} if ignore_plan else {p: load_plan_cells(results_dir, p) for p in {c.profile for c in cells}}
-    predicted = {c.key: why for c in cells if plans and (why := predicted_oom(c, plans[c.profile], machine))}
-    pythons = {c.backend: env_python(c.backend) for c in cells if not get_model(c.model).why_unsupported(c.backend) and c.key not in predicted}
-    check_writable(results_dir)  # before any cell runs: an hour of measuring must not end in a failed write
-    git = git_info()
-    from bench.workloads import get_profile
-
+        echo(f"skipped (resume): {prepared.skipped} cells already measured")
+    cells = prepared.cells
     rows = row_order(cells)
     number = {cell.key: i for i, cell in enumerate((c for row in rows for c in row), 1)}
     reference = {"start_ms": reference_ms()}
@@ -222,20 +270,7 @@ def run_cells(
     started = time.perf_counter()
 
     def finish(cell: Cell, runs: list[Run]) -> None:
-        result = Result(
-            cell=cell,
-            runs=runs,
-            unit=task_unit(cell),
-            provenance={
-                "git": git,
-                "machine": machine,
-                "profile_choice": profile_choice,
-                "orchestrator": sys.argv,
-                "repeats_planned": repeats,
-                "reference": {**reference, "at_write_ms": latest},
-            },
-            created_at=now_utc(),
-        )
+        result = prepared.result(cell, runs, profile_choice, repeats, reference={**reference, "at_write_ms": latest})
         path = result.write(results_dir)
         done.append(result)
         line = f"{result.describe()}  [{path.relative_to(results_dir)}]"
@@ -256,18 +291,12 @@ def run_cells(
                         of = f" repeat {repeat + 1}/{repeats}" if repeats > 1 else ""
                         header = f"[{number[cell.key]}/{len(cells)}] {cell.backend} {cell.model} {cell.task} batch={cell.batch_size} {cell.variant}{of} ({cell.profile}; elapsed {hms(time.perf_counter() - started)})"
                         progress.cell_started(cell, header) if progress else echo(header)
-                        reason = get_model(cell.model).why_unsupported(cell.backend)
-                        if reason:
-                            runs[cell.key].append(Run(status="unsupported", message=reason))
-                        elif cell.key in predicted:
-                            runs[cell.key].append(Run(status="oom-predicted", message=predicted[cell.key]))
-                        else:
-                            log_path = results_dir / "logs" / cell.profile / f"{cell.key}.{repeat}.log"
-                            run = CellProcess(cell, pythons[cell.backend], log_path, git, phase).run(timeout_s or get_profile(cell.profile).timeout_s)
-                            runs[cell.key].append(run)  # kept even if Ctrl-C comes during the probe below
+                        run = prepared.not_run(cell) or prepared.attempt(cell, repeat, results_dir, timeout_s, phase)
+                        runs[cell.key].append(run)  # kept even if Ctrl-C comes during the probe below
+                        if not prepared.not_run(cell):  # a process ran: probe the drift
                             before, latest = latest, reference_ms()
                             run.reference = {"before_ms": before, "after_ms": latest}
-                        if runs[cell.key][-1].status != "ok" or repeat == repeats - 1:
+                        if run.status != "ok" or repeat == repeats - 1:
                             open_cells.remove(cell)
                             finish(cell, runs[cell.key])
             except KeyboardInterrupt:  # a cell with some finished repeats is written with those

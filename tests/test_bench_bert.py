@@ -9,7 +9,7 @@ from bench.backends import BACKENDS
 from bench.results import load_all
 from conftest import REPO, assert_paper_settings, env_python
 
-pytestmark = pytest.mark.envs
+pytestmark = [pytest.mark.envs, pytest.mark.slow]
 
 
 @pytest.mark.parametrize("backend", list(BACKENDS))

@@ -26,7 +26,8 @@ cell = json.loads(args[args.index("--cell") + 1])
 start = time.time()
 time.sleep(float(os.environ.get("FAKE_CELL_S", "0.3")))
 run = {{"status": "ok", "first_step_ms": 1.0, "timed_ms": [1.0] * cell["timed_steps"], "warmup_ms": [1.0] * cell["warmup_steps"],
-       "settings": {{"unit": "ms/step"}}, "process": {{"cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"), "start": start, "end": time.time()}}}}
+       "settings": {{"unit": "ms/step"}}, "process": {{"cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"), "start": start, "end": time.time(),
+                   "environment": json.load(open(os.path.join(os.path.dirname(os.path.dirname(__file__)), "bench-env.json")))}}}}
 json.dump(run, open(args[args.index("--out") + 1], "w"))
 """
 
@@ -106,6 +107,10 @@ def test_parallel_cells_each_get_their_own_gpu(tmp_path, monkeypatch):
     assert overlaps(by_gpu[3] + by_gpu[7])  # but the two GPUs did run at once
     assert wall < 6 * 0.5 + 2  # well under the sequential time plus process start-up
     assert any("gpu 7:" in line for line in lines)
+    # --resume, as in run_cells (the same bench.runner.prepare): every cell is measured, none runs again
+    again = []
+    assert run_cells_parallel(cells, tmp_path / "results", jobs=2, gpu_indices=[3, 7], echo=again.append, resume=True) == []
+    assert again[0] == "skipped (resume): 6 cells already measured"
 
 
 def test_one_job_is_the_ordinary_orchestrator(tmp_path, monkeypatch):

@@ -1,7 +1,8 @@
 """`python -m bench run --jobs N`: independent cells in parallel on one multi-GPU machine, each pinned to a GPU
 of its own with CUDA_VISIBLE_DEVICES (which PyTorch, JAX and TensorFlow all honour), never two on one GPU.
 
-The per-cell work is the orchestrator's own (bench.runner.CellProcess); this module only adds the GPU slots
+The per-cell work is the orchestrator's own (bench.runner.prepare: the same input checks, --resume and
+the plan's oom-predicted verdicts; Prepared.attempt: one CellProcess); this module only adds the GPU slots
 and the threads that fill them. Without a GPU per job it refuses: cells sharing CPU cores or a GPU would
 disturb each other's timing.
 """
@@ -9,7 +10,6 @@ from __future__ import annotations
 
 import os
 import signal
-import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -18,9 +18,9 @@ from typing import Callable
 
 from bench.backends import BenchError
 from bench.cluster.gpus import GpuPool, refuse_jobs
-from bench.provenance import git_info, gpus, machine_info, now_utc
-from bench.results import Result, Run, load_all
-from bench.workloads import Cell, get_model, get_profile
+from bench.provenance import gpus
+from bench.results import Result
+from bench.workloads import Cell
 
 
 def visible_gpu_indices() -> list[int]:
@@ -53,21 +53,23 @@ def run_cells_parallel(
     profile_choice: str = "explicit",
     echo: Callable[[str], None] = lambda s: print(s, flush=True),
     gpu_indices: list[int] | None = None,
+    resume: bool = False,
+    ignore_plan: bool = False,
 ) -> list[Result]:
     """run_cells with up to `jobs` cells at a time, one per GPU; gpu_indices defaults to the visible GPUs."""
     from bench import runner
 
     if jobs <= 1:
-        return runner.run_cells(cells, results_dir, repeats=repeats, timeout_s=timeout_s, profile_choice=profile_choice, echo=echo)
+        return runner.run_cells(cells, results_dir, repeats=repeats, timeout_s=timeout_s, profile_choice=profile_choice, echo=echo,
+                                resume=resume, ignore_plan=ignore_plan)
     indices = visible_gpu_indices() if gpu_indices is None else gpu_indices
     refusal = refuse_jobs(jobs, len(indices))
     if refusal:
         raise BenchError(refusal)
-    if repeats < 1:
-        raise BenchError(f"repeats must be a positive integer, got {repeats}")
-    load_all(results_dir)  # refuse to start over an unreadable result file, as run_cells does
-    pythons = {c.backend: runner.env_python(c.backend) for c in cells if not get_model(c.model).why_unsupported(c.backend)}
-    git, machine = git_info(), machine_info()
+    prepared = runner.prepare(cells, results_dir, repeats, resume, ignore_plan)  # the same checks and plan as run_cells
+    if resume:
+        echo(f"skipped (resume): {prepared.skipped} cells already measured")
+    cells = prepared.cells
     pool = GpuPool(indices[:jobs])
     lock = threading.Lock()
     stopping = threading.Event()  # Ctrl-C: cells killed by us are not results
@@ -78,33 +80,23 @@ def run_cells_parallel(
             echo(text)
 
     def run_one(number: int, cell: Cell) -> Result:
-        reason = get_model(cell.model).why_unsupported(cell.backend)
         gpu = None
-        if reason:
-            runs = [Run(status="unsupported", message=reason)]
-        else:
+        runs = [prepared.not_run(cell)] if prepared.not_run(cell) else []
+        if not runs:
             gpu = pool.take()
             try:
                 say(f"[{number}/{len(cells)}] gpu {gpu}: {cell.backend} {cell.model} {cell.task} batch={cell.batch_size} {cell.variant} ({cell.profile}; elapsed {runner.hms(time.perf_counter() - started)})")
-                runs = []
                 for repeat in range(repeats):
-                    log_path = results_dir / "logs" / cell.profile / f"{cell.key}.{repeat}.log"
-                    process = runner.CellProcess(cell, pythons[cell.backend], log_path, git, lambda line, g=gpu: say(f"  gpu {g}: {line.strip()}"))
-                    process.env["CUDA_VISIBLE_DEVICES"] = str(gpu)  # the cell sees exactly its own GPU
-                    runs.append(process.run(timeout_s or get_profile(cell.profile).timeout_s))
+                    # CUDA_VISIBLE_DEVICES: the cell sees exactly its own GPU
+                    runs.append(prepared.attempt(cell, repeat, results_dir, timeout_s, lambda line, g=gpu: say(f"  gpu {g}: {line.strip()}"),
+                                                 env={"CUDA_VISIBLE_DEVICES": str(gpu)}))
                     if runs[-1].status != "ok":
                         break
             finally:
                 pool.give_back(gpu)
         if stopping.is_set():
             raise KeyboardInterrupt
-        result = Result(
-            cell=cell,
-            runs=runs,
-            unit=(runs[0].settings or {}).get("unit", "ms/step"),
-            provenance={"git": git, "machine": machine, "profile_choice": profile_choice, "orchestrator": sys.argv, "gpu_index": gpu, "jobs": jobs},
-            created_at=now_utc(),
-        )
+        result = prepared.result(cell, runs, profile_choice, repeats, gpu_index=gpu, jobs=jobs)
         path = result.write(results_dir)
         say(f"    -> {cell.key}{f' (gpu {gpu})' if gpu is not None else ''}: {result.describe()}  [{path.relative_to(results_dir)}]")
         return result
