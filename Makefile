@@ -85,13 +85,14 @@ check: check-locks check-containers check-flake ## Static checks, offline: locks
 
 # `make test` in two phases: everything but the `slow` tests one at a time (timing checks want a quiet machine), then
 # the slow ones (one benchmark cell or `make bench` each) TEST_JOBS at a time with pytest-xdist. A cell's process
-# is mostly single-threaded import, build and trace, so two at once on 2 cores finish sooner; tests in one
-# xdist_group (keras-cv's StableDiffusion: 14 GB for fit) never run beside each other. Both phases always run.
+# is mostly single-threaded import, build and trace, so two at once on 2 cores finish sooner (the largest, keras-cv's
+# StableDiffusion, holds under 6 GB). `--maxschedchunk 1` hands out one test at a time, longest first
+# (tests/conftest.py), so the two workers end together. Both phases always run.
 TEST_JOBS ?= 2
 test: doctor envs ## Build what is needed, then run the whole test suite (smoke profile on CPU; slow tests TEST_JOBS at a time)
 	@rc=0; \
 	$(TOOLS_PY) -m pytest tests -ra --durations=15 -m "not slow" || rc=$$?; \
-	$(TOOLS_PY) -m pytest tests -ra --durations=15 -m slow -n $(TEST_JOBS) --dist loadgroup || rc=$$?; \
+	$(TOOLS_PY) -m pytest tests -ra --durations=15 -m slow -n $(TEST_JOBS) --dist load --maxschedchunk 1 || rc=$$?; \
 	exit $$rc
 
 test-fast: env-tools ## Unit and orchestrator tests only, no framework environment needed (under 2 minutes)

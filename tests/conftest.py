@@ -44,3 +44,13 @@ def assert_paper_settings(cell, settings: dict) -> None:
                 assert settings["fused_attention"] is False, settings
         if cell.task == "generate":
             assert (settings["prompt_length"], settings["bos_token_id"]) == (shape.prompt_length, shape.bos_token_id)
+
+
+def pytest_collection_modifyitems(items):
+    """Longest first (marker duration_s, else 0), otherwise in collection order: with `make test`'s
+    `-n 2 --maxschedchunk 1` that is a longest-processing-time-first queue, so the two workers end together."""
+    def hint(item) -> float:
+        marker = item.get_closest_marker("duration_s")
+        return float(marker.args[0]) if marker else 0.0
+
+    items.sort(key=lambda item: -hint(item))  # stable: equal hints keep their order

@@ -12,13 +12,14 @@ from conftest import REPO, assert_paper_settings, env_python
 pytestmark = [pytest.mark.envs, pytest.mark.slow]
 
 
+@pytest.mark.duration_s(90)
 @pytest.mark.parametrize("backend", list(BACKENDS))
 def test_make_bench_bert(backend, tmp_path):
     env_python(backend)  # fails in CI, skips locally, when the env is missing
     results = tmp_path / "results"
     out = subprocess.run(
         ["make", "--no-print-directory", "bench", f"BACKEND={backend}", "MODEL=bert", "PROFILE=smoke", f"RESULTS={results}"],
-        cwd=REPO, capture_output=True, text=True, timeout=1800,
+        cwd=REPO, capture_output=True, text=True, timeout=2400,
     )
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     found = load_all(results)

@@ -16,7 +16,7 @@ from bench.cluster.resources import cell_resources
 from bench.cluster.slurmstate import task_ids
 from bench.cluster.status import cancelled_status, from_record, job_status, slurm_run
 from bench.results import load_all
-from bench.workloads import plan_cells
+from bench.workloads import get_profile, plan_cells
 from conftest import IN_CI, env_python
 from fakes import bench_env, make_fake_envs
 
@@ -66,7 +66,7 @@ def test_resources_come_from_the_profile_and_the_plan():
     assert cell_resources(paper, {}, gres="none").gres is None
     assert cell_resources(paper, {}, gres="gpu:a100:1").sbatch_options()[-1] == "--gres=gpu:a100:1"
     smoke_res = cell_resources(smoke, {})
-    assert smoke_res.gres is None and smoke_res.time_min == 25 and "--gres" not in " ".join(smoke_res.sbatch_options())
+    assert smoke_res.gres is None and smoke_res.time_min == (get_profile("smoke").timeout_s + 600) // 60 and "--gres" not in " ".join(smoke_res.sbatch_options())
 
 
 @pytest.mark.parametrize(
@@ -107,7 +107,8 @@ def test_current_results_are_skipped_unless_forced(tmp_path):
     out = bench(["submit", *args, "--dry-run", "--job-name", "forced", "--force"], env)
     assert len(JobDir(results / "slurm" / "forced").cells()) == 2
     script = (results / "slurm" / "forced" / "array-0.sbatch").read_text()
-    assert "#SBATCH --array=0,1" in script and "#SBATCH --time=25" in script and "#SBATCH --mem=4G" in script
+    minutes = (get_profile("smoke").timeout_s + 600) // 60  # the cell's timeout plus 10 minutes for env start-up
+    assert "#SBATCH --array=0,1" in script and f"#SBATCH --time={minutes}\n" in script and "#SBATCH --mem=4G" in script
     assert "-m bench.cluster.task" in script and f"BENCH_VENVS_DIR={venvs}" in script
     assert len(load_all(results)) == 2  # job folders under results/slurm are not taken for results
 
