@@ -35,6 +35,8 @@ def assert_paper_settings(cell, settings: dict) -> None:
     if native and cell.model in ("sam", "stable_diffusion") and cell.task == "fit":
         compiled = "train_step (forward, loss, backward, Adam)" if cell.variant == "compiled" else None
         assert settings["compiled_function"] == compiled, settings
+    if not native and cell.model == "bert":  # v0.0.5 asked for XLA (use_jit()) except on Keras 3's torch
+        assert settings["jit_compile"] is (cell.backend != "torch"), settings
     if cell.model in ("gemma", "mistral"):
         if native and cell.task == "fit":
             assert settings["lora_dtypes"] == [shape.dtype], settings  # peft 0.9.0's adapters in the base dtype

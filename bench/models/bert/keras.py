@@ -7,6 +7,7 @@ from bench.models.keras_common import (
     build_abstractly,
     count_weights,
     nlp_library,
+    reference_jit_compile,
     repeated_batch,
     rng,
 )
@@ -47,10 +48,11 @@ class BertKeras(KerasWorkload):
             self.model.compile(
                 optimizer=keras.optimizers.AdamW(learning_rate=s.learning_rate),
                 loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                jit_compile=reference_jit_compile(self.cell),  # as v0.0.5 asked (use_jit()), not Keras's "auto"
             )
             self.data = repeated_batch(inputs, r.integers(0, s.num_classes, (bs,), dtype="int32"))
         else:
-            self.model.compile()
+            self.model.compile(jit_compile=reference_jit_compile(self.cell))
             self.data = repeated_batch(inputs)
 
     def settings(self):
