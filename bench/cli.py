@@ -218,6 +218,11 @@ def cmd_table(args: argparse.Namespace) -> int:
     out = args.out or args.results_dir / "RESULTS.md"
     render(args.results_dir, out, readme=args.readme)
     print(f"wrote {out}" + (f" and the results section of {args.readme}" if args.readme else ""))
+    from bench.report.grid import render_grid
+
+    grid_page = render_grid(args.results_dir)  # the inference grid study's own page, where it has results
+    if grid_page:
+        print(f"wrote {grid_page}")
     return 0
 
 
