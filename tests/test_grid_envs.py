@@ -83,7 +83,7 @@ def test_weights_transfer_to_the_tensorflow_and_keras_twins_with_the_same_output
     for name, spec in MODELS.items():
         ref = np.load(tmp_path / name / "torch.npy")
         assert np.abs(np.load(tmp_path / name / "tf.npy") - ref).max() <= TOLERANCE, name
-        if spec.keras_class:
-            assert keras_params[name] == torch_params[name], name  # XLNet (random init) included
-        if spec.keras_converter:
+        if spec.keras_class and not spec.keras_converter:  # XLNet: random init, so the count is the check
+            assert keras_params[name] == torch_params[name], name
+        if spec.keras_converter:  # (keras-hub's RoBERTa has no pooler: counts differ there, outputs must not)
             assert np.abs(np.load(tmp_path / name / "keras.npy") - ref).max() <= TOLERANCE, name

@@ -298,6 +298,8 @@ def finish_point(model, states, batch, length, grid, results_dir, git, machine, 
                                         "orchestrator": sys.argv, "repeats_planned": 1, "study": "inference grid (issue 14)",
                                         "worker_environment": WORKER_ENVIRONMENT,
                                         "reference": {**reference, "at_write_ms": reference_ms()},
+                                        # other jobs on the machine while this point ran (1-minute load average)
+                                        "load_average_1m": round(os.getloadavg()[0], 2), "cpu_count": os.cpu_count(),
                                         "weights": {"source": "seeded PyTorch model (bench/grid/frameworks_grid.py export_weights)",
                                                     "parameters": exported.get("parameters")}},
                             created_at=now_utc())

@@ -193,7 +193,15 @@ def group_page(group: GridGroup, fig_dir: Path, out_dir: Path) -> list[str]:
     commits = sorted({(r.provenance.get("git") or {}).get("commit", "")[:12] + (" (dirty)" if (r.provenance.get("git") or {}).get("dirty") else "") for r in group.results})
     envs = sorted({r.cell.backend for r in group.results})
     stamps = sorted({f"{r.cell.backend} {((r.runs[0].process or {}).get('environment') or {}).get('lock_sha256', '')[:12]}" for r in group.results if r.runs[0].process})
-    lines += ["### Where these numbers come from", "",
+    probes = [r.provenance.get("reference") or {} for r in group.results]
+    probe_ms = [v for p in probes for k, v in p.items() if k in ("start_ms", "at_write_ms") and v]
+    loads = [r.provenance["load_average_1m"] for r in group.results if r.provenance.get("load_average_1m") is not None]
+    cores = next((r.provenance.get("cpu_count") for r in group.results if r.provenance.get("cpu_count")), None)
+    quiet = [f"- Machine load: the framework-free drift probe (bench/drift.py) read {min(probe_ms):.1f} to {max(probe_ms):.1f} ms "
+             f"(x{max(probe_ms) / min(probe_ms):.1f})" + (f"; 1-minute load average {min(loads):.1f} to {max(loads):.1f} on {cores} cores" if loads else "")
+             + (". **The machine was shared with other jobs while this ran**: absolute times are noisy; the round-robin keeps the "
+                "columns of one point comparable." if (max(probe_ms) / min(probe_ms) > 1.3 or (loads and cores and max(loads) > cores)) else ".")] if probe_ms else []
+    lines += ["### Where these numbers come from", ""] + quiet + [
               f"- {len(group.results)} result files under `{GRID_DIR}/grid-{group.grid}/{group.slug}/`; commit(s) {', '.join(commits)}; envs {', '.join(envs)}.",
               f"- env locks (requirements sha256): {', '.join(stamps)}." if stamps else "- env locks: not recorded (no run of these files reached a framework).",
               f"- created {min(r.created_at for r in group.results)} to {max(r.created_at for r in group.results)}.", ""]
