@@ -232,3 +232,12 @@ def test_results_md_gets_the_grid_section_only_where_there_are_grid_results(tmp_
     write_synthetic(tmp_path, machine)
     render(tmp_path, tmp_path / "RESULTS.md")
     assert "Inference grid study: then and now" in (tmp_path / "RESULTS.md").read_text()
+
+
+def test_differences_recorded_before_the_tolerance_was_tightened_are_judged_by_todays_rule():
+    from bench.grid.run import OLD_TOLERANCE, beyond_tolerance
+
+    old_file = {"max_abs_diff": 1e-3, "parity_tolerance": OLD_TOLERANCE * 4.8}  # full-size BERT, GELU approximations differ
+    assert beyond_tolerance(old_file)
+    assert not beyond_tolerance({"max_abs_diff": 6e-6, "parity_tolerance": OLD_TOLERANCE * 4.8})
+    assert not beyond_tolerance({"max_abs_diff": 1e-4, "parity_scale": 4.8}) and beyond_tolerance({"max_abs_diff": 1e-3, "parity_scale": 4.8})

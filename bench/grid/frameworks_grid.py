@@ -28,6 +28,11 @@ def export_weights(model: GridModel, size: str, folder: Path) -> dict[str, Any]:
     torch.manual_seed(SEED)
     config = getattr(transformers, model.config_class)(**model.hf_config(size))
     net = getattr(transformers, model.torch_class)(config).eval()
+    if model.name == "roberta":
+        # roberta-base's one token type embedding is all zeros, and keras-hub's RobertaBackbone has none (its
+        # converter drops it): a random one would make the twins two different models.
+        with torch.no_grad():
+            net.embeddings.token_type_embeddings.weight.zero_()
     folder.mkdir(parents=True, exist_ok=True)
     config.save_pretrained(folder)
     state = {model.weight_prefix + k: v.detach().contiguous() for k, v in net.state_dict().items()}

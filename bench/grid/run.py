@@ -37,9 +37,11 @@ from bench.runner import CellProcess, check_writable, env_python
 
 GRID_DIR = "grid"  # under the results folder; bench/results.py keeps it out of the published table's results
 # Two framework outputs agree when their largest difference is within this, relative to the reference's
-# largest magnitude (float32 accumulations over 12-24 layers in different orders; measured differences are
-# 1e-7 to 1e-5 on the tiny models, and the largest full-size ones stay below 1e-3).
-TOLERANCE = 1e-3
+# largest magnitude: float32 sums over 12 layers in another order. Measured on full-size BERT: the TF twins
+# (tf.function, XLA) and torch.compile 1e-6 relative; a Keras twin computing GELU's tanh approximation against
+# the exact GELU 2e-4 relative, which this rejects (another function, not a rounding difference).
+TOLERANCE = 1e-4
+OLD_TOLERANCE = 1e-3  # result files written before parity_scale was recorded were judged against this
 SETUP_TIMEOUT_S = 900.0
 # Several workers share the cores and take turns: OpenMP threads that spin-wait after their call (libgomp's
 # default) would steal the next column's cores. Measured on the 2-core machine, tiny BERT on PyTorch took
@@ -132,6 +134,18 @@ class WorkerProcess:
         CellProcess._kill(self.proc)  # the runner's: SIGTERM the group, then SIGKILL what is left
         self.reader.join(timeout=10)
         self.log.close()
+
+
+def beyond_tolerance(settings: dict[str, Any]) -> bool:
+    """Whether a recorded difference is beyond today's TOLERANCE (files from before parity_scale: its scale is
+    their recorded tolerance over the rule they were judged by)."""
+    diff = settings.get("max_abs_diff")
+    if diff is None:
+        return False
+    scale = settings.get("parity_scale")
+    if scale is None and settings.get("parity_tolerance") is not None:
+        scale = settings["parity_tolerance"] / OLD_TOLERANCE
+    return diff > TOLERANCE * max(1.0, scale or 0.0)
 
 
 def max_abs_diff(path: str, reference: str) -> tuple[float, float]:
@@ -332,7 +346,8 @@ def check_parity(model: GridModel, state: ColumnState, ref: ColumnState | None, 
     diff, scale = max_abs_diff(state.output, ref.output)
     settings["max_abs_diff"] = diff
     settings["parity_tolerance"] = TOLERANCE * max(1.0, scale)
+    settings["parity_scale"] = scale
     if diff > TOLERANCE * max(1.0, scale):
         run.status = "error"
-        run.message = f"output differs from PyTorch eager's by {diff:.3g} (max |reference| {scale:.3g}; tolerance {TOLERANCE:g} relative)"
+        run.message = f"output differs from PyTorch eager's by {diff:.3g} (max |reference| {scale:.3g}; tolerance {TOLERANCE:g} relative): not the same computation"
         run.timed_ms = []
