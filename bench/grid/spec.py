@@ -98,7 +98,7 @@ COLUMNS: dict[str, Column] = {
     for c in (
         Column("torch-eager", "PyTorch eager", "native-torch", "torch", "torch", "pytorch", "the first forward pass"),
         Column("torch-traced", "PyTorch traced (TorchScript, legacy)", "native-torch", "torch", "torch", "", "torch.jit.trace + the first forward pass"),
-        Column("torch-compile", "PyTorch torch.compile", "native-torch", "torch", "torch", "", "dynamo capture + inductor compile + the first forward pass"),
+        Column("torch-compile", "PyTorch torch.compile", "native-torch", "torch", "torch", "", "dynamo capture + inductor compile (where this shape needs one: after the first recompile the graph has dynamic sizes) + the first forward pass"),
         Column("tf-function", "TensorFlow (tf.function)", "tf-transformers", "tf", "tensorflow", "tensorflow", "tf.function trace + the first forward pass"),
         Column("tf-xla", "TensorFlow XLA (jit_compile)", "tf-transformers", "tf", "tensorflow", "", "trace + XLA compile + the first forward pass"),
         Column("keras-jax", "Keras 3 (JAX)", "jax", "keras", "jax", "", "trace + XLA compile + the first forward pass"),
