@@ -209,6 +209,11 @@ def cmd_validate(args: argparse.Namespace) -> int:
         if why:  # archived results stay valid; the registry has moved on since they were measured
             print(f"{path}: no longer in the registry: {why}")
     print(f"{len(paths)} result files under {args.results_dir} are valid")
+    from bench.report.grid import load_grid  # the inference grid's own files (results/grid/), each loaded and schema-checked
+
+    grid_files = sum(len(group.results) for group in load_grid(args.results_dir))
+    if grid_files:
+        print(f"{grid_files} inference grid result files under {args.results_dir / 'grid'} are valid")
     return 0
 
 

@@ -241,3 +241,15 @@ def test_differences_recorded_before_the_tolerance_was_tightened_are_judged_by_t
     assert beyond_tolerance(old_file)
     assert not beyond_tolerance({"max_abs_diff": 6e-6, "parity_tolerance": OLD_TOLERANCE * 4.8})
     assert not beyond_tolerance({"max_abs_diff": 1e-4, "parity_scale": 4.8}) and beyond_tolerance({"max_abs_diff": 1e-3, "parity_scale": 4.8})
+
+
+def test_validate_checks_the_grid_files_and_names_a_corrupt_one(tmp_path, capsys):
+    from bench.cli import main
+
+    write_synthetic(tmp_path, machine_info())
+    assert main(["validate", "--results-dir", str(tmp_path)]) == 0
+    assert "13 inference grid result files" in capsys.readouterr().out
+    broken = next((tmp_path / "grid").rglob("tf-function__bs1__len8.json"))
+    broken.write_text(broken.read_text().replace('"status": "ok"', '"status": "fine"', 1))
+    assert main(["validate", "--results-dir", str(tmp_path)]) == 2
+    assert broken.name in capsys.readouterr().err
