@@ -46,11 +46,12 @@ $(UV): containers/uv-requirements.txt
 	@mkdir -p $(dir $(UV))
 	$(PYTHON) containers/install-uv.py containers/uv-requirements.txt $(dir $(UV))
 
-.PHONY: help bench bench-all plan table test test-fast check bench-overhead clean-results doctor export compare submit submit-status
+.PHONY: help bench bench-all grid plan table test test-fast check bench-overhead clean-results doctor export compare submit submit-status
 
 help: ## List every target with one line each
 	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | sort -u | awk 'BEGIN{FS=":.*## "}{printf "  %-18s %s\n", $$1, $$2}'
 	@echo "Variables: BACKEND=<$(BACKENDS)> MODEL=<$(MODELS)> TASK= PROFILE=<$(PROFILES)> STEPS= REPEATS= RESUME=1 IGNORE_PLAN=1 JOBS= RESULTS=$(RESULTS)"
+	@echo "make grid: GRID=<cpu|full|sample|smoke> MODEL=<bert,distilbert,gpt2,distilgpt2,roberta,xlnet,xlm> BACKEND=<native-torch,tf-transformers,jax,tensorflow,torch or a column>"
 
 doctor: ## Preflight (stdlib, < 2 s): Python 3.11, GNU make, C compiler, disk, memory, NVIDIA driver; FAIL stops make
 	@$(PYTHON) -m bench doctor --plan $(RESULTS)/plan.json
@@ -63,6 +64,13 @@ bench: ## Run every task of MODEL on BACKEND (builds the env first): make bench 
 
 bench-all: doctor envs ## Run the whole matrix (every backend x model x task of the published table)
 	$(TOOLS_PY) -m bench run $(RUN_ARGS)
+
+# The inference grid study (bench/grid/): GRID=cpu (default) | full (the published grid, 30 repeats) | sample | smoke.
+GRID ?=
+grid: env-tools ## Inference grid (HF 2019 PyTorch vs TensorFlow + Keras 3) -> $(RESULTS)/GRID.md; GRID=full|cpu MODEL= BACKEND=
+	@for e in $(or $(filter native-torch tf-transformers jax tensorflow torch,$(subst $(comma), ,$(BACKEND))),native-torch tf-transformers jax tensorflow torch); do \
+		$(MAKE) --no-print-directory env BACKEND=$$e; done
+	$(TOOLS_PY) -m bench grid $(if $(GRID),--grid $(GRID)) $(if $(MODEL),--model $(MODEL)) $(if $(BACKEND),--backend $(BACKEND)) --results-dir $(RESULTS)
 
 plan: env-tools ## Per cell: parameters, memory (weights, grads, optimizer, est. activations), fits A100/H100/RAM? PROFILE= (default paper)
 	$(TOOLS_PY) -m bench plan --profile $(or $(PROFILE),paper) --results-dir $(RESULTS)

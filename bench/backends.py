@@ -74,6 +74,14 @@ BACKENDS: dict[str, Backend] = {
 }
 
 
+# Environments of a study that are not backends of the published table (no column of its matrix): name ->
+# variables their processes run with, on top of COMMON_ENVIRONMENT. Built, locked and checked like a backend's.
+STUDY_ENVIRONMENTS: dict[str, dict[str, str]] = {
+    # transformers 4.57's TensorFlow models (the inference grid, bench/grid/): tf.keras must be tf_keras 2.x.
+    "tf-transformers": {"TF_USE_LEGACY_KERAS": "1"},
+}
+
+
 def get_backend(name: str) -> Backend:
     try:
         return BACKENDS[name]
@@ -105,5 +113,7 @@ def all_variants() -> tuple[str, ...]:
 
 
 def cell_environment(name: str) -> dict[str, str]:
-    """Variables a cell process of this backend runs with (on top of the caller's)."""
+    """Variables a cell process of this backend (or study env) runs with (on top of the caller's)."""
+    if name in STUDY_ENVIRONMENTS:
+        return {**COMMON_ENVIRONMENT, **STUDY_ENVIRONMENTS[name]}
     return {**COMMON_ENVIRONMENT, **get_backend(name).environment}

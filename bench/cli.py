@@ -90,6 +90,12 @@ def build_parser() -> argparse.ArgumentParser:
     val = sub.add_parser("validate", help="check every result file under a results folder")
     val.add_argument("--results-dir", type=Path, default=DEFAULT_RESULTS)
 
+    grid = sub.add_parser("grid", help="the inference grid study (HF 2019 PyTorch vs TensorFlow, with Keras 3): run, then render GRID.md")
+    grid.add_argument("--grid", default=None, help="cpu (default: every length at batch 1, a capped corner above), full (the published grid, 30 repeats) or smoke")
+    grid.add_argument("--model", type=csv_list, help="grid models (default: all): bert, distilbert, gpt2, distilgpt2, roberta, xlnet, xlm")
+    grid.add_argument("--backend", type=csv_list, help="envs or columns (default: all): native-torch, tf-transformers, jax, tensorflow, torch, or a column name")
+    grid.add_argument("--results-dir", type=Path, default=DEFAULT_RESULTS)
+    grid.add_argument("--dry-run", action="store_true", help="list the points and columns and exit")
     table = sub.add_parser("table", help="render RESULTS.md and figures from the result files")
     table.add_argument("--results-dir", type=Path, default=DEFAULT_RESULTS)
     table.add_argument("--out", type=Path, help="Markdown file (default: <results-dir>/RESULTS.md)")
@@ -169,6 +175,25 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0 if all(r.status in ("ok", "unsupported") for r in results) else 1
 
 
+def cmd_grid(args: argparse.Namespace) -> int:
+    from bench.grid.run import run_grid
+    from bench.grid.spec import DEFAULT_GRID, MODELS as GRID_MODELS, columns_for_envs, get_grid, select
+    from bench.report.grid import render_grid
+
+    signal.signal(signal.SIGTERM, interrupt)
+    grid = get_grid(args.grid or DEFAULT_GRID)
+    models, columns = select(args.model, GRID_MODELS, "grid model"), columns_for_envs(args.backend)
+    if args.dry_run:
+        for model in models:
+            for batch, length in grid.points():
+                print(f"{model} batch {batch} x length {length}: {', '.join(columns)}")
+        return 0
+    results = run_grid(models, columns, grid, args.results_dir)
+    out = render_grid(args.results_dir)
+    print(f"wrote {out}", flush=True)
+    return 0 if all(r.status in ("ok", "unsupported") for r in results) else 1
+
+
 def cmd_cell(args: argparse.Namespace) -> int:
     from bench.cell import main as cell_main
     from bench.workloads import Cell
@@ -185,6 +210,11 @@ def cmd_validate(args: argparse.Namespace) -> int:
         if why:  # archived results stay valid; the registry has moved on since they were measured
             print(f"{path}: no longer in the registry: {why}")
     print(f"{len(paths)} result files under {args.results_dir} are valid")
+    from bench.report.grid import load_grid  # the inference grid's own files (results/grid/), each loaded and schema-checked
+
+    grid_files = sum(len(group.results) for group in load_grid(args.results_dir))
+    if grid_files:
+        print(f"{grid_files} inference grid result files under {args.results_dir / 'grid'} are valid")
     return 0
 
 
@@ -194,6 +224,11 @@ def cmd_table(args: argparse.Namespace) -> int:
     out = args.out or args.results_dir / "RESULTS.md"
     render(args.results_dir, out, readme=args.readme)
     print(f"wrote {out}" + (f" and the results section of {args.readme}" if args.readme else ""))
+    from bench.report.grid import render_grid
+
+    grid_page = render_grid(args.results_dir)  # the inference grid study's own page, where it has results
+    if grid_page:
+        print(f"wrote {grid_page}")
     return 0
 
 
@@ -230,4 +265,4 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"run": cmd_run, "cell": cmd_cell, "validate": cmd_validate, "table": cmd_table, "doctor": cmd_doctor, "export": cmd_export, "plan": cmd_plan, "compare": cmd_compare, **cluster_cli.COMMANDS}
+COMMANDS = {"run": cmd_run, "grid": cmd_grid, "cell": cmd_cell, "validate": cmd_validate, "table": cmd_table, "doctor": cmd_doctor, "export": cmd_export, "plan": cmd_plan, "compare": cmd_compare, **cluster_cli.COMMANDS}

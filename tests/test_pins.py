@@ -28,6 +28,8 @@ USED_AS = {
 
 # Needed, though nothing here imports them: name -> why.
 ALLOWED_UNUSED = {
+    "huggingface-hub": "transformers 4.57 (the tf-transformers env) refuses huggingface-hub 1.x: pinned below 1.0 "
+                       "exactly, so the lock says which (transformers imports it; the project does not)",
     "setuptools": "torch.compile's inductor builds its C++ CPU kernels through it (compiled cells fail with "
                   "\"No module named 'setuptools'\" without it)",
     "pytest-xdist": "a pytest plugin, loaded by `-n`: `make test` runs the slow tests two at a time (Makefile)",

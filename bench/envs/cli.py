@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from bench.backends import BACKENDS, cell_environment
+from bench.backends import BACKENDS, STUDY_ENVIRONMENTS, cell_environment
 from bench.envs.build import cmd_build
 from bench.envs.common import ENV_NAMES, ROOT, TOOLS, EnvError, check_name
 from bench.envs.info import cmd_info
@@ -32,7 +32,7 @@ def cmd_vars(args) -> int:
 
 
 def cmd_validate(args) -> int:
-    check_name(args.name, list(BACKENDS) + ([TOOLS] if args.allow_tools else []),
+    check_name(args.name, [*BACKENDS, *STUDY_ENVIRONMENTS] + ([TOOLS] if args.allow_tools else []),
                "envs" if args.allow_tools else "backends")
     return 0
 

@@ -7,11 +7,11 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from bench.backends import BACKENDS, COMMON_ENVIRONMENT, cell_environment
+from bench.backends import BACKENDS, COMMON_ENVIRONMENT, STUDY_ENVIRONMENTS, cell_environment
 from bench.provenance import REPO_ROOT as ROOT
 
 TOOLS = "tools"  # the orchestrator/test env: not a backend
-ENV_NAMES = [*BACKENDS, TOOLS]
+ENV_NAMES = [*BACKENDS, *STUDY_ENVIRONMENTS, TOOLS]  # study envs: built like a backend's, no column of the table
 
 
 class EnvError(Exception):
@@ -52,7 +52,7 @@ def selected_names(args, command: str) -> list[str]:
 
 def env_vars(name: str) -> dict[str, str]:
     """The variables a process in env NAME runs with: a backend's cell variables, the common ones for tools."""
-    return cell_environment(name) if name in BACKENDS else dict(COMMON_ENVIRONMENT)
+    return cell_environment(name) if name in BACKENDS or name in STUDY_ENVIRONMENTS else dict(COMMON_ENVIRONMENT)
 
 
 def sha256_file(path: Path) -> str:

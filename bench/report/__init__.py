@@ -29,6 +29,7 @@ from bench.report import text
 from bench.report.analysis import Report, analyse
 from bench.report.figures import FIGURES, clear_old_figures, figures_section
 from bench.report.findings import findings_section
+from bench.report.grid import grid_section
 from bench.report.markdown import details_section, head_section
 from bench.report.provenance import provenance_section
 from bench.report.readme import README_END, README_START, update_readme
@@ -44,6 +45,7 @@ SECTIONS: list[Section] = [
     Section("Where these numbers come from", provenance_section),
     Section("Derived findings and comparison with the published numbers", findings_section),
     Section("Figures", figures_section),
+    Section("Inference grid study: then and now", grid_section),
     Section(None, details_section),
 ]
 

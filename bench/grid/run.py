@@ -1,0 +1,353 @@
+"""The grid's orchestrator: per model, one weight export, one worker process per env, every point's calls
+round-robin across its columns, one schema-2 result file per (model, column, batch, length).
+
+Shared with bench/runner.py (not duplicated): the env checks (`env_python`: built, current lock), the process
+group kill (`CellProcess._kill`), the crash statuses (bench/failures.py), the drift probe (bench/drift.py), the
+provenance (git, machine, process), the Result/Run format and its atomic, history-keeping writer, and the
+progress display (bench/progress.py). What is new is the order: a process per model and env stays up across the
+model's points, so that the repeats of one point can alternate between columns living in different envs
+(round-robin: call r of every column, then call r+1), and the machine's drift over minutes touches every column
+of a point alike instead of deciding which framework wins.
+"""
+from __future__ import annotations
+
+import json
+import os
+import queue
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from bench.backends import BenchError, cell_environment
+from bench.drift import reference_ms
+from bench.failures import crash_status, oom_kill_count
+from bench.grid.spec import COLUMNS, MODELS, REFERENCE_COLUMN, TASK, Grid, GridModel
+from bench.grid.worker import REPLY
+from bench.progress import Progress, hms
+from bench.provenance import REPO_ROOT, git_info, machine_info, machine_slug, now_utc
+from bench.registry import Cell
+from bench.results import Result, Run, check_cell_schema
+from bench.runner import CellProcess, check_writable, env_python
+
+GRID_DIR = "grid"  # under the results folder; bench/results.py keeps it out of the published table's results
+# Two framework outputs agree when their largest difference is within this, relative to the reference's
+# largest magnitude: float32 sums over 12 layers in another order. Measured on full-size BERT: the TF twins
+# (tf.function, XLA) and torch.compile 1e-6 relative; a Keras twin computing GELU's tanh approximation against
+# the exact GELU 2e-4 relative, which this rejects (another function, not a rounding difference).
+TOLERANCE = 1e-4
+OLD_TOLERANCE = 1e-3  # result files written before parity_scale was recorded were judged against this
+SETUP_TIMEOUT_S = 900.0
+# Several workers share the cores and take turns: OpenMP threads that spin-wait after their call (libgomp's
+# default) would steal the next column's cores. Measured on the 2-core machine, tiny BERT on PyTorch took
+# 230 ms per call beside idle spinning workers instead of a few ms. Recorded in every result's provenance.
+WORKER_ENVIRONMENT = {"OMP_WAIT_POLICY": "PASSIVE"}
+CALL_TIMEOUT_S = 900.0  # one call (the first compiles: torch.compile of XLM on 2 cores takes minutes)
+
+
+class GridResult(Result):
+    """A grid point's result: a schema-2 Result whose file lives under <results>/grid/<grid>/<machine>/<model>/."""
+
+    def relative_path(self) -> Path:
+        return grid_result_path(self.cell, self.runs[0].settings.get("sequence_length") if self.runs else None,
+                                self.provenance.get("machine", {}))
+
+
+def grid_result_path(cell: Cell, length: int | None, machine: dict[str, Any]) -> Path:
+    return Path(GRID_DIR) / cell.profile / machine_slug(machine) / cell.model / f"{cell.variant}__bs{cell.batch_size}__len{length}.json"
+
+
+def grid_cell(model: str, column: str, batch: int, grid: Grid) -> Cell:
+    """The result file's cell: backend = the column's env, variant = the column. Not a cell of the published
+    table, so it is built unvalidated, as archived cells are (the schema's own checks apply)."""
+    data = {"backend": COLUMNS[column].env, "model": model, "task": TASK, "batch_size": batch, "profile": f"grid-{grid.name}",
+            "variant": column, "warmup_steps": grid.warmup, "timed_steps": grid.max_repeats, "max_warmup_steps": grid.max_warmup}
+    check_cell_schema(data)
+    return Cell.from_dict(data, validate=False)
+
+
+class WorkerProcess:
+    """One `python -m bench.grid.worker serve` child in its env's process group; its lines teed to a log."""
+
+    def __init__(self, env: str, argv: list[str], log_path: Path, git: dict, echo: Callable[[str], None]):
+        self.env_name = env
+        self.log_path = log_path
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        self.log = log_path.open("a")
+        self.replies: queue.Queue = queue.Queue()
+        self.tail: list[str] = []
+        self.oom_before = oom_kill_count()
+        env_vars = {**os.environ, **cell_environment(env), **WORKER_ENVIRONMENT, "PYTHONUNBUFFERED": "1", "BENCH_GIT_COMMIT": git.get("commit") or ""}
+        self.proc = subprocess.Popen([env_python(env), "-m", "bench.grid.worker", *argv], cwd=REPO_ROOT, env=env_vars, stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+        self.reader = threading.Thread(target=self._pump, args=(echo,), daemon=True)
+        self.reader.start()
+
+    def _pump(self, echo) -> None:
+        for line in self.proc.stdout:
+            if line.startswith(REPLY):
+                self.replies.put(json.loads(line[len(REPLY):]))
+                continue
+            self.log.write(line)
+            self.log.flush()
+            self.tail = (self.tail + [line.rstrip()])[-30:]
+        self.replies.put(None)  # the process ended
+
+    def ask(self, command: dict[str, Any] | None, timeout_s: float) -> dict[str, Any]:
+        """Send one command (None: only wait for the next reply) and wait for its answer; a dead or silent worker
+        becomes a status (timeout, oom, killed, error) and is stopped."""
+        if command is not None:
+            try:
+                self.proc.stdin.write(json.dumps(command) + "\n")
+                self.proc.stdin.flush()
+            except (BrokenPipeError, OSError):
+                pass  # it died; the reader's None says how
+        try:
+            answer = self.replies.get(timeout=timeout_s)
+        except queue.Empty:
+            self.stop()
+            return {"status": "timeout", "message": f"no answer after {timeout_s:.0f} s; the {self.env_name} worker was killed"}
+        if answer is None:
+            self.proc.wait()
+            status, how = crash_status(self.proc.returncode, "\n".join(self.tail), self.oom_before, oom_kill_count())
+            last = " | ".join(line for line in self.tail[-5:] if line)
+            return {"status": status, "message": f"the {self.env_name} worker {how}; last output: {last}"}
+        return answer
+
+    @property
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def stop(self) -> None:
+        if self.alive:
+            try:
+                self.proc.stdin.write(json.dumps({"op": "quit"}) + "\n")
+                self.proc.stdin.flush()
+                self.proc.wait(timeout=10)
+            except (BrokenPipeError, OSError, subprocess.TimeoutExpired):
+                pass
+        CellProcess._kill(self.proc)  # the runner's: SIGTERM the group, then SIGKILL what is left
+        self.reader.join(timeout=10)
+        self.log.close()
+
+
+def beyond_tolerance(settings: dict[str, Any]) -> bool:
+    """Whether a recorded difference is beyond today's TOLERANCE (files from before parity_scale: its scale is
+    their recorded tolerance over the rule they were judged by)."""
+    diff = settings.get("max_abs_diff")
+    if diff is None:
+        return False
+    scale = settings.get("parity_scale")
+    if scale is None and settings.get("parity_tolerance") is not None:
+        scale = settings["parity_tolerance"] / OLD_TOLERANCE
+    return diff > TOLERANCE * max(1.0, scale or 0.0)
+
+
+def max_abs_diff(path: str, reference: str) -> tuple[float, float]:
+    """(largest |output - reference|, largest |reference|) of two saved last hidden states."""
+    import numpy as np
+
+    a, b = np.load(path), np.load(reference)
+    if a.shape != b.shape:
+        raise BenchError(f"output shape {a.shape} differs from the reference's {b.shape}")
+    return float(np.abs(a.astype(np.float64) - b).max()), float(np.abs(b).max())
+
+
+@dataclass
+class ColumnState:
+    column: str
+    worker: WorkerProcess | None
+    na: str | None = None
+    failed: dict[str, Any] | None = None
+    output: str | None = None
+    timed_ms: float = 0.0
+    timed: int = 0
+    done: bool = False
+
+
+def run_grid(models: list[str], columns: list[str], grid: Grid, results_dir: Path, echo: Callable[[str], None] | None = None) -> list[Result]:
+    """Run the grid for these models and columns; write and return one result per point and column."""
+    progress = None if echo is not None else Progress()
+    say = echo or progress.message
+    needed_envs = {COLUMNS[c].env for c in columns}
+    for env in sorted(needed_envs | {COLUMNS[REFERENCE_COLUMN].env}):
+        env_python(env)  # refuses an unbuilt or stale env before anything runs
+    check_writable(results_dir)
+    git, machine = git_info(), machine_info()
+    reference = {"start_ms": reference_ms()}
+    started = time.perf_counter()
+    written: list[Result] = []
+    points = grid.points()
+    say(f"grid {grid.name}: {len(models)} model(s) x {len(columns)} column(s) x {len(points)} point(s) "
+        f"({', '.join(f'{b}x{n}' for b, n in points)}); repeats {grid.min_repeats}-{grid.max_repeats}, "
+        f"point cap {grid.point_cap_s} s")
+    scratch = Path(tempfile.mkdtemp(prefix="grid-", dir=os.environ.get("BENCH_GRID_TMP") or None))
+    try:
+        for index, name in enumerate(models, 1):
+            say(f"[{index}/{len(models)}] {MODELS[name].display}: exporting seeded weights (elapsed {hms(time.perf_counter() - started)})")
+            written += run_model(MODELS[name], columns, grid, results_dir, scratch / name, git, machine, reference, say)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+        if progress:
+            progress.close()
+    end = reference_ms()
+    counts: dict[str, int] = {}
+    for r in written:
+        counts[r.status] = counts.get(r.status, 0) + 1
+    say(f"reference probe: {reference['start_ms']:.3f} ms at the start, {end:.3f} ms at the end (x{end / reference['start_ms']:.2f})")
+    say(f"{len(written)} grid results in {hms(time.perf_counter() - started)}: " + ", ".join(f"{n} {s}" for s, n in counts.items()))
+    return written
+
+
+def run_model(model: GridModel, columns: list[str], grid: Grid, results_dir: Path, folder: Path, git, machine, reference, say) -> list[Result]:
+    logs = results_dir / "logs" / GRID_DIR / grid.name / model.name
+    weights, exchange = folder / "weights", folder / "outputs"
+    exchange.mkdir(parents=True, exist_ok=True)
+    exporter = WorkerProcess(COLUMNS[REFERENCE_COLUMN].env, ["export", "--model", model.name, "--size", grid.size, "--folder", str(weights)], logs / "export.log", git, say)
+    exported = exporter.ask(None, SETUP_TIMEOUT_S)
+    exporter.stop()
+    plan = json.dumps({"warmup": grid.warmup, "max_repeats": grid.max_repeats, "max_warmup": grid.max_warmup})
+    by_env: dict[str, list[str]] = {}
+    for c in columns:
+        if model.why_na(COLUMNS[c], 0) is None:  # a column NA at every length (no Keras XLM) starts no worker
+            by_env.setdefault(COLUMNS[c].env, []).append(c)
+    workers: dict[str, WorkerProcess] = {}
+    setup: dict[str, dict[str, Any]] = {}
+
+    def start(*envs: str) -> None:
+        """Start the envs' workers together (their set-ups overlap), then wait for each one's set-up."""
+        for env in envs:
+            argv = ["serve", "--model", model.name, "--env", env, "--columns", ",".join(by_env[env]), "--folder", str(weights),
+                    "--exchange", str(exchange), "--plan", plan]
+            workers[env] = WorkerProcess(env, argv, logs / f"{env}.log", git, say)
+        for env in envs:
+            setup[env] = workers[env].ask(None, SETUP_TIMEOUT_S)
+            facts = setup[env].get("facts", {})
+            say(f"    {env}: {setup[env]['status']}" + (f", {facts.get('parameters'):,} parameters, set up in {setup[env].get('setup_s')} s"
+                                                        if setup[env]["status"] == "ok" else f": {setup[env].get('message')}"))
+
+    if exported["status"] != "ok":
+        by_env = {}
+    else:
+        start(*by_env)
+    written = []
+    try:
+        for batch, length in grid.points():
+            states = []
+            for c in columns:
+                env = COLUMNS[c].env
+                na = model.why_na(COLUMNS[c], length)
+                state = ColumnState(c, workers.get(env), na=na)
+                if na is None and exported["status"] != "ok":
+                    state.failed = {"status": exported["status"], "message": f"exporting the weights: {exported.get('message')}"}
+                elif na is None and setup[env]["status"] != "ok":
+                    state.failed = {"status": setup[env]["status"], "message": setup[env].get("message")}
+                elif na is None and not workers[env].alive:  # died at an earlier point (OOM): a fresh one
+                    start(env)
+                    state.worker = workers[env]
+                    if setup[env]["status"] != "ok":
+                        state.failed = {"status": setup[env]["status"], "message": setup[env].get("message")}
+                states.append(state)
+            say(f"    batch {batch} x length {length}: " + ", ".join(s.column for s in states if not s.na and not s.failed))
+            run_point(states, batch, length, grid)
+            written += finish_point(model, states, batch, length, grid, results_dir, git, machine, reference, setup, exported, say)
+            for s in states:
+                if s.output:
+                    Path(s.output).unlink(missing_ok=True)
+    finally:
+        for w in workers.values():
+            w.stop()
+    return written
+
+
+def run_point(states: list[ColumnState], batch: int, length: int, grid: Grid) -> None:
+    """Round-robin: one call of every live column, again and again, until each column has its repeats: at least
+    grid.min_repeats timed, more up to grid.max_repeats while the point's timed calls stay under its cap."""
+    live = [s for s in states if not s.na and not s.failed]
+    rounds = 0
+    while any(not s.done for s in live):
+        for s in live:
+            if s.done or s.failed:
+                continue
+            answer = s.worker.ask({"op": "call", "column": s.column, "batch": batch, "length": length}, CALL_TIMEOUT_S)
+            if answer["status"] != "ok":
+                s.failed, s.done = answer, True
+                continue
+            s.output = answer.get("output") or s.output
+            if answer["warmup_run"] is not None and answer["steps_done"] > 1 + answer["warmup_run"]:
+                s.timed += 1
+                s.timed_ms += answer["window_ms"]
+            s.done = answer["done"]
+        rounds += 1
+        spent = sum(s.timed_ms for s in live) / 1000
+        enough = all(s.timed >= grid.min_repeats or s.done for s in live)
+        if enough and grid.point_cap_s is not None and spent >= grid.point_cap_s:
+            for s in live:
+                s.done = True
+
+
+def finish_point(model, states, batch, length, grid, results_dir, git, machine, reference, setup, exported, say) -> list[Result]:
+    written = []
+    ref = next((s for s in states if s.column == REFERENCE_COLUMN and not s.failed and s.output), None)
+    for s in states:
+        if s.na:
+            run = Run(status="unsupported", message=s.na, settings={"sequence_length": length, "column": s.column})
+        elif s.failed:
+            run = Run(status=s.failed["status"], message=s.failed.get("message"), settings={"sequence_length": length, "column": s.column})
+        else:
+            answer = s.worker.ask({"op": "result", "column": s.column, "batch": batch, "length": length}, CALL_TIMEOUT_S)
+            if "status" in answer and "settings" not in answer:
+                run = Run(status=answer["status"], message=answer.get("message"), settings={"sequence_length": length, "column": s.column})
+            else:
+                run = Run.from_dict(answer)
+                check_parity(model, s, ref, run, exported)
+        run.reference = None
+        result = GridResult(cell=grid_cell(model.name, s.column, batch, grid), runs=[run], unit="ms/forward",
+                            provenance={"git": git, "machine": machine, "profile_choice": f"make grid GRID={grid.name}",
+                                        "orchestrator": sys.argv, "repeats_planned": 1, "study": "inference grid (issue 14)",
+                                        "worker_environment": WORKER_ENVIRONMENT,
+                                        "reference": {**reference, "at_write_ms": reference_ms()},
+                                        # other jobs on the machine while this point ran (1-minute load average)
+                                        "load_average_1m": round(os.getloadavg()[0], 2), "cpu_count": os.cpu_count(),
+                                        "weights": {"source": "seeded PyTorch model (bench/grid/frameworks_grid.py export_weights)",
+                                                    "parameters": exported.get("parameters")}},
+                            created_at=now_utc())
+        path = result.write(results_dir)
+        written.append(result)
+        say(f"      {s.column:17s} {result.describe()}  [{path.relative_to(results_dir)}]")
+    return written
+
+
+def check_parity(model: GridModel, state: ColumnState, ref: ColumnState | None, run: Run, exported: dict[str, Any]) -> None:
+    """Record the column's largest difference from the reference column's last hidden state; beyond TOLERANCE
+    the point fails (status error, with the figure), since it would time another computation. Keras XLNet
+    has random weights (no converter): its parameter count must equal the PyTorch model's instead."""
+    settings = run.settings
+    if state.column == REFERENCE_COLUMN:
+        settings["max_abs_diff"] = 0.0
+        return
+    if COLUMNS[state.column].family == "keras" and not MODELS[model.name].keras_converter:
+        settings["max_abs_diff"] = None
+        settings["parity"] = "parameter count"
+        if settings.get("parameters") != exported.get("parameters"):
+            run.status = "error"
+            run.message = f"parameter count {settings.get('parameters')} differs from the PyTorch model's {exported.get('parameters')}"
+            run.timed_ms = []
+        return
+    if ref is None or state.output is None:
+        settings["max_abs_diff"] = None
+        settings["parity"] = "no reference output (the PyTorch eager column did not run this point)"
+        return
+    diff, scale = max_abs_diff(state.output, ref.output)
+    settings["max_abs_diff"] = diff
+    settings["parity_tolerance"] = TOLERANCE * max(1.0, scale)
+    settings["parity_scale"] = scale
+    if diff > TOLERANCE * max(1.0, scale):
+        run.status = "error"
+        run.message = f"output differs from PyTorch eager's by {diff:.3g} (max |reference| {scale:.3g}; tolerance {TOLERANCE:g} relative): not the same computation"
+        run.timed_ms = []

@@ -1,0 +1,198 @@
+"""The grid's process inside one env: `python -m bench.grid.worker export|serve ...`.
+
+`serve` builds one model's columns of this env, then answers one JSON command per stdin line with one
+`[grid-reply] {...}` line on stdout (everything else it prints goes to the log):
+
+    {"op": "call", "column": c, "batch": b, "length": n}   one forward pass of that point, timed by the point's
+                                                          StepTimer (the first call builds the point's forward)
+    {"op": "result", "column": c, "batch": b, "length": n}  the point's Run (bench.results) as a dict
+    {"op": "quit"}
+
+Every window is opened and closed by bench.timing.StepTimer on the column's Device (bench/frameworks.py): this
+module reads no clock. A failed call (OOM included) is answered with its status and message, never a crash.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import traceback
+from pathlib import Path
+from typing import Any
+
+REPLY = "[grid-reply] "
+
+
+def reply(data: dict[str, Any]) -> None:
+    sys.stdout.write(REPLY + json.dumps(data) + "\n")
+    sys.stdout.flush()
+
+
+def token_ids(vocab: int, batch: int, length: int, seed: int):
+    """The point's input, the same on every framework: ids from 3 up (no pad/special ids: RoBERTa derives its
+    positions from the pad id)."""
+    import numpy as np
+
+    return np.random.default_rng([seed, batch, length]).integers(3, vocab, (batch, length), dtype=np.int64)
+
+
+class Worker:
+    def __init__(self, model_name: str, env: str, columns: list[str], folder: Path, exchange: Path, plan: dict[str, int]):
+        from bench import frameworks
+        from bench.grid.frameworks_grid import BUILDERS
+        from bench.grid.spec import COLUMNS, MODELS
+        from bench.timing import Stopwatch, WindowPlan
+
+        self.model = MODELS[model_name]
+        self.columns = columns
+        self.exchange = exchange
+        self.plan = WindowPlan(plan["warmup"], plan["max_repeats"], plan["max_warmup"])
+        family = {COLUMNS[c].family for c in columns}
+        if len(family) != 1:
+            raise ValueError(f"one worker serves one family, got {sorted(family)}")
+        self.framework = COLUMNS[columns[0]].framework
+        wall = Stopwatch()
+        self.factories, self.facts = BUILDERS[family.pop()](self.model, folder, columns)
+        self.setup_s = wall.seconds()
+        self.device = frameworks.device_for(self.framework)
+        self.vocab = json.loads((folder / "config.json").read_text())["vocab_size"]
+        self.points: dict[tuple, dict[str, Any]] = {}
+
+    def info(self) -> dict[str, Any]:
+        from bench import frameworks, provenance
+
+        facts = {k: v for k, v in self.facts.items() if k not in ("functions", "model")}
+        return {"setup_s": self.setup_s, "facts": facts, "framework": frameworks.framework_info(self.framework),
+                "process": provenance.process_provenance()}
+
+    def call(self, column: str, batch: int, length: int) -> dict[str, Any]:
+        from bench.grid.spec import SEED
+        from bench.timing import StepTimer
+
+        key = (column, batch, length)
+        first = key not in self.points
+        if first:
+            ids = token_ids(self.vocab, batch, length, SEED)
+            self.points[key] = {"forward": self.factories[column](ids), "timer": StepTimer(self.device, self.plan)}
+            self._watch()
+        point = self.points[key]
+        timer = point["timer"]
+        timer.begin()
+        out = point["forward"](None)
+        timer.end(out)
+        answer = {"status": "ok", "window_ms": timer.windows_ms[-1], "steps_done": timer.steps_done,
+                  "warmup_run": timer.warmup_run, "done": timer.done}
+        if first:  # the output the orchestrator compares with the reference column's
+            import numpy as np
+
+            path = self.exchange / f"{column}__bs{batch}__len{length}.npy"
+            np.save(path, np.asarray(out.detach() if hasattr(out, "detach") else out, dtype=np.float32))
+            answer["output"] = str(path)
+        self._watch()
+        return answer
+
+    def _watch(self) -> None:
+        """TensorFlow's compile counter counts retraces of the tf.functions it watches."""
+        if self.framework != "tensorflow":
+            return
+        for fn in (self.facts.get("functions") or {}).values():
+            self.device.watch(fn)
+        keras_model = self.facts.get("model")
+        if keras_model is not None and getattr(keras_model, "predict_function", None) is not None:
+            self.device.watch(keras_model.predict_function)
+
+    def result(self, column: str, batch: int, length: int) -> dict[str, Any]:
+        from bench.grid.spec import COLUMNS
+        from bench.results import Run
+
+        timer = self.points[(column, batch, length)]["timer"]
+        windows = timer.windows_ms
+        warm = timer.warmup_run if timer.warmup_run is not None else len(windows) - 1
+        timed = windows[1 + warm:]
+        steadiness = timer.steadiness(timed).to_dict() if timer.warmup_run is not None else {
+            "steady": False, "reasons": ["warm-up had not ended (still compiling) when the point's repeats stopped"],
+            "warmup_steps_run": warm, "compile_events_timed": 0, "outliers": []}
+        info = self.info()
+        run = Run(
+            status="ok" if timed else "error",
+            message=None if timed else "no timed repeat: every call after the first was warm-up",
+            first_step_ms=windows[0],
+            first_step_contains=COLUMNS[column].first_contains,
+            warmup_ms=windows[1:1 + warm],
+            timed_ms=timed,
+            compile_events=list(timer.compile_events),
+            steadiness=steadiness,
+            setup_s=info["setup_s"],
+            settings={"unit": "ms/forward", "driver": "grid round-robin", "column": column, "sequence_length": length,
+                      "batch_size": batch, "model": self.model.name, "inference": "no grad / inference mode, dropout 0",
+                      **{k: v for k, v in info["facts"].items()}},
+            framework=info["framework"],
+            process=info["process"],
+        )
+        del self.points[(column, batch, length)]  # frees the point's trace/compile
+        return run.to_dict()
+
+
+def serve(args) -> int:
+    from bench.failures import classify
+
+    plan = json.loads(args.plan)
+    try:
+        worker = Worker(args.model, args.env, args.columns.split(","), Path(args.folder), Path(args.exchange), plan)
+    except Exception as exc:
+        traceback.print_exc()
+        reply({"status": classify(exc), "message": f"setting up: {type(exc).__name__}: {exc}"[:2000]})
+        return 1
+    reply({"status": "ok", **worker.info()})
+    for line in sys.stdin:
+        command = json.loads(line)
+        op = command.pop("op")
+        if op == "quit":
+            break
+        try:
+            reply(getattr(worker, op)(**command))
+        except Exception as exc:  # the point's status (oom, error), with the traceback in the log
+            traceback.print_exc()
+            worker.points.pop((command.get("column"), command.get("batch"), command.get("length")), None)
+            reply({"status": classify(exc), "message": f"{type(exc).__name__}: {exc}"[:2000]})
+    return 0
+
+
+def export(args) -> int:
+    from bench.grid.frameworks_grid import export_weights
+    from bench.grid.spec import MODELS
+
+    facts = export_weights(MODELS[args.model], args.size, Path(args.folder))
+    reply({"status": "ok", "parameters": facts["parameters"]})
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.grid.worker")
+    sub = parser.add_subparsers(dest="command", required=True)
+    e = sub.add_parser("export")
+    e.add_argument("--model", required=True)
+    e.add_argument("--size", required=True)
+    e.add_argument("--folder", required=True)
+    s = sub.add_parser("serve")
+    for name in ("--model", "--env", "--columns", "--folder", "--exchange", "--plan"):
+        s.add_argument(name, required=True)
+    args = parser.parse_args(argv)
+    from bench.backends import cell_environment
+
+    for key, value in cell_environment(getattr(args, "env", "native-torch")).items():
+        os.environ.setdefault(key, value)  # before any framework import
+    if getattr(args, "env", None) == "jax":
+        from bench.provenance import gpus
+
+        if not gpus():  # as bench/cell.py: without a GPU, jax[cuda12]'s plugin fails noisily before the CPU fallback
+            os.environ.setdefault("JAX_PLATFORMS", "cpu")
+    from bench import offline
+
+    offline.install_guard()
+    return export(args) if args.command == "export" else serve(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,249 @@
+"""The inference grid study's report: <results>/GRID.md and <results>/figures/grid/*.png from the grid's result
+files (<results>/grid/, written by bench/grid/run.py), and a Section of RESULTS.md (registered in
+bench/report/__init__.py SECTIONS) with the "then and now" findings for the table's machine.
+
+One page part per (grid, machine): numbers from different hardware never share a table.
+"""
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bench.grid.findings import PointFigure, findings, framework_means
+from bench.grid.run import GRID_DIR, TOLERANCE, WORKER_ENVIRONMENT, beyond_tolerance
+from bench.grid.spec import COLUMNS, MODELS
+from bench.provenance import machine_label, machine_slug
+from bench.report import text
+from bench.report.text import md, write_text_atomic
+from bench.results import HISTORY, Result, load
+
+FIG_SUBDIR = "grid"
+
+
+@dataclass
+class GridGroup:
+    grid: str
+    machine: str
+    slug: str
+    on_gpu: bool
+    results: list[Result] = field(default_factory=list)
+
+    def points(self) -> list[PointFigure]:
+        out = []
+        for r in self.results:
+            s = r.summary()
+            out.append(PointFigure(r.cell.model, r.cell.variant, r.cell.batch_size, length_of(r), r.status,
+                                   s.mean if s else None, s.median if s else None))
+        return out
+
+
+def length_of(result: Result) -> int:
+    return int(result.runs[0].settings["sequence_length"])
+
+
+def load_grid(results_dir: Path) -> list[GridGroup]:
+    """Every current grid result, grouped by (grid, machine label); an unreadable file raises, naming itself."""
+    root = Path(results_dir) / GRID_DIR
+    groups: dict[tuple[str, str], GridGroup] = {}
+    for path in sorted(root.rglob("*.json")) if root.is_dir() else []:
+        if HISTORY in path.relative_to(root).parts or path.name.startswith("."):
+            continue
+        result = load(path)
+        machine = result.provenance.get("machine", {})
+        key = (result.cell.profile, machine_label(machine))
+        group = groups.setdefault(key, GridGroup(result.cell.profile.removeprefix("grid-"), key[1], machine_slug(machine), bool(machine.get("gpus"))))
+        group.results.append(result)
+    return list(groups.values())
+
+
+def cell_text(result: Result) -> str:
+    if result.status == "unsupported":
+        return "NA"
+    if result.status != "ok":
+        return result.status
+    s = result.summary()
+    return f"{text.fmt_ms(s.mean)} / {text.fmt_ms(s.median)} ({text.fmt_ms(s.p10)}–{text.fmt_ms(s.p90)}, n={s.count})"
+
+
+def model_table(group: GridGroup, model: str) -> list[str]:
+    results = [r for r in group.results if r.cell.model == model]
+    columns = [c for c in COLUMNS if any(r.cell.variant == c for r in results)]
+    points = sorted({(r.cell.batch_size, length_of(r)) for r in results})
+    by = {(r.cell.variant, r.cell.batch_size, length_of(r)): r for r in results}
+    rows = [[f"{b} x {n}"] + [cell_text(by[(c, b, n)]) if (c, b, n) in by else "" for c in columns] for b, n in points]
+    lines = [text.tabulate(rows, headers=["batch x length"] + [COLUMNS[c].display for c in columns], tablefmt="github", disable_numparse=True), ""]
+    notes = sorted({f"{COLUMNS[r.cell.variant].display} at {r.cell.batch_size} x {length_of(r)}: {r.status}: {r.message}"
+                    for r in results if r.status != "ok"})
+    notes += sorted(f"{COLUMNS[r.cell.variant].display} at {r.cell.batch_size} x {length_of(r)}: its output differs from PyTorch eager's by "
+                    f"{r.runs[0].settings['max_abs_diff']:.2g}, beyond the tolerance ({TOLERANCE:g} relative): timed, but not the same computation "
+                    f"(this file predates the check)" for r in results if r.status == "ok" and beyond_tolerance(r.runs[0].settings))
+    first = [(COLUMNS[r.cell.variant].display, r.runs[0].first_step_ms) for r in results if r.status == "ok" and r.runs[0].first_step_ms is not None]
+    diffs: dict[str, float] = {}
+    for r in results:
+        d = r.runs[0].settings.get("max_abs_diff")
+        if d is not None and r.cell.variant != "torch-eager":
+            diffs[COLUMNS[r.cell.variant].display] = max(d, diffs.get(COLUMNS[r.cell.variant].display, 0.0))
+    if first:
+        per_col: dict[str, list[float]] = {}
+        for c, ms in first:
+            per_col.setdefault(c, []).append(ms)
+        lines += ["First call (trace/compile + the first forward; median over the points): " +
+                  "; ".join(f"{c} {text.fmt_ms(statistics.median(v))} ms" for c, v in per_col.items()) + ".", ""]
+    if diffs:
+        lines += ["Largest difference of the last hidden state from PyTorch eager's, same weights (over the points; the "
+                  "tolerance is relative to the output's largest magnitude): " + "; ".join(f"{c} {d:.2g}" for c, d in diffs.items()) + ".", ""]
+    lines += [f"- {md(n)}" for n in notes[:20]] + ([""] if notes else [])
+    return lines
+
+
+def findings_table(group: GridGroup) -> list[str]:
+    rows = [[md(f.claim), md(f.published), md(f.ours), f"**{f.verdict}**"] for f in findings(group.points(), group.on_gpu)]
+    return [text.tabulate(rows, headers=["published finding (HF, Oct 2019)", "published", "ours", "verdict"], tablefmt="github", disable_numparse=True)]
+
+
+def draw_figures(group: GridGroup, fig_dir: Path) -> dict[str, Path]:
+    """Per model: time against sequence length, one line per column, one panel per batch size; and one heat map
+    of the PyTorch eager / TensorFlow (tf.function) mean-time ratio over the grid, one panel per model."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    fig_dir.mkdir(parents=True, exist_ok=True)
+    out: dict[str, Path] = {}
+    models = [m for m in MODELS if any(r.cell.model == m for r in group.results)]
+    for model in models:
+        results = [r for r in group.results if r.cell.model == model and r.status == "ok"]
+        batches = sorted({r.cell.batch_size for r in results})
+        if not batches:
+            continue
+        fig, axes = plt.subplots(1, len(batches), figsize=(4.5 * len(batches), 3.8), squeeze=False)
+        for ax, batch in zip(axes[0], batches):
+            for column in COLUMNS:
+                pts = sorted((length_of(r), r.summary().mean) for r in results if r.cell.batch_size == batch and r.cell.variant == column)
+                if pts:
+                    ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=COLUMNS[column].display)
+            ax.set(xscale="log", yscale="log", xlabel="sequence length", ylabel="mean ms per forward", title=f"{MODELS[model].display}, batch {batch}")
+            ax.grid(True, which="both", alpha=0.3)
+        axes[0][-1].legend(fontsize=7)
+        fig.tight_layout()
+        path = fig_dir / f"{group.slug}__{group.grid}__{model}-time.png"
+        fig.savefig(path, format="png", dpi=90, metadata={"Software": None})
+        plt.close(fig)
+        out[f"{model}-time"] = path
+    ratios = {}
+    for model in models:
+        pt = {(r.cell.batch_size, length_of(r)): r.summary().mean for r in group.results if r.cell.model == model and r.cell.variant == "torch-eager" and r.status == "ok"}
+        tf = {(r.cell.batch_size, length_of(r)): r.summary().mean for r in group.results if r.cell.model == model and r.cell.variant == "tf-function" and r.status == "ok"}
+        if set(pt) & set(tf):
+            ratios[model] = {k: pt[k] / tf[k] for k in set(pt) & set(tf)}
+    if ratios:
+        fig, axes = plt.subplots(1, len(ratios), figsize=(3.6 * len(ratios), 3.2), squeeze=False)
+        for ax, (model, values) in zip(axes[0], ratios.items()):
+            batches, lengths = sorted({k[0] for k in values}), sorted({k[1] for k in values})
+            grid = np.full((len(batches), len(lengths)), np.nan)
+            for (b, n), v in values.items():
+                grid[batches.index(b), lengths.index(n)] = np.log2(v)
+            image = ax.imshow(grid, cmap="coolwarm", vmin=-2, vmax=2, aspect="auto")
+            ax.set(xticks=range(len(lengths)), xticklabels=lengths, yticks=range(len(batches)), yticklabels=batches,
+                   xlabel="sequence length", ylabel="batch", title=MODELS[model].display)
+            for (b, n), v in values.items():
+                ax.text(lengths.index(n), batches.index(b), f"{v:.2f}", ha="center", va="center", fontsize=7)
+        fig.colorbar(image, ax=axes[0].tolist(), label="log2(PyTorch / TensorFlow): > 0 TensorFlow faster")
+        path = fig_dir / f"{group.slug}__{group.grid}__pytorch-tensorflow-ratio.png"
+        fig.savefig(path, format="png", dpi=90, metadata={"Software": None})
+        plt.close(fig)
+        out["ratio"] = path
+    return out
+
+
+METHOD = [
+    "Re-test of Hugging Face's \"Benchmarking Transformers: PyTorch and TensorFlow\" (October 2019; published figures in "
+    "`bench/data/hf_2019_pytorch_vs_tensorflow.csv`), with Keras 3 beside it. How a number is made:",
+    "",
+    "- **Models** from their transformers configs (BERT base, DistilBERT base, GPT-2 124M, DistilGPT-2, RoBERTa base, XLNet base, "
+    "XLM mlm-en-2048) with seeded random weights, nothing downloaded. **Dropout 0 on every framework** (inference; Keras's "
+    "MultiHeadAttention would take its slower einsum path with dropout > 0).",
+    "- **Same weights**: the PyTorch model's `model.safetensors` is loaded into the TensorFlow twin (transformers 4.57.6, env "
+    "`tf-transformers`) and, through keras-hub 0.32's converters, into Keras 3 (BERT, DistilBERT, GPT-2, RoBERTa). keras-hub has no "
+    "XLNet converter (random init, parameter count must equal the PyTorch model's) and no XLM (NA). Each column's last hidden state "
+    f"is compared with PyTorch eager's at every point; beyond {TOLERANCE:g} (relative to its largest magnitude) the point fails.",
+    "- **Timing**: forward pass only (inference mode / no gradient), synchronised by the suite's timing core. The first call "
+    "(trace, compile) is reported apart, warm-up follows until nothing compiles, then the timed calls, **round-robin across the "
+    "columns of a point** (call r of every column, then call r+1), each framework in its own process, so the machine's drift "
+    f"touches every column alike. Workers run with {', '.join(f'`{k}={v}`' for k, v in WORKER_ENVIRONMENT.items())} so that an idle "
+    "framework's threads do not spin on the cores the next column needs.",
+    "- **Cells**: mean / median (p10–p90, n) ms per forward. The published figures are means of 30 timeit repeats; ours report "
+    "the mean to compare with them and the median with its spread. NA: the length is above the model's position table, or "
+    "the column has no such model.",
+    "- **Averages**: over the points where every compared column succeeded, and separately the published way (each framework "
+    "over its own successful points), which favours a framework that failed the largest points.",
+]
+
+
+def group_page(group: GridGroup, fig_dir: Path, out_dir: Path) -> list[str]:
+    lines = [f"## grid `{group.grid}` — {group.machine}", ""]
+    means = framework_means(group.points())
+    lines += ["### Then and now", ""] + findings_table(group) + [""]
+    p = means["paired"]
+    if p["points"]:
+        lines += [f"PyTorch eager vs TensorFlow (tf.function), mean over the {p['points']} points where both succeeded: "
+                  f"{p['pytorch']:.4g} s vs {p['tensorflow']:.4g} s.", ""]
+    figures = draw_figures(group, fig_dir)
+    for model in [m for m in MODELS if any(r.cell.model == m for r in group.results)]:
+        lines += [f"### {MODELS[model].display}", ""] + model_table(group, model)
+        if f"{model}-time" in figures:
+            lines += [f"![{MODELS[model].display}: time against sequence length]({figures[f'{model}-time'].relative_to(out_dir).as_posix()})", ""]
+    if "ratio" in figures:
+        lines += ["### PyTorch / TensorFlow over the grid", "", f"![PyTorch eager / TensorFlow mean time]({figures['ratio'].relative_to(out_dir).as_posix()})", ""]
+    commits = sorted({(r.provenance.get("git") or {}).get("commit", "")[:12] + (" (dirty)" if (r.provenance.get("git") or {}).get("dirty") else "") for r in group.results})
+    envs = sorted({r.cell.backend for r in group.results})
+    stamps = sorted({f"{r.cell.backend} {((r.runs[0].process or {}).get('environment') or {}).get('lock_sha256', '')[:12]}" for r in group.results if r.runs[0].process})
+    probes = [r.provenance.get("reference") or {} for r in group.results]
+    probe_ms = [v for p in probes for k, v in p.items() if k in ("start_ms", "at_write_ms") and v]
+    loads = [r.provenance["load_average_1m"] for r in group.results if r.provenance.get("load_average_1m") is not None]
+    cores = next((r.provenance.get("cpu_count") for r in group.results if r.provenance.get("cpu_count")), None)
+    quiet = [f"- Machine load: the framework-free drift probe (bench/drift.py) read {min(probe_ms):.1f} to {max(probe_ms):.1f} ms "
+             f"(x{max(probe_ms) / min(probe_ms):.1f})" + (f"; 1-minute load average {min(loads):.1f} to {max(loads):.1f} on {cores} cores" if loads else "")
+             + (". **The machine was shared with other jobs while this ran**: absolute times are noisy; the round-robin keeps the "
+                "columns of one point comparable." if (max(probe_ms) / min(probe_ms) > 1.3 or (loads and cores and max(loads) > cores)) else ".")] if probe_ms else []
+    lines += ["### Where these numbers come from", ""] + quiet + [
+              f"- {len(group.results)} result files under `{GRID_DIR}/grid-{group.grid}/{group.slug}/`; commit(s) {', '.join(commits)}; envs {', '.join(envs)}.",
+              f"- env locks (requirements sha256): {', '.join(stamps)}." if stamps else "- env locks: not recorded (no run of these files reached a framework).",
+              f"- created {min(r.created_at for r in group.results)} to {max(r.created_at for r in group.results)}.", ""]
+    return lines
+
+
+def render_grid(results_dir: Path, out: Path | None = None) -> Path | None:
+    """Write <results>/GRID.md and its figures; None (nothing written) where there is no grid result."""
+    results_dir = Path(results_dir)
+    groups = load_grid(results_dir)
+    if not groups:
+        return None
+    out = out or results_dir / "GRID.md"
+    fig_dir = results_dir.resolve() / "figures" / FIG_SUBDIR
+    lines = ["# Inference grid: PyTorch vs TensorFlow vs Keras 3 (re-test of HF, Oct 2019)", "",
+             "Rendered by `python -m bench grid` / `make grid` (and `make table`) from the grid's result files alone.", ""] + METHOD + [""]
+    for group in groups:
+        lines += group_page(group, fig_dir, out.resolve().parent)
+        if not group.on_gpu:
+            lines += ["This grid ran on a CPU only: its GPU findings are \"not tested on this hardware\". Where the machine was "
+                      "shared with other jobs while it ran, absolute times are noisy; the round-robin order keeps the comparison "
+                      "between columns of one point fair, not the absolute figures.", ""]
+    write_text_atomic(out, "\n".join(lines).rstrip("\n") + "\n")
+    return out
+
+
+def grid_section(table, page) -> list[str]:
+    """RESULTS.md's section: the grid's "then and now" for this table's machine, linking GRID.md (its full page).
+    No grid result on this machine: no lines, so the section leaves no trace."""
+    results_dir = page.fig_dir.parent
+    groups = [g for g in load_grid(results_dir) if g.machine == table.group.machine]
+    lines = []
+    for group in groups:
+        lines += [f"Grid `{group.grid}` ({len(group.results)} points x columns; full tables and figures in [GRID.md]"
+                  f"({(results_dir / 'GRID.md').resolve().relative_to(page.out_dir.resolve()).as_posix() if (results_dir / 'GRID.md').resolve().is_relative_to(page.out_dir.resolve()) else 'GRID.md'})):", ""]
+        lines += findings_table(group) + [""]
+    return lines

@@ -1,0 +1,255 @@
+"""The inference grid study without a framework: NA rules, grids, the round-robin with adaptive repeats, the
+parity rule, OOM/crash statuses, result files, the findings logic on synthetic points, and the report."""
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bench.backends import BenchError
+from bench.grid import findings as F
+from bench.grid.run import TOLERANCE, ColumnState, GridResult, check_parity, finish_point, grid_cell, run_point
+from bench.grid.spec import COLUMNS, GRIDS, MODELS, columns_for_envs, get_grid
+from bench.provenance import machine_info
+from bench.results import Run, load, load_all
+
+
+# -- NA rules and grids
+
+@pytest.mark.parametrize("model, length, na", [("bert", 512, False), ("bert", 1024, True), ("roberta", 1024, True),
+                                               ("gpt2", 1024, False), ("xlnet", 1024, False), ("xlm", 1024, True)])
+def test_lengths_above_the_position_table_are_na_with_the_reason(model, length, na):
+    why = MODELS[model].why_na(COLUMNS["torch-eager"], length)
+    assert bool(why) is na
+    if na:
+        assert str(length) in why and str(MODELS[model].max_positions) in why
+
+
+def test_keras_columns_of_xlm_are_na_with_the_reason_and_torch_and_tf_are_not():
+    assert "no XLM" in MODELS["xlm"].why_na(COLUMNS["keras-jax"], 8)
+    assert MODELS["xlm"].why_na(COLUMNS["tf-xla"], 8) is None and MODELS["xlm"].why_na(COLUMNS["torch-traced"], 8) is None
+
+
+def test_every_model_is_built_with_dropout_zero():
+    for model in MODELS.values():
+        for size in ("full", "tiny"):
+            config = model.hf_config(size)
+            assert model.dropout_keys and all(config[k] == 0.0 for k in model.dropout_keys)
+
+
+def test_full_grid_is_the_published_one_and_cpu_grid_caps_larger_batches():
+    full, cpu = GRIDS["full"], GRIDS["cpu"]
+    assert len(full.points()) == 24 and full.min_repeats == full.max_repeats == 30
+    assert {(1, n) for n in (8, 64, 128, 256, 512, 1024)} <= set(cpu.points())
+    assert all(b * n <= cpu.max_tokens_above_batch1 for b, n in cpu.points() if b > 1)
+    assert cpu.min_repeats >= 5 and cpu.max_repeats == 30 and cpu.point_cap_s
+
+
+def test_columns_narrow_by_env_or_column_and_refuse_unknown_names():
+    assert columns_for_envs(["native-torch"]) == ["torch-eager", "torch-traced", "torch-compile"]
+    assert columns_for_envs(["tf-xla", "jax"]) == ["tf-xla", "keras-jax"]
+    with pytest.raises(BenchError, match="unknown grid env"):
+        columns_for_envs(["tensorflw"])
+    with pytest.raises(BenchError, match="unknown grid"):
+        get_grid("huge")
+
+
+# -- the round-robin, with fake workers
+
+class FakeWorker:
+    """Answers `call` like bench.grid.worker: one warm-up call, then timed ones of `ms`; records the order."""
+
+    def __init__(self, log, ms=100.0, fail_at=None, status="oom"):
+        self.log, self.ms, self.fail_at, self.status = log, ms, fail_at, status
+        self.calls: dict[str, int] = {}
+
+    def ask(self, command, timeout_s):
+        column = command["column"]
+        n = self.calls[column] = self.calls.get(column, 0) + 1
+        self.log.append(column)
+        if self.fail_at == n:
+            return {"status": self.status, "message": "CUDA out of memory (fake)"}
+        warmup_run = 1 if n >= 2 else None
+        return {"status": "ok", "window_ms": self.ms, "steps_done": n, "warmup_run": warmup_run, "done": n >= 1 + 1 + 30}
+
+
+def test_repeats_alternate_between_columns_and_stop_at_the_point_cap_after_the_minimum():
+    log = []
+    worker = FakeWorker(log, ms=1000.0)  # 1 s a call: the 6 s cap is reached at the minimum of 5 timed calls
+    states = [ColumnState(c, worker) for c in ("torch-eager", "tf-function", "keras-jax")]
+    run_point(states, 1, 8, GRIDS["cpu"])
+    assert log[:6] == ["torch-eager", "tf-function", "keras-jax"] * 2  # round-robin, never one column's calls in a row
+    assert all(s.timed == GRIDS["cpu"].min_repeats for s in states)
+
+
+def test_fast_points_get_the_maximum_number_of_repeats():
+    log = []
+    states = [ColumnState(c, FakeWorker(log, ms=1.0)) for c in ("torch-eager", "tf-function")]
+    run_point(states, 1, 8, GRIDS["cpu"])
+    assert all(s.timed == GRIDS["cpu"].max_repeats for s in states)
+
+
+def test_an_oom_becomes_that_columns_status_and_the_others_go_on():
+    log = []
+    states = [ColumnState("torch-eager", FakeWorker(log, ms=1000.0, fail_at=3)), ColumnState("tf-function", FakeWorker(log, ms=1000.0))]
+    run_point(states, 8, 1024, GRIDS["cpu"])
+    assert states[0].failed["status"] == "oom" and states[1].timed >= GRIDS["cpu"].min_repeats and not states[1].failed
+
+
+def test_na_columns_are_not_called_and_are_written_as_unsupported(tmp_path):
+    log = []
+    states = [ColumnState("keras-jax", FakeWorker(log), na=MODELS["xlm"].why_na(COLUMNS["keras-jax"], 8)),
+              ColumnState("torch-eager", None, failed={"status": "oom", "message": "out of memory (fake)"})]
+    run_point(states, 1, 8, GRIDS["cpu"])
+    assert log == []
+    written = finish_point(MODELS["xlm"], states, 1, 8, GRIDS["cpu"], tmp_path, {"commit": "x"}, machine_info(), {"start_ms": 1.0}, {}, {"parameters": 1}, lambda _: None)
+    assert [r.status for r in written] == ["unsupported", "oom"]
+    assert "no XLM" in written[0].message
+    again = [load(tmp_path / r.relative_path()) for r in written]  # schema-valid and readable
+    assert [r.status for r in again] == ["unsupported", "oom"]
+    assert load_all(tmp_path) == []  # the grid's files are not results of the published table
+
+
+# -- parity
+
+def ok_run(**settings):
+    return Run(status="ok", first_step_ms=5.0, timed_ms=[1.0, 1.1], settings=dict(settings))
+
+
+def test_twins_within_tolerance_record_their_difference_and_beyond_it_fail_with_the_figure(tmp_path):
+    ref = np.ones((1, 4, 8), dtype=np.float32)
+    np.save(tmp_path / "ref.npy", ref)
+    np.save(tmp_path / "close.npy", ref + 1e-6)
+    np.save(tmp_path / "far.npy", ref + 0.5)
+    reference = ColumnState("torch-eager", None, output=str(tmp_path / "ref.npy"))
+    close, far = ok_run(), ok_run()
+    check_parity(MODELS["bert"], ColumnState("tf-xla", None, output=str(tmp_path / "close.npy")), reference, close, {"parameters": 1})
+    check_parity(MODELS["bert"], ColumnState("keras-jax", None, output=str(tmp_path / "far.npy")), reference, far, {"parameters": 1})
+    assert close.status == "ok" and 0 < close.settings["max_abs_diff"] < TOLERANCE
+    assert far.status == "error" and "0.5" in far.message and far.timed_ms == [] and far.settings["max_abs_diff"] == pytest.approx(0.5)
+
+
+def test_keras_xlnet_without_a_converter_must_match_the_parameter_count():
+    same, other = ok_run(parameters=100), ok_run(parameters=99)
+    check_parity(MODELS["xlnet"], ColumnState("keras-torch", None), None, same, {"parameters": 100})
+    check_parity(MODELS["xlnet"], ColumnState("keras-torch", None), None, other, {"parameters": 100})
+    assert same.status == "ok" and same.settings["parity"] == "parameter count"
+    assert other.status == "error" and "99" in other.message and "100" in other.message
+
+
+# -- findings on synthetic points
+
+def points(pt_ms, tf_ms, lengths=(8, 64, 128, 512), model="bert", pt_status=None):
+    out = []
+    for i, n in enumerate(lengths):
+        status = (pt_status or {}).get(n, "ok")
+        out.append(F.PointFigure(model, "torch-eager", 1, n, status, pt_ms * n if status == "ok" else None))
+        out.append(F.PointFigure(model, "tf-function", 1, n, "ok", tf_ms * n))
+    return out
+
+
+def verdicts(found):
+    return {f.key: f.verdict for f in found}
+
+
+def test_tensorflow_slower_on_cpu_holds_and_gpu_findings_are_not_tested_on_a_cpu():
+    v = verdicts(F.findings(points(1.0, 1.2), on_gpu=False))
+    assert v["mean_cpu"] == F.HOLDS and v["difference_grows"] == F.HOLDS
+    assert v["mean_gpu"] == v["xla_speedup_vs_tf"] == v["pytorch_oom"] == F.NOT_TESTED
+
+
+def test_tensorflow_faster_on_cpu_does_not_hold():
+    assert verdicts(F.findings(points(1.2, 1.0), on_gpu=False))["mean_cpu"] == F.DOES_NOT_HOLD
+
+
+def test_dropping_failed_points_the_published_way_favours_the_framework_that_failed_them():
+    # PyTorch is slower everywhere, but runs out of memory on the largest point: the published way hides it.
+    pts = points(1.1, 1.0, lengths=(8, 64, 128, 4096), pt_status={4096: "oom"})
+    means = F.framework_means(pts)
+    assert means["paired"]["points"] == 3 and means["paired"]["pytorch"] > means["paired"]["tensorflow"]
+    assert means["published_way"]["pytorch"] < means["published_way"]["tensorflow"]
+
+
+def test_torchscript_findings_from_the_ratios():
+    pts = [F.PointFigure("xlnet", "torch-eager", 1, n, "ok", 10.0) for n in (8, 64)] + [F.PointFigure("xlnet", "torch-traced", 1, n, "ok", 8.0) for n in (8, 64)]
+    pts += [F.PointFigure("xlm", "torch-eager", 1, n, "ok", 10.0) for n in (8, 512)]
+    pts += [F.PointFigure("xlm", "torch-traced", 1, 8, "ok", 8.0), F.PointFigure("xlm", "torch-traced", 1, 512, "ok", 12.0)]
+    v = verdicts(F.findings(pts, on_gpu=False))
+    assert v["torchscript"] == F.HOLDS and v["torchscript_xlnet"] == F.HOLDS and v["torchscript_xlm"] == F.HOLDS
+    pts[2] = F.PointFigure("xlnet", "torch-traced", 1, 8, "ok", 11.0)  # slower once: "always faster" fails
+    assert verdicts(F.findings(pts, on_gpu=False))["torchscript_xlnet"] == F.DOES_NOT_HOLD
+
+
+def test_gpu_oom_finding_on_a_gpu():
+    pts = points(1.0, 1.2, pt_status={512: "oom"})
+    assert verdicts(F.findings(pts, on_gpu=True))["pytorch_oom"] == F.HOLDS
+    assert verdicts(F.findings(points(1.0, 1.2), on_gpu=True))["pytorch_oom"] == F.DOES_NOT_HOLD
+
+
+def test_the_published_figures_come_from_the_projects_copy():
+    ref = F.published()
+    assert F.PUBLISHED_CSV.parent.name == "data"
+    assert ref[("mean_inference_time_all_models", "cpu")]["pytorch"] == "0.748"
+
+
+# -- the report
+
+def write_synthetic(results_dir: Path, machine: dict) -> None:
+    for column, ms in (("torch-eager", 10.0), ("tf-function", 12.0), ("torch-traced", 8.0)):
+        for n in (8, 64, 128, 512):
+            run = Run(status="ok", first_step_ms=50.0, timed_ms=[ms * n / 8, ms * n / 8 * 1.1], settings={"sequence_length": n, "column": column, "max_abs_diff": 1e-6})
+            GridResult(grid_cell("bert", column, 1, GRIDS["cpu"]), [run], "ms/forward", {"machine": machine, "git": {"commit": "abc"}}, "2026-01-01T00:00:00+00:00").write(results_dir)
+    na = Run(status="unsupported", message=MODELS["bert"].why_na(COLUMNS["torch-eager"], 1024), settings={"sequence_length": 1024})
+    GridResult(grid_cell("bert", "torch-eager", 1, GRIDS["cpu"]), [na], "ms/forward", {"machine": machine, "git": {"commit": "abc"}}, "2026-01-01T00:00:00+00:00").write(results_dir)
+
+
+def test_grid_page_has_then_and_now_tables_and_figures(tmp_path):
+    pytest.importorskip("matplotlib")
+    from bench.report.grid import render_grid
+
+    write_synthetic(tmp_path, machine_info())
+    out = render_grid(tmp_path)
+    page = out.read_text()
+    assert "Then and now" in page and "**holds**" in page and "not tested on this hardware" in page
+    assert "NA" in page and "BERT base" in page and "dropout 0" in page.lower()
+    figures = sorted(p.name for p in (tmp_path / "figures" / "grid").glob("*.png"))
+    assert any(name.endswith("bert-time.png") for name in figures) and any(name.endswith("ratio.png") for name in figures)
+    for link in [line for line in page.splitlines() if line.startswith("![")]:
+        assert (tmp_path / link.split("](")[1].rstrip(")")).exists()
+
+
+def test_results_md_gets_the_grid_section_only_where_there_are_grid_results(tmp_path):
+    pytest.importorskip("tabulate")
+    from bench.report import render
+
+    repo_results = Path(__file__).resolve().parent.parent / "results"
+    smoke = next(repo_results.glob("smoke/*/*.json"))
+    machine = json.loads(smoke.read_text())["provenance"]["machine"]
+    (tmp_path / smoke.relative_to(repo_results)).parent.mkdir(parents=True)
+    (tmp_path / smoke.relative_to(repo_results)).write_text(smoke.read_text())
+    render(tmp_path, tmp_path / "RESULTS.md")
+    assert "Inference grid study" not in (tmp_path / "RESULTS.md").read_text()
+    write_synthetic(tmp_path, machine)
+    render(tmp_path, tmp_path / "RESULTS.md")
+    assert "Inference grid study: then and now" in (tmp_path / "RESULTS.md").read_text()
+
+
+def test_differences_recorded_before_the_tolerance_was_tightened_are_judged_by_todays_rule():
+    from bench.grid.run import OLD_TOLERANCE, beyond_tolerance
+
+    old_file = {"max_abs_diff": 1e-3, "parity_tolerance": OLD_TOLERANCE * 4.8}  # full-size BERT, GELU approximations differ
+    assert beyond_tolerance(old_file)
+    assert not beyond_tolerance({"max_abs_diff": 6e-6, "parity_tolerance": OLD_TOLERANCE * 4.8})
+    assert not beyond_tolerance({"max_abs_diff": 1e-4, "parity_scale": 4.8}) and beyond_tolerance({"max_abs_diff": 1e-3, "parity_scale": 4.8})
+
+
+def test_validate_checks_the_grid_files_and_names_a_corrupt_one(tmp_path, capsys):
+    from bench.cli import main
+
+    write_synthetic(tmp_path, machine_info())
+    assert main(["validate", "--results-dir", str(tmp_path)]) == 0
+    assert "13 inference grid result files" in capsys.readouterr().out
+    broken = next((tmp_path / "grid").rglob("tf-function__bs1__len8.json"))
+    broken.write_text(broken.read_text().replace('"status": "ok"', '"status": "fine"', 1))
+    assert main(["validate", "--results-dir", str(tmp_path)]) == 2
+    assert broken.name in capsys.readouterr().err
