@@ -16,6 +16,7 @@ REPO = Path(__file__).resolve().parent.parent
 pytestmark = [pytest.mark.envs, pytest.mark.slow]
 
 
+@pytest.mark.duration_s(240)
 def test_smoke_grid_runs_every_column_on_the_same_weights(tmp_path):
     for env in {c.env for c in COLUMNS.values()}:
         env_python(env)  # skips (locally) or fails (CI) naming the missing env
@@ -72,6 +73,7 @@ def run_family(family: str, env: str, root: Path) -> dict:
     return json.loads(p.stdout.split("PARAMS ", 1)[1])
 
 
+@pytest.mark.duration_s(330)
 def test_weights_transfer_to_the_tensorflow_and_keras_twins_with_the_same_outputs(tmp_path):
     import numpy as np
 
