@@ -74,7 +74,7 @@ def render(results_dir: Path, out: Path, readme: Path | None = None, sections: l
             f"(`bench/data/{REFERENCE_CSV.name}`).",
             "",
         ]
-        lines += [f"{p.index}. {t.group.profile} profile — {t.group.machine} ({len(t.group.items)} cells)" for p, t in zip(pages, report.tables)] + [""]
+        lines += [f"{p.index}. {t.group.title} ({len(t.group.items)} cells)" for p, t in zip(pages, report.tables)] + [""]
         for page, table in zip(pages, report.tables):
             lines += render_table(table, page, SECTIONS if sections is None else sections)
     if report.retired:
