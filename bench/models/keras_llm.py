@@ -1,4 +1,5 @@
-"""The 7B causal LMs (Gemma, Mistral) on Keras 3 / keras-hub: LoRA fit and greedy generate.
+"""The 7B causal LMs (Gemma, Mistral) on Keras 3 / keras-hub (keras-nlp 0.8.2 on the 2024 stack, the same
+backbone and *CausalLM classes): LoRA fit and greedy generate.
 
 Both follow keras-benchmarks v0.0.5: bfloat16 weights, `backbone.enable_lora(rank=4)`, AdamW and sparse
 cross-entropy from logits through `model.fit`; generate with the greedy sampler through `model.generate`.
@@ -29,6 +30,7 @@ from bench.models.keras_common import (
     assert_keras_major,
     build_abstractly,
     count_weights,
+    library_versions,
     nlp_library,
     reference_jit_compile,
     repeated_batch,
@@ -105,7 +107,7 @@ class KerasCausalLM(KerasWorkload):
 
     def setup(self) -> None:
         s, bs, keras = self.shape, self.cell.batch_size, self.keras
-        lib = nlp_library(self.keras_major)
+        lib = self.library = nlp_library(self.keras_major)  # keras-hub, or keras-nlp 0.8.2 on the 2024 stack
         self.model = build_causal_lm(lib, self.backbone_class, self.task_class, type(self).backbone_kwargs(s), s.dtype)
         assert_keras_major(self.model, self.keras_major)
         if not s.keras_fused_attention:
@@ -154,7 +156,9 @@ class KerasCausalLM(KerasWorkload):
             "backbone_dtype_policy": model.backbone.dtype_policy.name,
             "keras_fused_attention": s.keras_fused_attention,
             "fused_attention": any(uses_fused_attention(layer) for layer in attention_layers(model)),
-            "flash_attention_enabled": self.keras.config.is_flash_attention_enabled(),
+            # None: this Keras has no flash-attention switch (Keras 3.0.5, the 2024 stack)
+            "flash_attention_enabled": getattr(self.keras.config, "is_flash_attention_enabled", lambda: None)(),
+            "library_versions": library_versions(self.library),
         }
         if self.cell.task == "fit":
             out.update(
