@@ -50,8 +50,8 @@ class Stack:
 STACKS: dict[str, Stack] = {
     s.name: s
     for s in (
-        Stack("today", "", "today's pins (envs/<backend>/)"),
-        Stack("2024", "-2024", "keras-benchmarks v0.0.5's pins, as published (envs/<backend>-2024/)"),
+        Stack("today", "", "today's pins, envs/<backend>/"),
+        Stack("2024", "-2024", "keras-benchmarks v0.0.5's pins"),  # envs/<backend>-2024/
     )
 }
 DEFAULT_STACK = "today"

@@ -168,6 +168,11 @@ def test_two_stacks_results_are_kept_apart_and_tabled_apart(tmp_path):
     headings = [line for line in text.splitlines() if line.startswith("## ")]
     assert len(headings) == 2, headings
     assert "2024 stack" not in headings[0] and "2024 stack" in headings[1], headings
+    # the 2024 table sets each cell beside today's: 20 ms on 2024, 10 ms today
+    beside = text.split("Beside today's stack", 1)[1]
+    row = next(line for line in beside.splitlines() if "Keras 3 (JAX)" in line)
+    assert "| 20.0" in row and "| 10.0" in row and "2.00x" in row, row
+    assert "Beside today's stack" not in text.split(headings[1])[0]  # not in today's own table
 
 
 def test_the_runner_runs_a_2024_cell_in_its_own_env(tmp_path, monkeypatch):

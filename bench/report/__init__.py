@@ -33,6 +33,7 @@ from bench.report.markdown import details_section, head_section
 from bench.report.provenance import provenance_section
 from bench.report.readme import README_END, README_START, update_readme
 from bench.report.sections import Page, Section, render_table
+from bench.report.stacks import stacks_section
 from bench.report.text import md, plural, write_text_atomic
 from bench.workloads import REFERENCE_CSV
 
@@ -43,6 +44,7 @@ SECTIONS: list[Section] = [
     Section(None, head_section),
     Section("Where these numbers come from", provenance_section),
     Section("Derived findings and comparison with the published numbers", findings_section),
+    Section("Beside today's stack", stacks_section),
     Section("Figures", figures_section),
     Section(None, details_section),
 ]
