@@ -12,7 +12,7 @@ from bench.backends import (BACKENDS, COMMON_ENVIRONMENT, DEFAULT_STACK, STACKS,
 from bench.provenance import REPO_ROOT as ROOT
 
 TOOLS = "tools"  # the orchestrator/test env: not a backend, one for every stack
-# Every env there is (locked and checked by default); building `--all` takes one stack's (STACK_ENV_NAMES).
+# Every env there is, both stacks (locked and checked by default); `build --all` takes one stack's (stack_names).
 BACKEND_ENV_NAMES = [n for s in STACKS for n in stack_env_names(s)]
 ENV_NAMES = [*BACKEND_ENV_NAMES, TOOLS]
 
