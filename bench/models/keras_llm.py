@@ -19,6 +19,7 @@ layers' own test answers after that (an einsum path when false).
 """
 from __future__ import annotations
 
+import inspect
 import sys
 from typing import Any, Callable
 
@@ -131,11 +132,13 @@ class KerasCausalLM(KerasWorkload):
             padding_mask = np.zeros((bs, s.generate_length), dtype=bool)
             padding_mask[:, : s.prompt_length] = True
             self.inputs = {"token_ids": token_ids, "padding_mask": padding_mask}
+            self.no_stop_tokens = {"stop_token_ids": None} if "stop_token_ids" in inspect.signature(self.model.generate).parameters else {}
 
     def step(self) -> Any:
         # One generate call; the first (untimed as a steady-state figure) traces and compiles the generate function,
         # which keras-hub caches on the model, so later calls reuse it. Its outputs are NumPy: the call is synchronous.
-        output = self.model.generate(dict(self.inputs), stop_token_ids=None)
+        # keras-nlp 0.8.2 (the 2024 stack) has no stop_token_ids: without a preprocessor it has no end token to stop at
+        output = self.model.generate(dict(self.inputs), **self.no_stop_tokens)
         self.outputs.append(output)
         return output
 
