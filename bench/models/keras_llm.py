@@ -52,9 +52,22 @@ def backbone_arguments(s) -> dict[str, Any]:
     )
 
 
+def accepted_arguments(backbone_class, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """kwargs as this library's backbone takes them. keras-nlp 0.8.2's MistralBackbone (the 2024 stack) has no
+    head_dim: it derives hidden_dim // num_query_heads, so head_dim is left out only where it equals that."""
+    parameters = inspect.signature(backbone_class.__init__).parameters
+    if "head_dim" in kwargs and "head_dim" not in parameters:  # (its **kwargs go to keras.Model, which refuses it)
+        derived = kwargs["hidden_dim"] // kwargs["num_query_heads"]
+        if kwargs["head_dim"] != derived:
+            raise ValueError(f"{backbone_class.__name__} derives head_dim {derived} from hidden_dim / num_query_heads; the shape asks {kwargs['head_dim']}")
+        kwargs = {k: v for k, v in kwargs.items() if k != "head_dim"}
+    return kwargs
+
+
 def build_causal_lm(lib, backbone_class: str, task_class: str, backbone_kwargs: dict[str, Any], dtype: str):
     """The keras-hub task model with no preprocessor, its backbone in `dtype`."""
-    backbone = getattr(lib.models, backbone_class)(**backbone_kwargs, dtype=dtype)
+    cls = getattr(lib.models, backbone_class)
+    backbone = cls(**accepted_arguments(cls, backbone_kwargs), dtype=dtype)
     return getattr(lib.models, task_class)(backbone=backbone, preprocessor=None)
 
 
@@ -103,7 +116,8 @@ class KerasCausalLM(KerasWorkload):
     def parameter_counts(cls, s, keras_major: int = 3) -> dict[str, int]:
         """The backbone's parameters (the task adds none: its LM head is the backbone's embedding), built abstractly."""
         backbone_class = getattr(nlp_library(keras_major).models, cls.backbone_class)
-        backbone = build_abstractly(lambda: backbone_class(**cls.backbone_kwargs(s), dtype=s.dtype), keras_major=keras_major)
+        kwargs = accepted_arguments(backbone_class, cls.backbone_kwargs(s))
+        backbone = build_abstractly(lambda: backbone_class(**kwargs, dtype=s.dtype), keras_major=keras_major)
         return {"backbone": count_weights(backbone.weights)}
 
     def setup(self) -> None:
