@@ -16,6 +16,8 @@ IGNORE_PLAN ?=
 # Cells in parallel, one GPU each (bench/cluster/parallel.py); refused without a GPU per job.
 JOBS ?=
 RESULTS ?= results
+# The software stack: today (envs/<backend>/) or 2024 (keras-benchmarks v0.0.5's pins, envs/<backend>-2024/).
+STACK ?= today
 VENVS := .venvs
 TOOLS_PY := $(VENVS)/tools/bin/python
 # The backends, models and profiles, from the Python that defines them (bench/backends.py, the folders of
@@ -30,7 +32,7 @@ PROFILES = $(subst $(comma),|,$(word 3,$(REGISTRY)))
 # Optional narrowing/overrides passed through to `python -m bench run`.
 RUN_ARGS = $(if $(TASK),--task $(TASK)) $(if $(PROFILE),--profile $(PROFILE)) $(if $(STEPS),--steps $(STEPS)) \
            $(if $(REPEATS),--repeats $(REPEATS)) $(if $(filter 1,$(RESUME)),--resume) $(if $(JOBS),--jobs $(JOBS)) \
-           $(if $(filter 1,$(IGNORE_PLAN)),--ignore-plan) --results-dir $(RESULTS)
+           $(if $(filter 1,$(IGNORE_PLAN)),--ignore-plan) --stack $(STACK) --results-dir $(RESULTS)
 
 # uv, pinned and hash-checked (containers/uv-requirements.txt), fetched into .venvs/.uv on first use:
 # the same uv everywhere, whatever is on PATH.
@@ -40,7 +42,7 @@ export UV
 include mk/envs.mk
 include mk/containers.mk
 
-env envs env-tools lock check-locks env-info: $(UV)
+env envs env-tools env-ci-stack lock check-locks env-info: $(UV)
 
 $(UV): containers/uv-requirements.txt
 	@mkdir -p $(dir $(UV))
@@ -50,7 +52,8 @@ $(UV): containers/uv-requirements.txt
 
 help: ## List every target with one line each
 	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | sort -u | awk 'BEGIN{FS=":.*## "}{printf "  %-18s %s\n", $$1, $$2}'
-	@echo "Variables: BACKEND=<$(BACKENDS)> MODEL=<$(MODELS)> TASK= PROFILE=<$(PROFILES)> STEPS= REPEATS= RESUME=1 IGNORE_PLAN=1 JOBS= RESULTS=$(RESULTS)"
+	@echo "Variables: BACKEND=<$(BACKENDS)> MODEL=<$(MODELS)> STACK=<today|2024> TASK= PROFILE=<$(PROFILES)> STEPS= REPEATS= RESUME=1 IGNORE_PLAN=1 JOBS= RESULTS=$(RESULTS)"
+	@echo "The 2024 stack (keras-benchmarks v0.0.5's pins): make envs STACK=2024; make bench BACKEND=jax MODEL=bert STACK=2024"
 	@echo "make grid: GRID=<cpu|full|sample|smoke> MODEL=<bert,distilbert,gpt2,distilgpt2,roberta,xlnet,xlm> BACKEND=<native-torch,tf-transformers,jax,tensorflow,torch or a column>"
 
 doctor: ## Preflight (stdlib, < 2 s): Python 3.11, GNU make, C compiler, disk, memory, NVIDIA driver; FAIL stops make
@@ -58,11 +61,11 @@ doctor: ## Preflight (stdlib, < 2 s): Python 3.11, GNU make, C compiler, disk, m
 
 bench: ## Run every task of MODEL on BACKEND (builds the env first): make bench BACKEND=jax MODEL=bert
 	@test -n "$(BACKEND)" -a -n "$(MODEL)" || { echo "usage: make bench BACKEND=<$(BACKENDS)> MODEL=<model> [TASK= PROFILE= STEPS= REPEATS= RESUME=1]" >&2; exit 2; }
-	@$(MAKE) --no-print-directory env BACKEND=$(BACKEND)
+	@$(MAKE) --no-print-directory env BACKEND=$(BACKEND) STACK=$(STACK)
 	@$(MAKE) --no-print-directory env-tools
 	$(TOOLS_PY) -m bench run --backend $(BACKEND) --model $(MODEL) $(RUN_ARGS)
 
-bench-all: doctor envs ## Run the whole matrix (every backend x model x task of the published table)
+bench-all: doctor envs ## Run the whole matrix (every backend x model x task of the published table) on STACK
 	$(TOOLS_PY) -m bench run $(RUN_ARGS)
 
 # The inference grid study (bench/grid/): GRID=cpu (default) | full (the published grid, 30 repeats) | sample | smoke.
@@ -97,7 +100,7 @@ check: check-locks check-containers check-flake ## Static checks, offline: locks
 # StableDiffusion, holds under 6 GB). `--maxschedchunk 1` hands out one test at a time, longest first
 # (tests/conftest.py), so the two workers end together. Both phases always run.
 TEST_JOBS ?= 2
-test: doctor envs ## Build what is needed, then run the whole test suite (smoke profile on CPU; slow tests TEST_JOBS at a time)
+test: doctor envs env-ci-stack ## Build what is needed, then run the whole test suite (smoke profile on CPU; slow tests TEST_JOBS at a time)
 	@rc=0; \
 	$(TOOLS_PY) -m pytest tests -ra --durations=15 -m "not slow" || rc=$$?; \
 	$(TOOLS_PY) -m pytest tests -ra --durations=15 -m slow -n $(TEST_JOBS) --dist load --maxschedchunk 1 || rc=$$?; \

@@ -10,8 +10,12 @@
       pkgs = nixpkgs.legacyPackages.${system};
       lib = pkgs.lib;
 
-      # The BACKEND= values (bench/backends.py); tests/test_flake.py checks that the two lists agree.
-      backends = [ "keras2" "tensorflow" "jax" "torch" "native-torch" ];
+      # The backends' envs on every stack (bench/backends.py: today's, then the 2024 stack's
+      # <backend>-2024), then the study envs (STUDY_ENVIRONMENTS: the inference grid's transformers-TF);
+      # tests/test_flake.py checks that the two lists agree.
+      backends = [ "keras2" "tensorflow" "jax" "torch" "native-torch"
+                   "keras2-2024" "tensorflow-2024" "jax-2024" "torch-2024" "native-torch-2024"
+                   "tf-transformers" ];
 
       # Shared libraries that manylinux wheels (TensorFlow, JAX, PyTorch, their CUDA wheels) take from
       # the system: libstdc++/libgcc_s and zlib. The NVIDIA driver's libcuda comes from the host

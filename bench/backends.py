@@ -33,8 +33,53 @@ class Backend:
             raise BenchError(f"unknown variant {variant!r} for {self.name}; valid variants: {', '.join(self.variants)}")
 
 
-# The Keras 3 packages: one version across the Keras 3 envs.
-KERAS3_PINS = ("keras", "keras-hub", "keras-cv")
+# The Keras 3 packages: one version across the Keras 3 envs of a stack (keras-hub today, keras-nlp in 2024: a
+# package no env of the stack has is not a disagreement).
+KERAS3_PINS = ("keras", "keras-hub", "keras-nlp", "keras-cv")
+
+
+@dataclass(frozen=True)
+class Stack:
+    """A software stack: one set of envs for every backend, same Backend rows and env rules, other pins."""
+
+    name: str  # the STACK= value, recorded in every result's cell
+    env_suffix: str  # env name = backend name + suffix, under envs/ and .venvs/ ("" today: the names predate stacks)
+    description: str
+
+
+STACKS: dict[str, Stack] = {
+    s.name: s
+    for s in (
+        Stack("today", "", "today's pins, envs/<backend>/"),
+        Stack("2024", "-2024", "keras-benchmarks v0.0.5's pins"),  # envs/<backend>-2024/
+    )
+}
+DEFAULT_STACK = "today"
+
+
+def get_stack(name: str) -> Stack:
+    try:
+        return STACKS[name]
+    except KeyError:
+        raise BenchError(f"unknown stack {name!r}; valid stacks: {', '.join(STACKS)}") from None
+
+
+def env_name(backend: str, stack: str = DEFAULT_STACK) -> str:
+    """The env (folder under envs/ and .venvs/) that runs BACKEND on STACK."""
+    return get_backend(backend).name + get_stack(stack).env_suffix
+
+
+def stack_env_names(stack: str = DEFAULT_STACK) -> list[str]:
+    return [env_name(b, stack) for b in BACKENDS]
+
+
+def split_env_name(env: str) -> tuple[str, str]:
+    """(backend, stack) of an env name; BenchError if it is no backend's env on any stack."""
+    for s in STACKS.values():
+        for b in BACKENDS:
+            if b + s.env_suffix == env:
+                return b, s.name
+    raise BenchError(f"{env!r} is not the env of a backend on any stack")
 
 
 # Variables every cell process gets: no network, quiet logs, and deterministic hashing.
@@ -112,8 +157,16 @@ def all_variants() -> tuple[str, ...]:
     return tuple(dict.fromkeys(v for vs in family_variants().values() for v in vs))
 
 
+def make_env_command(env: str) -> str:
+    """The make command that builds an env: `make env BACKEND=jax`, `make env BACKEND=jax STACK=2024`."""
+    backend, stack = split_env_name(env)
+    return f"make env BACKEND={backend}" + ("" if stack == DEFAULT_STACK else f" STACK={stack}")
+
+
 def cell_environment(name: str) -> dict[str, str]:
-    """Variables a cell process of this backend (or study env) runs with (on top of the caller's)."""
+    """Variables a cell process of this backend, backend env (of any stack: the same) or study env runs with (on
+    top of the caller's)."""
     if name in STUDY_ENVIRONMENTS:
         return {**COMMON_ENVIRONMENT, **STUDY_ENVIRONMENTS[name]}
-    return {**COMMON_ENVIRONMENT, **get_backend(name).environment}
+    backend = name if name in BACKENDS else split_env_name(name)[0]
+    return {**COMMON_ENVIRONMENT, **get_backend(backend).environment}

@@ -75,7 +75,7 @@ def figures(timer: StepTimer, derivation: str | None) -> tuple[Split, bool]:
 
 
 def main(cell: Cell, out: Path) -> int:
-    for key, value in cell_environment(cell.backend).items():
+    for key, value in cell_environment(cell.env).items():
         os.environ.setdefault(key, value)  # before any framework import
     if get_backend(cell.backend).framework == "jax" and not gpus():
         # Without a GPU, jax[cuda12]'s plugin fails to initialise (noisily) before falling back to the CPU.

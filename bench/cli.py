@@ -77,6 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--resume", action="store_true", help="skip cells whose current result is ok (or NA) and measured with the env lock current now")
     run.add_argument("--dry-run", action="store_true", help="list the cells and exit")
     run.add_argument("--jobs", type=positive_int, default=1, help="cells in parallel, one GPU each (needs a GPU per job)")
+    run.add_argument("--stack", default="today", help="the software stack: today (default) or 2024 (keras-benchmarks v0.0.5's pins; envs/<backend>-2024)")
     run.add_argument("--ignore-plan", action="store_true", help="run cells that <results-dir>/plan-<profile>.json predicts will not fit (oom-predicted)")
 
     plan = sub.add_parser("plan", help="every cell's parameters and memory, predicted without allocating a model")
@@ -157,6 +158,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         variants=args.variant,
         timed_steps=args.steps,
         warmup_steps=args.warmup,
+        stack=args.stack,
     )
     if not cells:
         raise BenchError("no cells match the given backend/model/task/variant")

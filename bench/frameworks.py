@@ -28,7 +28,8 @@ class JaxDevice:
             JaxDevice._listening = True
 
     def sync(self, result: Any) -> None:
-        arrays = [leaf for leaf in self._jax.tree.leaves(result) if isinstance(leaf, self._jax.Array)]
+        # tree_util, not jax.tree (0.4.25+): the 2024 stack has jax 0.4.20
+        arrays = [leaf for leaf in self._jax.tree_util.tree_leaves(result) if isinstance(leaf, self._jax.Array)]
         if arrays:
             self._jax.block_until_ready(arrays)
         elif result is None:

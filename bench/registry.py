@@ -15,7 +15,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from bench.backends import BACKENDS, BenchError, all_variants, get_backend
+from bench.backends import BACKENDS, DEFAULT_STACK, BenchError, all_variants, env_name, get_backend, get_stack
 from bench.profiles import get_profile
 from bench.spec import MODELS_DIR, WORKLOAD_FILE, ModelSpec, TaskSpec
 
@@ -74,9 +74,11 @@ class Cell:
     warmup_steps: int
     timed_steps: int
     max_warmup_steps: int | None = None  # None: no extension past warmup_steps
+    stack: str = DEFAULT_STACK  # the software stack (bench/backends.py STACKS); results before stacks are today's
 
     def __post_init__(self) -> None:
         backend = get_backend(self.backend)
+        get_stack(self.stack)
         spec = get_model(self.model)
         if self.task not in spec.tasks():
             raise BenchError(f"unknown task {self.task!r} for {self.model}; valid tasks: {', '.join(spec.tasks())}")
@@ -90,7 +92,14 @@ class Cell:
 
     @property
     def key(self) -> str:
-        return f"{self.backend}__{self.model}__{self.task}__bs{self.batch_size}__{self.variant}"
+        # today's keys predate stacks and stay as they were; another stack's cell never shares a name with them
+        suffix = "" if self.stack == DEFAULT_STACK else f"__stack-{self.stack}"
+        return f"{self.backend}__{self.model}__{self.task}__bs{self.batch_size}__{self.variant}{suffix}"
+
+    @property
+    def env(self) -> str:
+        """The env (envs/<env>/, .venvs/<env>) that runs this cell: its backend on its stack."""
+        return env_name(self.backend, self.stack)
 
     @property
     def task_spec(self) -> TaskSpec:
@@ -133,6 +142,7 @@ def plan_cells(
     variants: list[str] | None = None,
     timed_steps: int | None = None,
     warmup_steps: int | None = None,
+    stack: str = DEFAULT_STACK,
 ) -> list[Cell]:
     """The cells of the published table (narrowed by the arguments), backend by backend."""
     prof = get_profile(profile)
@@ -167,6 +177,7 @@ def plan_cells(
                         warmup_steps=warm,
                         timed_steps=prof.timed_steps if timed_steps is None else timed_steps,
                         max_warmup_steps=max(warm, prof.max_warmup_steps),
+                        stack=stack,
                     )
                     if cell.key not in seen:  # an explicit --batch-size can merge two rows
                         seen.add(cell.key)

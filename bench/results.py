@@ -185,8 +185,11 @@ class Result:
 
 
 def result_path(results_dir: Path, cell: Cell, machine: dict[str, Any]) -> Path:
-    """Where a cell's current result lives: one folder per profile and machine."""
-    return results_dir / cell.profile / machine_slug(machine) / f"{cell.key}.json"
+    """Where a cell's current result lives: one folder per profile and machine; another stack than today's in its
+    own subfolder (stack-<name>), so neither stack's results overwrite or shadow the other's."""
+    folder = results_dir / cell.profile / machine_slug(machine)
+    stack = getattr(cell, "stack", "today")
+    return (folder if stack == "today" else folder / f"stack-{stack}") / f"{cell.key}.json"
 
 
 def reserve_new_name(folder: Path, stem: str) -> Path:
@@ -213,6 +216,8 @@ def check_cell_schema(cell: Any) -> None:
     for name in CELL_TEXT_FIELDS:
         if not isinstance(cell.get(name), str) or not cell[name]:
             raise ValueError(f"cell {name} must be a non-empty string, got {cell.get(name)!r}")
+    if "stack" in cell and (not isinstance(cell["stack"], str) or not cell["stack"]):
+        raise ValueError(f"cell stack must be a non-empty string, got {cell['stack']!r}")
     for name, minimum in (("batch_size", 1), ("timed_steps", 1), ("warmup_steps", 0)):
         value = cell.get(name)
         if isinstance(value, bool) or not isinstance(value, int) or value < minimum:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from bench.backends import BenchError, cell_environment
+from bench.backends import BenchError, cell_environment, make_env_command
 from bench.drift import reference_ms
 from bench.failures import crash_status, oom_kill_count
 from bench.plan import load_cells as load_plan_cells, predicted_oom
@@ -31,22 +31,24 @@ LOG_TAIL_LINES = 30
 VERBOSE = bool(os.environ.get("BENCH_VERBOSE"))  # echo every line a cell prints, not only its progress
 
 
-def current_lock_sha256(backend: str) -> str | None:
-    """The sha256 of envs/<backend>/requirements.txt as it is now (what scripts/envs.py stamps a build with)."""
+def current_lock_sha256(env: str) -> str | None:
+    """The sha256 of envs/<env>/requirements.txt as it is now (what scripts/envs.py stamps a build with).
+    env: a backend's env on a stack (Cell.env: the backend's name today, <backend>-2024 on the 2024 stack)."""
     try:
-        return hashlib.sha256((REPO_ROOT / "envs" / backend / "requirements.txt").read_bytes()).hexdigest()
+        return hashlib.sha256((REPO_ROOT / "envs" / env / "requirements.txt").read_bytes()).hexdigest()
     except OSError:
         return None
 
 
 def built_env(backend: str) -> tuple[str, dict | None]:
-    """The interpreter and stamp of the backend's built environment: .venvs/<backend>, or this one if it is that env."""
+    """The interpreter and stamp of a built environment: .venvs/<backend> (an env name: a backend on a stack), or
+    this one if it is that env."""
     venv = VENVS_DIR / backend
     if (venv / ENV_STAMP).exists():
         return str(venv / "bin" / "python"), env_stamp(venv)
     if (env_stamp() or {}).get("backend") == backend:
         return sys.executable, env_stamp()  # e.g. inside the container image
-    raise BenchError(f"the {backend!r} environment is not built (no {venv / ENV_STAMP}): run `make env BACKEND={backend}`")
+    raise BenchError(f"the {backend!r} environment is not built (no {venv / ENV_STAMP}): run `{make_env_command(backend)}`")
 
 
 def env_python(backend: str) -> str:
@@ -57,7 +59,7 @@ def env_python(backend: str) -> str:
     if now and built != now:
         raise BenchError(
             f"the {backend!r} environment is stale (built from requirements sha256 {str(built)[:12]}, "
-            f"envs/{backend}/requirements.txt is now {now[:12]}): run `make env BACKEND={backend}`"
+            f"envs/{backend}/requirements.txt is now {now[:12]}): run `{make_env_command(backend)}`"
         )
     return python
 
@@ -90,7 +92,7 @@ class CellProcess:
     def __init__(self, cell: Cell, python: str, log_path: Path, git: dict, echo: Callable[[str], None]):
         self.cell, self.python, self.log_path, self.echo = cell, python, log_path, echo
         self.tail: deque[str] = deque(maxlen=LOG_TAIL_LINES)
-        self.env = {**os.environ, **cell_environment(cell.backend), "PYTHONUNBUFFERED": "1", "BENCH_GIT_COMMIT": git.get("commit") or ""}
+        self.env = {**os.environ, **cell_environment(cell.env), "PYTHONUNBUFFERED": "1", "BENCH_GIT_COMMIT": git.get("commit") or ""}
 
     def run(self, timeout_s: float) -> Run:
         # A private folder for the cell's result: whatever a killed cell leaves half-written goes with it.
@@ -176,7 +178,7 @@ def already_measured(cell: Cell, results_dir: Path, machine: dict, repeats: int)
     if result.status != "ok" or len(result.runs) < repeats:
         return False
     try:
-        _, stamp = built_env(cell.backend)
+        _, stamp = built_env(cell.env)
     except BenchError:
         return False
     measured_with = (result.runs[0].process.get("environment") or {}).get("lock_sha256")
@@ -199,7 +201,7 @@ class Prepared:
         """One process of a cell (for a cell that `not_run` does not answer for)."""
         from bench.workloads import get_profile
 
-        process = CellProcess(cell, self.pythons[cell.backend], results_dir / "logs" / cell.profile / f"{cell.key}.{repeat}.log", self.git, echo)
+        process = CellProcess(cell, self.pythons[cell.env], results_dir / "logs" / cell.profile / f"{cell.key}.{repeat}.log", self.git, echo)
         process.env.update(env or {})
         return process.run(timeout_s or get_profile(cell.profile).timeout_s)
 
@@ -236,7 +238,7 @@ def prepare(cells: list[Cell], results_dir: Path, repeats: int, resume: bool = F
         skipped, cells = len(cells) - len(todo), todo
     plans = {} if ignore_plan else {p: load_plan_cells(results_dir, p) for p in {c.profile for c in cells}}
     predicted = {c.key: why for c in cells if plans and (why := predicted_oom(c, plans[c.profile], machine))}
-    pythons = {c.backend: env_python(c.backend) for c in cells if not get_model(c.model).why_unsupported(c.backend) and c.key not in predicted}
+    pythons = {c.env: env_python(c.env) for c in cells if not get_model(c.model).why_unsupported(c.backend) and c.key not in predicted}
     check_writable(results_dir)
     return Prepared(cells, predicted, pythons, git_info(), machine, skipped)
 

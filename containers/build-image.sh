@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build the benchmark image of one backend from containers/Containerfile; prints the image ID last.
 #
-#   containers/build-image.sh BACKEND [--no-cache] [--tag NAME]
+#   containers/build-image.sh BACKEND [--no-cache] [--tag NAME]   (BACKEND: a backend's env: jax, or jax-2024 on the 2024 stack)
 #   containers/build-image.sh BACKEND --repro     # two --no-cache builds of one staged context: IDs must match
 #   STAGE_ONLY=1 containers/build-image.sh BACKEND # stage the context, print its folder
 #   BUILD_CONTEXT=DIR containers/build-image.sh BACKEND ...   # build from that staged context
@@ -32,7 +32,7 @@ log() { printf '[build-image] %s\n' "$*" >&2; }
 
 backend="${1:-}"; shift || true
 [ -n "$backend" ] || die "usage: $0 BACKEND [--no-cache] [--tag NAME]"
-$PYTHON scripts/envs.py validate "$backend" >/dev/null || die "unknown backend '$backend'"
+$PYTHON scripts/envs.py vars "$backend" >/dev/null || die "unknown backend env '$backend'"
 tag="$IMAGE_NAME:$backend"
 extra=()
 repro=

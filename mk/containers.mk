@@ -17,19 +17,22 @@ CONTAINER_RESULTS = $(abspath $(or $(RESULTS),results))
 image-base: ## Build the Debian base with debuerreotype (pinned release, containers/base.lock) and import it
 	containers/build-base.sh
 
-image: ## Build the image of BACKEND (podman, else docker) as localhost/bench:BACKEND; builds the base if missing
+# The image of BACKEND on STACK is named by its env: localhost/bench:jax, localhost/bench:jax-2024.
+IMAGE_ENV = $$($(PYTHON) scripts/envs.py env-name "$(BACKEND)" "$(or $(STACK),today)")
+
+image: ## Build the image of BACKEND on STACK (podman, else docker) as localhost/bench:<env>; builds the base if missing
 	@$(PYTHON) scripts/envs.py validate "$(BACKEND)"
 	@. containers/base.lock && $(CONTAINER_ENGINE) image inspect "$$BASE_NAME:$$BASE_TAG" >/dev/null 2>&1 \
 		|| containers/build-base.sh
-	ENGINE=$(CONTAINER_ENGINE) PYTHON=$(PYTHON) IMAGE_NAME=$(IMAGE_NAME) containers/build-image.sh "$(BACKEND)"
+	ENGINE=$(CONTAINER_ENGINE) PYTHON=$(PYTHON) IMAGE_NAME=$(IMAGE_NAME) containers/build-image.sh "$(IMAGE_ENV)"
 
 bench-container: ## Run the benchmark of BACKEND and MODEL in its image, RESULTS dir mounted, GPU passed through if any
 	@$(PYTHON) scripts/envs.py validate "$(BACKEND)"
 	@test -n "$(MODEL)" || { echo "bench-container: MODEL= is required (e.g. MODEL=bert)" >&2; exit 2; }
-	@engine="$(CONTAINER_ENGINE)"; image="$(IMAGE_NAME):$(BACKEND)"; gpu=""; \
+	@engine="$(CONTAINER_ENGINE)"; image="$(IMAGE_NAME):$(IMAGE_ENV)"; gpu=""; \
 	test -n "$$engine" || { echo "bench-container: neither podman nor docker found (scripts/install-system-deps.sh)" >&2; exit 2; }; \
 	id=$$($$engine image inspect --format '{{.Id}}' "$$image" 2>/dev/null) \
-		|| { echo "bench-container: no image $$image: run \`make image BACKEND=$(BACKEND)\`" >&2; exit 2; }; \
+		|| { echo "bench-container: no image $$image: run \`make image BACKEND=$(BACKEND) STACK=$(or $(STACK),today)\`" >&2; exit 2; }; \
 	case "$$(basename "$$engine")" in \
 	docker) if nvidia-smi -L >/dev/null 2>&1 && $$engine info 2>/dev/null | grep -qi nvidia; then gpu="--gpus all"; fi ;; \
 	*) if grep -qs 'nvidia.com/gpu' /etc/cdi/*.yaml /etc/cdi/*.json /var/run/cdi/*.yaml /var/run/cdi/*.json; then \
@@ -41,7 +44,7 @@ bench-container: ## Run the benchmark of BACKEND and MODEL in its image, RESULTS
 	set -x; $$engine run --rm --pull=never --shm-size=$(CONTAINER_SHM) $$gpu \
 		-v "$(CONTAINER_RESULTS):/opt/bench/results" \
 		-e BENCH_GIT_COMMIT="$$(git rev-parse HEAD 2>/dev/null)" -e BENCH_IMAGE="$$image@$$id" \
-		"$$image" run --backend "$(BACKEND)" --model "$(MODEL)" --results-dir /opt/bench/results \
+		"$$image" run --backend "$(BACKEND)" --model "$(MODEL)" --stack "$(or $(STACK),today)" --results-dir /opt/bench/results \
 		$(if $(TASK),--task $(TASK)) $(if $(PROFILE),--profile $(PROFILE)) $(if $(STEPS),--steps $(STEPS)) \
 		$(if $(REPEATS),--repeats $(REPEATS)) $(BENCH_ARGS)
 
@@ -54,4 +57,4 @@ check-flake: ## Evaluate flake.nix offline against the stub nixpkgs (nix flake c
 
 image-repro: ## Build BACKEND's image twice with --no-cache (warm uv cache); print both IDs, fail if they differ
 	@$(PYTHON) scripts/envs.py validate "$(BACKEND)"
-	ENGINE=$(CONTAINER_ENGINE) PYTHON=$(PYTHON) IMAGE_NAME=$(IMAGE_NAME) containers/build-image.sh "$(BACKEND)" --repro
+	ENGINE=$(CONTAINER_ENGINE) PYTHON=$(PYTHON) IMAGE_NAME=$(IMAGE_NAME) containers/build-image.sh "$(IMAGE_ENV)" --repro

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.backends import BACKENDS
+from bench.envs.common import BACKEND_ENV_NAMES as BACKENDS  # every backend's env, on every stack
 
 REPO = Path(__file__).resolve().parent.parent
 CHECK = REPO / "tests" / "nix-stub" / "check-flake.sh"

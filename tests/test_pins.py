@@ -36,6 +36,14 @@ ALLOWED_UNUSED = {
     "accelerate": "transformers' Trainer (bench/models/torch_common.py, native fit) refuses to run without it",
     "torchvision": "imported by segment_anything and open_clip; pinned beside torch so that the resolver cannot "
                    "pick a torchvision built for another torch",
+    # The 2024 stack installs what keras-benchmarks v0.0.5 installed (bench/data/keras-benchmarks-v0.0.5/,
+    # tests/test_stack2024.py checks the pins against those files), whether or not our code imports it.
+    "tf-keras": "tf.keras resolves to it under TF_USE_LEGACY_KERAS=1 (the keras2 env; keras_common.keras_module imports "
+                "it by the name tf.keras reports); v0.0.5's keras-common.txt pins it in every Keras venv (the 2024 stack)",
+    "tensorflow-datasets": "v0.0.5's requirements/keras-common.txt pins it in every Keras venv (the 2024 stack)",
+    "datasets": "v0.0.5's requirements/torch.txt pins it (the 2024 stack); our native fit feeds tensors instead",
+    "jaxlib": "jax's compiled runtime, pinned beside jax 0.4.20 on the 2024 stack (PyPI's CPU build: v0.0.5's "
+              "CUDA jaxlib came from outside PyPI)",
 }
 
 

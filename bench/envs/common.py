@@ -7,11 +7,20 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from bench.backends import BACKENDS, COMMON_ENVIRONMENT, STUDY_ENVIRONMENTS, cell_environment
+from bench.backends import (BACKENDS, COMMON_ENVIRONMENT, DEFAULT_STACK, STACKS, STUDY_ENVIRONMENTS, BenchError,
+                            cell_environment, split_env_name, stack_env_names)
 from bench.provenance import REPO_ROOT as ROOT
 
-TOOLS = "tools"  # the orchestrator/test env: not a backend
-ENV_NAMES = [*BACKENDS, *STUDY_ENVIRONMENTS, TOOLS]  # study envs: built like a backend's, no column of the table
+TOOLS = "tools"  # the orchestrator/test env: not a backend, one for every stack
+# Every env there is: both stacks' backend envs and the study envs (built like a backend's, no column of the
+# table; today's stack only). Locked and checked by default; `build --all` takes one stack's (stack_names).
+BACKEND_ENV_NAMES = [*(n for s in STACKS for n in stack_env_names(s)), *STUDY_ENVIRONMENTS]
+ENV_NAMES = [*BACKEND_ENV_NAMES, TOOLS]
+
+
+def stack_names(stack: str = DEFAULT_STACK) -> list[str]:
+    """What `build --all` builds for a stack: its backend envs (today's: and the study envs), then tools."""
+    return [*stack_env_names(stack), *(STUDY_ENVIRONMENTS if stack == DEFAULT_STACK else []), TOOLS]
 
 
 class EnvError(Exception):
@@ -42,7 +51,10 @@ def check_name(name: str, allowed: list[str] | None = None, what: str = "envs") 
 
 def selected_names(args, command: str) -> list[str]:
     """The env names a command was given (or all of them with --all), each checked."""
-    names = list(ENV_NAMES) if args.all else args.names
+    try:
+        names = stack_names(getattr(args, "stack", DEFAULT_STACK)) if args.all else args.names
+    except BenchError as e:
+        raise EnvError(str(e)) from None
     if not names:
         raise EnvError(f"{command}: name an env or pass --all; valid envs: {', '.join(ENV_NAMES)}")
     for n in names:
@@ -52,7 +64,7 @@ def selected_names(args, command: str) -> list[str]:
 
 def env_vars(name: str) -> dict[str, str]:
     """The variables a process in env NAME runs with: a backend's cell variables, the common ones for tools."""
-    return cell_environment(name) if name in BACKENDS or name in STUDY_ENVIRONMENTS else dict(COMMON_ENVIRONMENT)
+    return cell_environment(name) if name in BACKEND_ENV_NAMES else dict(COMMON_ENVIRONMENT)
 
 
 def sha256_file(path: Path) -> str:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from bench.envs.common import (ROOT, TOOLS, EnvError, check_name, default_venv, env_vars, rel, run, say,
                                selected_names, sha256_file, venv_python)
+from bench.backends import STACKS, env_name
 from bench.envs.probe import MARK
 from bench.provenance import env_stamp
 
@@ -80,7 +81,7 @@ def info_one(name: str) -> dict:
         fw["jax"] = probe(py, "jax", env)
     if "torch" in pk:
         fw["torch"] = probe(py, "torch", env)
-    if "keras" in pk and name != "keras2":  # keras2 uses tf.keras (reported under tensorflow)
+    if "keras" in pk and name not in (TOOLS, *(env_name("keras2", s) for s in STACKS)):  # keras2: tf.keras (under tensorflow)
         fw["keras"] = probe(py, "keras", env)
     return res
 

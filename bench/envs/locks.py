@@ -7,6 +7,7 @@ import time
 import tomllib
 from pathlib import Path
 
+from bench.backends import BACKENDS, STACKS, env_name
 from bench.envs.common import ENV_NAMES, EnvError, check_name, fmt_s, rel, run, say, uv_bin
 from bench.envs.rules import check_cross_env
 
@@ -189,8 +190,13 @@ def cmd_check_locks(args) -> int:
         if found is not None:
             versions[n] = found
 
-    # (3) cross-env consistency, on the install artifacts; the rules are declared on the backends
-    check_cross_env(versions, fail, lambda msg: say(f"  ok   {msg}"))
+    # (3) cross-env consistency, on the install artifacts; the rules are declared on the backends and hold within
+    # each stack (a 2024 env is never compared with today's)
+    for stack in STACKS:
+        by_backend = {b: versions[env_name(b, stack)] for b in BACKENDS if env_name(b, stack) in versions}
+        label = "" if stack == "today" else f"[stack {stack}] "
+        check_cross_env(by_backend, lambda n, msg: fail(env_name(n, stack) if n in BACKENDS else n, label + msg),
+                        lambda msg: say(f"  ok   {label}{msg}"))
 
     if failures:
         say(f"check-locks: {len(failures)} problem(s)")

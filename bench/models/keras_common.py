@@ -1,7 +1,8 @@
 """What every Keras implementation shares: Keras 2 vs 3 access, synthetic data, settings, abstract builds.
 
-Keras 2 goes through `tf.keras` (tf_keras with TF_USE_LEGACY_KERAS=1) and keras-nlp; Keras 3 through
-`keras` and keras-hub. Their fit/predict loops are driven by bench/drivers.py.
+Keras 2 goes through `tf.keras` (tf_keras with TF_USE_LEGACY_KERAS=1; on the 2024 stack, TF 2.15's own keras 2.15)
+and keras-nlp; Keras 3 through `keras` and keras-hub, or keras-nlp where keras-hub is not installed (the 2024
+stack: keras-nlp 0.8.2, before keras-hub existed). Their fit/predict loops are driven by bench/drivers.py.
 """
 from __future__ import annotations
 
@@ -17,15 +18,24 @@ from bench.models.base import SEED, Workload
 
 
 def keras_module(keras_major: int):
-    """The Keras the backend under test means, checked: never a silent Keras 3 in the Keras 2 env."""
+    """The Keras the backend under test means, checked: never a silent Keras 3 in the Keras 2 env.
+
+    Keras 2 is tf.keras: tf_keras where TF_USE_LEGACY_KERAS=1 points it there (TF >= 2.16), or TF 2.15's own keras
+    2.15 package (the 2024 stack, as v0.0.5's Keras 2 venv ran it; TF 2.15 ignores the variable)."""
     if keras_major == 2:
+        import importlib
+
         import tensorflow as tf
-        import tf_keras
 
         keras = tf.keras
-        if not keras.__name__.startswith("tf_keras") or not tf_keras.__version__.startswith("2."):
-            raise RuntimeError(f"tf.keras is {keras.__name__}, not Keras 2 (tf_keras): TF_USE_LEGACY_KERAS=1 must be set before TensorFlow is imported")
-        keras.__version__ = tf_keras.__version__  # tf.keras's API module has no version of its own
+        # where tf.keras's classes live (TF 2.15 names its API module tensorflow.keras whatever it points at)
+        root = keras.Sequential.__module__.split(".")[0]
+        version = getattr(importlib.import_module(root), "__version__", "") if root in ("tf_keras", "keras") else ""
+        if not version.startswith("2."):
+            raise RuntimeError(f"tf.keras is {keras.__name__} ({root} {version or '?'}), not Keras 2: with TF >= 2.16, "
+                               "TF_USE_LEGACY_KERAS=1 must be set before TensorFlow is imported")
+        keras.__version__ = version  # tf.keras's API module has no version of its own
+        keras.__package_root__ = root
         return keras
     import keras
 
@@ -35,14 +45,25 @@ def keras_module(keras_major: int):
 
 
 def nlp_library(keras_major: int):
-    """keras-nlp 0.12 (the last with Keras 2 support) on Keras 2; keras-hub on Keras 3."""
+    """keras-nlp 0.12 (the last with Keras 2 support) on Keras 2; keras-hub on Keras 3, or keras-nlp where keras-hub
+    is not installed (the 2024 stack's keras-nlp 0.8.2: the same BertBackbone/GemmaBackbone/MistralBackbone and
+    *CausalLM classes, the same config arguments). The one that ran is in the settings (`library_versions`)."""
     if keras_major == 2:
         import keras_nlp
 
         return keras_nlp
-    import keras_hub
+    try:
+        import keras_hub
+    except ImportError:
+        import keras_nlp
 
+        return keras_nlp
     return keras_hub
+
+
+def library_versions(*libraries) -> dict[str, str]:
+    """name -> version of the Keras model libraries a workload built with (what a result's settings record)."""
+    return {lib.__name__: getattr(lib, "__version__", "?") for lib in libraries}
 
 
 def assert_keras_major(model: Any, keras_major: int) -> None:
@@ -50,10 +71,9 @@ def assert_keras_major(model: Any, keras_major: int) -> None:
     root = type(model).__mro__
     modules = {c.__module__.split(".")[0] for c in root}
     if keras_major == 2:
-        import tf_keras
-
-        if not isinstance(model, tf_keras.Model):
-            raise RuntimeError(f"{type(model).__name__} is not a Keras 2 (tf_keras) model; its classes come from {sorted(modules)}")
+        keras2 = keras_module(2)
+        if not isinstance(model, keras2.Model):
+            raise RuntimeError(f"{type(model).__name__} is not a Keras 2 ({keras2.__package_root__}) model; its classes come from {sorted(modules)}")
     else:
         import keras
 
@@ -103,7 +123,7 @@ class KerasWorkload(Workload):
         policy = getattr(model, "dtype_policy", None) or getattr(model, "_dtype_policy", None)
         return {
             "keras_version": self.keras.__version__,
-            "keras_backend": self.cell.backend if self.keras_major == 3 else "tensorflow (tf_keras)",
+            "keras_backend": self.cell.backend if self.keras_major == 3 else f"tensorflow ({self.keras.__package_root__})",
             "jit_compile": _effective_jit_compile(model),
             "dtype_policy": getattr(policy, "name", str(policy)),
             "parameters": int(model.count_params()),

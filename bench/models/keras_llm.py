@@ -1,4 +1,5 @@
-"""The 7B causal LMs (Gemma, Mistral) on Keras 3 / keras-hub: LoRA fit and greedy generate.
+"""The 7B causal LMs (Gemma, Mistral) on Keras 3 / keras-hub (keras-nlp 0.8.2 on the 2024 stack, the same
+backbone and *CausalLM classes): LoRA fit and greedy generate.
 
 Both follow keras-benchmarks v0.0.5: bfloat16 weights, `backbone.enable_lora(rank=4)`, AdamW and sparse
 cross-entropy from logits through `model.fit`; generate with the greedy sampler through `model.generate`.
@@ -18,6 +19,7 @@ layers' own test answers after that (an einsum path when false).
 """
 from __future__ import annotations
 
+import inspect
 import sys
 from typing import Any, Callable
 
@@ -29,6 +31,7 @@ from bench.models.keras_common import (
     assert_keras_major,
     build_abstractly,
     count_weights,
+    library_versions,
     nlp_library,
     reference_jit_compile,
     repeated_batch,
@@ -49,9 +52,22 @@ def backbone_arguments(s) -> dict[str, Any]:
     )
 
 
+def accepted_arguments(backbone_class, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """kwargs as this library's backbone takes them. keras-nlp 0.8.2's MistralBackbone (the 2024 stack) has no
+    head_dim: it derives hidden_dim // num_query_heads, so head_dim is left out only where it equals that."""
+    parameters = inspect.signature(backbone_class.__init__).parameters
+    if "head_dim" in kwargs and "head_dim" not in parameters:  # (its **kwargs go to keras.Model, which refuses it)
+        derived = kwargs["hidden_dim"] // kwargs["num_query_heads"]
+        if kwargs["head_dim"] != derived:
+            raise ValueError(f"{backbone_class.__name__} derives head_dim {derived} from hidden_dim / num_query_heads; the shape asks {kwargs['head_dim']}")
+        kwargs = {k: v for k, v in kwargs.items() if k != "head_dim"}
+    return kwargs
+
+
 def build_causal_lm(lib, backbone_class: str, task_class: str, backbone_kwargs: dict[str, Any], dtype: str):
     """The keras-hub task model with no preprocessor, its backbone in `dtype`."""
-    backbone = getattr(lib.models, backbone_class)(**backbone_kwargs, dtype=dtype)
+    cls = getattr(lib.models, backbone_class)
+    backbone = cls(**accepted_arguments(cls, backbone_kwargs), dtype=dtype)
     return getattr(lib.models, task_class)(backbone=backbone, preprocessor=None)
 
 
@@ -100,12 +116,13 @@ class KerasCausalLM(KerasWorkload):
     def parameter_counts(cls, s, keras_major: int = 3) -> dict[str, int]:
         """The backbone's parameters (the task adds none: its LM head is the backbone's embedding), built abstractly."""
         backbone_class = getattr(nlp_library(keras_major).models, cls.backbone_class)
-        backbone = build_abstractly(lambda: backbone_class(**cls.backbone_kwargs(s), dtype=s.dtype), keras_major=keras_major)
+        kwargs = accepted_arguments(backbone_class, cls.backbone_kwargs(s))
+        backbone = build_abstractly(lambda: backbone_class(**kwargs, dtype=s.dtype), keras_major=keras_major)
         return {"backbone": count_weights(backbone.weights)}
 
     def setup(self) -> None:
         s, bs, keras = self.shape, self.cell.batch_size, self.keras
-        lib = nlp_library(self.keras_major)
+        lib = self.library = nlp_library(self.keras_major)  # keras-hub, or keras-nlp 0.8.2 on the 2024 stack
         self.model = build_causal_lm(lib, self.backbone_class, self.task_class, type(self).backbone_kwargs(s), s.dtype)
         assert_keras_major(self.model, self.keras_major)
         if not s.keras_fused_attention:
@@ -129,11 +146,13 @@ class KerasCausalLM(KerasWorkload):
             padding_mask = np.zeros((bs, s.generate_length), dtype=bool)
             padding_mask[:, : s.prompt_length] = True
             self.inputs = {"token_ids": token_ids, "padding_mask": padding_mask}
+            self.no_stop_tokens = {"stop_token_ids": None} if "stop_token_ids" in inspect.signature(self.model.generate).parameters else {}
 
     def step(self) -> Any:
         # One generate call; the first (untimed as a steady-state figure) traces and compiles the generate function,
         # which keras-hub caches on the model, so later calls reuse it. Its outputs are NumPy: the call is synchronous.
-        output = self.model.generate(dict(self.inputs), stop_token_ids=None)
+        # keras-nlp 0.8.2 (the 2024 stack) has no stop_token_ids: without a preprocessor it has no end token to stop at
+        output = self.model.generate(dict(self.inputs), **self.no_stop_tokens)
         self.outputs.append(output)
         return output
 
@@ -154,7 +173,9 @@ class KerasCausalLM(KerasWorkload):
             "backbone_dtype_policy": model.backbone.dtype_policy.name,
             "keras_fused_attention": s.keras_fused_attention,
             "fused_attention": any(uses_fused_attention(layer) for layer in attention_layers(model)),
-            "flash_attention_enabled": self.keras.config.is_flash_attention_enabled(),
+            # None: this Keras has no flash-attention switch (Keras 3.0.5, the 2024 stack)
+            "flash_attention_enabled": getattr(self.keras.config, "is_flash_attention_enabled", lambda: None)(),
+            "library_versions": library_versions(self.library),
         }
         if self.cell.task == "fit":
             out.update(

@@ -32,6 +32,7 @@ Compiled variants:
 from __future__ import annotations
 
 import contextlib
+import inspect
 from typing import Any
 
 import numpy as np
@@ -91,7 +92,9 @@ class TorchCausalLM(TorchWorkload):
 
         model_class = getattr(transformers, cls.model_class)
         with torch.device(device) if device is not None else contextlib.nullcontext():
-            return model_class._from_config(cls.build_config(shape), dtype=torch_dtype(shape.dtype))
+            # transformers 5 names the argument dtype; 4.x (the 2024 stack's 4.38.2) torch_dtype
+            dtype_argument = "dtype" if int(transformers.__version__.split(".")[0]) >= 5 else "torch_dtype"
+            return model_class._from_config(cls.build_config(shape), **{dtype_argument: torch_dtype(shape.dtype)})
 
     @classmethod
     def parameter_counts(cls, shape) -> dict[str, int]:
@@ -110,7 +113,10 @@ class TorchCausalLM(TorchWorkload):
             from peft import get_peft_model
 
             # bf16 adapters as peft 0.9.0 made them (see the module docstring)
-            self.model = get_peft_model(model, lora_config(s), autocast_adapter_dtype=False)
+            # peft >= 0.12 would cast adapters to float32 unless told not to; peft 0.9.0 (the 2024 stack) has no such
+            # argument and always made them in the base dtype
+            keep_dtype = {"autocast_adapter_dtype": False} if "autocast_adapter_dtype" in inspect.signature(get_peft_model).parameters else {}
+            self.model = get_peft_model(model, lora_config(s), **keep_dtype)
             ids = torch.randint(FIRST_TOKEN_ID, s.vocabulary_size, (bs, s.fit_sequence_length), generator=g)
             mask = torch.ones_like(ids)
             self.samples = [{"input_ids": ids[i], "attention_mask": mask[i], "labels": ids[i].clone()} for i in range(bs)]

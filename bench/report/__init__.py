@@ -34,6 +34,7 @@ from bench.report.markdown import details_section, head_section
 from bench.report.provenance import provenance_section
 from bench.report.readme import README_END, README_START, update_readme
 from bench.report.sections import Page, Section, render_table
+from bench.report.stacks import stacks_section
 from bench.report.text import md, plural, write_text_atomic
 from bench.workloads import REFERENCE_CSV
 
@@ -44,6 +45,7 @@ SECTIONS: list[Section] = [
     Section(None, head_section),
     Section("Where these numbers come from", provenance_section),
     Section("Derived findings and comparison with the published numbers", findings_section),
+    Section("Beside today's stack", stacks_section),
     Section("Figures", figures_section),
     Section("Inference grid study: then and now", grid_section),
     Section(None, details_section),
@@ -76,7 +78,7 @@ def render(results_dir: Path, out: Path, readme: Path | None = None, sections: l
             f"(`bench/data/{REFERENCE_CSV.name}`).",
             "",
         ]
-        lines += [f"{p.index}. {t.group.profile} profile — {t.group.machine} ({len(t.group.items)} cells)" for p, t in zip(pages, report.tables)] + [""]
+        lines += [f"{p.index}. {t.group.title} ({len(t.group.items)} cells)" for p, t in zip(pages, report.tables)] + [""]
         for page, table in zip(pages, report.tables):
             lines += render_table(table, page, SECTIONS if sections is None else sections)
     if report.retired:

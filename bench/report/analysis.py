@@ -148,6 +148,8 @@ class TableAnalysis:
     speedup_native: dict[Column, dict[str, list[float]]]  # per native PyTorch variant, then per model
     published: list[RowFacts]  # the published rows, paper profile only (others are not comparable)
     published_speedup_keras2: dict[str, list[float]]
+    # Another stack's table: today's table of the same profile and machine, which it is set beside (None: none)
+    today: "TableAnalysis | None" = None
 
     @property
     def paper(self) -> bool:
@@ -199,4 +201,9 @@ def analyse(results_dir: Path) -> Report:
     # Archived results stay readable forever: a cell today's registry no longer has is listed, not tabled.
     retired = [(item, why) for item in items if (why := item.result.cell.why_not_in_registry())]
     current = [item for item in items if not item.result.cell.why_not_in_registry()]
-    return Report(current, retired, [analyse_group(g) for g in group_results(current)])
+    tables = [analyse_group(g) for g in group_results(current)]
+    todays = {(t.group.profile, t.group.machine): t for t in tables if t.group.stack == "today"}
+    for table in tables:
+        if table.group.stack != "today":
+            table.today = todays.get((table.group.profile, table.group.machine))
+    return Report(current, retired, tables)

@@ -47,7 +47,7 @@ def draw_figures(table: TableAnalysis, fig_dir: Path) -> dict[str, Path | None]:
 
     group, rows = table.group, table.rows
     fig_dir.mkdir(parents=True, exist_ok=True)
-    title = f"{group.profile} profile, {group.machine}"
+    title = f"{group.profile} profile, {group.machine}" + ("" if group.stack == "today" else f", {group.stack} stack")
     out: dict[str, Path | None] = dict.fromkeys(FIGURE_KINDS)
 
     def save(fig, kind: str) -> None:

@@ -10,7 +10,7 @@ from functools import cache
 from pathlib import Path
 from typing import Iterable
 
-from bench.backends import BACKENDS, keras3_backends
+from bench.backends import BACKENDS, STACKS, keras3_backends
 from bench.provenance import machine_label, machine_slug
 from bench.results import Result, load, result_files
 from bench.workloads import MODELS, REFERENCE_CSV, TASKS, get_model, get_profile, published_rows
@@ -69,15 +69,24 @@ class Loaded:
 
 @dataclass
 class Group:
-    """The results of one table: one profile on one machine label."""
+    """The results of one table: one profile on one machine label, on one software stack."""
 
     profile: str
     machine: str
     items: list[Loaded] = field(default_factory=list)
+    stack: str = "today"
 
     @property
     def slug(self) -> str:
-        return f"{self.profile}__{machine_slug(self.items[0].result.provenance.get('machine', {}))}"
+        slug = f"{self.profile}__{machine_slug(self.items[0].result.provenance.get('machine', {}))}"
+        return slug if self.stack == "today" else f"{slug}__stack-{self.stack}"
+
+    @property
+    def title(self) -> str:
+        """How a table is named: profile and machine, and its stack where that is not today's."""
+        title = f"{self.profile} profile — {self.machine}"
+        return title if self.stack == "today" else f"{title} — {self.stack} stack ({STACKS[self.stack].description})" \
+            if self.stack in STACKS else f"{title} — {self.stack} stack"
 
     @property
     def results(self) -> list[Result]:
@@ -100,12 +109,15 @@ def load_results(results_dir: Path) -> list[Loaded]:
 
 
 def group_results(items: list[Loaded]) -> list[Group]:
-    groups: dict[tuple[str, str], Group] = {}
+    """One group per (profile, machine, stack): two stacks' numbers never share a table (nor overwrite each other)."""
+    groups: dict[tuple[str, str, str], Group] = {}
     for item in items:
         profile = item.result.cell.profile
         label = machine_label(item.result.provenance.get("machine", {}))
-        groups.setdefault((profile, label), Group(profile, label)).items.append(item)
-    rank = lambda g: (PROFILE_ORDER.index(g.profile) if g.profile in PROFILE_ORDER else len(PROFILE_ORDER), g.profile, g.machine)
+        stack = getattr(item.result.cell, "stack", "today")
+        groups.setdefault((profile, label, stack), Group(profile, label, stack=stack)).items.append(item)
+    rank = lambda g: (PROFILE_ORDER.index(g.profile) if g.profile in PROFILE_ORDER else len(PROFILE_ORDER), g.profile, g.machine,
+                      g.stack != "today", g.stack)
     return sorted(groups.values(), key=rank)
 
 

@@ -25,7 +25,7 @@ def update_readme(readme: Path, results_md: Path, first: TableAnalysis, page: Pa
     section = [
         README_START,
         "",
-        f"**{group.profile} profile — {group.machine}**, {len(group.items)} cells (from [{rel(results_md)}]({rel(results_md)}), "
+        f"**{group.title}**, {len(group.items)} cells (from [{rel(results_md)}]({rel(results_md)}), "
         "which has the spread, the provenance and the comparison with the published numbers):",
         "",
         *main_table(first),

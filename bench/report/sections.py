@@ -31,7 +31,7 @@ class Section:
 def render_table(table: TableAnalysis, page: Page, sections: list[Section]) -> list[str]:
     """The table's whole part of RESULTS.md: its heading, then each section with lines, in registry order."""
     group = table.group
-    lines = [f"## {page.index}. {group.profile} profile — {group.machine}", ""]
+    lines = [f"## {page.index}. {group.title}", ""]
     number = 0
     for section in sections:
         body = section.render(table, page)

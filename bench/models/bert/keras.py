@@ -1,4 +1,5 @@
-"""BERT on Keras: keras-hub BertTextClassifier (Keras 3) or keras-nlp BertClassifier (Keras 2)."""
+"""BERT on Keras: keras-hub BertTextClassifier (Keras 3) or keras-nlp BertClassifier (Keras 2, and Keras 3 on the
+2024 stack, whose keras-nlp 0.8.2 predates keras-hub)."""
 from __future__ import annotations
 
 from bench.models.keras_common import (
@@ -6,6 +7,7 @@ from bench.models.keras_common import (
     assert_keras_major,
     build_abstractly,
     count_weights,
+    library_versions,
     nlp_library,
     reference_jit_compile,
     repeated_batch,
@@ -33,7 +35,7 @@ def parameter_counts(s, keras_major: int = 3) -> dict[str, int]:
 class BertKeras(KerasWorkload):
     def setup(self) -> None:
         s, bs, keras = self.shape, self.cell.batch_size, self.keras
-        lib = nlp_library(self.keras_major)
+        lib = self.library = nlp_library(self.keras_major)
         backbone = build_backbone(lib, s)
         classifier = getattr(lib.models, "BertTextClassifier", None) or lib.models.BertClassifier
         self.model = classifier(backbone=backbone, num_classes=s.num_classes, preprocessor=None)
@@ -56,7 +58,8 @@ class BertKeras(KerasWorkload):
             self.data = repeated_batch(inputs)
 
     def settings(self):
-        return {**super().settings(), "sequence_length": self.shape.sequence_length}
+        return {**super().settings(), "sequence_length": self.shape.sequence_length,
+                "library_versions": library_versions(self.library)}
 
 
 def create(cell, shape) -> BertKeras:

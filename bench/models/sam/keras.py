@@ -6,6 +6,7 @@ output shape (Adam + MSE, XLA except on torch); predict runs the whole model wit
 """
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 import numpy as np
@@ -15,6 +16,7 @@ from bench.models.keras_common import (
     assert_keras_major,
     build_abstractly,
     count_weights,
+    library_versions,
     reference_jit_compile,
     repeated_batch,
     rng,
@@ -110,12 +112,27 @@ def build_sam_keras2(s):
     return model, image_encoder
 
 
+def sam_library(keras_major: int) -> str:
+    """keras-hub's SAM on Keras 3; keras-cv's on Keras 2, and on Keras 3 where keras-hub is not installed (the 2024
+    stack's keras-cv 0.8.2, v0.0.5's SAM: the same architecture, checked by tests/test_fidelity.py)."""
+    if keras_major == 2:
+        return "keras_cv"
+    try:
+        import keras_hub  # noqa: F401
+    except ImportError:
+        return "keras_cv"
+    return "keras_hub"
+
+
 def build_sam(s, keras_major: int):
-    return build_sam_keras2(s) if keras_major == 2 else build_sam_keras3(s)
+    return build_sam_keras2(s) if sam_library(keras_major) == "keras_cv" else build_sam_keras3(s)
 
 
 def parameter_counts(s, keras_major: int = 3) -> dict[str, int]:
-    model, image_encoder = build_sam_keras2(s) if keras_major == 2 else build_sam_keras3(s, abstract=True)
+    if sam_library(keras_major) == "keras_cv":
+        model, image_encoder = build_abstractly(build_sam_keras2, s, keras_major=keras_major)
+    else:
+        model, image_encoder = build_sam_keras3(s, abstract=True)
     return {"sam": count_weights(model.weights), "image_encoder": count_weights(image_encoder.weights)}
 
 
@@ -164,6 +181,7 @@ class SamKeras(KerasWorkload):
             **super().settings(),
             "image_size": s.image_size,
             "feature_size": s.feature_size,
+            "library_versions": library_versions(importlib.import_module(sam_library(self.keras_major))),
             "full_model_parameters": int(self.full_model.count_params()),
             "image_encoder_parameters": int(self.image_encoder.count_params()),
             "trainable_parameters": count_weights(self.model.trainable_weights),

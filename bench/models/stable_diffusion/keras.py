@@ -137,7 +137,10 @@ class StableDiffusionKeras(KerasWorkload):
 
     def settings(self) -> dict[str, Any]:
         s = self.shape
-        out = {**super().settings(), "resolution": s.resolution, "latent_size": s.latent_size}
+        import keras_cv
+
+        out = {**super().settings(), "resolution": s.resolution, "latent_size": s.latent_size,
+               "library_versions": {"keras_cv": keras_cv.__version__}}
         if self.cell.task == "fit":
             out.update(
                 model_class=f"{type(self.encoder).__module__}.{type(self.encoder).__name__} (to layers[-3])",

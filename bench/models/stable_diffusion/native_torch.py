@@ -27,6 +27,7 @@ per-step callback.
 """
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -67,7 +68,20 @@ def build_tokenizer(s):
         raise ValueError(f"text_vocabulary_size {s.text_vocabulary_size} is smaller than the {len(vocab) + 2}-token byte vocabulary")
     vocab["<|startoftext|>"] = s.text_vocabulary_size - 2
     vocab["<|endoftext|>"] = s.text_vocabulary_size - 1
-    return CLIPTokenizer(vocab=vocab, merges=[], model_max_length=s.text_length)
+    import transformers
+
+    if int(transformers.__version__.split(".")[0]) >= 5:
+        return CLIPTokenizer(vocab=vocab, merges=[], model_max_length=s.text_length)
+    # transformers 4.x (the 2024 stack's 4.38.2) reads the vocabulary and merges from files only: the same ones, written
+    # to a scratch folder (the tokenizer keeps them in memory once built)
+    import json
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="bench-clip-vocab-") as folder:
+        vocab_file, merges_file = Path(folder) / "vocab.json", Path(folder) / "merges.txt"
+        vocab_file.write_text(json.dumps(vocab))
+        merges_file.write_text("#version: 0.2\n")  # the header line CLIP's merges file starts with; no merges
+        return CLIPTokenizer(str(vocab_file), str(merges_file), model_max_length=s.text_length)
 
 
 def text_config(s):
