@@ -8,6 +8,9 @@ BACKEND ?=
 MODEL ?=
 TASK ?=
 PROFILE ?=
+# VARIANT=: one or more variants (comma list): a backend's own (native-torch eager,compiled) or a tuning variant
+# (bench/variants.py: sdpa, attention-dropout-0, fused-attention, matmul-high, loader-workers-N). Default: the backends' own.
+VARIANT ?=
 STEPS ?=
 REPEATS ?=
 RESUME ?=
@@ -28,7 +31,7 @@ MODELS = $(subst $(comma), ,$(word 2,$(REGISTRY)))
 PROFILES = $(subst $(comma),|,$(word 3,$(REGISTRY)))
 
 # Optional narrowing/overrides passed through to `python -m bench run`.
-RUN_ARGS = $(if $(TASK),--task $(TASK)) $(if $(PROFILE),--profile $(PROFILE)) $(if $(STEPS),--steps $(STEPS)) \
+RUN_ARGS = $(if $(TASK),--task $(TASK)) $(if $(VARIANT),--variant $(VARIANT)) $(if $(PROFILE),--profile $(PROFILE)) $(if $(STEPS),--steps $(STEPS)) \
            $(if $(REPEATS),--repeats $(REPEATS)) $(if $(filter 1,$(RESUME)),--resume) $(if $(JOBS),--jobs $(JOBS)) \
            $(if $(filter 1,$(IGNORE_PLAN)),--ignore-plan) --results-dir $(RESULTS)
 
@@ -46,11 +49,11 @@ $(UV): containers/uv-requirements.txt
 	@mkdir -p $(dir $(UV))
 	$(PYTHON) containers/install-uv.py containers/uv-requirements.txt $(dir $(UV))
 
-.PHONY: help bench bench-all plan table test test-fast check bench-overhead clean-results doctor export compare submit submit-status
+.PHONY: help bench bench-all tuning plan table test test-fast check bench-overhead clean-results doctor export compare submit submit-status
 
 help: ## List every target with one line each
 	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | sort -u | awk 'BEGIN{FS=":.*## "}{printf "  %-18s %s\n", $$1, $$2}'
-	@echo "Variables: BACKEND=<$(BACKENDS)> MODEL=<$(MODELS)> TASK= PROFILE=<$(PROFILES)> STEPS= REPEATS= RESUME=1 IGNORE_PLAN=1 JOBS= RESULTS=$(RESULTS)"
+	@echo "Variables: BACKEND=<$(BACKENDS)> MODEL=<$(MODELS)> TASK= PROFILE=<$(PROFILES)> VARIANT= STEPS= REPEATS= RESUME=1 IGNORE_PLAN=1 JOBS= RESULTS=$(RESULTS)"
 
 doctor: ## Preflight (stdlib, < 2 s): Python 3.11, GNU make, C compiler, disk, memory, NVIDIA driver; FAIL stops make
 	@$(PYTHON) -m bench doctor --plan $(RESULTS)/plan.json
@@ -63,6 +66,14 @@ bench: ## Run every task of MODEL on BACKEND (builds the env first): make bench 
 
 bench-all: doctor envs ## Run the whole matrix (every backend x model x task of the published table)
 	$(TOOLS_PY) -m bench run $(RUN_ARGS)
+
+# The tuning study (issue 15): ViT on the Keras 3 backends and native PyTorch, each tuning variant beside its
+# reference. PROFILE= (default: cpu, full width at a small batch; paper on a GPU). Results under RESULTS, then make table.
+TUNING_PROFILE = $(or $(PROFILE),cpu)
+tuning: doctor envs ## Run the tuning study (ViT: default vs sdpa, attention-dropout-0, matmul-high, loader workers): PROFILE= (default cpu)
+	$(TOOLS_PY) -m bench run --profile $(TUNING_PROFILE) --model vit --task fit --backend jax,torch,native-torch \
+		--variant default,eager,sdpa,attention-dropout-0,matmul-high,loader-workers-0,loader-workers-2 $(if $(STEPS),--steps $(STEPS)) \
+		$(if $(filter 1,$(RESUME)),--resume) --results-dir $(RESULTS)
 
 plan: env-tools ## Per cell: parameters, memory (weights, grads, optimizer, est. activations), fits A100/H100/RAM? PROFILE= (default paper)
 	$(TOOLS_PY) -m bench plan --profile $(or $(PROFILE),paper) --results-dir $(RESULTS)
