@@ -21,8 +21,8 @@ def test_every_task_names_a_known_driver_for_both_families(model):
 
 def test_models_are_the_folders_with_a_workload_in_the_published_order_then_by_name(tmp_path):
     published = tuple(dict.fromkeys(r.model for r in published_rows()))
-    assert MODELS == (*published, "vit")  # every published model has its folder; the others are a study's (issue 15)
-    assert paper_models() == published and get_model("vit").study == "tuning"
+    assert MODELS == (*published, "gemma_2b", "vit")  # every published model has its folder; the others are the tuning study's (issue 15)
+    assert paper_models() == published and get_model("vit").study == get_model("gemma_2b").study == "tuning"
     for name in ("zeta", "alpha", "bert", "gemma"):
         (tmp_path / name).mkdir()
         (tmp_path / name / "workload.toml").write_text("")

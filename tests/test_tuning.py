@@ -73,19 +73,24 @@ def probe(backend: str, code: str, *args: str) -> dict:
 
 
 COUNTS = """
-import json, sys
+import importlib, json
 from bench.registry import get_model
-from bench.models.vit import {family} as impl
-print(json.dumps(impl.parameter_counts(get_model("vit").shape("paper"))))
+out = {}
+for model in ("vit", "gemma_2b"):
+    impl = importlib.import_module(f"bench.models.{model}.{family}")
+    out[model] = sum(impl.parameter_counts(get_model(model).shape("paper")).values())
+print(json.dumps(out))
 """
 
 
 @pytest.mark.envs
-def test_vit_has_the_same_parameters_on_keras_and_native_pytorch():
-    keras = probe("jax", COUNTS.format(family="keras"))
-    native = probe("native-torch", COUNTS.format(family="native_torch"))
-    # 86.57M: torchvision's vit_b_16 (86,567,656) less its class token and that token's position embedding.
-    assert keras == native == {"classifier": 86_567_656 - 2 * 768}
+def test_the_study_models_have_the_same_parameters_on_keras_and_native_pytorch():
+    keras = probe("jax", COUNTS.replace("{family}", "keras"))
+    native = probe("native-torch", COUNTS.replace("{family}", "native_torch"))
+    assert keras == native, (keras, native)
+    # ViT: torchvision's vit_b_16 (86,567,656) less its class token and that token's position embedding.
+    assert keras["vit"] == 86_567_656 - 2 * 768
+    assert keras["gemma_2b"] == 2_506_172_416  # keras-hub gemma_2b_en / google/gemma-2b
 
 
 SDPA_PARITY = """
@@ -154,14 +159,20 @@ def test_vit_and_bert_variants_on_native_pytorch_run_and_record_what_they_change
     assert settings["loader-workers-1"]["loader_workers"] == 1 and settings["eager"]["autocast"] == "bfloat16"
     bert = run_cells(tmp_path / "bert", "--backend", "native-torch", "--model", "bert", "--task", "predict", "--variant", "sdpa")
     assert bert["sdpa"].status == "ok" and bert["sdpa"].runs[0].settings["attention_implementation"] == "sdpa"
+    gemma = run_cells(tmp_path / "gemma", "--backend", "native-torch", "--model", "gemma_2b", "--variant", "eager")["eager"]
+    assert gemma.status == "ok", gemma.message
+    settings = gemma.runs[0].settings
+    assert (settings["optimizer"], settings["trainer_bf16_autocast"], settings["lora_rank"]) == ("sgd", True, 4)
 
 
 @pytest.mark.envs
 @pytest.mark.slow
-def test_vit_on_jax_and_the_fused_attention_variant_of_keras_gemma(tmp_path):
+def test_vit_on_jax_and_gemma_2b_with_the_fused_attention_variant(tmp_path):
     env_python("jax")
     found = run_cells(tmp_path, "--backend", "jax", "--model", "vit", "--task", "fit", "--variant", "default,attention-dropout-0")
     assert len(found) == 2 and all(r.status == "ok" for r in found.values()), {v: r.message for v, r in found.items()}
-    gemma = run_cells(tmp_path / "gemma", "--backend", "jax", "--model", "gemma", "--task", "fit", "--variant", "fused-attention")
+    gemma = run_cells(tmp_path / "gemma", "--backend", "jax", "--model", "gemma_2b", "--variant", "fused-attention")
     settings = gemma["fused-attention"].runs[0].settings
-    assert gemma["fused-attention"].status == "ok" and settings["fused_attention_asked"] is True and settings["variant"] == "fused-attention"
+    assert gemma["fused-attention"].status == "ok", gemma["fused-attention"].message
+    assert settings["fused_attention_asked"] is True and settings["variant"] == "fused-attention"
+    assert (settings["optimizer"], settings["backbone_dtype_policy"], settings["lora_rank"]) == ("SGD", "mixed_bfloat16", 4)

@@ -120,8 +120,9 @@ class KerasCausalLM(KerasWorkload):
         r = rng()
         if self.cell.task == "fit":
             self.model.backbone.enable_lora(rank=s.lora_rank)
+            optimizer = keras.optimizers.SGD if s.optimizer == "sgd" else keras.optimizers.AdamW
             self.model.compile(
-                optimizer=keras.optimizers.AdamW(learning_rate=s.learning_rate),
+                optimizer=optimizer(learning_rate=s.learning_rate),
                 loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
                 jit_compile=reference_jit_compile(self.cell),
             )
@@ -170,7 +171,8 @@ class KerasCausalLM(KerasWorkload):
                 lora_rank=s.lora_rank,
                 trainable_parameters=count_weights(model.trainable_weights),
                 fit_sequence_length=s.fit_sequence_length,
-                optimizer="AdamW",
+                optimizer="SGD" if s.optimizer == "sgd" else "AdamW",
+                learning_rate=s.learning_rate,
             )
         else:
             out.update(
