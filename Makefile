@@ -68,18 +68,21 @@ bench-all: doctor envs ## Run the whole matrix (every backend x model x task of 
 	$(TOOLS_PY) -m bench run $(RUN_ARGS)
 
 # The tuning study (issue 15): ViT on the Keras 3 backends and native PyTorch, each tuning variant beside its
-# reference. PROFILE= (default: cpu, full width at a small batch; paper on a GPU). Results under RESULTS, then make table.
+# reference. PROFILE= (default: cpu, full width at a small batch; paper on a GPU). Its results go to their own folder,
+# $(RESULTS)/tuning (not a row of the published table), which make table renders into its RESULTS.md and TUNING.md.
 TUNING_PROFILE = $(or $(PROFILE),cpu)
+TUNING_RESULTS = $(RESULTS)/tuning
 tuning: doctor envs ## Run the tuning study (ViT: default vs sdpa, attention-dropout-0, matmul-high, loader workers): PROFILE= (default cpu)
 	$(TOOLS_PY) -m bench run --profile $(TUNING_PROFILE) --model vit --task fit --backend jax,torch,native-torch \
 		--variant default,eager,sdpa,attention-dropout-0,matmul-high,loader-workers-0,loader-workers-2 $(if $(STEPS),--steps $(STEPS)) \
-		$(if $(filter 1,$(RESUME)),--resume) --results-dir $(RESULTS)
+		$(if $(filter 1,$(RESUME)),--resume) --results-dir $(TUNING_RESULTS)
 
 plan: env-tools ## Per cell: parameters, memory (weights, grads, optimizer, est. activations), fits A100/H100/RAM? PROFILE= (default paper)
 	$(TOOLS_PY) -m bench plan --profile $(or $(PROFILE),paper) --results-dir $(RESULTS)
 
-table: env-tools ## Render $(RESULTS)/RESULTS.md and its figures from the result files (and README's table, for results/)
+table: env-tools ## Render $(RESULTS)/RESULTS.md and its figures from the result files (and README's table, for results/); the tuning study's $(RESULTS)/tuning too
 	$(TOOLS_PY) -m bench table --results-dir $(RESULTS) $(if $(filter results,$(RESULTS)),--readme README.md)
+	@if [ -d $(TUNING_RESULTS) ]; then $(TOOLS_PY) -m bench table --results-dir $(TUNING_RESULTS); fi
 
 export: env-tools ## Every current result under RESULTS as one CSV ($(RESULTS)/results.csv, or OUT=file)
 	$(TOOLS_PY) -m bench export --results-dir $(RESULTS) $(if $(OUT),--out $(OUT))

@@ -18,7 +18,9 @@ SCHEMA_VERSION = 2  # 2 added first_step_contains, steadiness, compile_events, d
 READABLE_VERSIONS = (1, 2)  # older files are migrated on load (the new fields take their defaults)
 STATUSES = ("ok", "oom", "timeout", "error", "unsupported", "killed", "unsteady", "oom-predicted")
 HISTORY = "history"  # earlier results of the same cell, moved aside rather than overwritten
-NOT_RESULTS = {HISTORY, "logs", "figures", "slurm"}  # folders under results/ that hold no current result (slurm: job files)
+# Folders under results/ that hold no current result of the published table (slurm: job files; tuning: the tuning
+# study's own results folder, `make tuning`, rendered on its own by `make table`).
+NOT_RESULTS = {HISTORY, "logs", "figures", "slurm", "tuning"}
 
 
 class CorruptResult(BenchError):
