@@ -159,7 +159,9 @@ def verdict(finding: dict[str, str], ours: float | None) -> str:
     if finding["unit"] != "x":
         return "not comparable (a throughput of other hardware)"
     published = float(finding["value"].lstrip("~"))
-    side = lambda x: "faster" if x > 1.05 else "slower" if x < 1 / 1.05 else "about equal"
+    # A ratio above 1: backend_a faster than backend_b, or (one backend) the tuning faster than without it.
+    a, b = (finding["backend_a"], finding["backend_b"]) if finding["backend_b"] else ("the tuning", "without it")
+    side = lambda x: f"{a} faster" if x > 1.05 else f"{b} faster" if x < 1 / 1.05 else "about equal"
     return "holds" if side(published) == side(ours) else f"does not hold here (ours: {side(ours)})"
 
 
