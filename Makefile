@@ -8,6 +8,9 @@ BACKEND ?=
 MODEL ?=
 TASK ?=
 PROFILE ?=
+# VARIANT=: one or more variants (comma list): a backend's own (native-torch eager,compiled) or a tuning variant
+# (bench/variants.py: sdpa, attention-dropout-0, fused-attention, matmul-high, loader-workers-N). Default: the backends' own.
+VARIANT ?=
 STEPS ?=
 REPEATS ?=
 RESUME ?=
@@ -30,7 +33,7 @@ MODELS = $(subst $(comma), ,$(word 2,$(REGISTRY)))
 PROFILES = $(subst $(comma),|,$(word 3,$(REGISTRY)))
 
 # Optional narrowing/overrides passed through to `python -m bench run`.
-RUN_ARGS = $(if $(TASK),--task $(TASK)) $(if $(PROFILE),--profile $(PROFILE)) $(if $(STEPS),--steps $(STEPS)) \
+RUN_ARGS = $(if $(TASK),--task $(TASK)) $(if $(VARIANT),--variant $(VARIANT)) $(if $(PROFILE),--profile $(PROFILE)) $(if $(STEPS),--steps $(STEPS)) \
            $(if $(REPEATS),--repeats $(REPEATS)) $(if $(filter 1,$(RESUME)),--resume) $(if $(JOBS),--jobs $(JOBS)) \
            $(if $(filter 1,$(IGNORE_PLAN)),--ignore-plan) --stack $(STACK) --results-dir $(RESULTS)
 
@@ -48,11 +51,11 @@ $(UV): containers/uv-requirements.txt
 	@mkdir -p $(dir $(UV))
 	$(PYTHON) containers/install-uv.py containers/uv-requirements.txt $(dir $(UV))
 
-.PHONY: help bench bench-all grid plan table test test-fast check bench-overhead clean-results doctor export compare submit submit-status
+.PHONY: help bench bench-all grid tuning plan table test test-fast check bench-overhead clean-results doctor export compare submit submit-status
 
 help: ## List every target with one line each
 	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | sort -u | awk 'BEGIN{FS=":.*## "}{printf "  %-18s %s\n", $$1, $$2}'
-	@echo "Variables: BACKEND=<$(BACKENDS)> MODEL=<$(MODELS)> STACK=<today|2024> TASK= PROFILE=<$(PROFILES)> STEPS= REPEATS= RESUME=1 IGNORE_PLAN=1 JOBS= RESULTS=$(RESULTS)"
+	@echo "Variables: BACKEND=<$(BACKENDS)> MODEL=<$(MODELS)> STACK=<today|2024> TASK= PROFILE=<$(PROFILES)> VARIANT= STEPS= REPEATS= RESUME=1 IGNORE_PLAN=1 JOBS= RESULTS=$(RESULTS)"
 	@echo "The 2024 stack (keras-benchmarks v0.0.5's pins): make envs STACK=2024; make bench BACKEND=jax MODEL=bert STACK=2024"
 	@echo "make grid: GRID=<cpu|full|sample|smoke> MODEL=<bert,distilbert,gpt2,distilgpt2,roberta,xlnet,xlm> BACKEND=<native-torch,tf-transformers,jax,tensorflow,torch or a column>"
 
@@ -74,12 +77,22 @@ grid: env-tools ## Inference grid (HF 2019 PyTorch vs TensorFlow + Keras 3) -> $
 	@for e in $(or $(filter native-torch tf-transformers jax tensorflow torch,$(subst $(comma), ,$(BACKEND))),native-torch tf-transformers jax tensorflow torch); do \
 		$(MAKE) --no-print-directory env BACKEND=$$e; done
 	$(TOOLS_PY) -m bench grid $(if $(GRID),--grid $(GRID)) $(if $(MODEL),--model $(MODEL)) $(if $(BACKEND),--backend $(BACKEND)) --results-dir $(RESULTS)
+# The tuning study (issue 15): ViT on the Keras 3 backends and native PyTorch, each tuning variant beside its
+# reference. PROFILE= (default: cpu, full width at a small batch; paper on a GPU). Its results go to their own folder,
+# $(RESULTS)/tuning (not a row of the published table), which make table renders into its RESULTS.md and TUNING.md.
+TUNING_PROFILE = $(or $(PROFILE),cpu)
+TUNING_RESULTS = $(RESULTS)/tuning
+tuning: doctor envs ## Run the tuning study (ViT: default vs sdpa, attention-dropout-0, matmul-high, loader workers): PROFILE= (default cpu)
+	$(TOOLS_PY) -m bench run --profile $(TUNING_PROFILE) --model vit --task fit --backend jax,torch,native-torch \
+		--variant default,eager,sdpa,attention-dropout-0,matmul-high,loader-workers-0,loader-workers-2 $(if $(STEPS),--steps $(STEPS)) \
+		$(if $(filter 1,$(RESUME)),--resume) --results-dir $(TUNING_RESULTS)
 
 plan: env-tools ## Per cell: parameters, memory (weights, grads, optimizer, est. activations), fits A100/H100/RAM? PROFILE= (default paper)
 	$(TOOLS_PY) -m bench plan --profile $(or $(PROFILE),paper) --results-dir $(RESULTS)
 
-table: env-tools ## Render $(RESULTS)/RESULTS.md and its figures from the result files (and README's table, for results/)
+table: env-tools ## Render $(RESULTS)/RESULTS.md and its figures from the result files (and README's table, for results/); the tuning study's $(RESULTS)/tuning too
 	$(TOOLS_PY) -m bench table --results-dir $(RESULTS) $(if $(filter results,$(RESULTS)),--readme README.md)
+	@if [ -d $(TUNING_RESULTS) ]; then $(TOOLS_PY) -m bench table --results-dir $(TUNING_RESULTS); fi
 
 export: env-tools ## Every current result under RESULTS as one CSV ($(RESULTS)/results.csv, or OUT=file)
 	$(TOOLS_PY) -m bench export --results-dir $(RESULTS) $(if $(OUT),--out $(OUT))

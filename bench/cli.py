@@ -14,6 +14,7 @@ from bench.profiles import profiles
 from bench.provenance import REPO_ROOT
 from bench.registry import MODELS
 from bench.spec import TASKS
+from bench.variants import TUNING
 
 DEFAULT_RESULTS = Path(os.environ.get("BENCH_RESULTS_DIR", REPO_ROOT / "results"))
 
@@ -44,7 +45,8 @@ def listing(names, last: str = "and/or") -> str:
 
 
 # Backends run in more than one way (bench/backends.py Backend.variants), e.g. "native-torch: eager and/or compiled".
-VARIANT_HELP = "; ".join(f"{b.name}: {listing(b.variants)}" for b in BACKENDS.values() if len(b.variants) > 1)
+VARIANT_HELP = "; ".join(f"{b.name}: {listing(b.variants)}" for b in BACKENDS.values() if len(b.variants) > 1) + (
+    "; tuning variants, only where they apply (bench/variants.py): " + ", ".join(TUNING))
 
 
 def csv_list(text: str) -> list[str]:
@@ -66,7 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--backend", type=csv_list, help=f"one or more of: {', '.join(BACKENDS)} (default: all)")
     run.add_argument("--model", type=csv_list, help=f"one or more of: {', '.join(MODELS)} (default: all)")
     run.add_argument("--task", type=csv_list, help=f"{listing(TASKS)} (default: every task of the model)")
-    run.add_argument("--variant", type=csv_list, help=f"{VARIANT_HELP} (default: all)")
+    run.add_argument("--variant", type=csv_list, help=f"{VARIANT_HELP} (default: each backend's own)")
     run.add_argument("--batch-size", type=positive_int, help="override the profile's batch size")
     run.add_argument("--profile", help=f"{listing(profiles(), 'or')} (default: paper when a CUDA GPU is visible, else smoke)")
     run.add_argument("--steps", type=positive_int, help="timed steps (default: the profile's)")

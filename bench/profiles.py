@@ -20,10 +20,13 @@ class Profile:
     timeout_s: int
     max_batch_size: int  # 0: use the published batch sizes unchanged
     max_warmup_steps: int  # warm-up goes on past warmup_steps, up to this, while steps still compile
+    shapes_from: str = ""  # a profile whose model shapes this one runs (workload.toml needs no table of its own)
 
     def __post_init__(self) -> None:
         if self.timed_steps < 1 or self.warmup_steps < 0 or self.timeout_s < 1 or self.max_batch_size < 0 or self.max_warmup_steps < self.warmup_steps:
             raise BenchError(f"profile {self.name!r} has invalid values: {self}")
+        if self.shapes_from == self.name:
+            raise BenchError(f"profile {self.name!r} cannot borrow its own shapes")
 
     def batch_size(self, published: int) -> int:
         return min(published, self.max_batch_size) if self.max_batch_size else published

@@ -15,6 +15,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from bench import variants as variant_rules
 from bench.backends import BACKENDS, DEFAULT_STACK, BenchError, all_variants, env_name, get_backend, get_stack
 from bench.profiles import get_profile
 from bench.spec import MODELS_DIR, WORKLOAD_FILE, ModelSpec, TaskSpec
@@ -47,6 +48,11 @@ def discover_models(models_dir: Path = MODELS_DIR) -> tuple[str, ...]:
 
 
 MODELS = discover_models()
+
+
+def paper_models() -> tuple[str, ...]:
+    """The models of the published table (`make bench-all`'s default): MODELS less the studies' own models."""
+    return tuple(m for m in MODELS if not get_model(m).study)
 
 
 def get_model(name: str) -> ModelSpec:
@@ -88,7 +94,7 @@ class Cell:
         _check_positive("warm-up steps", self.warmup_steps, minimum=0)
         if self.max_warmup_steps is not None and (not isinstance(self.max_warmup_steps, int) or self.max_warmup_steps < self.warmup_steps):
             raise BenchError(f"max warm-up steps must be an integer >= warm-up steps ({self.warmup_steps}), got {self.max_warmup_steps!r}")
-        backend.check_variant(self.variant)
+        variant_rules.check(backend.name, self.model, self.task, self.variant)
 
     @property
     def key(self) -> str:
@@ -144,13 +150,15 @@ def plan_cells(
     warmup_steps: int | None = None,
     stack: str = DEFAULT_STACK,
 ) -> list[Cell]:
-    """The cells of the published table (narrowed by the arguments), backend by backend."""
+    """The cells of the published table (narrowed by the arguments; a study's model only when named), backend by
+    backend. Each backend runs its own variants unless `variants` names others; a tuning variant runs only where it
+    applies, and one that applies to none of the chosen cells is refused, naming where it applies."""
     prof = get_profile(profile)
     chosen = [get_backend(name) for name in backends or BACKENDS]
-    specs = [get_model(m) for m in (models or MODELS)]
+    specs = [get_model(m) for m in (models or paper_models())]
     for variant in variants or []:
-        if variant not in all_variants():
-            raise BenchError(f"unknown variant {variant!r}; valid variants: {', '.join(sorted(all_variants()))}")
+        if not variant_rules.known(variant):
+            raise BenchError(f"unknown variant {variant!r}; valid variants: {', '.join(sorted(variant_rules.all_names()))}")
     for task in tasks or []:
         if not any(task in s.tasks() for s in specs):
             valid = sorted({t for s in specs for t in s.tasks()})
@@ -164,8 +172,8 @@ def plan_cells(
                 if tasks and row.task not in tasks:
                     continue
                 bs = batch_size if batch_size is not None else prof.batch_size(row.batch_size)
-                for variant in backend.variants:
-                    if variants and variant not in variants:
+                for variant in variants or backend.variants:
+                    if variant not in backend.variants and not variant_rules.applies(variant, backend.name, spec.name, row.task):
                         continue
                     cell = Cell(
                         backend=backend.name,
@@ -182,4 +190,11 @@ def plan_cells(
                     if cell.key not in seen:  # an explicit --batch-size can merge two rows
                         seen.add(cell.key)
                         cells.append(cell)
+    for variant in variants or []:
+        if not any(c.variant == variant for c in cells):
+            if variant_rules.is_tuning(variant):
+                where = variant_rules.tuning_variant(variant).where()
+                raise BenchError(f"variant {variant!r} applies to none of the chosen cells: it applies to {where}")
+            owners = [b.name for b in BACKENDS.values() if variant in b.variants]
+            raise BenchError(f"variant {variant!r} applies to none of the chosen cells: it is a variant of {', '.join(owners)}")
     return cells

@@ -19,8 +19,9 @@ READABLE_VERSIONS = (1, 2)  # older files are migrated on load (the new fields t
 STATUSES = ("ok", "oom", "timeout", "error", "unsupported", "killed", "unsteady", "oom-predicted")
 HISTORY = "history"  # earlier results of the same cell, moved aside rather than overwritten
 # Folders under results/ that hold no current result of the published table (slurm: job files; grid: the
-# inference grid study's own results, read by bench/report/grid.py).
-NOT_RESULTS = {HISTORY, "logs", "figures", "slurm", "grid"}
+# inference grid study's own results, read by bench/report/grid.py; tuning: the tuning study's own results folder,
+# `make tuning`, rendered on its own by `make table`).
+NOT_RESULTS = {HISTORY, "logs", "figures", "slurm", "grid", "tuning"}
 
 
 class CorruptResult(BenchError):

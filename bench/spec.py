@@ -70,17 +70,26 @@ class ModelSpec:
     shapes: dict[str, Any]  # profile name -> shape_type instance
     unsupported: dict[str, str]  # backend -> why the cell cannot exist
     task_specs: dict[str, TaskSpec]  # task name -> how it is driven and reported
+    # A study's model (not a row of the published table): the study's name and its own rows as (task, batch size).
+    # `make bench-all` and the main table leave it out; the study's section shows it.
+    study: str | None = None
+    study_rows: tuple[tuple[str, int], ...] = ()
 
     def rows(self):
-        """This model's rows of the published table (bench.registry.Row), in the table's order."""
-        from bench.registry import published_rows
+        """This model's rows (bench.registry.Row), in order: the published table's, or its study's own."""
+        from bench.registry import Row, published_rows
 
+        if self.study:
+            return tuple(Row(self.name, task, batch) for task, batch in self.study_rows)
         return tuple(r for r in published_rows() if r.model == self.name)
 
     def tasks(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys(r.task for r in self.rows()))
 
     def shape(self, profile: str) -> Any:
+        """The profile's shape: its own table in workload.toml, else that of the profile it borrows shapes from."""
+        if profile not in self.shapes:
+            return self.shapes[profiles()[profile].shapes_from]
         return self.shapes[profile]
 
     def task(self, name: str) -> TaskSpec:
@@ -105,12 +114,14 @@ class ModelSpec:
         return None
 
 
-def load_model_spec(name: str, display: str, shape_type: type, tasks: list[TaskSpec], unsupported: dict[str, str] | None = None) -> ModelSpec:
-    """Build a ModelSpec from bench/models/<name>/workload.toml, one table per profile."""
+def load_model_spec(name: str, display: str, shape_type: type, tasks: list[TaskSpec], unsupported: dict[str, str] | None = None,
+                    study: str | None = None, study_rows: list[tuple[str, int]] | None = None) -> ModelSpec:
+    """Build a ModelSpec from bench/models/<name>/workload.toml, one table per profile (a profile with
+    `shapes_from` may borrow another's). A study's model gives its study and its own rows."""
     path = MODELS_DIR / name / WORKLOAD_FILE
     with path.open("rb") as f:
         data = tomllib.load(f)
-    missing = set(profiles()) - set(data)
+    missing = {p for p, prof in profiles().items() if not prof.shapes_from} - set(data)
     if missing:
         raise BenchError(f"{path}: no shapes for profile(s) {sorted(missing)}")
     shapes = {}
@@ -119,10 +130,13 @@ def load_model_spec(name: str, display: str, shape_type: type, tasks: list[TaskS
             shapes[profile] = shape_type(**values)
         except (TypeError, ValueError) as e:
             raise BenchError(f"{path} [{profile}]: {e}") from None
-    spec = ModelSpec(name, display, shape_type, shapes, dict(unsupported or {}), {t.name: t for t in tasks})
+    if bool(study) != bool(study_rows):
+        raise BenchError(f"{name}: a study's model needs both its study and its rows")
+    spec = ModelSpec(name, display, shape_type, shapes, dict(unsupported or {}), {t.name: t for t in tasks}, study, tuple(study_rows or ()))
     published = set(spec.tasks())
     if published != set(spec.task_specs):
-        raise BenchError(f"{name}: the published table has tasks {sorted(published)}, the spec declares {sorted(spec.task_specs)}")
+        where = f"the {study} study's rows have" if study else "the published table has"
+        raise BenchError(f"{name}: {where} tasks {sorted(published)}, the spec declares {sorted(spec.task_specs)}")
     return spec
 
 

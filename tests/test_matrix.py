@@ -12,11 +12,11 @@ import pytest
 from bench.backends import get_backend
 from bench.models.llm import CausalLMShape
 from bench.results import load_all
-from bench.registry import MODELS, get_model, plan_cells
+from bench.registry import get_model, paper_models, plan_cells
 from conftest import REPO, assert_paper_settings, env_python
 
 pytestmark = [pytest.mark.envs, pytest.mark.slow]
-CELLS = plan_cells("smoke", models=[m for m in MODELS if m != "bert"])  # BERT: tests/test_bench_bert.py
+CELLS = plan_cells("smoke", models=[m for m in paper_models() if m != "bert"])  # BERT: tests/test_bench_bert.py; the tuning study: tests/test_tuning.py
 
 
 def duration_hint(cell) -> float:

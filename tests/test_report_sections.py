@@ -29,5 +29,6 @@ def test_a_registered_section_is_numbered_and_leaves_other_tables_byte_identical
 
 def test_the_registry_lists_every_built_in_renderer_once():
     assert [s.title for s in SECTIONS] == [None, "Where these numbers come from", "Derived findings and comparison with the published numbers",
-                                           "Beside today's stack", "Figures", "Inference grid study: then and now", None]
+                                           "Beside today's stack", "Figures", "Inference grid study: then and now",
+                                           "Tuning study: variants and the published findings (issue 15)", None]
     assert len({s.render for s in SECTIONS}) == len(SECTIONS)

@@ -13,8 +13,10 @@ from bench.results import STATUSES, result_files
 from bench.schema import validate_result
 
 REPO = Path(__file__).resolve().parent.parent
-# The published table's result files, and the inference grid's (results/grid/, which result_files leaves out).
-COMMITTED = result_files(REPO / "results") + sorted(p for p in (REPO / "results" / "grid").rglob("*.json") if "history" not in p.parts)
+# The published table's result files, the inference grid's (results/grid/, which result_files leaves out) and the
+# tuning study's (its own folder).
+COMMITTED = (result_files(REPO / "results") + sorted(p for p in (REPO / "results" / "grid").rglob("*.json") if "history" not in p.parts)
+             + result_files(REPO / "results" / "tuning"))
 OK_FILE = REPO / "results" / "smoke" / "cpu-amd-epyc-2-cores" / "jax__bert__fit__bs2__default.json"
 
 

@@ -15,7 +15,8 @@ einsums and a softmax. `keras.config.disable_flash_attention()` does not change 
 value. So with `shape.keras_fused_attention = false` (the paper shape, as published) setup also routes each
 attention layer to the einsum path: Gemma's `_use_fused_attention_op()` returns False, and Mistral's module's
 `fused_attention_op_available` is replaced by one returning False. `fused_attention` in the settings is what the
-layers' own test answers after that (an einsum path when false).
+layers' own test answers after that (an einsum path when false). The `fused-attention` variant (bench/variants.py)
+leaves keras-hub's own choice in place: the fused path where keras-hub takes it.
 """
 from __future__ import annotations
 
@@ -120,18 +121,25 @@ class KerasCausalLM(KerasWorkload):
         backbone = build_abstractly(lambda: backbone_class(**kwargs, dtype=s.dtype), keras_major=keras_major)
         return {"backbone": count_weights(backbone.weights)}
 
+    @property
+    def fused_attention_asked(self) -> bool:
+        """The shape's choice (paper: the einsum path, as published), or keras-hub's fused path in the
+        `fused-attention` variant (issue 13)."""
+        return self.shape.keras_fused_attention or self.cell.variant == "fused-attention"
+
     def setup(self) -> None:
         s, bs, keras = self.shape, self.cell.batch_size, self.keras
         lib = self.library = nlp_library(self.keras_major)  # keras-hub, or keras-nlp 0.8.2 on the 2024 stack
         self.model = build_causal_lm(lib, self.backbone_class, self.task_class, type(self).backbone_kwargs(s), s.dtype)
         assert_keras_major(self.model, self.keras_major)
-        if not s.keras_fused_attention:
+        if not self.fused_attention_asked:
             disable_fused_attention(keras, attention_layers(self.model))
         r = rng()
         if self.cell.task == "fit":
             self.model.backbone.enable_lora(rank=s.lora_rank)
+            optimizer = keras.optimizers.SGD if s.optimizer == "sgd" else keras.optimizers.AdamW
             self.model.compile(
-                optimizer=keras.optimizers.AdamW(learning_rate=s.learning_rate),
+                optimizer=optimizer(learning_rate=s.learning_rate),
                 loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
                 jit_compile=reference_jit_compile(self.cell),
             )
@@ -172,6 +180,8 @@ class KerasCausalLM(KerasWorkload):
             "dtype": s.dtype,
             "backbone_dtype_policy": model.backbone.dtype_policy.name,
             "keras_fused_attention": s.keras_fused_attention,
+            "variant": self.cell.variant,
+            "fused_attention_asked": self.fused_attention_asked,
             "fused_attention": any(uses_fused_attention(layer) for layer in attention_layers(model)),
             # None: this Keras has no flash-attention switch (Keras 3.0.5, the 2024 stack)
             "flash_attention_enabled": getattr(self.keras.config, "is_flash_attention_enabled", lambda: None)(),
@@ -182,7 +192,8 @@ class KerasCausalLM(KerasWorkload):
                 lora_rank=s.lora_rank,
                 trainable_parameters=count_weights(model.trainable_weights),
                 fit_sequence_length=s.fit_sequence_length,
-                optimizer="AdamW",
+                optimizer="SGD" if s.optimizer == "sgd" else "AdamW",
+                learning_rate=s.learning_rate,
             )
         else:
             out.update(

@@ -69,6 +69,12 @@ def config_arguments(s) -> dict[str, Any]:
     )
 
 
+def weights_dtype(dtype: str) -> str:
+    """The weights' dtype: Keras's mixed_bfloat16 keeps float32 weights and computes in bfloat16 (the Trainer's bf16
+    autocast, trainer_arguments below)."""
+    return "float32" if dtype == "mixed_bfloat16" else dtype
+
+
 def lora_config(shape):
     from peft import LoraConfig
 
@@ -94,7 +100,7 @@ class TorchCausalLM(TorchWorkload):
         with torch.device(device) if device is not None else contextlib.nullcontext():
             # transformers 5 names the argument dtype; 4.x (the 2024 stack's 4.38.2) torch_dtype
             dtype_argument = "dtype" if int(transformers.__version__.split(".")[0]) >= 5 else "torch_dtype"
-            return model_class._from_config(cls.build_config(shape), **{dtype_argument: torch_dtype(shape.dtype)})
+            return model_class._from_config(cls.build_config(shape), **{dtype_argument: torch_dtype(weights_dtype(shape.dtype))})
 
     @classmethod
     def parameter_counts(cls, shape) -> dict[str, int]:
@@ -141,7 +147,14 @@ class TorchCausalLM(TorchWorkload):
         return RepeatedSamples(self.samples, length)
 
     def trainer_arguments(self) -> dict[str, Any]:
-        return {**super().trainer_arguments(), "learning_rate": self.shape.learning_rate, "optim": "adamw_torch"}
+        s = self.shape
+        return {**super().trainer_arguments(), "learning_rate": s.learning_rate, "optim": self.optim,
+                # bf16 autocast; on a CPU the Trainer accepts it only when told it runs on the CPU (it does anyway).
+                **({"bf16": True, "use_cpu": self.device.type == "cpu"} if s.dtype == "mixed_bfloat16" else {})}
+
+    @property
+    def optim(self) -> str:
+        return "sgd" if self.shape.optimizer == "sgd" else "adamw_torch"
 
     @torch.inference_mode()
     def step(self) -> torch.Tensor:
@@ -172,8 +185,9 @@ class TorchCausalLM(TorchWorkload):
                 lora_targets=list(LORA_TARGETS),
                 lora_dtypes=sorted({str(p.dtype).replace("torch.", "") for p in self.model.parameters() if p.requires_grad}),
                 fit_sequence_length=s.fit_sequence_length,
-                optimizer="adamw_torch",
+                optimizer=self.optim,
                 learning_rate=s.learning_rate,
+                trainer_bf16_autocast=s.dtype == "mixed_bfloat16",
                 trainer_torch_compile=self.compiled,
             )
         else:

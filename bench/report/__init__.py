@@ -36,6 +36,7 @@ from bench.report.readme import README_END, README_START, update_readme
 from bench.report.sections import Page, Section, render_table
 from bench.report.stacks import stacks_section
 from bench.report.text import md, plural, write_text_atomic
+from bench.report.tuning import tuning_section
 from bench.workloads import REFERENCE_CSV
 
 __all__ = ["README_END", "README_START", "SECTIONS", "Report", "Section", "analyse", "render"]
@@ -48,8 +49,10 @@ SECTIONS: list[Section] = [
     Section("Beside today's stack", stacks_section),
     Section("Figures", figures_section),
     Section("Inference grid study: then and now", grid_section),
+    Section("Tuning study: variants and the published findings (issue 15)", tuning_section),
     Section(None, details_section),
 ]
+TUNING_FILE = "TUNING.md"  # beside RESULTS.md: the tuning study's section of every table that has one
 
 
 def render(results_dir: Path, out: Path, readme: Path | None = None, sections: list[Section] | None = None) -> None:
@@ -86,5 +89,12 @@ def render(results_dir: Path, out: Path, readme: Path | None = None, sections: l
         lines += [f"- `{item.path}`: {md(why)}" for item, why in report.retired] + [""]
     clear_old_figures(fig_dir, {path for page in pages for path in page.figures.values() if path})
     write_text_atomic(out, "\n".join(lines).rstrip("\n") + "\n")
+    tuning = [(page, table, body) for page, table in zip(pages, report.tables) if (body := tuning_section(table, page))]
+    if tuning:
+        study = ["# Tuning study (issue 15)", "", f"Rendered by `python -m bench table` with {out.name}: the tuning study's section of each "
+                 "table that has its results. Published findings: `bench/data/keras3_tuning_2024.csv`.", ""]
+        for page, table, body in tuning:
+            study += [f"## {page.index}. {table.group.profile} profile — {table.group.machine}", "", *body, ""]
+        write_text_atomic(out.parent / TUNING_FILE, "\n".join(study).rstrip("\n") + "\n")
     if readme is not None and report.tables:
         update_readme(readme, out, report.tables[0], pages[0])

@@ -12,6 +12,7 @@ from bench.report.load import (COLUMNS, KERAS3, NATIVE, Column, Group, Loaded, R
                                load_results, published_batch, read_published)
 from bench.report.text import distinct, fmt_ms, md
 from bench.results import Result
+from bench.workloads import get_model
 
 NOISY_CV = 0.10  # a cell whose steps vary more than this is flagged under its table
 KERAS2 = Column("keras2", "default")
@@ -164,7 +165,8 @@ class TableAnalysis:
 
 
 def analyse_group(group: Group) -> TableAnalysis:
-    rows = [row_facts(group.profile, key, cells) for key, cells in group.grid().items()]
+    # A study's models (bench/report/tuning.py shows them) are no rows of the published table.
+    rows = [row_facts(group.profile, key, cells) for key, cells in group.grid().items() if not get_model(key.model).study]
     notes, refs = status_notes(rows)
     present = {f.key for f in rows}
     paper = group.profile == "paper"

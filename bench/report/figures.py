@@ -24,6 +24,8 @@ FIGURE_KINDS = tuple(CAPTIONS)
 
 def figures_section(table: TableAnalysis, page: Page) -> list[str]:
     """Draw the figures (recording them on the page) and list them with links relative to RESULTS.md."""
+    if not table.rows:  # a table of a study's workloads only: its own section shows them
+        return []
     page.figures = draw_figures(table, page.fig_dir)
     lines = []
     for kind in FIGURE_KINDS:

@@ -15,6 +15,8 @@ from bench.workloads import MODELS, REFERENCE_CSV, get_model
 
 
 def findings_section(table: TableAnalysis, page: Page) -> list[str]:
+    if not table.rows:  # a table of a study's workloads only: its own section shows them
+        return []
     group = table.group
     if table.paper:
         lines = comparison(table)

@@ -92,6 +92,8 @@ def legend(table: TableAnalysis) -> list[str]:
 
 def head_section(table: TableAnalysis, page: Page) -> list[str]:
     """The main table, its legend, its notes and the published rows it lacks."""
+    if not table.rows:  # a table of a study's workloads only: its own section shows them
+        return []
     numbers = main_table(table)
     lines = [numbers[0], "", *[f"- {text}" for text in legend(table)], *numbers[1:]]
     if table.missing:
@@ -127,6 +129,8 @@ def details_row(facts: RowFacts, column: Column) -> list[str]:
 
 
 def details_section(table: TableAnalysis, page: Page) -> list[str]:
+    if not table.rows:  # a table of a study's workloads only: its own section shows them
+        return []
     headers = ["Model / task", "Batch", "Backend", "Status", "Runs", "Steps", "Median", "Mean", "p10–p90", "CV", "Run-median CV",
                "First step (ms)", "First step holds", "Steady", "tok/s", "File"]
     body = [details_row(f, c) for f in table.rows for c in COLUMNS if c in f.cells]

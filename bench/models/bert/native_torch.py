@@ -1,8 +1,8 @@
 """BERT in plain PyTorch: transformers BertForSequenceClassification; Trainer fit, no-grad predict.
 
 Attention: `shape.attention_implementation` passed to the config (paper: "eager", the only BERT attention of
-transformers 4.38.2, the published version; today's default would be SDPA); the settings record the model's
-`config._attn_implementation`.
+transformers 4.38.2, the published version; today's default would be SDPA), or "sdpa" in the `sdpa` variant
+(bench/variants.py); the settings record the model's `config._attn_implementation`.
 """
 from __future__ import annotations
 
@@ -11,8 +11,9 @@ import torch
 from bench.models.torch_common import RepeatedSamples, TorchWorkload, count_parameters, on_meta
 
 
-def build_model(s):
-    """transformers BertForSequenceClassification (bert-base-cased at the paper shape) with random weights."""
+def build_model(s, attention_implementation: str | None = None):
+    """transformers BertForSequenceClassification (bert-base-cased at the paper shape) with random weights; the
+    shape's attention implementation unless one is given (the `sdpa` variant's)."""
     from transformers import BertConfig, BertForSequenceClassification
 
     config = BertConfig(
@@ -23,7 +24,7 @@ def build_model(s):
         intermediate_size=s.intermediate_dim,
         max_position_embeddings=s.max_sequence_length,
         num_labels=s.num_classes,
-        attn_implementation=s.attention_implementation,
+        attn_implementation=attention_implementation or s.attention_implementation,
     )
     return BertForSequenceClassification(config)
 
@@ -36,7 +37,8 @@ def parameter_counts(s) -> dict[str, int]:
 class BertTorch(TorchWorkload):
     def setup(self) -> None:
         s, bs = self.shape, self.cell.batch_size
-        self.model = build_model(s).to(self.device)
+        # The sdpa variant (issue 13): today's transformers default, beside the published eager attention.
+        self.model = build_model(s, "sdpa" if self.cell.variant == "sdpa" else None).to(self.device)
         g = torch.Generator().manual_seed(0)
         self.inputs = {
             "input_ids": torch.randint(0, s.vocabulary_size, (bs, s.sequence_length), generator=g),

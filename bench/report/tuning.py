@@ -1,0 +1,185 @@
+"""The tuning study's section (issue 15): the study's workloads per backend, each tuning variant as a ratio to its
+backend's reference variant, and each published finding (bench/data/keras3_tuning_2024.csv) beside ours.
+
+Reads the table's loaded results only; returns no lines for a table without study models or tuning variants, so
+every other table's output is unchanged. `render()` also writes the section alone to TUNING.md beside RESULTS.md.
+"""
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+from bench.report.analysis import TableAnalysis
+from bench.report.load import Loaded
+from bench.report.sections import Page
+from bench.report.text import fmt_ms, fmt_x, github_table, md
+from bench.variants import is_tuning, reference_variant, tuning_variant
+from bench.workloads import get_model, get_profile
+
+TUNING_CSV = Path(__file__).resolve().parent.parent / "data" / "keras3_tuning_2024.csv"
+PUBLISHED_HARDWARE = "one NVIDIA L4"
+
+
+@cache
+def published_findings() -> tuple[dict[str, str], ...]:
+    with TUNING_CSV.open() as f:
+        return tuple(csv.DictReader(line for line in f if not line.startswith("#")))
+
+
+def is_study_item(item: Loaded) -> bool:
+    cell = item.result.cell
+    return bool(get_model(cell.model).study) or is_tuning(cell.variant)
+
+
+@dataclass(frozen=True)
+class Figure:
+    item: Loaded
+
+    @property
+    def ms(self) -> float | None:
+        r = self.item.result
+        return r.summary().median if r.status == "ok" else None
+
+    @property
+    def cv(self) -> float:
+        return self.item.result.summary().cv if self.ms is not None else 0.0
+
+    def samples_per_s(self) -> float | None:
+        return self.item.result.cell.batch_size / (self.ms / 1000) if self.ms else None
+
+
+def cells_of(table: TableAnalysis) -> dict[tuple[str, str, str, int, str], Figure]:
+    """(backend, model, task, batch, variant) -> the newest result of the table's study cells and their references."""
+    out: dict[tuple, Figure] = {}
+    for item in table.group.items:
+        c = item.result.cell
+        key = (c.backend, c.model, c.task, c.batch_size, c.variant)
+        if key not in out or item.result.created_at > out[key].item.result.created_at:
+            out[key] = Figure(item)
+    return out
+
+
+def ratio_text(reference: Figure | None, variant: Figure) -> str:
+    """reference ms / variant ms: above 1 the variant is faster. `≈` when the gap is within the two cells' spread."""
+    if reference is None or reference.ms is None or variant.ms is None:
+        return "—"
+    ratio = reference.ms / variant.ms
+    noise = max(reference.cv, variant.cv)
+    return fmt_x(ratio) + (" ≈" if abs(ratio - 1) < noise else "")
+
+
+def workloads_table(cells: dict[tuple, Figure]) -> list[str]:
+    rows = []
+    for (backend, model, task, batch, variant), fig in sorted(cells.items()):
+        if not get_model(model).study or is_tuning(variant):
+            continue
+        r = fig.item.result
+        value = f"{fmt_ms(fig.ms)} ±{fig.cv * 100:.1f}%" if fig.ms is not None else r.status
+        sps = fig.samples_per_s()
+        rows.append([f"{get_model(model).display} {task}", str(batch), backend, variant, value, f"{sps:.2f}" if sps else "", f"`{fig.item.path}`"])
+    if not rows:
+        return []
+    return ["The study's workloads at each backend's reference variant (median ms/step ± CV; samples/s = batch / median):", "",
+            github_table(rows, ["Workload", "Batch", "Backend", "Variant", "ms/step", "samples/s", "File"])]
+
+
+def variants_table(cells: dict[tuple, Figure]) -> list[str]:
+    rows = []
+    for (backend, model, task, batch, variant), fig in sorted(cells.items()):
+        if not is_tuning(variant):
+            continue
+        base = reference_variant(backend)
+        reference = cells.get((backend, model, task, batch, base))
+        value = f"{fmt_ms(fig.ms)} ±{fig.cv * 100:.1f}%" if fig.ms is not None else fig.item.result.status
+        ref_text = f"{fmt_ms(reference.ms)} ({base})" if reference and reference.ms is not None else f"not measured ({base})"
+        rows.append([f"{get_model(model).display} {task}", str(batch), backend, variant, value, ref_text, ratio_text(reference, fig), f"`{fig.item.path}`"])
+    if not rows:
+        return []
+    return ["Each tuning variant against its backend's reference variant on the same workload and batch: ratio = reference ms / "
+            "variant ms (above 1: the variant is faster; ≈: within the larger of the two cells' CVs, not resolved).", "",
+            github_table(rows, ["Workload", "Batch", "Backend", "Variant", "ms/step", "Reference ms/step", "Ratio", "File"])]
+
+
+def first(cells: dict[tuple, Figure], backend: str, model: str, task: str, variant: str) -> Figure | None:
+    """The measured cell of this backend, model, task and variant at the largest batch the table has."""
+    found = sorted(((k[3], f) for k, f in cells.items() if k[:3] == (backend, model, task) and k[4] == variant and f.ms is not None), key=lambda kv: -kv[0])
+    return found[0][1] if found else None
+
+
+def findings_rows(table: TableAnalysis, cells: dict[tuple, Figure]) -> list[list[str]]:
+    """Each published finding with ours where the table has its cells. Ours: a ratio of our medians chosen to
+    answer the same question, stated in the row; a GPU finding measured here on a CPU says so."""
+    on_gpu = any((l.result.provenance.get("machine") or {}).get("gpus") for l in table.group.items)
+    hardware = "GPU" if on_gpu else f"CPU only: the published figure is from {PUBLISHED_HARDWARE}; whether it holds on a GPU is not tested here"
+    if get_profile(table.group.profile).shapes_from != "paper" and table.group.profile != "paper":
+        hardware = f"{table.group.profile} profile: reduced shapes, not comparable with the published figure"
+    vit = lambda backend, variant: first(cells, backend, "vit", "fit", variant)
+    out = []
+    for f in published_findings():
+        name, config = f["finding"], f["config"]
+        ours, how = None, "not measured in this table"
+        if name == "jax_over_torch_speedup":
+            workers = int(config.split()[-1])
+            torch_variant = f"loader-workers-{workers}"
+            jax, torch = vit("jax", "default"), vit("torch", torch_variant) or (vit("torch", "default") if workers == 0 else None)
+            if jax and torch:
+                ours = torch.ms / jax.ms
+                fed = "a torch DataLoader" if torch.item.result.cell.variant == torch_variant else "in-memory data"
+                how = f"ViT fit, torch ({fed}) ms / JAX (in-memory data: the JAX env has no torch) ms"
+        elif name == "sdpa_closes_gap":
+            jax, torch = vit("jax", "default"), vit("torch", "sdpa")
+            if jax and torch:
+                ours, how = torch.ms / jax.ms, "ViT fit, torch with the SDPA attention layer ms / JAX ms"
+        elif name == "throughput":
+            model = "gemma_2b" if f["model"] == "gemma-2b-lora" else f["model"]
+            batch = int(config.split()[-1])
+            fig = cells.get((f["backend_a"], model, "fit", batch, "default"))
+            if fig and fig.ms is not None:
+                ours, how = fig.samples_per_s(), f"Gemma 2B LoRA fit at batch {batch}"
+        elif name == "matmul_precision_high_speedup":
+            for model in ("gemma_2b", "vit"):
+                base, high = first(cells, "torch", model, "fit", "default"), first(cells, "torch", model, "fit", "matmul-high")
+                if base and high:
+                    ours, how = base.ms / high.ms, f"{get_model(model).display} fit on Keras's torch backend: default ms / matmul-high ms" + (
+                        " (the published finding is Gemma 2B's)" if model != "gemma_2b" else "")
+                    break
+        holds = verdict(f, ours) if "not comparable" not in hardware else "not comparable (reduced shapes)"
+        out.append([md(name), md(f["model"]), md(config), md(f["value"]) + " " + md(f["unit"]), ("" if ours is None else
+                    (f"{ours:.2f} samples/s" if f["unit"] == "samples/s" else fmt_x(ours))), holds, md(how), md(hardware) if ours is not None else ""])
+    return out
+
+
+def verdict(finding: dict[str, str], ours: float | None) -> str:
+    """Whether our figure points the same way as the published one: for a speedup, both above 1.05, both within
+    5% of 1 (`~1.0`), or not; a throughput is a figure of its hardware, not a finding to hold or not."""
+    if ours is None:
+        return "not measured"
+    if finding["unit"] != "x":
+        return "not comparable (a throughput of other hardware)"
+    published = float(finding["value"].lstrip("~"))
+    # A ratio above 1: backend_a faster than backend_b, or (one backend) the tuning faster than without it.
+    a, b = (finding["backend_a"], finding["backend_b"]) if finding["backend_b"] else ("the tuning", "without it")
+    side = lambda x: f"{a} faster" if x > 1.05 else f"{b} faster" if x < 1 / 1.05 else "about equal"
+    return "holds" if side(published) == side(ours) else f"does not hold here (ours: {side(ours)})"
+
+
+def tuning_section(table: TableAnalysis, page: Page) -> list[str]:
+    study = [item for item in table.group.items if is_study_item(item)]
+    if not study:
+        return []
+    every = cells_of(table)
+    # The study's cells, and the reference cells its tuning variants are compared with (a published model's too).
+    compared = {(*k[:4], reference_variant(k[0])) for k in every if is_tuning(k[4])}
+    cells = {k: f for k, f in every.items() if is_study_item(f.item) or k in compared}
+    lines = workloads_table(cells)
+    variants = variants_table(cells)
+    if variants:
+        lines += ([""] if lines else []) + variants
+    lines += ["", "Published findings (bench/data/keras3_tuning_2024.csv) beside ours:", "",
+              github_table(findings_rows(table, cells), ["Finding", "Model", "Published config", "Published", "Ours", "Holds?", "Ours is", "Hardware"])]
+    described = sorted({item.result.cell.variant for item in study if is_tuning(item.result.cell.variant)})
+    if described:
+        lines += ["", "Variants:", ""] + [f"- `{v}`: {md(tuning_variant(v).what)}" for v in described]
+    return lines

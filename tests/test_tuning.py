@@ -1,0 +1,178 @@
+"""The tuning study (issue 15) and issue 13's attention variants: variants as an axis of cells, the ViT workload,
+its report section. Fast tests here need no framework; the `envs` ones run in the backends' environments."""
+import json
+import subprocess
+import sys
+
+import pytest
+
+from bench.backends import BenchError, cell_environment
+from bench.registry import Cell, get_model, paper_models, plan_cells
+from bench import variants
+from conftest import REPO, env_python
+
+
+def test_a_tuning_variant_is_refused_where_it_does_not_apply_naming_where_it_does():
+    with pytest.raises(BenchError, match=r"variant 'sdpa' does not apply to jax vit fit: it applies to torch \(vit\); native-torch \(bert\)"):
+        Cell("jax", "vit", "fit", 2, "smoke", "sdpa", 1, 3)
+    with pytest.raises(BenchError, match=r"'loader-workers-2' applies to none of the chosen cells: it applies to torch \(vit\); native-torch \(vit\)"):
+        plan_cells("smoke", backends=["jax"], models=["vit"], variants=["loader-workers-2"])
+    with pytest.raises(BenchError, match="unknown variant 'loader-workers-two'"):
+        plan_cells("smoke", models=["vit"], variants=["loader-workers-two"])
+    with pytest.raises(BenchError, match="'fused-attention' does not apply to native-torch gemma fit"):
+        Cell("native-torch", "gemma", "fit", 2, "smoke", "fused-attention", 1, 3)
+
+
+def test_variants_run_only_when_asked_and_the_paper_matrix_is_unchanged():
+    paper = plan_cells("paper")
+    assert len(paper) == 72 and {c.variant for c in paper} == {"default", "eager", "compiled"}
+    assert "vit" not in paper_models() and not any(c.model == "vit" for c in paper)
+    asked = plan_cells("smoke", models=["vit", "bert"], variants=["default", "eager", "sdpa", "loader-workers-3"])
+    keys = {c.key for c in asked}
+    assert {"torch__vit__fit__bs2__sdpa", "native-torch__bert__predict__bs2__sdpa", "native-torch__vit__fit__bs2__loader-workers-3"} <= keys
+    assert not any(c.variant == "sdpa" and (c.backend, c.model) not in {("torch", "vit"), ("native-torch", "bert")} for c in asked)
+    assert variants.loader_workers("loader-workers-3") == 3 and variants.loader_workers("default") is None
+    assert variants.reference_variant("native-torch") == "eager" and variants.reference_variant("torch") == "default"
+
+
+def test_the_cpu_profile_runs_paper_shapes_at_a_small_batch():
+    (cell,) = plan_cells("cpu", backends=["jax"], models=["vit"], tasks=["fit"])
+    assert cell.batch_size == 2 and get_model("vit").shape("cpu") == get_model("vit").shape("paper")
+    assert get_model("bert").shape("cpu").hidden_dim == 768
+
+
+def test_the_tuning_section_shows_ratios_to_the_reference_and_no_vit_row_in_the_main_table(tmp_path):
+    pytest.importorskip("tabulate")
+    pytest.importorskip("matplotlib")
+    from bench.report import render
+    from test_table import CPU, make, write_all
+
+    results = write_all(tmp_path / "results", [
+        make("jax", "vit", "fit", 2, 100.0, profile="cpu", machine=CPU),
+        make("torch", "vit", "fit", 2, 150.0, profile="cpu", machine=CPU),
+        make("torch", "vit", "fit", 2, 120.0, profile="cpu", machine=CPU, variant="sdpa"),
+        make("torch", "vit", "fit", 2, 300.0, profile="cpu", machine=CPU, variant="loader-workers-0"),
+    ])
+    render(results, tmp_path / "RESULTS.md")
+    tuning = (tmp_path / "TUNING.md").read_text()
+    assert "| 1.25×" in tuning  # 150 / 120: sdpa against default on torch
+    assert "| 0.50×" in tuning  # 150 / 300: the published DataLoader against in-memory data
+    assert "1.20×" in tuning and "holds" in tuning  # JAX over torch: 120 / 100 with sdpa, 150 / 100 ...
+    assert "CPU only: the published figure is from one NVIDIA L4" in tuning
+    page = (tmp_path / "RESULTS.md").read_text()
+    assert "Published rows not measured" not in page and "ViT-Base/16 fit | 2 (not a published row)" not in page
+    assert "Tuning study" in page
+
+
+def probe(backend: str, code: str, *args: str) -> dict:
+    python = env_python(backend)
+    env = {**cell_environment(backend), "JAX_PLATFORMS": "cpu", "PATH": "/usr/bin:/bin"}
+    out = subprocess.run([str(python), "-c", code, *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+COUNTS = """
+import importlib, json
+from bench.registry import get_model
+out = {}
+for model in ("vit", "gemma_2b"):
+    impl = importlib.import_module(f"bench.models.{model}.{family}")
+    out[model] = sum(impl.parameter_counts(get_model(model).shape("paper")).values())
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.envs
+def test_the_study_models_have_the_same_parameters_on_keras_and_native_pytorch():
+    keras = probe("jax", COUNTS.replace("{family}", "keras"))
+    native = probe("native-torch", COUNTS.replace("{family}", "native_torch"))
+    assert keras == native, (keras, native)
+    # ViT: torchvision's vit_b_16 (86,567,656) less its class token and that token's position embedding.
+    assert keras["vit"] == 86_567_656 - 2 * 768
+    assert keras["gemma_2b"] == 2_506_172_416  # keras-hub gemma_2b_en / google/gemma-2b
+
+
+SDPA_PARITY = """
+import json, os
+import numpy as np, keras, torch
+from bench.models.vit.keras import sdpa_attention_class
+out = {}
+for dtype in ("float32", "bfloat16"):
+    keras.utils.set_random_seed(0)
+    x = np.random.default_rng(0).standard_normal((2, 49, 64)).astype("float32")
+    plain = keras.layers.MultiHeadAttention(4, 16, dropout=0.1, dtype=dtype)
+    sdpa = sdpa_attention_class(keras)(4, 16, dropout=0.1, dtype=dtype)
+    a = plain(x, x, training=False)
+    sdpa(x, x)
+    sdpa.set_weights(plain.get_weights())
+    b = sdpa(x, x, training=False)
+    a, b = (keras.ops.convert_to_numpy(keras.ops.cast(t, "float32")) for t in (a, b))
+    out[dtype] = float(np.max(np.abs(a - b)) / np.max(np.abs(a)))
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.envs
+def test_the_sdpa_attention_layer_computes_what_keras_attention_does():
+    errors = probe("torch", SDPA_PARITY)
+    assert errors["float32"] < 1e-5, errors
+    assert errors["bfloat16"] < 2e-2, errors  # bf16 keeps 8 bits of mantissa: ~0.4% per rounding
+
+
+def run_cells(tmp_path, *args: str):
+    from bench.results import load_all
+
+    results = tmp_path / "results"
+    out = subprocess.run([sys.executable, "-m", "bench", "run", "--profile", "smoke", *args, "--results-dir", str(results)],
+                         cwd=REPO, capture_output=True, text=True, timeout=1200)
+    assert out.returncode == 0, out.stdout[-6000:] + out.stderr[-3000:]
+    return {r.cell.variant: r for r in load_all(results)}
+
+
+@pytest.mark.envs
+@pytest.mark.slow
+def test_vit_variants_on_keras_torch_run_and_record_what_they_changed(tmp_path):
+    env_python("torch")
+    found = run_cells(tmp_path, "--backend", "torch", "--model", "vit", "--task", "fit",
+                      "--variant", "default,sdpa,attention-dropout-0,matmul-high,loader-workers-1")
+    assert all(r.status == "ok" for r in found.values()), {v: r.message for v, r in found.items()}
+    settings = {v: r.runs[0].settings for v, r in found.items()}
+    assert settings["sdpa"]["attention_class"] == "SDPAMultiHeadAttention"
+    assert settings["default"]["attention_class"] == "MultiHeadAttention" and settings["default"]["attention_dropout"] == 0.1
+    assert settings["attention-dropout-0"]["attention_dropout"] == 0.0
+    assert settings["matmul-high"]["float32_matmul_precision"] == "high" and settings["default"]["float32_matmul_precision"] == "highest"
+    assert settings["loader-workers-1"]["loader_workers"] == 1 and settings["default"]["loader_workers"] is None
+    assert all(s["dtype_policy"] == "mixed_bfloat16" for s in settings.values())
+
+
+@pytest.mark.envs
+@pytest.mark.slow
+def test_vit_and_bert_variants_on_native_pytorch_run_and_record_what_they_changed(tmp_path):
+    env_python("native-torch")
+    found = run_cells(tmp_path, "--backend", "native-torch", "--model", "vit", "--task", "predict",
+                      "--variant", "eager,compiled,matmul-high,loader-workers-1")
+    assert all(r.status == "ok" for r in found.values()), {v: r.message for v, r in found.items()}
+    settings = {v: r.runs[0].settings for v, r in found.items()}
+    assert settings["compiled"]["compiled_graphs"] > 0 and settings["eager"]["compiled_graphs"] == 0
+    assert settings["matmul-high"]["float32_matmul_precision"] == "high"
+    assert settings["loader-workers-1"]["loader_workers"] == 1 and settings["eager"]["autocast"] == "bfloat16"
+    bert = run_cells(tmp_path / "bert", "--backend", "native-torch", "--model", "bert", "--task", "predict", "--variant", "sdpa")
+    assert bert["sdpa"].status == "ok" and bert["sdpa"].runs[0].settings["attention_implementation"] == "sdpa"
+    gemma = run_cells(tmp_path / "gemma", "--backend", "native-torch", "--model", "gemma_2b", "--variant", "eager")["eager"]
+    assert gemma.status == "ok", gemma.message
+    settings = gemma.runs[0].settings
+    assert (settings["optimizer"], settings["trainer_bf16_autocast"], settings["lora_rank"]) == ("sgd", True, 4)
+
+
+@pytest.mark.envs
+@pytest.mark.slow
+def test_vit_on_jax_and_gemma_2b_with_the_fused_attention_variant(tmp_path):
+    env_python("jax")
+    found = run_cells(tmp_path, "--backend", "jax", "--model", "vit", "--task", "fit", "--variant", "default,attention-dropout-0")
+    assert len(found) == 2 and all(r.status == "ok" for r in found.values()), {v: r.message for v, r in found.items()}
+    gemma = run_cells(tmp_path / "gemma", "--backend", "jax", "--model", "gemma_2b", "--variant", "fused-attention")
+    settings = gemma["fused-attention"].runs[0].settings
+    assert gemma["fused-attention"].status == "ok", gemma["fused-attention"].message
+    assert settings["fused_attention_asked"] is True and settings["variant"] == "fused-attention"
+    assert (settings["optimizer"], settings["backbone_dtype_policy"], settings["lora_rank"]) == ("SGD", "mixed_bfloat16", 4)
