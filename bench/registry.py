@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import variants as variant_rules
-from bench.backends import BACKENDS, DEFAULT_STACK, BenchError, all_variants, env_name, get_backend, get_stack
+from bench.backends import BACKENDS, DEFAULT_STACK, BenchError, env_name, get_backend, get_stack
 from bench.profiles import get_profile
 from bench.spec import MODELS_DIR, WORKLOAD_FILE, ModelSpec, TaskSpec
 
