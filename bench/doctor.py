@@ -26,7 +26,11 @@ REQUIRED_PYTHON = (3, 11)
 MIN_DRIVER = 525  # the CUDA 12 wheels (torch, jax[cuda12], tensorflow[and-cuda]) need a driver >= 525
 # Disk each env adds when built (GB). Measured: 17 GB for all six on one filesystem, because uv hard-links
 # packages from its cache (each env alone holds 6.6-8.7 GB, most of it shared CUDA wheels).
-ENV_DISK_GB = {"keras2": 3.0, "tensorflow": 3.0, "jax": 2.5, "torch": 4.0, "native-torch": 3.5, "tools": 1.0}
+# New disk per env that `make envs` / `make test` build (hard links from uv's cache: shared wheels count once).
+# tf-transformers (the grid study's) shares nearly all of keras2's TensorFlow. (`make test` also builds jax-2024,
+# 1.6 GB, inside the margin of these figures.)
+ENV_DISK_GB = {"keras2": 3.0, "tensorflow": 3.0, "jax": 2.5, "torch": 4.0, "native-torch": 3.5, "tf-transformers": 0.2,
+               "tools": 1.0}
 IMAGE_DISK_GB = 7.0  # one container image (make image BACKEND=x): the env plus the Debian base
 CONTAINER_STORAGE = Path("/var/lib/containers/storage")  # podman's graphroot (scripts/install-system-deps.sh)
 PROBE_TIMEOUT_S = 5

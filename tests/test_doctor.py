@@ -39,7 +39,7 @@ def test_a_healthy_machine_passes_every_check(tmp_path):
     checks = by_name(healthy(tmp_path))
     assert {c.verdict for c in checks.values()} == {OK}
     assert "550.54.15" in checks["NVIDIA driver"].value
-    assert "17.0 GB needed" in checks["disk (envs)"].value  # all six envs to build
+    assert f"{sum(ENV_DISK_GB.values()):.1f} GB needed" in checks["disk (envs)"].value  # every env to build
     lines = []
     assert doctor.main(healthy(tmp_path), out=lines.append) == 0
     assert lines[-1] == "doctor: ready" and len(lines) == len(doctor.CHECKS) + 1
@@ -48,7 +48,7 @@ def test_a_healthy_machine_passes_every_check(tmp_path):
 def test_no_disk_fails_with_the_fix_and_a_non_zero_exit(tmp_path):
     probes = healthy(tmp_path, free_disk_bytes=lambda path: 2 * GB)
     check = by_name(probes)["disk (envs)"]
-    assert check.verdict == FAIL and "2.0 GB free" in check.value and "17.0 GB needed" in check.value
+    assert check.verdict == FAIL and "2.0 GB free" in check.value and f"{sum(ENV_DISK_GB.values()):.1f} GB needed" in check.value
     assert "free 15.0 GB more" in check.fix
     assert by_name(probes)["disk (images)"].verdict == WARN  # the container line is never fatal
     lines = []
@@ -160,3 +160,9 @@ def test_cli_reads_the_plan_it_is_given(tmp_path):
     out = subprocess.run([sys.executable, "-m", "bench", "doctor", "--plan", str(plan)], cwd=REPO, capture_output=True, text=True, timeout=30)
     line = next(l for l in out.stdout.splitlines() if "memory" in l)
     assert line.startswith("warn") and "jax__gemma__fit__bs8__default" in line and out.returncode == 0
+
+
+def test_the_disk_check_knows_every_env_make_envs_builds():
+    from bench.envs.common import stack_names
+
+    assert set(stack_names()) == set(ENV_DISK_GB), set(stack_names()) ^ set(ENV_DISK_GB)
