@@ -200,7 +200,10 @@ def test_corrupt_result_file_is_named_and_kept(venvs, tmp_path):
 
 
 def start_run(args, env):
-    return subprocess.Popen([sys.executable, "-m", "bench", *args], cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    # SIGINT as a terminal gives it: a suite started in the background (`nohup make test &`) inherits SIGINT
+    # ignored, and Python then never raises KeyboardInterrupt.
+    return subprocess.Popen([sys.executable, "-m", "bench", *args], cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 
 
 def wait_for_pid(pid_file: Path, proc: subprocess.Popen, not_pid: int | None = None) -> int:
