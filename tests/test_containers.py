@@ -98,6 +98,8 @@ def test_context_allowlist_covers_what_is_copied():
 
 
 @pytest.mark.container
+@pytest.mark.slow  # `make test` runs it beside the benchmark cells: it measures no time, and takes ~6 min
+@pytest.mark.duration_s(390)
 def test_image_builds_reproducibly_and_runs(tmp_path):
     assert CONTAINER_BACKEND in BACKENDS, f"BENCH_CONTAINER_BACKEND={CONTAINER_BACKEND!r} is not a backend"
     engine = require_tool("podman")  # the reproducibility guarantee is podman's (--timestamp)

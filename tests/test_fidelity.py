@@ -14,7 +14,7 @@ import pytest
 from bench.backends import cell_environment
 from conftest import REPO, env_python
 
-pytestmark = pytest.mark.envs
+pytestmark = [pytest.mark.envs, pytest.mark.slow]  # framework builds, no timing: beside the cells in `make test`
 
 # Published sizes of the checkpoints keras-benchmarks v0.0.5's torch scripts loaded (exact counts of their modules).
 NATIVE_TORCH = {
