@@ -54,3 +54,21 @@ class ViTShape:
 SPEC = load_model_spec("vit", "ViT-Base/16", ViTShape, tasks=[fit_task(), predict_task()], study=STUDY,
                        study_rows=[("fit", BATCH), ("predict", BATCH)],
                        unsupported={"keras2": "the tuning study is Keras 3 only"})
+
+
+class RandomImages:
+    """The study's dataset, as published: every item a fresh random image and label, made by torch (a map-style
+    dataset for torch's DataLoader). Channels last for Keras, first for native PyTorch."""
+
+    def __init__(self, s: ViTShape, length: int, channels_last: bool):
+        self.shape, self.length, self.channels_last = s, length, channels_last
+
+    def __len__(self) -> int:
+        return self.length
+
+    def __getitem__(self, index: int):
+        import torch  # only in the envs that run the DataLoader
+
+        s = self.shape
+        size = (s.image_size, s.image_size, s.channels) if self.channels_last else (s.channels, s.image_size, s.image_size)
+        return torch.randn(*size), torch.randint(0, s.num_classes, (), dtype=torch.int64)

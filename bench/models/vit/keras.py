@@ -14,6 +14,7 @@ from typing import Any
 
 from bench import variants
 from bench.models.keras_common import KerasWorkload, assert_keras_major, reference_jit_compile, repeated_batch, rng
+from bench.models.vit import RandomImages
 
 
 def sdpa_attention_class(keras):
@@ -83,22 +84,6 @@ def parameter_counts(s, keras_major: int = 3) -> dict[str, int]:
     return {"classifier": count_weights(model.weights)}
 
 
-class RandomImages:
-    """The study's dataset: every item a fresh random image (channels last) and label, made by torch."""
-
-    def __init__(self, s, length: int):
-        self.shape, self.length = s, length
-
-    def __len__(self) -> int:
-        return self.length
-
-    def __getitem__(self, index: int):
-        import torch
-
-        s = self.shape
-        return torch.randn(s.image_size, s.image_size, s.channels), torch.randint(0, s.num_classes, (), dtype=torch.int64)
-
-
 def torch_loader(dataset, batch_size: int, workers: int):
     """A torch DataLoader over a map-style dataset (anything with __getitem__ and __len__)."""
     import torch
@@ -127,7 +112,7 @@ class ViTKeras(KerasWorkload):
             self.data = repeated_batch(images, labels) if self.cell.task == "fit" else repeated_batch(images)
         else:
             steps = self.cell.window_plan().max_steps
-            self.data = torch_loader(RandomImages(s, bs * (steps + 1)), bs, self.loader_workers)
+            self.data = torch_loader(RandomImages(s, bs * (steps + 1), channels_last=True), bs, self.loader_workers)
 
     def settings(self) -> dict[str, Any]:
         out = {**super().settings(), "variant": self.cell.variant, "optimizer": "SGD",

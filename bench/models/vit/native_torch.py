@@ -16,6 +16,7 @@ from torch import nn
 
 from bench import variants
 from bench.models.torch_common import TorchWorkload, count_parameters, on_meta
+from bench.models.vit import RandomImages
 
 
 class EncoderBlock(nn.Module):
@@ -54,20 +55,6 @@ def parameter_counts(s) -> dict[str, int]:
     return {"classifier": count_parameters(on_meta(ViT, s))}
 
 
-class RandomImages(torch.utils.data.Dataset):
-    """The study's dataset: every item a fresh random image (channels first) and label."""
-
-    def __init__(self, s, length: int):
-        self.shape, self.length = s, length
-
-    def __len__(self) -> int:
-        return self.length
-
-    def __getitem__(self, index: int):
-        s = self.shape
-        return torch.randn(s.channels, s.image_size, s.image_size), torch.randint(0, s.num_classes, (), dtype=torch.int64)
-
-
 class ViTTorch(TorchWorkload):
     def setup(self) -> None:
         s, bs = self.shape, self.cell.batch_size
@@ -83,7 +70,7 @@ class ViTTorch(TorchWorkload):
             self.batches = iter(lambda: on_device, None)  # the same batch forever, already on the device
         else:
             steps = self.cell.window_plan().max_steps
-            loader = torch.utils.data.DataLoader(RandomImages(s, bs * (steps + 1)), batch_size=bs, num_workers=self.loader_workers,
+            loader = torch.utils.data.DataLoader(RandomImages(s, bs * (steps + 1), channels_last=False), batch_size=bs, num_workers=self.loader_workers,
                                                  drop_last=True, persistent_workers=self.loader_workers > 0)
             self.batches = iter(loader)
         if self.cell.task == "fit":
