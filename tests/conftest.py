@@ -50,8 +50,8 @@ def assert_paper_settings(cell, settings: dict) -> None:
 
 
 def pytest_collection_modifyitems(items):
-    """Longest first (marker duration_s, else 0), otherwise in collection order: with `make test`'s
-    `-n 2 --maxschedchunk 1` that is a longest-processing-time-first queue, so the two workers end together."""
+    """Longest first (marker duration_s, else 0), otherwise in collection order: in `make test`'s two slow
+    processes the long tests then start early and do not leave one process running alone at the end."""
     def hint(item) -> float:
         marker = item.get_closest_marker("duration_s")
         return float(marker.args[0]) if marker else 0.0

@@ -22,13 +22,20 @@ CELLS = plan_cells("smoke", models=[m for m in paper_models() if m != "bert"])  
 def duration_hint(cell) -> float:
     """Seconds the cell takes on a 2-core CPU (CI, 2026-11): keras-cv's StableDiffusion keeps its full v1 widths in
     smoke, so its cells dominate; the rest take under about a minute."""
-    if cell.model == "stable_diffusion" and get_backend(cell.backend).family != "native-torch":
+    if keras_cv_stable_diffusion(cell):
         return 360.0 if cell.task == "predict" else 120.0
     return 60.0 if cell.model == "stable_diffusion" or get_backend(cell.backend).family == "native-torch" else 0.0
 
 
+def keras_cv_stable_diffusion(cell) -> bool:
+    return cell.model == "stable_diffusion" and get_backend(cell.backend).family != "native-torch"
+
+
 def params():
-    return [pytest.param(c, id=c.key, marks=[pytest.mark.duration_s(duration_hint(c))]) for c in CELLS]
+    """keras-cv's StableDiffusion cells carry the marker keras_cv_sd: `make test` runs them one after another beside
+    the other slow tests. Two of them side by side on 2 cores took 15 min each instead of 6 (measured 2026-11-23)."""
+    return [pytest.param(c, id=c.key, marks=[pytest.mark.duration_s(duration_hint(c))]
+                         + ([pytest.mark.keras_cv_sd] if keras_cv_stable_diffusion(c) else [])) for c in CELLS]
 
 
 @pytest.mark.parametrize("cell", params())

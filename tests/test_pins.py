@@ -32,7 +32,6 @@ ALLOWED_UNUSED = {
                        "exactly, so the lock says which (transformers imports it; the project does not)",
     "setuptools": "torch.compile's inductor builds its C++ CPU kernels through it (compiled cells fail with "
                   "\"No module named 'setuptools'\" without it)",
-    "pytest-xdist": "a pytest plugin, loaded by `-n`: `make test` runs the slow tests two at a time (Makefile)",
     "accelerate": "transformers' Trainer (bench/models/torch_common.py, native fit) refuses to run without it",
     "torchvision": "imported by segment_anything and open_clip; pinned beside torch so that the resolver cannot "
                    "pick a torchvision built for another torch",
