@@ -130,7 +130,10 @@ def test_keras_windows_count_taking_the_next_batch_on_every_backend(backend):
     tiled windows include it on all of them (30 ms per batch here), so every backend times the same thing."""
     got = run_probe(backend, KERAS_LOOPS, backend, str(REPO))
     for task in ("fit", "predict"):
-        assert min(got[task]) >= 29, (task, got[task])
+        # Every window but one holds a batch's 30 ms; one may find its batch already there (Keras 2 runs a generator
+        # through tf.data, whose prefetch can have one batch ready), and the input still bounds the total.
+        windows = sorted(got[task])
+        assert windows[1] >= 29 and sum(windows) >= 29 * (len(windows) - 1), (task, got[task])
     if backend != "keras2":
         # Keras 3 hands batch-end callbacks host values only (pythonify_logs): the window's closing sync has
         # nothing left to wait for; the step's work was waited for by that conversion.
