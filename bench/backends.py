@@ -57,11 +57,16 @@ STACKS: dict[str, Stack] = {
 DEFAULT_STACK = "today"
 
 
-def get_stack(name: str) -> Stack:
+def lookup(table: dict, name: str, what: str):
+    """table[name], or a BenchError that names the valid choices: `unknown stack '2023'; valid stacks: today, 2024`."""
     try:
-        return STACKS[name]
+        return table[name]
     except KeyError:
-        raise BenchError(f"unknown stack {name!r}; valid stacks: {', '.join(STACKS)}") from None
+        raise BenchError(f"unknown {what} {name!r}; valid {what}s: {', '.join(table)}") from None
+
+
+def get_stack(name: str) -> Stack:
+    return lookup(STACKS, name, "stack")
 
 
 def env_name(backend: str, stack: str = DEFAULT_STACK) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from bench.backends import BenchError
+from bench.backends import BenchError, lookup
 
 # The published grid (HF, Oct 2019): batch 1, 2, 4, 8 x sequence length 8 ... 1024, 30 repeats, mean.
 PUBLISHED_BATCHES = (1, 2, 4, 8)
@@ -149,10 +149,7 @@ DEFAULT_GRID = "cpu"
 
 
 def get_grid(name: str) -> Grid:
-    try:
-        return GRIDS[name]
-    except KeyError:
-        raise BenchError(f"unknown grid {name!r}; valid grids: {', '.join(GRIDS)}") from None
+    return lookup(GRIDS, name, "grid")
 
 
 def select(names: list[str] | None, table: dict, what: str) -> list[str]:
