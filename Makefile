@@ -51,7 +51,7 @@ $(UV): containers/uv-requirements.txt
 	@mkdir -p $(dir $(UV))
 	$(PYTHON) containers/install-uv.py containers/uv-requirements.txt $(dir $(UV))
 
-.PHONY: help bench bench-all grid tuning plan table test test-stack2024 test-fast check bench-overhead clean-results doctor export compare submit submit-status
+.PHONY: help bench bench-all grid tuning plan table test test-extended test-stack2024 test-fast check bench-overhead clean-results doctor export compare submit submit-status
 
 help: ## List every target with one line each
 	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | sort -u | awk 'BEGIN{FS=":.*## "}{printf "  %-18s %s\n", $$1, $$2}'
@@ -117,17 +117,24 @@ TEST_SD_LOG := $(VENVS)/test-keras-cv-sd.log
 test: doctor envs env-ci-stack ## Build what is needed, then run the whole test suite (smoke profile on CPU)
 	@rc=0; \
 	$(TOOLS_PY) -m pytest tests -ra --durations=15 -m "not slow" || rc=$$?; \
-	$(TOOLS_PY) -m pytest tests -p no:cacheprovider -ra --durations=10 -m "slow and keras_cv_sd and not stack2024" > $(TEST_SD_LOG) 2>&1 & sd=$$!; \
-	$(TOOLS_PY) -m pytest tests -p no:cacheprovider -ra --durations=15 -m "slow and not keras_cv_sd and not stack2024" || rc=$$?; \
+	$(TOOLS_PY) -m pytest tests -p no:cacheprovider -ra --durations=10 -m "slow and keras_cv_sd and not extended" > $(TEST_SD_LOG) 2>&1 & sd=$$!; \
+	$(TOOLS_PY) -m pytest tests -p no:cacheprovider -ra --durations=15 -m "slow and not keras_cv_sd and not extended" || rc=$$?; \
 	wait $$sd || rc=$$?; \
 	echo "== keras-cv StableDiffusion cells (run beside the slow tests above) =="; cat $(TEST_SD_LOG); \
 	exit $$rc
 
-# The 2024 stack's whole smoke matrix, one cell per test (tests/test_matrix.py, marker stack2024): its own tier, as
-# `make test` would pass CI's hour with it. KEEP_RESULTS=results keeps each cell's result (how the committed ones were made).
-test-stack2024: doctor env-tools ## The 2024 stack's smoke matrix as tests, its own tier (not in CI); KEEP_RESULTS=<dir> keeps the results
+# Not in CI (its hour): the tests marked extended (tests/test_matrix.py): smoke cells that repeat a code path `make
+# test` runs (keras-cv's StableDiffusion on Keras 3 TensorFlow and torch, generate at batch 1) and the 2024 stack's
+# whole smoke matrix, one cell per test; test-stack2024 runs the latter alone. KEEP_RESULTS=results keeps each cell's
+# result (how the committed 2024 results were made).
+EXTENDED_PYTEST = $(if $(KEEP_RESULTS),BENCH_KEEP_RESULTS=$(abspath $(KEEP_RESULTS))) $(TOOLS_PY) -m pytest tests -p no:cacheprovider -ra --durations=15
+test-extended: doctor envs env-tools ## The tests make test leaves out (CI's hour): cells repeating a CI code path, the 2024 stack's matrix
 	@$(MAKE) --no-print-directory envs STACK=2024
-	$(if $(KEEP_RESULTS),BENCH_KEEP_RESULTS=$(abspath $(KEEP_RESULTS))) $(TOOLS_PY) -m pytest tests -p no:cacheprovider -ra --durations=15 -m stack2024
+	$(EXTENDED_PYTEST) -m extended
+
+test-stack2024: doctor env-tools ## The 2024 stack's smoke matrix as tests (part of test-extended); KEEP_RESULTS=<dir> keeps the results
+	@$(MAKE) --no-print-directory envs STACK=2024
+	$(EXTENDED_PYTEST) -m stack2024
 
 test-fast: env-tools ## Unit and orchestrator tests only, no framework environment needed (under 2 minutes)
 	$(TOOLS_PY) -m pytest tests -ra -m "not envs and not container and not slow"

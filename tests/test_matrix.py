@@ -38,12 +38,22 @@ def keras_cv_stable_diffusion(cell) -> bool:
     return cell.model == "stable_diffusion" and get_backend(cell.backend).family != "native-torch"
 
 
+def repeats_a_ci_code_path(cell) -> bool:
+    """Cells `make test` leaves to `make test-extended`, so that CI's run stays within its hour: each repeats a code
+    path another cell of CI's run takes. keras-cv's StableDiffusion on Keras 3 TensorFlow and torch (the same keras-cv
+    model and harness code CI runs on JAX; those backends run the other models in CI), and generate at batch 1 (CI
+    runs the same generate loop at batch 2)."""
+    return (keras_cv_stable_diffusion(cell) and cell.backend in ("tensorflow", "torch")) or (cell.task == "generate" and cell.batch_size == 1)
+
+
 def params():
     """keras-cv's StableDiffusion cells carry the marker keras_cv_sd: `make test` runs them one after another beside
-    the other slow tests. Two of them side by side on 2 cores took 15 min each instead of 6 (measured 2026-11-23)."""
+    the other slow tests. Two of them side by side on 2 cores took 15 min each instead of 6 (measured 2026-11-23).
+    The marker extended: not in `make test` (see repeats_a_ci_code_path), and every 2024-stack cell."""
     today = [pytest.param(c, id=c.key, marks=[pytest.mark.duration_s(duration_hint(c))]
-                          + ([pytest.mark.keras_cv_sd] if keras_cv_stable_diffusion(c) else [])) for c in CELLS]
-    return today + [pytest.param(c, id=c.key, marks=[pytest.mark.stack2024]) for c in CELLS_2024]
+                          + ([pytest.mark.keras_cv_sd] if keras_cv_stable_diffusion(c) else [])
+                          + ([pytest.mark.extended] if repeats_a_ci_code_path(c) else [])) for c in CELLS]
+    return today + [pytest.param(c, id=c.key, marks=[pytest.mark.stack2024, pytest.mark.extended]) for c in CELLS_2024]
 
 
 @pytest.mark.parametrize("cell", params())
