@@ -15,7 +15,7 @@ from bench.report.load import load_results
 from bench.results import Result
 
 COLUMNS = (
-    "profile", "machine", "backend", "model", "task", "batch", "variant", "status", "unit",
+    "profile", "machine", "stack", "backend", "model", "task", "batch", "variant", "status", "unit",
     "median", "p10", "p90", "repeats", "repeat_cv", "tokens_per_s", "commit", "lock_sha256", "file",
 )
 
@@ -34,6 +34,7 @@ def row(result: Result, file: str) -> dict[str, Any]:
     return {
         "profile": cell.profile,
         "machine": machine_label(result.provenance.get("machine", {})),
+        "stack": cell.stack,  # the software stack: today's or 2024's (keras-benchmarks v0.0.5's pins)
         "backend": cell.backend,
         "model": cell.model,
         "task": cell.task,

@@ -27,10 +27,13 @@ def make_result(backend="jax", model="bert", task="fit", batch=2, runs=None, tok
     return Result(cell, runs, "ms/step", {"git": {"commit": "c0ffee"}, "machine": machine}, "2026-01-01T00:00:00+00:00")
 
 
-def test_the_committed_smoke_results_export_to_72_rows(tmp_path):
+def test_the_committed_smoke_results_export_to_72_rows_per_stack(tmp_path):
     out, count = export.export(COMMITTED, tmp_path / "all.csv")
-    rows = read_back(out)
-    assert count == len(rows) == 72
+    by_stack = {stack: [r for r in read_back(out) if r["stack"] == stack] for stack in ("today", "2024")}
+    assert count == sum(map(len, by_stack.values()))
+    assert all(r["file"].startswith("smoke/cpu-amd-epyc-2-cores/stack-2024/") for r in by_stack["2024"])
+    rows = by_stack["today"]
+    assert len(rows) == 72
     assert list(rows[0]) == list(export.COLUMNS)
     assert {r["status"] for r in rows} == {"ok", "unsupported"}
     assert sum(r["status"] == "unsupported" for r in rows) == 6
