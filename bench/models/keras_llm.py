@@ -179,6 +179,9 @@ class KerasCausalLM(KerasWorkload):
             **super().settings(),
             "dtype": s.dtype,
             "backbone_dtype_policy": model.backbone.dtype_policy.name,
+            # what the weights are: keras-nlp 0.8.2 (the 2024 stack) gives `dtype` to the backbone's layers but not to
+            # the backbone itself, whose policy is then the global float32
+            "parameter_dtypes": sorted({str(v.dtype) for v in model.backbone.weights}),
             "keras_fused_attention": s.keras_fused_attention,
             "variant": self.cell.variant,
             "fused_attention_asked": self.fused_attention_asked,
