@@ -170,6 +170,18 @@ def test_dropping_failed_points_the_published_way_favours_the_framework_that_fai
     assert means["published_way"]["pytorch"] < means["published_way"]["tensorflow"]
 
 
+def test_every_column_mean_leaves_out_a_point_any_column_failed_for_all_columns():
+    pts = points(1.0, 2.0, lengths=(8, 64, 128), pt_status={128: "oom"})
+    pts.append(F.PointFigure("bert", "keras-jax", 1, 8, "ok", 4.0))
+    pts += [F.PointFigure("bert", "keras-jax", 1, n, "ok", 3.0 * n) for n in (64, 128)]
+    pts.append(F.PointFigure("bert", "tf-xla", 1, 8, "unsupported"))  # NA: not a column that ran
+    means = F.column_means(pts)["bert"]
+    assert means["points"] == 2 and "tf-xla" not in means  # 128: PyTorch ran out of memory
+    assert means["torch-eager"] == pytest.approx((8 + 64) / 2 / 1000)
+    assert means["tf-function"] == pytest.approx(2 * (8 + 64) / 2 / 1000)
+    assert means["keras-jax"] == pytest.approx((4 + 3 * 64) / 2 / 1000)
+
+
 def test_torchscript_findings_from_the_ratios():
     pts = [F.PointFigure("xlnet", "torch-eager", 1, n, "ok", 10.0) for n in (8, 64)] + [F.PointFigure("xlnet", "torch-traced", 1, n, "ok", 8.0) for n in (8, 64)]
     pts += [F.PointFigure("xlm", "torch-eager", 1, n, "ok", 10.0) for n in (8, 512)]
@@ -212,6 +224,8 @@ def test_grid_page_has_then_and_now_tables_and_figures(tmp_path):
     page = out.read_text()
     assert "Then and now" in page and "**holds**" in page and "not tested on this hardware" in page
     assert "NA" in page and "BERT base" in page and "dropout 0" in page.lower()
+    every = page.split("### Every column over the same points", 1)[1].split("###", 1)[0]
+    assert "| BERT base" in every and "(x1.00)" in every, every
     figures = sorted(p.name for p in (tmp_path / "figures" / "grid").glob("*.png"))
     assert any(name.endswith("bert-time.png") for name in figures) and any(name.endswith("ratio.png") for name in figures)
     for link in [line for line in page.splitlines() if line.startswith("![")]:

@@ -64,6 +64,19 @@ def framework_means(points: list[PointFigure]) -> dict[str, dict[str, float | in
     }
 
 
+def column_means(points: list[PointFigure]) -> dict[str, dict[str, float | int | None]]:
+    """Per model, each column's mean time (s) over the points where every column that ran on that model succeeded
+    (a column that failed or ran out of memory at a point removes the point for all), and how many such points."""
+    out: dict[str, dict[str, float | int | None]] = {}
+    for model in dict.fromkeys(p.model for p in points):
+        ran = [p for p in points if p.model == model and p.status != "unsupported"]
+        columns = list(dict.fromkeys(p.column for p in ran))
+        ok = {c: _ok(ran, c) for c in columns}
+        common = set.intersection(*(set(v) for v in ok.values())) if ok else set()
+        out[model] = {"points": len(common), **{c: statistics.fmean(ok[c][k].mean_ms for k in common) / 1000 if common else None for c in columns}}
+    return out
+
+
 def speedups(points: list[PointFigure], slow: str, fast: str) -> dict[tuple, float]:
     """(model, batch, length) -> slow column's mean / fast column's mean, where both succeeded."""
     a, b = _ok(points, slow), _ok(points, fast)

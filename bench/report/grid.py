@@ -10,7 +10,7 @@ import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.grid.findings import PointFigure, findings, framework_means
+from bench.grid.findings import PointFigure, column_means, findings, framework_means
 from bench.grid.run import GRID_DIR, TOLERANCE, WORKER_ENVIRONMENT, beyond_tolerance
 from bench.grid.spec import COLUMNS, MODELS
 from bench.provenance import machine_label, machine_slug
@@ -183,6 +183,24 @@ METHOD = [
 ]
 
 
+def every_column_table(points: list[PointFigure]) -> list[str]:
+    """Per model, every column's mean over the points where all of its columns succeeded, and its ratio to PyTorch eager."""
+    means = column_means(points)
+    columns = [c for c in COLUMNS if any(c in m for m in means.values())]
+    rows = []
+    for model, m in means.items():
+        base = m.get("torch-eager")
+        rows.append([MODELS[model].display, m["points"]] + [
+            "" if c not in m else "–" if m[c] is None else f"{text.fmt_ms(m[c] * 1000)}" + (f" (x{m[c] / base:.2f})" if base else "")
+            for c in columns])
+    if not rows:
+        return []
+    return ["### Every column over the same points", "",
+            "Mean ms per forward per column over the points where every column that ran on the model succeeded "
+            "(x: its time / PyTorch eager's; a point one column failed is left out for all).", "",
+            text.github_table(rows, ["model", "points", *[COLUMNS[c].display for c in columns]]), ""]
+
+
 def group_page(group: GridGroup, fig_dir: Path, out_dir: Path) -> list[str]:
     lines = [f"## grid `{group.grid}` — {group.machine}", ""]
     means = framework_means(group.points())
@@ -191,6 +209,7 @@ def group_page(group: GridGroup, fig_dir: Path, out_dir: Path) -> list[str]:
     if p["points"]:
         lines += [f"PyTorch eager vs TensorFlow (tf.function), mean over the {p['points']} points where both succeeded: "
                   f"{p['pytorch']:.4g} s vs {p['tensorflow']:.4g} s.", ""]
+    lines += every_column_table(group.points())
     figures = draw_figures(group, fig_dir)
     for model in [m for m in MODELS if any(r.cell.model == m for r in group.results)]:
         lines += [f"### {MODELS[model].display}", ""] + model_table(group, model)
