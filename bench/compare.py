@@ -1,6 +1,6 @@
 """`make compare A=<dir> B=<dir>`: how much did each cell move from result set A to result set B?
 
-Cells match on (backend, model, task, batch, variant, profile), whatever machine they ran on. For a cell ok
+Cells match on (backend, model, task, batch, variant, profile, stack), whatever machine they ran on. For a cell ok
 in both, the ratio is B's median / A's median (> 1: B is slower), with the interval
 [B.p10 / A.p90, B.p90 / A.p10] from the two step-time spreads; "same" marks a cell whose two p10-p90 intervals
 overlap, i.e. the move is within the noise. Output: Markdown in the published table's layout (rows = model /
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
-from bench.backends import BenchError
+from bench.backends import DEFAULT_STACK, BenchError
 from bench.results import Result
 from bench.report.load import COLUMNS, Column, RowKey, load_results, order_rows
 from bench.report.text import fmt_x, github_table, md, status_label, write_text_atomic
@@ -26,11 +26,16 @@ class CellKey(NamedTuple):
     batch: int
     variant: str
     profile: str
+    stack: str = DEFAULT_STACK  # two stacks' cells never pair with each other
 
     @classmethod
     def of(cls, result: Result) -> "CellKey":
         c = result.cell
-        return cls(c.backend, c.model, c.task, c.batch_size, c.variant, c.profile)
+        return cls(c.backend, c.model, c.task, c.batch_size, c.variant, c.profile, c.stack)
+
+    @property
+    def table(self) -> tuple[str, str]:
+        return self.profile, self.stack
 
     @property
     def row(self) -> RowKey:
@@ -41,7 +46,8 @@ class CellKey(NamedTuple):
         return Column(self.backend, self.variant)
 
     def text(self) -> str:
-        return f"{self.profile}: {self.backend} {self.model} {self.task} batch={self.batch} {self.variant}"
+        stack = "" if self.stack == DEFAULT_STACK else f" (stack {self.stack})"
+        return f"{self.profile}{stack}: {self.backend} {self.model} {self.task} batch={self.batch} {self.variant}"
 
 
 @dataclass
@@ -106,8 +112,9 @@ class Comparison:
     only_a: list[CellKey]
     only_b: list[CellKey]
 
-    def profiles(self) -> list[str]:
-        return sorted({p.key.profile for p in self.pairs})
+    def profiles(self) -> list[tuple[str, str]]:
+        """(profile, stack) of each table, today's stack first."""
+        return sorted({p.key.table for p in self.pairs}, key=lambda t: (t[0], t[1] != DEFAULT_STACK, t[1]))
 
 
 def newest_by_cell(results_dir: Path) -> dict[CellKey, Result]:
@@ -129,13 +136,13 @@ def compare(a_dir: Path, b_dir: Path) -> Comparison:
     return Comparison(a_dir, b_dir, pairs, sorted(a.keys() - b.keys()), sorted(b.keys() - a.keys()))
 
 
-def ordered_pairs(comparison: Comparison, profile: str) -> list[tuple[RowKey, dict[Column, Pair]]]:
+def ordered_pairs(comparison: Comparison, table: tuple[str, str]) -> list[tuple[RowKey, dict[Column, Pair]]]:
     """One profile's pairs as table rows in the published order."""
     grid: dict[RowKey, dict[Column, Pair]] = {}
     for pair in comparison.pairs:
-        if pair.key.profile == profile:
+        if pair.key.table == table:
             grid.setdefault(pair.key.row, {})[pair.key.column] = pair
-    return [(row, grid[row]) for row in order_rows(profile, grid)]
+    return [(row, grid[row]) for row in order_rows(table[0], grid)]
 
 
 def markdown(comparison: Comparison, figure: str | None = None) -> str:
@@ -148,12 +155,12 @@ def markdown(comparison: Comparison, figure: str | None = None) -> str:
         f"{len(comparison.only_a)} only in A, {len(comparison.only_b)} only in B.",
     ]
     headers = ["Model / task", "Batch", *[c.header for c in COLUMNS]]
-    for profile in comparison.profiles():
+    for profile, stack in comparison.profiles():
         body = [
             [md(row.label()), str(row.batch_size), *[md(cells[c].text()) if c in cells else "" for c in COLUMNS]]
-            for row, cells in ordered_pairs(comparison, profile)
+            for row, cells in ordered_pairs(comparison, (profile, stack))
         ]
-        lines += ["", f"## {profile} profile", "", github_table(body, headers)]
+        lines += ["", f"## {profile} profile" + ("" if stack == DEFAULT_STACK else f", stack {stack}"), "", github_table(body, headers)]
     for name, keys in (("A", comparison.only_a), ("B", comparison.only_b)):
         if keys:
             lines += ["", f"## Only in {name}", ""] + [f"- {k.text()}" for k in keys]

@@ -68,8 +68,10 @@ def test_smoke_cell(cell, tmp_path):
     if len(backend.variants) > 1:
         args += ["--variant", cell.variant]
     out = subprocess.run([sys.executable, "-m", "bench", "run", *args, "--results-dir", str(results)], cwd=REPO, capture_output=True, text=True, timeout=2400)  # beyond the smoke cell timeout (1800 s): a hung cell is a recorded status
-    assert out.returncode == 0, out.stdout[-6000:] + out.stderr[-3000:]
-    (r,) = [r for r in load_all(results) if r.cell.key == cell.key]  # the key names the stack
+    found = [r for r in load_all(results) if r.cell.key == cell.key]  # the key names the stack
+    # `bench run` exits 1 for an unsteady cell too, which is reported (below), not a failure
+    assert out.returncode == 0 or [r.status for r in found] == ["unsteady"], out.stdout[-6000:] + out.stderr[-3000:]
+    (r,) = found
     assert r.unit == cell.task_spec.unit
     if reason:
         # Only the cells the model's spec declares unsupported (as published), never a missing implementation.
