@@ -112,7 +112,7 @@ class Comparison:
     only_a: list[CellKey]
     only_b: list[CellKey]
 
-    def profiles(self) -> list[tuple[str, str]]:
+    def tables(self) -> list[tuple[str, str]]:
         """(profile, stack) of each table, today's stack first."""
         return sorted({p.key.table for p in self.pairs}, key=lambda t: (t[0], t[1] != DEFAULT_STACK, t[1]))
 
@@ -155,7 +155,7 @@ def markdown(comparison: Comparison, figure: str | None = None) -> str:
         f"{len(comparison.only_a)} only in A, {len(comparison.only_b)} only in B.",
     ]
     headers = ["Model / task", "Batch", *[c.header for c in COLUMNS]]
-    for profile, stack in comparison.profiles():
+    for profile, stack in comparison.tables():
         body = [
             [md(row.label()), str(row.batch_size), *[md(cells[c].text()) if c in cells else "" for c in COLUMNS]]
             for row, cells in ordered_pairs(comparison, (profile, stack))
@@ -178,7 +178,7 @@ def draw(comparison: Comparison, path: Path) -> Path | None:
     from matplotlib.figure import Figure
     from matplotlib.ticker import FuncFormatter, NullFormatter
 
-    rows = [(row, c, cells[c]) for p in comparison.profiles() for row, cells in ordered_pairs(comparison, p)
+    rows = [(row, c, cells[c]) for p in comparison.tables() for row, cells in ordered_pairs(comparison, p)
             for c in COLUMNS if c in cells and cells[c].ratio is not None]
     if not rows:
         return None

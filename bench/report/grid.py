@@ -203,13 +203,14 @@ def every_column_table(points: list[PointFigure]) -> list[str]:
 
 def group_page(group: GridGroup, fig_dir: Path, out_dir: Path) -> list[str]:
     lines = [f"## grid `{group.grid}` — {group.machine}", ""]
-    means = framework_means(group.points())
+    points = group.points()
+    means = framework_means(points)
     lines += ["### Then and now", ""] + findings_table(group) + [""]
     p = means["paired"]
     if p["points"]:
         lines += [f"PyTorch eager vs TensorFlow (tf.function), mean over the {p['points']} points where both succeeded: "
                   f"{p['pytorch']:.4g} s vs {p['tensorflow']:.4g} s.", ""]
-    lines += every_column_table(group.points())
+    lines += every_column_table(points)
     figures = draw_figures(group, fig_dir)
     for model in [m for m in MODELS if any(r.cell.model == m for r in group.results)]:
         lines += [f"### {MODELS[model].display}", ""] + model_table(group, model)
