@@ -84,7 +84,7 @@ TUNING_PROFILE = $(or $(PROFILE),cpu)
 TUNING_RESULTS = $(RESULTS)/tuning
 tuning: doctor envs ## Run the tuning study (ViT: default vs sdpa, attention-dropout-0, matmul-high, loader workers): PROFILE= (default cpu)
 	$(TOOLS_PY) -m bench run --profile $(TUNING_PROFILE) --model vit --task fit --backend jax,torch,native-torch \
-		--variant default,eager,sdpa,attention-dropout-0,matmul-high,loader-workers-0,loader-workers-2 $(if $(STEPS),--steps $(STEPS)) \
+		--variant default,eager,compiled,sdpa,attention-dropout-0,matmul-high,loader-workers-0,loader-workers-2 $(if $(STEPS),--steps $(STEPS)) \
 		$(if $(filter 1,$(RESUME)),--resume) --results-dir $(TUNING_RESULTS)
 
 plan: env-tools ## Per cell: parameters, memory (weights, grads, optimizer, est. activations), fits A100/H100/RAM? PROFILE= (default paper)
@@ -110,17 +110,19 @@ check: check-locks check-containers check-flake ## Static checks, offline: locks
 # `make test` in two phases. First every test not marked `slow`, one at a time (timing checks want a quiet machine).
 # Then the slow ones (benchmark cells, `make bench`, image builds) as two pytest processes side by side: keras-cv's
 # StableDiffusion cells (marker keras_cv_sd: they use both cores and the memory bus throughout; two of them side by
-# side took 15 min each instead of 6) one after another, and every other slow test, longest first (duration_s,
-# tests/conftest.py), whose processes are mostly single-threaded import, build and trace. The first one's report is
-# printed when both have ended. Every phase always runs; make fails if any failed.
+# side took 15 min each instead of 6) one after another, then the image build (marker container, 9 min); and every
+# other slow test, longest first (duration_s, tests/conftest.py), whose processes are mostly single-threaded import,
+# build and trace. The image build goes with the StableDiffusion cells to balance the two (CI dry run, 2026-11-24:
+# 32 and 52 min with it in the other). The first one's report is printed when both have ended. Every phase always
+# runs; make fails if any failed.
 TEST_SD_LOG := $(VENVS)/test-keras-cv-sd.log
 test: doctor envs env-ci-stack ## Build what is needed, then run the whole test suite (smoke profile on CPU)
 	@rc=0; \
 	$(TOOLS_PY) -m pytest tests -ra --durations=15 -m "not slow" || rc=$$?; \
-	$(TOOLS_PY) -m pytest tests -p no:cacheprovider -ra --durations=10 -m "slow and keras_cv_sd and not extended" > $(TEST_SD_LOG) 2>&1 & sd=$$!; \
-	$(TOOLS_PY) -m pytest tests -p no:cacheprovider -ra --durations=15 -m "slow and not keras_cv_sd and not extended" || rc=$$?; \
+	$(TOOLS_PY) -m pytest tests -p no:cacheprovider -ra --durations=10 -m "slow and (keras_cv_sd or container) and not extended" > $(TEST_SD_LOG) 2>&1 & sd=$$!; \
+	$(TOOLS_PY) -m pytest tests -p no:cacheprovider -ra --durations=15 -m "slow and not keras_cv_sd and not container and not extended" || rc=$$?; \
 	wait $$sd || rc=$$?; \
-	echo "== keras-cv StableDiffusion cells (run beside the slow tests above) =="; cat $(TEST_SD_LOG); \
+	echo "== keras-cv StableDiffusion cells and the image build (run beside the slow tests above) =="; cat $(TEST_SD_LOG); \
 	exit $$rc
 
 # Not in CI (its hour): the tests marked extended (tests/test_matrix.py): smoke cells that repeat a code path `make

@@ -44,7 +44,7 @@ def cell_entry(cell: Cell, counts: dict | str | None, ram: float | None) -> dict
     spec = get_model(cell.model)
     family = get_backend(cell.backend).family
     entry = {"key": cell.key, "backend": cell.backend, "model": cell.model, "task": cell.task, "batch_size": cell.batch_size, "variant": cell.variant, "family": family}
-    why = spec.why_unsupported(cell.backend)
+    why = spec.why_cell_unsupported(cell)
     if why:
         return {**entry, "unsupported": why, "memory_gib": None}
     if not isinstance(counts, dict):

@@ -174,7 +174,7 @@ def already_measured(cell: Cell, results_dir: Path, machine: dict, repeats: int)
         return False
     result = load(path)
     if result.status == "unsupported":
-        return bool(get_model(cell.model).why_unsupported(cell.backend))
+        return bool(get_model(cell.model).why_cell_unsupported(cell))
     if result.status != "ok" or len(result.runs) < repeats:
         return False
     try:
@@ -207,7 +207,7 @@ class Prepared:
 
     def not_run(self, cell: Cell) -> Run | None:
         """The status that stands for a cell that no process runs: unsupported (as published), oom-predicted."""
-        reason = get_model(cell.model).why_unsupported(cell.backend)
+        reason = get_model(cell.model).why_cell_unsupported(cell)
         if reason:
             return Run(status="unsupported", message=reason)
         if cell.key in self.predicted:
@@ -238,7 +238,7 @@ def prepare(cells: list[Cell], results_dir: Path, repeats: int, resume: bool = F
         skipped, cells = len(cells) - len(todo), todo
     plans = {} if ignore_plan else {p: load_plan_cells(results_dir, p) for p in {c.profile for c in cells}}
     predicted = {c.key: why for c in cells if plans and (why := predicted_oom(c, plans[c.profile], machine))}
-    pythons = {c.env: env_python(c.env) for c in cells if not get_model(c.model).why_unsupported(c.backend) and c.key not in predicted}
+    pythons = {c.env: env_python(c.env) for c in cells if not get_model(c.model).why_cell_unsupported(c) and c.key not in predicted}
     check_writable(results_dir)
     return Prepared(cells, predicted, pythons, git_info(), machine, skipped)
 

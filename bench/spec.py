@@ -61,6 +61,22 @@ def predict_task(native: str = "steps") -> TaskSpec:
 
 
 @dataclass(frozen=True)
+class CellRule:
+    """Cells of a model that cannot run, though the model runs on their backend: those on one stack, task or
+    variant (a field left None matches every value). Checked from the cell alone, without importing a framework."""
+
+    reason: str
+    stack: str | None = None
+    backend: str | None = None
+    task: str | None = None
+    variant: str | None = None
+
+    def matches(self, cell) -> bool:
+        return all(want is None or want == getattr(cell, name) for name, want in
+                   (("stack", self.stack), ("backend", self.backend), ("task", self.task), ("variant", self.variant)))
+
+
+@dataclass(frozen=True)
 class ModelSpec:
     """A model's framework-neutral definition, shared by every backend's implementation."""
 
@@ -74,6 +90,7 @@ class ModelSpec:
     # `make bench-all` and the main table leave it out; the study's section shows it.
     study: str | None = None
     study_rows: tuple[tuple[str, int], ...] = ()
+    unsupported_cells: tuple[CellRule, ...] = ()  # narrower than `unsupported`: a stack, task or variant
 
     def rows(self):
         """This model's rows (bench.registry.Row), in order: the published table's, or its study's own."""
@@ -113,9 +130,14 @@ class ModelSpec:
             return f"not implemented in this suite yet ({self.module_name(backend)} does not exist)"
         return None
 
+    def why_cell_unsupported(self, cell) -> str | None:
+        """Why this cell cannot run: its backend's reason, else the first rule of `unsupported_cells` it matches."""
+        return self.why_unsupported(cell.backend) or next((r.reason for r in self.unsupported_cells if r.matches(cell)), None)
+
 
 def load_model_spec(name: str, display: str, shape_type: type, tasks: list[TaskSpec], unsupported: dict[str, str] | None = None,
-                    study: str | None = None, study_rows: list[tuple[str, int]] | None = None) -> ModelSpec:
+                    study: str | None = None, study_rows: list[tuple[str, int]] | None = None,
+                    unsupported_cells: tuple[CellRule, ...] = ()) -> ModelSpec:
     """Build a ModelSpec from bench/models/<name>/workload.toml, one table per profile (a profile with
     `shapes_from` may borrow another's). A study's model gives its study and its own rows."""
     path = MODELS_DIR / name / WORKLOAD_FILE
@@ -132,7 +154,8 @@ def load_model_spec(name: str, display: str, shape_type: type, tasks: list[TaskS
             raise BenchError(f"{path} [{profile}]: {e}") from None
     if bool(study) != bool(study_rows):
         raise BenchError(f"{name}: a study's model needs both its study and its rows")
-    spec = ModelSpec(name, display, shape_type, shapes, dict(unsupported or {}), {t.name: t for t in tasks}, study, tuple(study_rows or ()))
+    spec = ModelSpec(name, display, shape_type, shapes, dict(unsupported or {}), {t.name: t for t in tasks}, study, tuple(study_rows or ()),
+                     tuple(unsupported_cells))
     published = set(spec.tasks())
     if published != set(spec.task_specs):
         where = f"the {study} study's rows have" if study else "the published table has"

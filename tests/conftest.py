@@ -36,12 +36,15 @@ def assert_paper_settings(cell, settings: dict) -> None:
     if native and cell.model in ("sam", "stable_diffusion") and cell.task == "fit":
         compiled = "train_step (forward, loss, backward, Adam)" if cell.variant == "compiled" else None
         assert settings["compiled_function"] == compiled, settings
+    if cell.model == "sam" and cell.task == "predict":  # v0.0.5's two points and labels [1, 2] (F8)
+        assert (settings["prompt_points"], settings["prompt_labels"]) == (shape.prompt_points, shape.prompt_labels), settings
     if not native and cell.model == "bert":  # v0.0.5 asked for XLA (use_jit()) except on Keras 3's torch
         assert settings["jit_compile"] is (cell.backend != "torch"), settings
     if cell.model in ("gemma", "mistral"):
         if native and cell.task == "fit":
             assert settings["lora_dtypes"] == [shape.dtype], settings  # peft 0.9.0's adapters in the base dtype
         if not native:
+            assert settings["global_dtype_policy"] == shape.dtype, settings  # v0.0.5 set the policy globally (F5)
             assert settings["keras_fused_attention"] == shape.keras_fused_attention, settings
             if not shape.keras_fused_attention and cell.variant != "fused-attention":
                 assert settings["fused_attention"] is False, settings

@@ -166,7 +166,7 @@ def test_plan_counts_match_the_published_models():
     assert [c["parameters"] for c in again["cells"] if "parameters" in c] == [c["parameters"] for c in plan["cells"] if "parameters" in c]
     for c in plan_cells("paper"):
         entry = by_key[c.key]
-        if get_model(c.model).why_unsupported(c.backend):
+        if get_model(c.model).why_cell_unsupported(c):
             assert entry["memory_gib"] is None
             continue
         assert entry["memory_gib"] > 0 and set(entry["fits"]) == {"A100-40GB", "H100-80GB", "RAM"}

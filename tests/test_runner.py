@@ -76,6 +76,20 @@ def test_unsupported_cells_are_recorded_without_running(venvs, tmp_path):
     assert statuses == {("fit", 2): "unsupported", ("generate", 2): "unsupported", ("generate", 1): "unsupported"}
 
 
+def test_a_cell_rule_makes_cells_unsupported_on_its_stack_alone(venvs, tmp_path):
+    """Mistral's compiled generate needs a static cache transformers 4.38.2 lacks: NA on the 2024 stack with that
+    reason, no process started (no 2024 env exists here); today's same cells run."""
+    args = ["--backend", "native-torch", "--model", "mistral", "--task", "generate", "--variant", "compiled"]
+    out = bench(run_args(tmp_path / "2024", "--stack", "2024", *args), bench_env(venvs))
+    assert out.returncode == 0, out.stderr + out.stdout
+    found = load_all(tmp_path / "2024")
+    assert {r.cell.batch_size for r in found} == {1, 2} and {r.cell.stack for r in found} == {"2024"}
+    assert all(r.status == "unsupported" and "_setup_cache" in r.message for r in found), [r.message for r in found]
+    out = bench(run_args(tmp_path / "today", *args), bench_env(venvs))
+    assert out.returncode == 0, out.stderr + out.stdout
+    assert {r.status for r in load_all(tmp_path / "today")} == {"ok"}
+
+
 def test_repeats_report_their_spread(venvs, tmp_path):
     results = tmp_path / "results"
     out = bench(run_args(results, "--backend", "jax", "--model", "bert", "--task", "fit", "--repeats", "3"), bench_env(venvs))

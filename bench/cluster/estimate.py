@@ -30,7 +30,7 @@ def published_ms() -> dict[tuple[str, str, int], dict[str, float | None]]:
 
 def cell_seconds(cell: Cell, figures=None, overhead_s: float = ASSUMED_OVERHEAD_S) -> float:
     """Estimated wall time of one cell; 0 for cells that are recorded as unsupported without running."""
-    if get_model(cell.model).why_unsupported(cell.backend):
+    if get_model(cell.model).why_cell_unsupported(cell):
         return 0.0
     ms = (figures or published_ms())[(cell.model, cell.task, cell.batch_size)][COLUMN[cell.backend]]
     if ms is None:

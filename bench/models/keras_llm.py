@@ -130,6 +130,9 @@ class KerasCausalLM(KerasWorkload):
     def setup(self) -> None:
         s, bs, keras = self.shape, self.cell.batch_size, self.keras
         lib = self.library = nlp_library(self.keras_major)  # keras-hub, or keras-nlp 0.8.2 on the 2024 stack
+        # A global policy, as v0.0.5 (`keras.config.set_dtype_policy("bfloat16")`) and the 2024 tuning study
+        # (`mixed_bfloat16`) set it: the LoRA kernels, logits and loss take it too. Process-global, and a cell is a process.
+        keras.config.set_dtype_policy(s.dtype)
         self.model = build_causal_lm(lib, self.backbone_class, self.task_class, type(self).backbone_kwargs(s), s.dtype)
         assert_keras_major(self.model, self.keras_major)
         if not self.fused_attention_asked:
@@ -178,6 +181,7 @@ class KerasCausalLM(KerasWorkload):
         out = {
             **super().settings(),
             "dtype": s.dtype,
+            "global_dtype_policy": self.keras.config.dtype_policy().name,
             "backbone_dtype_policy": model.backbone.dtype_policy.name,
             # what the weights are: keras-nlp 0.8.2 (the 2024 stack) gives `dtype` to the backbone's layers but not to
             # the backbone itself, whose policy is then the global float32

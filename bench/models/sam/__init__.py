@@ -24,7 +24,10 @@ class SamShape:
     global_attention_layers: list[int]  # ViT blocks with global (not windowed) attention
     embed_dim: int  # image embedding / prompt embedding width
     mask_decoder_depth: int
-    num_points: int  # point prompts per image in predict
+    # predict's point prompt, the same for every image: (x, y) pixels and SAM's point labels (0 background,
+    # 1 foreground, 2 and 3 box corners). v0.0.5 used [[500, 375], [250, 375]] with labels [1, 2].
+    prompt_points: list[list[float]]
+    prompt_labels: list[int]
     learning_rate: float
     # Mask decoder's two-way transformer: MLP width and heads (SAM: 2048 and 8 at every model size).
     mask_decoder_mlp_dim: int = 2048
@@ -38,6 +41,12 @@ class SamShape:
             raise ValueError("global_attention_layers must index encoder layers")
         if self.embed_dim % self.mask_decoder_num_heads:
             raise ValueError("embed_dim must be a multiple of mask_decoder_num_heads")
+        if not self.prompt_points or len(self.prompt_points) != len(self.prompt_labels):
+            raise ValueError("prompt_points and prompt_labels must be non-empty and of the same length")
+        if any(len(p) != 2 or not all(0 <= c < self.image_size for c in p) for p in self.prompt_points):
+            raise ValueError(f"each prompt point must be an (x, y) pair inside the {self.image_size}-pixel image")
+        if any(label not in (0, 1, 2, 3) for label in self.prompt_labels):
+            raise ValueError("prompt_labels must be SAM point labels: 0, 1, 2 or 3")
 
     @property
     def feature_size(self) -> int:

@@ -1,8 +1,9 @@
 """SegmentAnything on Keras: keras-hub SAMImageSegmenter (Keras 3) or keras-cv SegmentAnythingModel (Keras 2).
 
 As keras-benchmarks v0.0.5: fit trains the image encoder (ViTDet) alone against a random feature map of its
-output shape (Adam + MSE, XLA except on torch); predict runs the whole model with point prompts. Prompts are
-`num_points` foreground points per image plus SAM's padding point (label -1), which SAM adds when no box is given.
+output shape (Adam + MSE, XLA except on torch); predict runs the whole model with v0.0.5's point prompt for every
+image: its two points and labels [1, 2], no padding point and no box (keras-cv/keras-hub add no padding point
+themselves, so the mask decoder sees 2 prompt tokens, as in the published Keras run).
 """
 from __future__ import annotations
 
@@ -136,16 +137,14 @@ def parameter_counts(s, keras_major: int = 3) -> dict[str, int]:
     return {"sam": count_weights(model.weights), "image_encoder": count_weights(image_encoder.weights)}
 
 
-def point_prompts(s, batch_size: int, r: np.random.Generator) -> dict[str, np.ndarray]:
-    """`num_points` foreground points per image plus the padding point, no box, no mask prompt."""
-    points = np.zeros((batch_size, s.num_points + 1, 2), dtype="float32")
-    points[:, : s.num_points] = r.uniform(0, s.image_size, (batch_size, s.num_points, 2))
-    labels = np.ones((batch_size, s.num_points + 1), dtype="float32")
-    labels[:, -1] = -1.0  # "not a point": SAM pads point prompts this way when no box is given
+def point_prompts(s, batch_size: int) -> dict[str, np.ndarray]:
+    """The shape's point prompt for every image, no box, no mask prompt."""
+    points = np.broadcast_to(np.asarray(s.prompt_points, dtype="float32"), (batch_size, len(s.prompt_points), 2))
+    labels = np.broadcast_to(np.asarray(s.prompt_labels, dtype="float32"), (batch_size, len(s.prompt_labels)))
     side = 4 * s.feature_size  # mask prompts are 4x the embedding side (none here)
     return {
-        "points": points,
-        "labels": labels,
+        "points": points.copy(),
+        "labels": labels.copy(),
         "boxes": np.zeros((batch_size, 0, 2, 2), dtype="float32"),
         "masks": np.zeros((batch_size, 0, side, side, 1), dtype="float32"),
     }
@@ -173,7 +172,7 @@ class SamKeras(KerasWorkload):
             # The published run called predict() on the uncompiled model: Keras 3 resolves jit_compile "auto"
             # (XLA on TensorFlow/JAX, none on torch), Keras 2 runs without XLA. compile() with defaults is the same.
             self.model.compile()
-            self.data = repeated_batch({"images": images, **point_prompts(s, bs, r)})
+            self.data = repeated_batch({"images": images, **point_prompts(s, bs)})
 
     def settings(self) -> dict[str, Any]:
         s = self.shape
@@ -185,7 +184,7 @@ class SamKeras(KerasWorkload):
             "full_model_parameters": int(self.full_model.count_params()),
             "image_encoder_parameters": int(self.image_encoder.count_params()),
             "trainable_parameters": count_weights(self.model.trainable_weights),
-            **({"point_prompts_per_image": s.num_points} if self.cell.task == "predict" else {"loss": "mse", "optimizer": "Adam"}),
+            **({"prompt_points": s.prompt_points, "prompt_labels": s.prompt_labels} if self.cell.task == "predict" else {"loss": "mse", "optimizer": "Adam"}),
         }
 
 

@@ -4,8 +4,9 @@ As keras-benchmarks v0.0.5's torch scripts, with random weights instead of the d
 - fit: the image encoder alone, Adam + MSE against a random (bs, embed_dim, feature, feature) target, a plain
   training loop.
 - predict: image encoder, prompt encoder and mask decoder with multimask output, under no_grad. The prompt is
-  `num_points` foreground points (segment-anything adds the padding point itself when no box is given, as the
-  Keras twin passes it explicitly), one prompt broadcast over the batch of images as the reference did:
+  v0.0.5's two points with labels [1, 2] (label 2 is segment-anything's box-corner embedding; segment-anything
+  adds its padding point itself when no box is given, so 3 prompt tokens where Keras sees 2, as published), one
+  prompt broadcast over the batch of images as the reference did:
   segment-anything's mask decoder repeats each image embedding once per prompt, so a prompt per image would
   decode batch x batch masks.
 
@@ -112,8 +113,8 @@ class SamTorch(TorchWorkload):
             return
         self.model = self.sam
         self.model.eval()
-        self.points = (torch.rand(1, s.num_points, 2, generator=g) * s.image_size).to(self.device)
-        self.labels = torch.ones(1, s.num_points, device=self.device)
+        self.points = torch.tensor([s.prompt_points], dtype=torch.float32, device=self.device)
+        self.labels = torch.tensor([s.prompt_labels], dtype=torch.float32, device=self.device)
         self.segment = self.maybe_compile(partial(segment, self.sam))
 
     def step(self) -> Any:
@@ -156,7 +157,7 @@ class SamTorch(TorchWorkload):
         if self.cell.task == "fit":
             out.update(loss="mse", optimizer="Adam", learning_rate=s.learning_rate, compiled_function=COMPILED_TRAIN_STEP if self.compiled else None)
         else:
-            out.update(point_prompts_per_image=s.num_points, multimask_output=True, compiled_module="segment (whole predict step)" if self.compiled else None)
+            out.update(prompt_points=s.prompt_points, prompt_labels=s.prompt_labels, multimask_output=True, compiled_module="segment (whole predict step)" if self.compiled else None)
         return out
 
 
