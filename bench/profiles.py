@@ -20,7 +20,7 @@ class Profile:
     timeout_s: int
     max_batch_size: int  # 0: use the published batch sizes unchanged
     max_warmup_steps: int  # warm-up goes on past warmup_steps, up to this, while steps still compile
-    shapes_from: str = ""  # a profile whose model shapes this one runs (workload.toml needs no table of its own)
+    shapes_from: str = ""  # a profile whose model shapes this one runs (a workload.toml table of its own overrides fields)
 
     def __post_init__(self) -> None:
         if self.timed_steps < 1 or self.warmup_steps < 0 or self.timeout_s < 1 or self.max_batch_size < 0 or self.max_warmup_steps < self.warmup_steps:

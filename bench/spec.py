@@ -139,7 +139,8 @@ def load_model_spec(name: str, display: str, shape_type: type, tasks: list[TaskS
                     study: str | None = None, study_rows: list[tuple[str, int]] | None = None,
                     unsupported_cells: tuple[CellRule, ...] = ()) -> ModelSpec:
     """Build a ModelSpec from bench/models/<name>/workload.toml, one table per profile (a profile with
-    `shapes_from` may borrow another's). A study's model gives its study and its own rows."""
+    `shapes_from` borrows another's: a table of its own holds only the fields it changes). A study's model gives
+    its study and its own rows."""
     path = MODELS_DIR / name / WORKLOAD_FILE
     with path.open("rb") as f:
         data = tomllib.load(f)
@@ -148,8 +149,9 @@ def load_model_spec(name: str, display: str, shape_type: type, tasks: list[TaskS
         raise BenchError(f"{path}: no shapes for profile(s) {sorted(missing)}")
     shapes = {}
     for profile, values in data.items():
+        borrowed = profiles()[profile].shapes_from if profile in profiles() else ""
         try:
-            shapes[profile] = shape_type(**values)
+            shapes[profile] = shape_type(**({**data[borrowed], **values} if borrowed else values))
         except (TypeError, ValueError) as e:
             raise BenchError(f"{path} [{profile}]: {e}") from None
     if bool(study) != bool(study_rows):

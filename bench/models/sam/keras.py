@@ -139,12 +139,12 @@ def parameter_counts(s, keras_major: int = 3) -> dict[str, int]:
 
 def point_prompts(s, batch_size: int) -> dict[str, np.ndarray]:
     """The shape's point prompt for every image, no box, no mask prompt."""
-    points = np.broadcast_to(np.asarray(s.prompt_points, dtype="float32"), (batch_size, len(s.prompt_points), 2))
-    labels = np.broadcast_to(np.asarray(s.prompt_labels, dtype="float32"), (batch_size, len(s.prompt_labels)))
+    points = np.repeat(np.asarray([s.prompt_points], dtype="float32"), batch_size, axis=0)
+    labels = np.repeat(np.asarray([s.prompt_labels], dtype="float32"), batch_size, axis=0)
     side = 4 * s.feature_size  # mask prompts are 4x the embedding side (none here)
     return {
-        "points": points.copy(),
-        "labels": labels.copy(),
+        "points": points,
+        "labels": labels,
         "boxes": np.zeros((batch_size, 0, 2, 2), dtype="float32"),
         "masks": np.zeros((batch_size, 0, side, side, 1), dtype="float32"),
     }
