@@ -57,7 +57,7 @@ help: ## List every target with one line each
 	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | sort -u | awk 'BEGIN{FS=":.*## "}{printf "  %-18s %s\n", $$1, $$2}'
 	@echo "Variables: BACKEND=<$(BACKENDS)> MODEL=<$(MODELS)> STACK=<today|2024> TASK= PROFILE=<$(PROFILES)> VARIANT= STEPS= REPEATS= RESUME=1 IGNORE_PLAN=1 JOBS= RESULTS=$(RESULTS)"
 	@echo "The 2024 stack (keras-benchmarks v0.0.5's pins): make envs STACK=2024; make bench BACKEND=jax MODEL=bert STACK=2024"
-	@echo "make grid: GRID=<cpu|full|sample|smoke> MODEL=<bert,distilbert,gpt2,distilgpt2,roberta,xlnet,xlm> BACKEND=<native-torch,tf-transformers,jax,tensorflow,torch or a column>"
+	@echo "make grid: GRID=<cpu|full|lengths|sample|smoke> MODEL=<bert,distilbert,gpt2,distilgpt2,roberta,xlnet,xlm> BACKEND=<native-torch,tf-transformers,jax,tensorflow,torch or a column>"
 
 doctor: ## Preflight (stdlib, < 2 s): Python 3.11, GNU make, C compiler, disk, memory, NVIDIA driver; FAIL stops make
 	@$(PYTHON) -m bench doctor --plan $(RESULTS)/plan.json
@@ -71,7 +71,7 @@ bench: ## Run every task of MODEL on BACKEND (builds the env first): make bench 
 bench-all: doctor envs ## Run the whole matrix (every backend x model x task of the published table) on STACK
 	$(TOOLS_PY) -m bench run $(RUN_ARGS)
 
-# The inference grid study (bench/grid/): GRID=cpu (default) | full (the published grid, 30 repeats) | sample | smoke.
+# The inference grid study (bench/grid/): GRID=cpu (default) | full (the published grid, 30 repeats) | lengths | sample | smoke.
 GRID ?=
 grid: env-tools ## Inference grid (HF 2019 PyTorch vs TensorFlow + Keras 3) -> $(RESULTS)/GRID.md; GRID=full|cpu MODEL= BACKEND=
 	@for e in $(or $(filter native-torch tf-transformers jax tensorflow torch,$(subst $(comma), ,$(BACKEND))),native-torch tf-transformers jax tensorflow torch); do \

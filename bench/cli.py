@@ -94,7 +94,8 @@ def build_parser() -> argparse.ArgumentParser:
     val.add_argument("--results-dir", type=Path, default=DEFAULT_RESULTS)
 
     grid = sub.add_parser("grid", help="the inference grid study (HF 2019 PyTorch vs TensorFlow, with Keras 3): run, then render GRID.md")
-    grid.add_argument("--grid", default=None, help="cpu (default: every length at batch 1, a capped corner above), full (the published grid, 30 repeats) or smoke")
+    grid.add_argument("--grid", default=None, help="cpu (default: every length at batch 1, a capped corner above), full (the published grid, 30 repeats), "
+                      "lengths (batch 1 and 8 at every length), sample (batch 1 at 8, 128, 512) or smoke (tiny models, the tests')")
     grid.add_argument("--model", type=csv_list, help="grid models (default: all): bert, distilbert, gpt2, distilgpt2, roberta, xlnet, xlm")
     grid.add_argument("--backend", type=csv_list, help="envs or columns (default: all): native-torch, tf-transformers, jax, tensorflow, torch, or a column name")
     grid.add_argument("--results-dir", type=Path, default=DEFAULT_RESULTS)

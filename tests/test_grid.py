@@ -43,6 +43,9 @@ def test_full_grid_is_the_published_one_and_cpu_grid_caps_larger_batches():
     assert {(1, n) for n in (8, 64, 128, 256, 512, 1024)} <= set(cpu.points())
     assert all(b * n <= cpu.max_tokens_above_batch1 for b, n in cpu.points() if b > 1)
     assert cpu.min_repeats >= 5 and cpu.max_repeats == 30 and cpu.point_cap_s
+    # the length sweep: every published length at batch 1 and 8, none capped (8 x 1024 is in it)
+    lengths = GRIDS["lengths"]
+    assert lengths.points() == [(b, n) for b in (1, 8) for n in (8, 64, 128, 256, 512, 1024)]
 
 
 def test_columns_narrow_by_env_or_column_and_refuse_unknown_names():

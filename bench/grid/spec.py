@@ -139,6 +139,9 @@ GRIDS: dict[str, Grid] = {
         # This project's 2-core CPU: every length at batch 1, the shortest length at the larger batches (batch x
         # length <= 64): every point costs each compiling column a compile (tens of seconds here) before any timing.
         Grid("cpu", PUBLISHED_BATCHES, PUBLISHED_LENGTHS, 5, 30, 6.0, max_tokens_above_batch1=64),
+        # Issue 14's length sweep (`make grid GRID=lengths MODEL=bert,gpt2`): every published length at the smallest
+        # and largest published batch, uncapped, the cpu grid's repeats; where the cpu grid stops at batch 8 x 8.
+        Grid("lengths", (1, 8), PUBLISHED_LENGTHS, 5, 30, 6.0),
         # A quick real subset (the committed sample): batch 1 at three lengths, the default repeats.
         Grid("sample", (1,), (8, 128, 512), 5, 30, 6.0),
         # The tests: tiny models, two points.
