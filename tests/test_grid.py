@@ -78,7 +78,7 @@ class FakeWorker:
 
 def test_repeats_alternate_between_columns_and_stop_at_the_point_cap_after_the_minimum():
     log = []
-    worker = FakeWorker(log, ms=1000.0)  # 1 s a call: the 6 s cap is reached at the minimum of 5 timed calls
+    worker = FakeWorker(log, ms=1000.0)  # 1 s a call: the point's cap is reached by the minimum of 5 timed calls
     states = [ColumnState(c, worker) for c in ("torch-eager", "tf-function", "keras-jax")]
     run_point(states, 1, 8, GRIDS["cpu"])
     assert log[:6] == ["torch-eager", "tf-function", "keras-jax"] * 2  # round-robin, never one column's calls in a row
@@ -270,3 +270,23 @@ def test_validate_checks_the_grid_files_and_names_a_corrupt_one(tmp_path, capsys
     broken.write_text(broken.read_text().replace('"status": "ok"', '"status": "fine"', 1))
     assert main(["validate", "--results-dir", str(tmp_path)]) == 2
     assert broken.name in capsys.readouterr().err
+
+
+def test_a_worker_answers_a_failed_command_with_its_status_and_serves_on(tmp_path):
+    """One worker serves every model of a run: a model it cannot build, or a call before any model, is a status
+    (the traceback in its log), and the worker goes on to the next command."""
+    import subprocess
+    import sys
+
+    from bench.grid.worker import REPLY
+
+    commands = [{"op": "load", "model": "no-such-model", "columns": ["torch-eager"], "folder": str(tmp_path)},
+                {"op": "call", "column": "torch-eager", "batch": 1, "length": 8},
+                {"op": "quit"}]
+    out = subprocess.run([sys.executable, "-m", "bench.grid.worker", "serve", "--env", "native-torch", "--exchange", str(tmp_path),
+                          "--plan", json.dumps({"warmup": 0, "max_repeats": 5, "max_warmup": 3})],
+                         input="".join(json.dumps(c) + "\n" for c in commands), capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    replies = [json.loads(line[len(REPLY):]) for line in out.stdout.splitlines() if line.startswith(REPLY)]
+    assert [r["status"] for r in replies] == ["error", "error"]
+    assert replies[0]["message"].startswith("setting up: KeyError") and "before any model was loaded" in replies[1]["message"]

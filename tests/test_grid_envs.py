@@ -22,12 +22,13 @@ def test_smoke_grid_runs_every_column_on_the_same_weights(tmp_path):
         env_python(env)  # skips (locally) or fails (CI) naming the missing env
     results = tmp_path / "results"
     env = {**os.environ, "BENCH_GRID_TMP": str(tmp_path)}
-    out = subprocess.run([sys.executable, "-m", "bench", "grid", "--grid", "smoke", "--model", "bert", "--results-dir", str(results)],
+    out = subprocess.run([sys.executable, "-m", "bench", "grid", "--grid", "smoke", "--model", "bert,gpt2", "--results-dir", str(results)],
                          cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
     assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-4000:]
     files = sorted((results / "grid").rglob("*.json"))
-    found = {(json.loads(p.read_text())["cell"]["variant"], p.name.split("__", 1)[1]) for p in files}
-    assert found == {(c, point) for c in COLUMNS for point in ("bs1__len8.json", "bs2__len8.json")}
+    found = {(p.parent.name, json.loads(p.read_text())["cell"]["variant"], p.name.split("__", 1)[1]) for p in files}
+    assert found == {(m, c, point) for m in ("bert", "gpt2") for c in COLUMNS for point in ("bs1__len8.json", "bs2__len8.json")}
+    worker_pids: dict[str, set] = {}
     for path in files:
         data = json.loads(path.read_text())
         run = data["runs"][0]
@@ -36,6 +37,8 @@ def test_smoke_grid_runs_every_column_on_the_same_weights(tmp_path):
         assert run["settings"]["max_abs_diff"] <= TOLERANCE, path.name
         if data["cell"]["variant"] == "torch-traced":  # the legacy trace's DeprecationWarning is recorded, not fatal
             assert any("DeprecationWarning" in w for w in run["settings"]["trace_warnings"])
+        worker_pids.setdefault(data["cell"]["backend"], set()).add(run["settings"]["worker_pid"])
+    assert all(len(pids) == 1 for pids in worker_pids.values()), worker_pids  # one worker per env served both models
     assert "Then and now" in (results / "GRID.md").read_text()
 
 

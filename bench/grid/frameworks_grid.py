@@ -48,11 +48,13 @@ def torch_columns(model: GridModel, folder: Path, columns: list[str]) -> tuple[d
     import transformers
 
     net = getattr(transformers, model.torch_class).from_pretrained(folder).eval()
-    # torch.compile as its users call it (dynamic=None): static shapes first, then, on the first recompile for a
-    # new shape, a graph with dynamic sizes that serves the later points without compiling again. Per-shape
-    # compiles (dynamic=False) would cost a compile per point (40-130 s each on the 2-core CPU), more than the
-    # whole default grid's budget. A high recompile cap all the same: at the default of 8, dynamo would fall
-    # back to eager in mid-grid without failing.
+    # torch.compile with dynamic sizes from the first call (dynamic=True): one graph serves every sequence length
+    # (and, after one recompile, since dynamo always specialises a size of 1, every batch above 1). The default
+    # (dynamic=None) compiles the first point with static sizes and recompiles with dynamic ones at the second, so
+    # the first point alone would run other kernels, at one more compile per model (12-24 s each on the 2-core CPU,
+    # measured in the default grid's first run). Per-shape compiles (dynamic=False) would cost a compile per point
+    # (40-130 s each), more than the whole default grid's budget. A high recompile cap all the same: at the
+    # default of 8, dynamo would fall back to eager in mid-grid without failing.
     torch._dynamo.config.cache_size_limit = 256
     torch._dynamo.config.recompile_limit = 256
 
@@ -65,7 +67,7 @@ def torch_columns(model: GridModel, folder: Path, columns: list[str]) -> tuple[d
             return self.inner(input_ids=input_ids, return_dict=False)[0]
 
     wrapped = LastHidden(net).eval()
-    compiled = torch.compile(wrapped)
+    compiled = torch.compile(wrapped, dynamic=True)
     trace_warnings: list[str] = []
 
     def eager(ids: np.ndarray) -> Forward:
@@ -102,7 +104,7 @@ def torch_columns(model: GridModel, folder: Path, columns: list[str]) -> tuple[d
     facts = {
         "parameters": sum(p.numel() for p in net.parameters()),
         "attn_implementation": getattr(net.config, "_attn_implementation", None),
-        "torch_compile": {"dynamic": None, "mode": "default"},
+        "torch_compile": {"dynamic": True, "mode": "default"},
         "trace_warnings": trace_warnings,
         "threads": torch.get_num_threads(),
     }
@@ -176,3 +178,28 @@ def keras_columns(model: GridModel, folder: Path, columns: list[str]) -> tuple[d
 
 
 BUILDERS = {"torch": torch_columns, "tf": tf_columns, "keras": keras_columns}
+
+
+def release(worker) -> None:
+    """Free a worker's model before the next one is built in the same process: its points, its factories (which
+    hold the model and its compiled functions) and the framework's caches of them (dynamo's guards and graphs,
+    Keras's and TensorFlow's graphs, JAX's compiled executables)."""
+    import gc
+    import sys
+
+    worker.points.clear()
+    worker.factories.clear()
+    worker.facts.clear()
+    if "torch" in sys.modules:
+        import torch
+
+        torch._dynamo.reset()
+    if "keras" in sys.modules:
+        import keras
+
+        keras.backend.clear_session()
+    if "jax" in sys.modules:
+        import jax
+
+        jax.clear_caches()
+    gc.collect()

@@ -1,13 +1,15 @@
-"""The grid's orchestrator: per model, one weight export, one worker process per env, every point's calls
-round-robin across its columns, one schema-2 result file per (model, column, batch, length).
+"""The grid's orchestrator: one worker process per env for the whole run (each model loaded into it in turn), per
+model one weight export, every point's calls round-robin across its columns, one schema-2 result file per
+(model, column, batch, length).
 
 Shared with bench/runner.py (not duplicated): the env checks (`env_python`: built, current lock), the process
 group kill (`CellProcess._kill`), the crash statuses (bench/failures.py), the drift probe (bench/drift.py), the
 provenance (git, machine, process), the Result/Run format and its atomic, history-keeping writer, and the
-progress display (bench/progress.py). What is new is the order: a process per model and env stays up across the
-model's points, so that the repeats of one point can alternate between columns living in different envs
-(round-robin: call r of every column, then call r+1), and the machine's drift over minutes touches every column
-of a point alike instead of deciding which framework wins.
+progress display (bench/progress.py). What is new is the order: a process per env stays up across the run's
+points, so that the repeats of one point can alternate between columns living in different envs (round-robin:
+call r of every column, then call r+1), and the machine's drift over minutes touches every column of a point
+alike instead of deciding which framework wins. It stays up across models too: importing five frameworks again
+for every model took ~30 s of the 2-core machine per model.
 """
 from __future__ import annotations
 
@@ -98,15 +100,18 @@ class WorkerProcess:
             self.tail = (self.tail + [line.rstrip()])[-30:]
         self.replies.put(None)  # the process ended
 
+    def send(self, command: dict[str, Any]) -> None:
+        try:
+            self.proc.stdin.write(json.dumps(command) + "\n")
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError):
+            pass  # it died; the reader's None says how
+
     def ask(self, command: dict[str, Any] | None, timeout_s: float) -> dict[str, Any]:
-        """Send one command (None: only wait for the next reply) and wait for its answer; a dead or silent worker
-        becomes a status (timeout, oom, killed, error) and is stopped."""
+        """Send one command (None: only wait for the reply to one sent before) and wait for its answer; a dead or
+        silent worker becomes a status (timeout, oom, killed, error) and is stopped."""
         if command is not None:
-            try:
-                self.proc.stdin.write(json.dumps(command) + "\n")
-                self.proc.stdin.flush()
-            except (BrokenPipeError, OSError):
-                pass  # it died; the reader's None says how
+            self.send(command)
         try:
             answer = self.replies.get(timeout=timeout_s)
         except queue.Empty:
@@ -187,11 +192,13 @@ def run_grid(models: list[str], columns: list[str], grid: Grid, results_dir: Pat
         f"({', '.join(f'{b}x{n}' for b, n in points)}); repeats {grid.min_repeats}-{grid.max_repeats}, "
         f"point cap {grid.point_cap_s} s")
     scratch = Path(tempfile.mkdtemp(prefix="grid-", dir=os.environ.get("BENCH_GRID_TMP") or None))
+    workers = Workers(grid, scratch / "outputs", results_dir / "logs" / GRID_DIR / grid.name, git, say)
     try:
         for index, name in enumerate(models, 1):
             say(f"[{index}/{len(models)}] {MODELS[name].display}: exporting seeded weights (elapsed {hms(time.perf_counter() - started)})")
-            written += run_model(MODELS[name], columns, grid, results_dir, scratch / name, git, machine, reference, say)
+            written += run_model(MODELS[name], columns, grid, results_dir, scratch / name, workers, git, machine, reference, say)
     finally:
+        workers.stop()
         shutil.rmtree(scratch, ignore_errors=True)
         if progress:
             progress.close()
@@ -204,64 +211,76 @@ def run_grid(models: list[str], columns: list[str], grid: Grid, results_dir: Pat
     return written
 
 
-def run_model(model: GridModel, columns: list[str], grid: Grid, results_dir: Path, folder: Path, git, machine, reference, say) -> list[Result]:
-    logs = results_dir / "logs" / GRID_DIR / grid.name / model.name
-    weights, exchange = folder / "weights", folder / "outputs"
-    exchange.mkdir(parents=True, exist_ok=True)
-    exporter = WorkerProcess(COLUMNS[REFERENCE_COLUMN].env, ["export", "--model", model.name, "--size", grid.size, "--folder", str(weights)], logs / "export.log", git, say)
-    exported = exporter.ask(None, SETUP_TIMEOUT_S)
-    exporter.stop()
-    plan = json.dumps({"warmup": grid.warmup, "max_repeats": grid.max_repeats, "max_warmup": grid.max_warmup})
+class Workers:
+    """The run's worker processes, one per env, started on first use and again after one died (an OOM at a point)."""
+
+    def __init__(self, grid: Grid, exchange: Path, logs: Path, git: dict, say: Callable[[str], None]):
+        exchange.mkdir(parents=True, exist_ok=True)
+        self.plan = json.dumps({"warmup": grid.warmup, "max_repeats": grid.max_repeats, "max_warmup": grid.max_warmup})
+        self.exchange, self.logs, self.git, self.say = exchange, logs, git, say
+        self.by_env: dict[str, WorkerProcess] = {}
+
+    def get(self, env: str) -> WorkerProcess:
+        worker = self.by_env.get(env)
+        if worker is None or not worker.alive:
+            if worker is not None:
+                worker.stop()
+            worker = WorkerProcess(env, ["serve", "--env", env, "--exchange", str(self.exchange), "--plan", self.plan],
+                                   self.logs / f"{env}.log", self.git, self.say)
+            self.by_env[env] = worker
+        return worker
+
+    def load(self, model: GridModel, by_env: dict[str, list[str]], weights: Path) -> dict[str, dict[str, Any]]:
+        """Build the model's columns in their envs' workers, all at once (their set-ups overlap); each env's answer."""
+        for env, columns in by_env.items():
+            self.get(env).send({"op": "load", "model": model.name, "columns": columns, "folder": str(weights)})
+        setup = {}
+        for env in by_env:
+            setup[env] = self.by_env[env].ask(None, SETUP_TIMEOUT_S)
+            facts = setup[env].get("facts", {})
+            self.say(f"    {env}: {setup[env]['status']}" + (f", {facts.get('parameters'):,} parameters, set up in {setup[env].get('setup_s')} s"
+                                                             if setup[env]["status"] == "ok" else f": {setup[env].get('message')}"))
+        return setup
+
+    def stop(self) -> None:
+        for worker in self.by_env.values():
+            worker.stop()
+
+
+def run_model(model: GridModel, columns: list[str], grid: Grid, results_dir: Path, folder: Path, workers: Workers, git, machine, reference, say) -> list[Result]:
+    weights = folder / "weights"
+    exported = workers.get(COLUMNS[REFERENCE_COLUMN].env).ask({"op": "export", "model": model.name, "size": grid.size, "folder": str(weights)}, SETUP_TIMEOUT_S)
     by_env: dict[str, list[str]] = {}
     for c in columns:
-        if model.why_na(COLUMNS[c], 0) is None:  # a column NA at every length (no Keras XLM) starts no worker
+        if model.why_na(COLUMNS[c], 0) is None:  # a column NA at every length (no Keras XLM) loads nothing
             by_env.setdefault(COLUMNS[c].env, []).append(c)
-    workers: dict[str, WorkerProcess] = {}
-    setup: dict[str, dict[str, Any]] = {}
-
-    def start(*envs: str) -> None:
-        """Start the envs' workers together (their set-ups overlap), then wait for each one's set-up."""
-        for env in envs:
-            argv = ["serve", "--model", model.name, "--env", env, "--columns", ",".join(by_env[env]), "--folder", str(weights),
-                    "--exchange", str(exchange), "--plan", plan]
-            workers[env] = WorkerProcess(env, argv, logs / f"{env}.log", git, say)
-        for env in envs:
-            setup[env] = workers[env].ask(None, SETUP_TIMEOUT_S)
-            facts = setup[env].get("facts", {})
-            say(f"    {env}: {setup[env]['status']}" + (f", {facts.get('parameters'):,} parameters, set up in {setup[env].get('setup_s')} s"
-                                                        if setup[env]["status"] == "ok" else f": {setup[env].get('message')}"))
-
     if exported["status"] != "ok":
         by_env = {}
-    else:
-        start(*by_env)
+    setup = workers.load(model, by_env, weights)
     written = []
-    try:
-        for batch, length in grid.points():
-            states = []
-            for c in columns:
-                env = COLUMNS[c].env
-                na = model.why_na(COLUMNS[c], length)
-                state = ColumnState(c, workers.get(env), na=na)
-                if na is None and exported["status"] != "ok":
-                    state.failed = {"status": exported["status"], "message": f"exporting the weights: {exported.get('message')}"}
-                elif na is None and setup[env]["status"] != "ok":
+    for batch, length in grid.points():
+        states = []
+        for c in columns:
+            env = COLUMNS[c].env
+            na = model.why_na(COLUMNS[c], length)
+            state = ColumnState(c, workers.by_env.get(env), na=na)
+            if na is None and exported["status"] != "ok":
+                state.failed = {"status": exported["status"], "message": f"exporting the weights: {exported.get('message')}"}
+            elif na is None and setup[env]["status"] != "ok":
+                state.failed = {"status": setup[env]["status"], "message": setup[env].get("message")}
+            elif na is None and not workers.by_env[env].alive:  # died at an earlier point (OOM): a fresh one
+                setup.update(workers.load(model, {env: by_env[env]}, weights))
+                state.worker = workers.by_env[env]
+                if setup[env]["status"] != "ok":
                     state.failed = {"status": setup[env]["status"], "message": setup[env].get("message")}
-                elif na is None and not workers[env].alive:  # died at an earlier point (OOM): a fresh one
-                    start(env)
-                    state.worker = workers[env]
-                    if setup[env]["status"] != "ok":
-                        state.failed = {"status": setup[env]["status"], "message": setup[env].get("message")}
-                states.append(state)
-            say(f"    batch {batch} x length {length}: " + ", ".join(s.column for s in states if not s.na and not s.failed))
-            run_point(states, batch, length, grid)
-            written += finish_point(model, states, batch, length, grid, results_dir, git, machine, reference, setup, exported, say)
-            for s in states:
-                if s.output:
-                    Path(s.output).unlink(missing_ok=True)
-    finally:
-        for w in workers.values():
-            w.stop()
+            states.append(state)
+        say(f"    batch {batch} x length {length}: " + ", ".join(s.column for s in states if not s.na and not s.failed))
+        run_point(states, batch, length, grid)
+        written += finish_point(model, states, batch, length, grid, results_dir, git, machine, reference, setup, exported, say)
+        for s in states:
+            if s.output:
+                Path(s.output).unlink(missing_ok=True)
+    shutil.rmtree(weights, ignore_errors=True)  # every worker has read them
     return written
 
 
@@ -293,6 +312,7 @@ def run_point(states: list[ColumnState], batch: int, length: int, grid: Grid) ->
 
 def finish_point(model, states, batch, length, grid, results_dir, git, machine, reference, setup, exported, say) -> list[Result]:
     written = []
+    probe_ms = reference_ms()  # the drift probe once per point (50 ms): the machine's state as its results are written
     ref = next((s for s in states if s.column == REFERENCE_COLUMN and not s.failed and s.output), None)
     for s in states:
         if s.na:
@@ -311,7 +331,7 @@ def finish_point(model, states, batch, length, grid, results_dir, git, machine, 
                             provenance={"git": git, "machine": machine, "profile_choice": f"make grid GRID={grid.name}",
                                         "orchestrator": sys.argv, "repeats_planned": 1, "study": "inference grid (issue 14)",
                                         "worker_environment": WORKER_ENVIRONMENT,
-                                        "reference": {**reference, "at_write_ms": reference_ms()},
+                                        "reference": {**reference, "at_write_ms": probe_ms},
                                         # other jobs on the machine while this point ran (1-minute load average)
                                         "load_average_1m": round(os.getloadavg()[0], 2), "cpu_count": os.cpu_count(),
                                         "weights": {"source": "seeded PyTorch model (bench/grid/frameworks_grid.py export_weights)",

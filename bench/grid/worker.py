@@ -1,8 +1,13 @@
-"""The grid's process inside one env: `python -m bench.grid.worker export|serve ...`.
+"""The grid's process inside one env: `python -m bench.grid.worker serve --env E --exchange DIR --plan JSON`.
 
-`serve` builds one model's columns of this env, then answers one JSON command per stdin line with one
-`[grid-reply] {...}` line on stdout (everything else it prints goes to the log):
+`serve` stays up for the whole grid run (the framework is imported once, not once per model: on the 2-core machine
+five envs' imports took ~30 s per model) and answers one JSON command per stdin line with one `[grid-reply] {...}`
+line on stdout (everything else it prints goes to the log):
 
+    {"op": "export", "model": m, "size": s, "folder": f}   write the seeded PyTorch model's weights (native-torch)
+    {"op": "load", "model": m, "columns": [c, ...], "folder": f}
+                                                          build that model's columns of this env, releasing the
+                                                          previous model's (and the framework's caches of it)
     {"op": "call", "column": c, "batch": b, "length": n}   one forward pass of that point, timed by the point's
                                                           StepTimer (the first call builds the point's forward)
     {"op": "result", "column": c, "batch": b, "length": n}  the point's Run (bench.results) as a dict
@@ -63,6 +68,7 @@ class Worker:
         from bench import frameworks, provenance
 
         facts = {k: v for k, v in self.facts.items() if k not in ("functions", "model")}
+        facts["worker_pid"] = os.getpid()  # one process per env serves every model of a run
         return {"setup_s": self.setup_s, "facts": facts, "framework": frameworks.framework_info(self.framework),
                 "process": provenance.process_provenance()}
 
@@ -135,55 +141,61 @@ class Worker:
 
 
 def serve(args) -> int:
+    """Answer commands until quit or end of input. A failed command is answered with its status (oom, error; the
+    traceback in the log) and the worker goes on: a model that cannot be built leaves the next one buildable."""
     from bench.failures import classify
+    from bench.grid.frameworks_grid import release
 
     plan = json.loads(args.plan)
-    try:
-        worker = Worker(args.model, args.env, args.columns.split(","), Path(args.folder), Path(args.exchange), plan)
-    except Exception as exc:
-        traceback.print_exc()
-        reply({"status": classify(exc), "message": f"setting up: {type(exc).__name__}: {exc}"[:2000]})
-        return 1
-    reply({"status": "ok", **worker.info()})
+    worker: Worker | None = None
     for line in sys.stdin:
         command = json.loads(line)
         op = command.pop("op")
         if op == "quit":
             break
         try:
-            reply(getattr(worker, op)(**command))
-        except Exception as exc:  # the point's status (oom, error), with the traceback in the log
+            if op == "export":
+                reply(export(**command))
+            elif op == "load":
+                if worker is not None:
+                    release(worker)
+                    worker = None
+                print(f"loading {command['model']}: {', '.join(command['columns'])}", flush=True)
+                worker = Worker(command["model"], args.env, command["columns"], Path(command["folder"]), Path(args.exchange), plan)
+                reply({"status": "ok", **worker.info()})
+            elif worker is None:
+                raise RuntimeError(f"{op!r} before any model was loaded")
+            else:
+                reply(getattr(worker, op)(**command))
+        except Exception as exc:  # the command's status (oom, error), with the traceback in the log
             traceback.print_exc()
-            worker.points.pop((command.get("column"), command.get("batch"), command.get("length")), None)
-            reply({"status": classify(exc), "message": f"{type(exc).__name__}: {exc}"[:2000]})
+            if worker is not None:
+                worker.points.pop((command.get("column"), command.get("batch"), command.get("length")), None)
+            what = "setting up" if op == "load" else "exporting the weights" if op == "export" else op
+            reply({"status": classify(exc), "message": f"{what}: {type(exc).__name__}: {exc}"[:2000]})
     return 0
 
 
-def export(args) -> int:
+def export(model: str, size: str, folder: str) -> dict[str, Any]:
     from bench.grid.frameworks_grid import export_weights
     from bench.grid.spec import MODELS
 
-    facts = export_weights(MODELS[args.model], args.size, Path(args.folder))
-    reply({"status": "ok", "parameters": facts["parameters"]})
-    return 0
+    facts = export_weights(MODELS[model], size, Path(folder))
+    return {"status": "ok", "parameters": facts["parameters"]}
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.grid.worker")
     sub = parser.add_subparsers(dest="command", required=True)
-    e = sub.add_parser("export")
-    e.add_argument("--model", required=True)
-    e.add_argument("--size", required=True)
-    e.add_argument("--folder", required=True)
     s = sub.add_parser("serve")
-    for name in ("--model", "--env", "--columns", "--folder", "--exchange", "--plan"):
+    for name in ("--env", "--exchange", "--plan"):
         s.add_argument(name, required=True)
     args = parser.parse_args(argv)
     from bench.backends import cell_environment
 
-    for key, value in cell_environment(getattr(args, "env", "native-torch")).items():
+    for key, value in cell_environment(args.env).items():
         os.environ.setdefault(key, value)  # before any framework import
-    if getattr(args, "env", None) == "jax":
+    if args.env == "jax":
         from bench.provenance import gpus
 
         if not gpus():  # as bench/cell.py: without a GPU, jax[cuda12]'s plugin fails noisily before the CPU fallback
@@ -191,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
     from bench import offline
 
     offline.install_guard()
-    return export(args) if args.command == "export" else serve(args)
+    return serve(args)
 
 
 if __name__ == "__main__":
