@@ -290,3 +290,11 @@ def test_a_worker_answers_a_failed_command_with_its_status_and_serves_on(tmp_pat
     replies = [json.loads(line[len(REPLY):]) for line in out.stdout.splitlines() if line.startswith(REPLY)]
     assert [r["status"] for r in replies] == ["error", "error"]
     assert replies[0]["message"].startswith("setting up: KeyError") and "before any model was loaded" in replies[1]["message"]
+
+
+def test_the_page_says_other_jobs_ran_only_where_the_load_says_so():
+    from bench.report.grid import machine_state
+
+    assert "shared with other jobs" in machine_state(1.1, 3.4, 2)  # the length sweep beside a test run
+    assert "drifted" in machine_state(2.3, 2.5, 2) and "shared" not in machine_state(2.3, 2.5, 2)  # its own worker's threads
+    assert machine_state(1.1, 2.0, 2) == "."

@@ -227,13 +227,24 @@ def group_page(group: GridGroup, fig_dir: Path, out_dir: Path) -> list[str]:
     cores = next((r.provenance.get("cpu_count") for r in group.results if r.provenance.get("cpu_count")), None)
     quiet = [f"- Machine load: the framework-free drift probe (bench/drift.py) read {min(probe_ms):.1f} to {max(probe_ms):.1f} ms "
              f"(x{max(probe_ms) / min(probe_ms):.1f})" + (f"; 1-minute load average {min(loads):.1f} to {max(loads):.1f} on {cores} cores" if loads else "")
-             + (". **The machine was shared with other jobs while this ran**: absolute times are noisy; the round-robin keeps the "
-                "columns of one point comparable." if (max(probe_ms) / min(probe_ms) > 1.3 or (loads and cores and max(loads) > cores)) else ".")] if probe_ms else []
+             + machine_state(max(probe_ms) / min(probe_ms), max(loads) if loads else None, cores)] if probe_ms else []
     lines += ["### Where these numbers come from", ""] + quiet + [
               f"- {len(group.results)} result files under `{GRID_DIR}/grid-{group.grid}/{group.slug}/`; commit(s) {', '.join(commits)}; envs {', '.join(envs)}.",
               f"- env locks (requirements sha256): {', '.join(stamps)}." if stamps else "- env locks: not recorded (no run of these files reached a framework).",
               f"- created {min(r.created_at for r in group.results)} to {max(r.created_at for r in group.results)}.", ""]
     return lines
+
+
+def machine_state(probe_ratio: float, max_load: float | None, cores: int | None) -> str:
+    """What the probe and the load say of the run. The grid's own busy worker keeps the load near the core count
+    (its threads), so only a load well above it says other jobs ran; a probe that moved says the speed drifted."""
+    if max_load is not None and cores and max_load > 1.5 * cores:
+        return (". **The machine was shared with other jobs while this ran** (a load above 1.5x its cores): absolute times are "
+                "noisy; the round-robin keeps the columns of one point comparable.")
+    if probe_ratio > 1.3:
+        return (". The machine's speed drifted while this ran (the probe's spread), with no sign of other jobs: absolute times "
+                "carry that drift; the round-robin keeps the columns of one point comparable.")
+    return "."
 
 
 def render_grid(results_dir: Path, out: Path | None = None) -> Path | None:
