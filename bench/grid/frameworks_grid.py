@@ -180,16 +180,12 @@ def keras_columns(model: GridModel, folder: Path, columns: list[str]) -> tuple[d
 BUILDERS = {"torch": torch_columns, "tf": tf_columns, "keras": keras_columns}
 
 
-def release(worker) -> None:
-    """Free a worker's model before the next one is built in the same process: its points, its factories (which
-    hold the model and its compiled functions) and the framework's caches of them (dynamo's guards and graphs,
-    Keras's and TensorFlow's graphs, JAX's compiled executables)."""
+def release_caches() -> None:
+    """After a worker's model is dropped, before the next is built in the same process: the framework's caches of
+    it (dynamo's guards and graphs, Keras's and TensorFlow's graphs, JAX's compiled executables), then the memory."""
     import gc
     import sys
 
-    worker.points.clear()
-    worker.factories.clear()
-    worker.facts.clear()
     if "torch" in sys.modules:
         import torch
 

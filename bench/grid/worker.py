@@ -144,7 +144,7 @@ def serve(args) -> int:
     """Answer commands until quit or end of input. A failed command is answered with its status (oom, error; the
     traceback in the log) and the worker goes on: a model that cannot be built leaves the next one buildable."""
     from bench.failures import classify
-    from bench.grid.frameworks_grid import release
+    from bench.grid.frameworks_grid import release_caches
 
     plan = json.loads(args.plan)
     worker: Worker | None = None
@@ -158,8 +158,8 @@ def serve(args) -> int:
                 reply(export(**command))
             elif op == "load":
                 if worker is not None:
-                    release(worker)
-                    worker = None
+                    worker = None  # its points and factories hold the model and its compiled functions
+                    release_caches()
                 print(f"loading {command['model']}: {', '.join(command['columns'])}", flush=True)
                 worker = Worker(command["model"], args.env, command["columns"], Path(command["folder"]), Path(args.exchange), plan)
                 reply({"status": "ok", **worker.info()})
