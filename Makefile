@@ -51,7 +51,7 @@ $(UV): containers/uv-requirements.txt
 	@mkdir -p $(dir $(UV))
 	$(PYTHON) containers/install-uv.py containers/uv-requirements.txt $(dir $(UV))
 
-.PHONY: help bench bench-all grid tuning plan table test test-extended test-stack2024 test-fast check bench-overhead clean-results doctor export compare submit submit-status
+.PHONY: help bench bench-all bench-cpu-full grid tuning plan table test test-extended test-stack2024 test-fast check bench-overhead clean-results doctor export compare submit submit-status
 
 help: ## List every target with one line each
 	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | sort -u | awk 'BEGIN{FS=":.*## "}{printf "  %-18s %s\n", $$1, $$2}'
@@ -86,6 +86,16 @@ tuning: doctor envs ## Run the tuning study (ViT: default vs sdpa, attention-dro
 	$(TOOLS_PY) -m bench run --profile $(TUNING_PROFILE) --model vit --task fit --backend jax,torch,native-torch \
 		--variant default,eager,compiled,sdpa,attention-dropout-0,matmul-high,loader-workers-0,loader-workers-2 $(if $(STEPS),--steps $(STEPS)) \
 		$(if $(filter 1,$(RESUME)),--resume) --results-dir $(TUNING_RESULTS)
+
+# Issue 11: every cell of the published table at full size on this CPU (the cpu profile: paper shapes, each batch
+# capped at 2), a first step and STEPS (default 2) timed steps each, into a folder of its own. Resumes: cells with a
+# current result are skipped, so an interrupted run, or one split by MODEL=/BACKEND=/TASK=, picks up where it stopped.
+# The per-cell timeout is an hour: a 7B LoRA fit step is minutes on 2 cores.
+CPU_FULL_RESULTS = $(RESULTS)/cpu-full
+bench-cpu-full: doctor envs ## Every published cell at full size on this CPU (batch <= 2, 2 timed steps) -> $(RESULTS)/cpu-full; MODEL= BACKEND= TASK=
+	$(TOOLS_PY) -m bench plan --profile cpu --results-dir $(CPU_FULL_RESULTS) >/dev/null
+	$(TOOLS_PY) -m bench run --profile cpu --steps $(or $(STEPS),2) --warmup 0 --timeout $(or $(TIMEOUT),3600) --resume \
+		$(if $(MODEL),--model $(MODEL)) $(if $(BACKEND),--backend $(BACKEND)) $(if $(TASK),--task $(TASK)) --results-dir $(CPU_FULL_RESULTS)
 
 plan: env-tools ## Per cell: parameters, memory (weights, grads, optimizer, est. activations), fits A100/H100/RAM? PROFILE= (default paper)
 	$(TOOLS_PY) -m bench plan --profile $(or $(PROFILE),paper) --results-dir $(RESULTS)
