@@ -90,12 +90,14 @@ tuning: doctor envs ## Run the tuning study (ViT: default vs sdpa, attention-dro
 # Issue 11: every cell of the published table at full size on this CPU (the cpu profile: paper shapes, each batch
 # capped at 2), a first step and STEPS (default 2) timed steps each, into a folder of its own. Resumes: cells with a
 # current result are skipped, so an interrupted run, or one split by MODEL=/BACKEND=/TASK=, picks up where it stopped.
-# The per-cell timeout is an hour: a 7B LoRA fit step is minutes on 2 cores.
+# The per-cell timeout is an hour: a 7B LoRA fit step is minutes on 2 cores. BATCH= overrides the capped batch (the
+# 7B fits run at batch 1 to keep the whole run near two hours); each result records the batch it ran.
 CPU_FULL_RESULTS = $(RESULTS)/cpu-full
-bench-cpu-full: doctor envs ## Every published cell at full size on this CPU (batch <= 2, 2 timed steps) -> $(RESULTS)/cpu-full; MODEL= BACKEND= TASK=
+bench-cpu-full: doctor envs ## Every published cell at full size on this CPU (batch <= 2, 2 timed steps) -> $(RESULTS)/cpu-full; MODEL= BACKEND= TASK= BATCH=
 	$(TOOLS_PY) -m bench plan --profile cpu --results-dir $(CPU_FULL_RESULTS) >/dev/null
 	$(TOOLS_PY) -m bench run --profile cpu --steps $(or $(STEPS),2) --warmup 0 --timeout $(or $(TIMEOUT),3600) --resume \
-		$(if $(MODEL),--model $(MODEL)) $(if $(BACKEND),--backend $(BACKEND)) $(if $(TASK),--task $(TASK)) --results-dir $(CPU_FULL_RESULTS)
+		$(if $(MODEL),--model $(MODEL)) $(if $(BACKEND),--backend $(BACKEND)) $(if $(TASK),--task $(TASK)) $(if $(BATCH),--batch-size $(BATCH)) \
+		--results-dir $(CPU_FULL_RESULTS)
 
 plan: env-tools ## Per cell: parameters, memory (weights, grads, optimizer, est. activations), fits A100/H100/RAM? PROFILE= (default paper)
 	$(TOOLS_PY) -m bench plan --profile $(or $(PROFILE),paper) --results-dir $(RESULTS)

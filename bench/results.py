@@ -243,11 +243,12 @@ def load(path: Path) -> Result:
 
 
 def result_files(results_dir: Path) -> list[Path]:
-    """Current result files (not history/, not temporaries, not the plan: plan.json, plan-<profile>.json at the top)."""
+    """Current result files (not history/, not temporaries, not a plan: plan.json, plan-<profile>.json, at the top or in
+    a sub-folder with results of its own such as cpu-full/)."""
     if not results_dir.exists():
         return []
     return sorted(p for p in results_dir.rglob("*.json") if not NOT_RESULTS & set(p.relative_to(results_dir).parts) and not p.name.startswith(".")
-                  and not (p.parent == results_dir and p.name.startswith("plan")))
+                  and not (p.name == "plan.json" or p.name.startswith("plan-")))
 
 
 def load_all(results_dir: Path) -> list[Result]:

@@ -98,6 +98,15 @@ def test_rewriting_a_cell_moves_the_earlier_result_to_history(tmp_path):
     assert result_files(tmp_path) == [second]
 
 
+def test_plans_are_not_results_at_the_top_or_in_a_sub_folder(tmp_path):
+    # make bench-cpu-full keeps its plan beside its results in results/cpu-full/, which make table reads from results/
+    nested = make_result().write(tmp_path / "cpu-full")
+    for plan in (tmp_path / "plan.json", tmp_path / "plan-paper.json", tmp_path / "cpu-full" / "plan.json", tmp_path / "cpu-full" / "plan-cpu.json"):
+        plan.write_text("{}")
+    assert result_files(tmp_path) == [nested]
+    assert len(load_all(tmp_path)) == 1
+
+
 def test_version_1_files_are_migrated_on_load(tmp_path):
     data = make_result().to_dict()
     data["schema_version"] = 1

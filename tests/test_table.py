@@ -227,6 +227,17 @@ def test_profiles_and_machines_get_separate_tables_paper_first(rendered):
     assert "150.0" in h100 and "244.6" not in h100 and "386.9" not in h100  # no A100 number in the H100 table
 
 
+def test_a_full_size_cpu_profile_table_says_so_in_its_title(tmp_path):
+    # make bench-cpu-full's results sit in results/cpu-full, rendered by make table beside the smoke table
+    write_all(tmp_path / "cpu-full", [make("jax", "bert", "fit", 2, 5300.0, profile="cpu", machine=CPU)])
+    write_all(tmp_path, [make("jax", "bert", "fit", 2, 3.4, profile="smoke", machine=CPU)])
+    render(tmp_path, tmp_path / "RESULTS.md")
+    assert list(sections((tmp_path / "RESULTS.md").read_text())) == [
+        "1. smoke profile — CPU AMD EPYC (2 cores)",
+        "2. cpu profile (full size: paper shapes, batch ≤ 2) — CPU AMD EPYC (2 cores)",
+    ]
+
+
 def test_rows_in_published_order_with_extra_rows_after_their_task(rendered):
     labels = [l.split("|")[1].strip() for l in paper(rendered[1]).split("### ")[0].splitlines() if l.startswith("| ") and "Model / task" not in l]
     assert labels == [

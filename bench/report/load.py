@@ -10,7 +10,7 @@ from functools import cache
 from pathlib import Path
 from typing import Iterable
 
-from bench.backends import BACKENDS, STACKS, keras3_backends
+from bench.backends import BACKENDS, STACKS, BenchError, keras3_backends
 from bench.provenance import machine_label, machine_slug
 from bench.results import Result, load, result_files
 from bench.workloads import MODELS, REFERENCE_CSV, TASKS, get_model, get_profile, published_rows
@@ -28,6 +28,19 @@ COLORS = {  # fixed per column, so every figure (and make compare's) reads the s
     ("native-torch", "eager"): "#9467bd",
     ("native-torch", "compiled"): "#2ca02c",
 }
+
+
+def profile_scope(name: str) -> str:
+    """What a profile that borrows another's shapes runs, said in its tables' titles: the cpu profile's tables are
+    full-size models (paper shapes) at a small batch, which a reader must not take for smoke's tiny configs."""
+    try:
+        profile = get_profile(name)
+    except BenchError:  # an archived result's profile that this checkout no longer defines: the bare name says enough
+        return ""
+    if not profile.shapes_from:
+        return ""
+    batch = f", batch ≤ {profile.max_batch_size}" if profile.max_batch_size else ""
+    return f" (full size: {profile.shapes_from} shapes{batch})"
 
 
 @dataclass(frozen=True)
@@ -84,7 +97,7 @@ class Group:
     @property
     def title(self) -> str:
         """How a table is named: profile and machine, and its stack where that is not today's."""
-        title = f"{self.profile} profile — {self.machine}"
+        title = f"{self.profile} profile{profile_scope(self.profile)} — {self.machine}"
         return title if self.stack == "today" else f"{title} — {self.stack} stack ({STACKS[self.stack].description})" \
             if self.stack in STACKS else f"{title} — {self.stack} stack"
 
