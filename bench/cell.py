@@ -59,7 +59,7 @@ def measure(cell: Cell) -> Run:
         tokens_per_step=workload.tokens_per_step(),
         settings={"unit": task.unit, "driver": workload.driver, **workload.settings()},
         framework=frameworks.framework_info(backend.framework),
-        process=provenance.process_provenance(),
+        process={**provenance.process_provenance(), "peak_rss_gib": provenance.peak_rss_gib()},
     )
 
 
@@ -95,7 +95,7 @@ def main(cell: Cell, out: Path) -> int:
             status=classify(exc),
             message=f"{type(exc).__name__}: {exc}"[:2000],
             wall_s=round(time.perf_counter() - started, 3),
-            process=provenance.process_provenance(),
+            process={**provenance.process_provenance(), "peak_rss_gib": provenance.peak_rss_gib()},
         )
         code = 1
     run.exit_code = code

@@ -126,6 +126,14 @@ def behaviour_variables() -> dict[str, str]:
     return {k: v for k, v in sorted(os.environ.items()) if BEHAVIOUR_VARIABLE.match(k)}
 
 
+def peak_rss_gib() -> float:
+    """This process's peak resident memory so far (Linux ru_maxrss is in KiB): on a CPU, what a cell really held,
+    beside the plan's prediction. Child processes (torch.compile's workers, a DataLoader's) are not in it."""
+    import resource
+
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, 3)
+
+
 def process_provenance() -> dict[str, Any]:
     """Everything knowable without importing a framework: the interpreter, its env, its variables."""
     return {

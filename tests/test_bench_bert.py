@@ -30,6 +30,7 @@ def test_make_bench_bert(backend, tmp_path):
         run = r.runs[0]
         assert len(run.timed_ms) == r.cell.timed_steps and run.first_step_ms > 0
         assert run.process["environment"]["backend"] == backend
+        assert 0.1 < run.process["peak_rss_gib"] < 20  # the cell process's own peak, beside the plan's prediction
         assert run.framework["version"]
         assert "jit_compile" in run.settings or "variant" in run.settings
         assert_paper_settings(r.cell, run.settings)  # native: transformers' eager BERT attention, as published
