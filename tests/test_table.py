@@ -238,6 +238,26 @@ def test_a_full_size_cpu_profile_table_says_so_in_its_title(tmp_path):
     ]
 
 
+def test_a_full_size_table_says_what_each_cell_cost_beside_the_plan(tmp_path):
+    import json
+
+    ok = make("jax", "bert", "fit", 2, 5300.0, profile="cpu", machine=CPU)
+    ok.runs[0].setup_s, ok.runs[0].wall_s, ok.runs[0].process["peak_rss_gib"] = 14.7, 46.6, 3.25
+    failed = make("torch", "bert", "fit", 2, profile="cpu", machine=CPU, status="error", message="boom")
+    failed.runs[0].wall_s = 12.0
+    write_all(tmp_path / "cpu-full", [ok, failed])
+    plan = {"profile": "cpu", "cells": [{"key": ok.cell.key, "memory_gib": 2.92}]}
+    (tmp_path / "cpu-full" / "plan-cpu.json").write_text(json.dumps(plan))
+    write_all(tmp_path, [make("jax", "bert", "fit", 2, 3.4, profile="smoke", machine=CPU)])
+    render(tmp_path, tmp_path / "RESULTS.md")
+    heads = sections((tmp_path / "RESULTS.md").read_text())
+    cpu = heads["2. cpu profile (full size: paper shapes, batch ≤ 2) — CPU AMD EPYC (2 cores)"].split("What each cell cost to run")[1]
+    assert "2 cells, 0:00:59 of cell processes in all." in cpu
+    assert row(cpu, "BERT fit")[2:] == ["jax", "ok", "14.7", "5.0", "5 × 5300.0", "46.6", "3.2", "2.9"]
+    assert row(cpu, "BERT fit", 1)[2:] == ["torch", "error", "", "", "", "12.0", "", ""]
+    assert "What each cell cost" not in heads["1. smoke profile — CPU AMD EPYC (2 cores)"]  # smoke: tiny models, no plan
+
+
 def test_rows_in_published_order_with_extra_rows_after_their_task(rendered):
     labels = [l.split("|")[1].strip() for l in paper(rendered[1]).split("### ")[0].splitlines() if l.startswith("| ") and "Model / task" not in l]
     assert labels == [

@@ -27,6 +27,7 @@ from pathlib import Path
 from bench.backends import BenchError
 from bench.report import text
 from bench.report.analysis import Report, analyse
+from bench.report.costs import costs_section
 from bench.report.figures import FIGURES, clear_old_figures, figures_section
 from bench.report.findings import findings_section
 from bench.report.grid import grid_section
@@ -50,6 +51,7 @@ SECTIONS: list[Section] = [
     Section("Figures", figures_section),
     Section("Inference grid study: then and now", grid_section),
     Section("Tuning study: variants and the published findings (issue 15)", tuning_section),
+    Section("What each cell cost to run", costs_section),
     Section(None, details_section),
 ]
 TUNING_FILE = "TUNING.md"  # beside RESULTS.md: the tuning study's section of every table that has one
