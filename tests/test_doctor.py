@@ -136,8 +136,8 @@ def test_a_real_run_passes_on_this_machine_in_seconds():
 
 
 def test_make_stops_before_building_when_the_doctor_fails():
-    """`make -n` shows the doctor first in each of the three targets that build or run."""
-    for target in ("envs", "test", "bench-all"):
+    """`make -n` shows the doctor first in each target that builds or runs."""
+    for target in ("envs", "test", "bench-all", "bench-cpu-full"):
         # --no-print-directory: under `make test` MAKEFLAGS carries -w, which adds "Entering directory" lines.
         out = subprocess.run(["make", "--no-print-directory", "-n", target], cwd=REPO, capture_output=True, text=True, timeout=30)
         assert out.returncode == 0, out.stderr

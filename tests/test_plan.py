@@ -188,3 +188,21 @@ def test_plan_counts_match_the_published_models():
     assert plan["cells"][0]["weights_bytes"] == plan["cells"][0]["parameters"] * 4
     assert by_key["jax__gemma__fit__bs8__default"]["weights_dtype"] == "bfloat16"
     assert by_key["jax__gemma__generate__bs32__default"]["weights_gib"] == pytest.approx(8_537_680_896 * 2 / GIB, abs=1e-3)
+
+
+def test_make_bench_cpu_full_runs_the_published_cells_at_full_size_resumably_into_their_own_folder():
+    """Issue 11's CPU run: the cpu profile (paper shapes), its own plan beside its results, a first step and 2 timed
+    steps, an hour per cell, resumable; BATCH= reaches the run (the 7B fits at batch 1)."""
+    out = subprocess.run(["make", "--no-print-directory", "-n", "bench-cpu-full", "MODEL=gemma", "TASK=fit", "BATCH=1", "RESULTS=/r"],
+                         cwd=REPO, capture_output=True, text=True, timeout=30)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.replace("\\\n", " ").splitlines()
+    plan = next(l for l in lines if "-m bench plan" in l)
+    run = next(l for l in lines if "-m bench run" in l)
+    assert "--profile cpu --results-dir /r/cpu-full" in plan
+    for words in ("--profile cpu", "--steps 2", "--warmup 0", "--timeout 3600", "--resume", "--model gemma", "--task fit",
+                  "--batch-size 1", "--results-dir /r/cpu-full"):
+        assert words in " ".join(run.split()), (words, run)
+    cells = plan_cells(profile="cpu", models=["gemma"], tasks=["fit"], backends=["jax"], batch_size=1)
+    assert [c.batch_size for c in cells] == [1]
+    assert get_model("gemma").shape("cpu").num_layers == get_model("gemma").shape("paper").num_layers == 28  # full size
