@@ -24,6 +24,17 @@ from bench.workloads import Cell, get_model, plan_cells
 # What nvidia-smi reports as memory.total for the published GPU and the current flagship, in GiB.
 DEVICES = {"A100-40GB": 40960 / 1024, "H100-80GB": 81559 / 1024}
 KERAS2_COUNTS = "keras2 builds for real (no abstract scope in tf_keras): its cells use the Keras 3 count of the same architecture"
+# Found by the full-size CPU run (issue 11): XLA's CPU backend has no bfloat16 matmul, so it converts each bfloat16
+# weight to float32 and keeps those copies live across the step (hoisted out of generate's loop; held from forward to
+# backward in a fit). Gemma 7B generate on Keras/TensorFlow and Keras/JAX then asked for one 37.67 GiB buffer.
+XLA_CPU_COPY = ("on a CPU, XLA (Keras on TensorFlow or JAX) computes bfloat16 matmuls in float32 and holds a float32 copy "
+                "of the bfloat16 weights through the step: host_memory_gib adds it (twice the bfloat16 weights' bytes)")
+
+
+def xla_cpu_copy_bytes(backend: str, entry: dict) -> int:
+    """The float32 copy of bfloat16 weights XLA holds on a CPU (see XLA_CPU_COPY); 0 where it does not apply."""
+    b = get_backend(backend)
+    return 2 * entry["weights_bytes"] if b.family == "keras" and b.framework in ("tensorflow", "jax") and entry["weights_dtype"] == "bfloat16" else 0
 
 
 def ram_gib() -> float | None:
@@ -55,7 +66,12 @@ def cell_entry(cell: Cell, counts: dict | str | None, ram: float | None) -> dict
     if cell.backend == "keras2":
         entry["counts_note"] = KERAS2_COUNTS
     total = entry["total_bytes"] / GIB
-    entry["fits"] = {**{name: fits(total, cap) for name, cap in DEVICES.items()}, "RAM": fits(total, ram)}
+    host = total
+    if copy := xla_cpu_copy_bytes(cell.backend, entry):
+        entry["xla_cpu_float32_copy_gib"] = round(copy / GIB, 3)
+        host = total + copy / GIB
+        entry["host_memory_gib"] = round(host, 3)
+    entry["fits"] = {**{name: fits(total, cap) for name, cap in DEVICES.items()}, "RAM": fits(host, ram)}
     return entry
 
 
@@ -73,6 +89,7 @@ def build_plan(profile: str, echo=print) -> dict:
         "state are exact for the counted parameters; the framework's own memory (CUDA context, allocator) is not included",
         "activation_formulas": ACTIVATION_FORMULAS,
         "keras2_counts": KERAS2_COUNTS,
+        "xla_cpu_copy": XLA_CPU_COPY,
         "cells": [cell_entry(c, counts.get((c.model, get_backend(c.backend).family)), ram) for c in cells],
     }
 
@@ -105,7 +122,8 @@ def table(plan: dict) -> str:
         rows.append(head + [
             millions(c["parameters"]), millions(c["trainable_parameters"]), f"{c['weights_gib']:.2f}",
             f"{c['gradients_gib']:.2f}", f"{c['optimizer_gib']:.2f}", f"~{c['activations_gib']:.2f}", f"{c['memory_gib']:.2f}",
-            *(yes(c["fits"][d]) for d in (*DEVICES, "RAM")),
+            *(yes(c["fits"][d]) for d in DEVICES),
+            yes(c["fits"]["RAM"]) + (f" ({c['host_memory_gib']:.2f} on a CPU)" if "host_memory_gib" in c else ""),
         ])
     ram = plan["devices_gib"].get("RAM")
     headers = ["backend", "model", "task", "batch", "variant", "params", "trainable", "weights GiB", "grads GiB", "optim GiB",
@@ -118,6 +136,8 @@ def run(profile: str, results_dir: Path, echo=print) -> tuple[dict, list[Path]]:
     plan = build_plan(profile, echo=echo)
     written = write_plan(plan, results_dir)
     echo(table(plan))
+    if any("host_memory_gib" in c for c in plan["cells"]):
+        echo(f"\nRAM column, \"on a CPU\": {XLA_CPU_COPY}")
     echo(f"\nactivations are estimates (formulas in {written[0]}); {len(plan['cells'])} cells planned in {time.perf_counter() - started:.1f} s")
     return plan, written
 
@@ -156,13 +176,15 @@ def available_device(machine: dict) -> tuple[float | None, str]:
 
 def predicted_oom(cell: Cell, plan_cells_by_key: dict[str, dict], machine: dict) -> str | None:
     """Why the plan says the cell will not fit the device, or None (fits, no plan, no figure, unknown device)."""
-    entry = plan_cells_by_key.get(cell.key)
-    need = (entry or {}).get("memory_gib")
+    entry = plan_cells_by_key.get(cell.key) or {}
     have, what = available_device(machine)
+    on_host = what == "RAM"  # no GPU: the cell runs on the CPU, where XLA adds its float32 copy
+    need = entry.get("host_memory_gib", entry.get("memory_gib")) if on_host else entry.get("memory_gib")
     if not isinstance(need, (int, float)) or isinstance(need, bool) or not have or need <= have:
         return None
     parts = ", ".join(f"{name} {entry[f'{name}_gib']:.2f}" for name in ("weights", "gradients", "optimizer") if f"{name}_gib" in entry)
+    copy = f", XLA's float32 copy of the bfloat16 weights on a CPU {entry['xla_cpu_float32_copy_gib']:.2f}" if on_host and "xla_cpu_float32_copy_gib" in entry else ""
     return (
         f"the plan (plan-{cell.profile}.json) estimates {need:.2f} GiB ({parts}, activations ~{entry.get('activations_gib', 0):.2f} "
-        f"estimated), more than the {have:.2f} GiB of {what} here; --ignore-plan (IGNORE_PLAN=1) runs it anyway"
+        f"estimated{copy}), more than the {have:.2f} GiB of {what} here; --ignore-plan (IGNORE_PLAN=1) runs it anyway"
     )

@@ -99,6 +99,29 @@ def test_the_device_a_run_uses_is_the_gpu_else_ram():
     assert predicted_oom(c, {}, a100) is None
 
 
+def test_xla_on_a_cpu_holds_a_float32_copy_of_bfloat16_weights():
+    """Found by the full-size CPU run: Gemma 7B generate on Keras/TF and Keras/JAX asked for 37.67 GiB on a 23.5 GiB
+    CPU machine, the plan having said 15.95. The copy counts on the host only, for XLA backends only."""
+    counts = {"backbone": 8_537_680_896}
+    jax_entry = cell_entry(cell("jax", "gemma", "generate", 1, profile="cpu"), counts, ram=23.5)
+    tf_entry = cell_entry(cell("tensorflow", "gemma", "fit", 1, profile="cpu"), counts, ram=23.5)
+    torch_entry = cell_entry(cell("torch", "gemma", "generate", 1, profile="cpu"), counts, ram=23.5)
+    native = cell_entry(cell("native-torch", "gemma", "generate", 1, profile="cpu"), {"causal_lm": 8_537_680_896}, ram=23.5)
+    for entry in (jax_entry, tf_entry):
+        assert entry["xla_cpu_float32_copy_gib"] == pytest.approx(2 * entry["weights_gib"], rel=1e-3)
+        assert entry["host_memory_gib"] > 45 and entry["fits"] == {"A100-40GB": True, "H100-80GB": True, "RAM": False}
+    for entry in (torch_entry, native):
+        assert "host_memory_gib" not in entry and entry["fits"]["RAM"] is True  # ~16 GiB of bf16 weights fit 23.5
+    c = cell("jax", "gemma", "generate", 1, profile="cpu")
+    cpu_machine = {"gpus": [], "memory_gib": 23.5}
+    why = predicted_oom(c, {c.key: jax_entry}, cpu_machine)
+    assert f"estimates {jax_entry['host_memory_gib']:.2f} GiB" in why and "XLA's float32 copy of the bfloat16 weights on a CPU" in why
+    h100 = {"gpus": [{"name": "NVIDIA H100 80GB HBM3", "memory": "81559 MiB"}], "memory_gib": 23.5}
+    assert predicted_oom(c, {c.key: jax_entry}, h100) is None  # on the GPU XLA multiplies bfloat16 as it is
+    plan = {"profile": "cpu", "devices_gib": {"RAM": 23.5}, "cells": [jax_entry, torch_entry]}
+    assert f"NO ({jax_entry['host_memory_gib']:.2f} on a CPU)" in table(plan)
+
+
 def test_plan_file_is_what_doctor_and_submit_read(tmp_path):
     c = cell("native-torch", "mistral", "fit", 8)
     plan = {"profile": "paper", "devices_gib": {"RAM": 8.0}, "cells": [cell_entry(c, {"causal_lm": 7_241_732_096}, ram=8.0)]}
