@@ -24,6 +24,8 @@ class Backend:
     # Env rules (scripts/envs.py check-locks derives its cross-env checks from these, bench/envs/rules.py):
     # packages pinned at one version in every env that lists them here,
     shared_pins: tuple[str, ...] = ()
+    # pinned alike with the others where this env has the package at all (torch in jax: today's stack only)
+    optional_shared_pins: tuple[str, ...] = ()
     # and whether TensorFlow comes as tensorflow-cpu alone (no GPU build), at the version of the `tensorflow`
     # of the TensorFlow backend of the same Keras major.
     tensorflow_cpu_only: bool = False
@@ -113,8 +115,10 @@ BACKENDS: dict[str, Backend] = {
         ),
         Backend("tensorflow", "Keras 3 (TensorFlow)", "keras", "tensorflow", 3, {"KERAS_BACKEND": "tensorflow"}, short="TF",
                 shared_pins=KERAS3_PINS),
+        # torch here only for the tuning study's DataLoader (envs/jax/pyproject.toml), the same torch as the torch envs;
+        # the 2024 stack's jax env has none (the study runs on today's stack).
         Backend("jax", "Keras 3 (JAX)", "keras", "jax", 3, {"KERAS_BACKEND": "jax"}, short="JAX",
-                shared_pins=KERAS3_PINS, tensorflow_cpu_only=True),
+                shared_pins=KERAS3_PINS, optional_shared_pins=("torch",), tensorflow_cpu_only=True),
         # The same torch as native-torch: the two PyTorch columns compare implementations, not torch builds.
         Backend("torch", "Keras 3 (PyTorch)", "keras", "torch", 3, {"KERAS_BACKEND": "torch"}, short="PyTorch",
                 shared_pins=(*KERAS3_PINS, "torch"), tensorflow_cpu_only=True),

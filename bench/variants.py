@@ -61,10 +61,10 @@ TUNING: dict[str, Variant] = {
                 on(KERAS3_BACKENDS, ("gemma", "mistral", "gemma_2b")), issue="13"),
         Variant("matmul-high", "torch.set_float32_matmul_precision('high') before the model is built (TF32 on a GPU)",
                 on(("torch", "native-torch"))),
-        # ViT's reference data is the same on every backend: arrays in memory (the JAX and TensorFlow envs have no
-        # torch). The published torch DataLoader is loader-workers-0, on the backends whose env has torch.
+        # ViT's reference data is the same on every backend: arrays in memory (the TensorFlow env has no torch). The
+        # published torch DataLoader is loader-workers-0, on the backends whose env has torch (JAX's has it for this).
         Variant("loader-workers-N", "ViT's data from a torch DataLoader of random tensors with N worker processes "
-                "(published: N=0) instead of arrays in memory", on(("torch", "native-torch"), ("vit",))),
+                "(published: N=0) instead of arrays in memory", on(("jax", "torch", "native-torch"), ("vit",))),
     )
 }
 

@@ -308,3 +308,32 @@ def test_interrupted_build_is_never_taken_for_complete(tmp_path):
     assert p.returncode == 0 and "building" in p.stdout, p.stdout + p.stderr
     q = subprocess.run([str(venv / "bin" / "python"), "-c", "import absl, six"], capture_output=True, text=True)
     assert q.returncode == 0, q.stderr
+
+
+def test_torch_in_the_jax_env_is_pinned_like_the_torch_envs_where_it_is_there():
+    """jax's torch (the tuning study's DataLoader) is an optional shared pin: absent is fine, another version is not."""
+    from bench.envs.rules import check_cross_env
+
+    def problems(jax_packages):
+        failed = []
+        versions = {"jax": jax_packages, "torch": {"torch": "2.10.0"}, "native-torch": {"torch": "2.10.0"}}
+        check_cross_env(versions, lambda where, what: failed.append(what), lambda what: None)
+        return [p for p in failed if p.startswith("torch ")]
+
+    assert problems({"torch": "2.10.0"}) == [] and problems({}) == []
+    assert problems({"torch": "2.9.1"}) == ["torch differs across jax, torch, native-torch: {'jax': '2.9.1', 'torch': '2.10.0', 'native-torch': '2.10.0'}"]
+
+
+@pytest.mark.envs
+def test_the_jax_env_feeds_keras_from_a_torch_dataloader_without_changing_jax_cuda_libraries():
+    out = probe("jax", """
+import json, torch, keras
+from torch.utils.data import DataLoader, TensorDataset
+model = keras.Sequential([keras.layers.Flatten(), keras.layers.Dense(3)])
+model.compile("sgd", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+history = model.fit(DataLoader(TensorDataset(torch.rand(8, 2, 2), torch.randint(0, 3, (8,))), batch_size=4), verbose=0)
+print(json.dumps({"torch": torch.__version__, "backend": keras.backend.backend(), "losses": len(history.history["loss"])}))
+""")
+    assert out["torch"].startswith("2.10.") and out["backend"] == "jax" and out["losses"] == 1
+    lock = (ROOT / "envs" / "jax" / "uv.lock").read_text()
+    assert 'name = "nvidia-cudnn-cu12"\nversion = "9.28.0.42"' in lock  # jax[cuda12]'s cuDNN, not torch's 9.10

@@ -1,7 +1,8 @@
 """Cross-env rules, checked on the install artifacts (requirements.txt). Stdlib only.
 
 Nothing is listed here: the rules come from the backends' definitions (bench/backends.py), where each
-backend declares the packages it pins alike with the others (`shared_pins`) and whether its TensorFlow is
+backend declares the packages it pins alike with the others (`shared_pins`, and `optional_shared_pins` where it
+may not have the package at all) and whether its TensorFlow is
 tensorflow-cpu alone (`tensorflow_cpu_only`).
 """
 from __future__ import annotations
@@ -15,7 +16,7 @@ def shared_pin_groups() -> dict[str, list[str]]:
     """package -> the backends that pin it alike, in backend order (packages in order of first mention)."""
     groups: dict[str, list[str]] = {}
     for b in BACKENDS.values():
-        for pkg in b.shared_pins:
+        for pkg in (*b.shared_pins, *b.optional_shared_pins):
             groups.setdefault(pkg, []).append(b.name)
     return {pkg: names for pkg, names in groups.items() if len(names) > 1}
 
@@ -46,7 +47,7 @@ def check_cross_env(versions: dict[str, dict[str, str]], fail: Callable[[str, st
         return versions.get(n, {}).get(pkg)
 
     for pkg, group in shared_pin_groups().items():
-        vs = {n: ver(n, pkg) for n in group if n in versions}
+        vs = {n: ver(n, pkg) for n in group if n in versions and not (pkg in BACKENDS[n].optional_shared_pins and ver(n, pkg) is None)}
         if vs and set(vs.values()) == {None}:
             continue  # no env of the group has it (keras-hub on the 2024 stack, keras-nlp on today's)
         if len(set(vs.values())) > 1 or None in vs.values():
