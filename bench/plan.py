@@ -174,17 +174,25 @@ def available_device(machine: dict) -> tuple[float | None, str]:
     return machine.get("memory_gib"), "RAM"
 
 
-def predicted_oom(cell: Cell, plan_cells_by_key: dict[str, dict], machine: dict) -> str | None:
-    """Why the plan says the cell will not fit the device, or None (fits, no plan, no figure, unknown device)."""
+def plan_figures(cell: Cell, plan_cells_by_key: dict[str, dict], machine: dict) -> tuple[float, float, str] | None:
+    """(what the plan estimates the cell needs here, GiB, the device's GiB, the text saying both), or None (no plan,
+    no figure, unknown device). On a machine without a GPU the need includes XLA's float32 copy where it applies."""
     entry = plan_cells_by_key.get(cell.key) or {}
     have, what = available_device(machine)
     on_host = what == "RAM"  # no GPU: the cell runs on the CPU, where XLA adds its float32 copy
     need = entry.get("host_memory_gib", entry.get("memory_gib")) if on_host else entry.get("memory_gib")
-    if not isinstance(need, (int, float)) or isinstance(need, bool) or not have or need <= have:
+    if not isinstance(need, (int, float)) or isinstance(need, bool) or not have:
         return None
     parts = ", ".join(f"{name} {entry[f'{name}_gib']:.2f}" for name in ("weights", "gradients", "optimizer") if f"{name}_gib" in entry)
     copy = f", XLA's float32 copy of the bfloat16 weights on a CPU {entry['xla_cpu_float32_copy_gib']:.2f}" if on_host and "xla_cpu_float32_copy_gib" in entry else ""
-    return (
-        f"the plan (plan-{cell.profile}.json) estimates {need:.2f} GiB ({parts}, activations ~{entry.get('activations_gib', 0):.2f} "
-        f"estimated{copy}), more than the {have:.2f} GiB of {what} here; --ignore-plan (IGNORE_PLAN=1) runs it anyway"
-    )
+    text = (f"the plan (plan-{cell.profile}.json) estimates {need:.2f} GiB ({parts}, activations ~{entry.get('activations_gib', 0):.2f} "
+            f"estimated{copy}), against the {have:.2f} GiB of {what} here")
+    return need, have, text
+
+
+def predicted_oom(cell: Cell, plan_cells_by_key: dict[str, dict], machine: dict) -> str | None:
+    """Why the plan says the cell will not fit the device, or None (fits, no plan, no figure, unknown device)."""
+    figures = plan_figures(cell, plan_cells_by_key, machine)
+    if figures is None or figures[0] <= figures[1]:
+        return None
+    return f"{figures[2].replace(', against the ', ', more than the ')}; --ignore-plan (IGNORE_PLAN=1) runs it anyway"

@@ -13,14 +13,14 @@ import tempfile
 import threading
 import time
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
 from bench.backends import BenchError, cell_environment, make_env_command
 from bench.drift import reference_ms
 from bench.failures import crash_status, oom_kill_count
-from bench.plan import load_cells as load_plan_cells, predicted_oom
+from bench.plan import load_cells as load_plan_cells, plan_figures, predicted_oom
 from bench.progress import Progress
 from bench.provenance import ENV_STAMP, REPO_ROOT, env_stamp, git_info, machine_info, machine_label, now_utc
 from bench.results import Result, Run, load, load_all, result_path, task_unit
@@ -195,6 +195,7 @@ class Prepared:
     git: dict
     machine: dict
     skipped: int = 0
+    plans: dict[str, dict[str, dict]] = field(default_factory=dict)  # profile -> the plan's cells by key (may be empty)
 
     def attempt(self, cell: Cell, repeat: int, results_dir: Path, timeout_s: float | None, echo: Callable[[str], None],
                 env: dict[str, str] | None = None) -> Run:
@@ -203,7 +204,10 @@ class Prepared:
 
         process = CellProcess(cell, self.pythons[cell.env], results_dir / "logs" / cell.profile / f"{cell.key}.{repeat}.log", self.git, echo)
         process.env.update(env or {})
-        return process.run(timeout_s or get_profile(cell.profile).timeout_s)
+        run = process.run(timeout_s or get_profile(cell.profile).timeout_s)
+        if run.status == "oom" and (figures := plan_figures(cell, self.plans.get(cell.profile, {}), self.machine)):
+            run.message = f"{run.message} ({figures[2]})"  # an oom the plan did not predict: its figures beside it
+        return run
 
     def not_run(self, cell: Cell) -> Run | None:
         """The status that stands for a cell that no process runs: unsupported (as published), oom-predicted."""
@@ -236,11 +240,11 @@ def prepare(cells: list[Cell], results_dir: Path, repeats: int, resume: bool = F
     if resume:
         todo = [c for c in cells if not already_measured(c, results_dir, machine, repeats)]
         skipped, cells = len(cells) - len(todo), todo
-    plans = {} if ignore_plan else {p: load_plan_cells(results_dir, p) for p in {c.profile for c in cells}}
-    predicted = {c.key: why for c in cells if plans and (why := predicted_oom(c, plans[c.profile], machine))}
+    plans = {p: load_plan_cells(results_dir, p) for p in {c.profile for c in cells}}
+    predicted = {} if ignore_plan else {c.key: why for c in cells if (why := predicted_oom(c, plans[c.profile], machine))}
     pythons = {c.env: env_python(c.env) for c in cells if not get_model(c.model).why_cell_unsupported(c) and c.key not in predicted}
     check_writable(results_dir)
-    return Prepared(cells, predicted, pythons, git_info(), machine, skipped)
+    return Prepared(cells, predicted, pythons, git_info(), machine, skipped, plans)
 
 
 def run_cells(

@@ -161,6 +161,22 @@ def test_a_cell_the_plan_says_cannot_fit_is_oom_predicted_unless_ignored(tmp_pat
     assert {r.cell.task: r.status for r in load_all(results)}["fit"] == "ok"
 
 
+def test_an_oom_the_plan_did_not_predict_is_recorded_with_the_plans_figures(tmp_path):
+    # the full-size CPU run: Gemma 7B generate fit the plan (15.95 GiB) and still ran out of memory under XLA
+    venvs = make_fake_envs(tmp_path / "venvs", ["jax"])
+    results = tmp_path / "results"
+    (fit,) = plan_cells("smoke", backends=["jax"], models=["bert"], tasks=["fit"])
+    entry = {"key": fit.key, "memory_gib": 0.5, "weights_gib": 0.2, "gradients_gib": 0.1, "optimizer_gib": 0.1, "activations_gib": 0.1}
+    results.mkdir()
+    (results / "plan-smoke.json").write_text(json.dumps({"profile": "smoke", "cells": [entry]}))
+    out = bench(["run", "--profile", "smoke", "--backend", "jax", "--model", "bert", "--task", "fit", "--results-dir", str(results)],
+                bench_env(venvs, jax="oom"))
+    assert out.returncode == 1, out.stderr + out.stdout
+    (result,) = load_all(results)
+    assert result.status == "oom" and "Out of memory while trying to allocate 40.00GiB" in result.message
+    assert "(the plan (plan-smoke.json) estimates 0.50 GiB (weights 0.20, gradients 0.10, optimizer 0.10, activations ~0.10 estimated), against the" in result.message
+
+
 def test_a_plan_for_another_profile_skips_nothing(tmp_path):
     venvs = make_fake_envs(tmp_path / "venvs", ["jax"])
     results = tmp_path / "results"
