@@ -126,6 +126,25 @@ def test_the_sdpa_attention_layer_computes_what_keras_attention_does():
     assert errors["bfloat16"] < 2e-2, errors  # bf16 keeps 8 bits of mantissa: ~0.4% per rounding
 
 
+FLOAT32_COMPILED_VIT_PREDICT = """
+import dataclasses, json
+from bench.registry import Cell, get_model
+spec = get_model("vit")
+shape = dataclasses.replace(spec.shape("smoke"), dtype="float32")  # the cpu profile's dtype at smoke widths
+workload = spec.implementation("native-torch").create(Cell("native-torch", "vit", "predict", 2, "smoke", "compiled", 1, 3), shape)
+workload.setup()
+print(json.dumps({"logits": list(workload.step().shape), "compiled": workload.compiled}))
+"""
+
+
+@pytest.mark.envs
+def test_the_float32_vit_compiles_for_predict_on_native_pytorch():
+    # found by the cpu profile's full-width run: in float32 eval nn.MultiheadAttention takes its fused fast path,
+    # which inductor failed to compile under inference_mode; smoke (mixed_bfloat16) never took that path
+    out = probe("native-torch", FLOAT32_COMPILED_VIT_PREDICT)
+    assert out == {"logits": [2, get_model("vit").shape("smoke").num_classes], "compiled": True}
+
+
 def run_cells(tmp_path, *args: str):
     from bench.results import load_all
 

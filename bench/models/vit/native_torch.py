@@ -102,7 +102,9 @@ class ViTTorch(TorchWorkload):
         model = self.model
 
         def predict(images, labels=None):
-            with torch.inference_mode(), self.context():
+            # no_grad, not inference_mode: in float32 eval nn.MultiheadAttention takes its fused fast path, which
+            # inductor fails to compile under inference_mode (torch 2.10; found by the cpu profile's float32 ViT)
+            with torch.no_grad(), self.context():
                 return model(images)
 
         return predict
