@@ -70,6 +70,23 @@ def test_the_tuning_section_shows_ratios_to_the_reference_and_no_vit_row_in_the_
     assert "Tuning study" in page
 
 
+def test_a_variant_ratio_of_cells_measured_hours_apart_says_so(tmp_path):
+    pytest.importorskip("tabulate")
+    pytest.importorskip("matplotlib")
+    from bench.report import render
+    from test_table import CPU, make, write_all
+
+    write_all(tmp_path, [
+        make("torch", "vit", "fit", 2, 4000.0, profile="cpu", machine=CPU, created="2026-11-24T01:50:00+00:00"),
+        make("torch", "vit", "fit", 2, 4100.0, profile="cpu", machine=CPU, variant="matmul-high", created="2026-11-24T01:52:00+00:00"),
+        make("torch", "vit", "fit", 2, 1600.0, profile="cpu", machine=CPU, variant="sdpa", created="2026-11-24T11:14:00+00:00"),
+    ])
+    render(tmp_path, tmp_path / "RESULTS.md")
+    tuning = (tmp_path / "TUNING.md").read_text()
+    assert "| 0.98× ≈ " in tuning  # same session: no remark
+    assert "2.50× (measured 9 h apart)" in tuning
+
+
 def probe(backend: str, code: str, *args: str) -> dict:
     python = env_python(backend)
     env = {**cell_environment(backend), "JAX_PLATFORMS": "cpu", "PATH": "/usr/bin:/bin"}

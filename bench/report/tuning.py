@@ -7,6 +7,7 @@ every other table's output is unchanged. `render()` also writes the section alon
 from __future__ import annotations
 
 import csv
+import datetime
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -61,13 +62,25 @@ def cells_of(table: TableAnalysis) -> dict[tuple[str, str, str, int, str], Figur
     return out
 
 
+SAME_SESSION_HOURS = 6.0  # two cells further apart than this were not measured in one session
+
+
+def hours_apart(a: Figure, b: Figure) -> float:
+    created = [datetime.datetime.fromisoformat(f.item.result.created_at) for f in (a, b)]
+    return abs((created[0] - created[1]).total_seconds()) / 3600
+
+
 def ratio_text(reference: Figure | None, variant: Figure) -> str:
-    """reference ms / variant ms: above 1 the variant is faster. `≈` when the gap is within the two cells' spread."""
+    """reference ms / variant ms: above 1 the variant is faster. `≈` when the gap is within the two cells' spread.
+    A ratio of cells measured hours apart says so: a machine label ("AMD EPYC (2 cores)") can stand for hosts of
+    different speeds on different days (seen here: the same ViT fit 2.7x faster a day later), so such a ratio is
+    not a variant's effect."""
     if reference is None or reference.ms is None or variant.ms is None:
         return "—"
     ratio = reference.ms / variant.ms
     noise = max(reference.cv, variant.cv)
-    return fmt_x(ratio) + (" ≈" if abs(ratio - 1) < noise else "")
+    apart = hours_apart(reference, variant)
+    return fmt_x(ratio) + (" ≈" if abs(ratio - 1) < noise else "") + (f" (measured {apart:.0f} h apart)" if apart > SAME_SESSION_HOURS else "")
 
 
 def workloads_table(cells: dict[tuple, Figure]) -> list[str]:
