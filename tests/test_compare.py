@@ -33,9 +33,10 @@ def scaled_copy(source: Path, dest: Path) -> Path:
 
 
 def todays_copy(dest: Path) -> Path:
-    """The committed results of today's stack (the 2024 stack's pair with each other, never with these)."""
+    """The committed smoke results of today's stack (the 2024 stack's pair with each other, never with these; the
+    full-size CPU run in results/cpu-full is another profile)."""
     for result in load_all(COMMITTED):
-        if result.cell.stack == "today":
+        if result.cell.stack == "today" and result.cell.profile == "smoke":
             result.write(dest)
     return dest
 

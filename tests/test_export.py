@@ -34,7 +34,9 @@ def test_the_committed_smoke_results_export_to_72_rows_per_stack(tmp_path):
     assert all(r["file"].startswith("smoke/cpu-amd-epyc-2-cores/stack-2024/") for r in by_stack["2024"])
     # the 2024 stack's smoke matrix (make test-stack2024 KEEP_RESULTS=results): one row per result file
     assert len(by_stack["2024"]) == len(list((COMMITTED / "smoke" / "cpu-amd-epyc-2-cores" / "stack-2024").glob("*.json"))) >= 71
-    rows = by_stack["today"]
+    # today's smoke matrix; the full-size CPU run (results/cpu-full, make bench-cpu-full) exports beside it
+    assert all(r["file"].startswith("cpu-full/") for r in by_stack["today"] if r["profile"] == "cpu")
+    rows = [r for r in by_stack["today"] if r["profile"] == "smoke"]
     assert len(rows) == 72
     assert list(rows[0]) == list(export.COLUMNS)
     assert {r["status"] for r in rows} == {"ok", "unsupported"}
