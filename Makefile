@@ -94,13 +94,13 @@ tuning: doctor envs ## Run the tuning study (ViT: default vs sdpa, attention-dro
 # 7B fits run at batch 1 to keep the whole run near two hours); each result records the batch it ran.
 CPU_FULL_RESULTS = $(RESULTS)/cpu-full
 bench-cpu-full: doctor envs ## Every published cell at full size on this CPU (batch <= 2, 2 timed steps) -> $(RESULTS)/cpu-full; MODEL= BACKEND= TASK= BATCH=
-	$(TOOLS_PY) -m bench plan --profile cpu --results-dir $(CPU_FULL_RESULTS) >/dev/null
+	$(TOOLS_PY) -m bench plan --profile cpu --results-dir $(CPU_FULL_RESULTS) $(if $(BATCH),--batch-size $(BATCH)) >/dev/null
 	$(TOOLS_PY) -m bench run --profile cpu --steps $(or $(STEPS),2) --warmup 0 --timeout $(or $(TIMEOUT),3600) --resume \
 		$(if $(MODEL),--model $(MODEL)) $(if $(BACKEND),--backend $(BACKEND)) $(if $(TASK),--task $(TASK)) $(if $(BATCH),--batch-size $(BATCH)) \
 		--results-dir $(CPU_FULL_RESULTS)
 
-plan: env-tools ## Per cell: parameters, memory (weights, grads, optimizer, est. activations), fits A100/H100/RAM? PROFILE= (default paper)
-	$(TOOLS_PY) -m bench plan --profile $(or $(PROFILE),paper) --results-dir $(RESULTS)
+plan: env-tools ## Per cell: parameters, memory (weights, grads, optimizer, est. activations), fits A100/H100/RAM? PROFILE= (default paper) BATCH=
+	$(TOOLS_PY) -m bench plan --profile $(or $(PROFILE),paper) --results-dir $(RESULTS) $(if $(BATCH),--batch-size $(BATCH))
 
 table: env-tools ## Render $(RESULTS)/RESULTS.md and its figures from the result files (and README's table, for results/); the tuning study's $(RESULTS)/tuning too
 	$(TOOLS_PY) -m bench table --results-dir $(RESULTS) $(if $(filter results,$(RESULTS)),--readme README.md)

@@ -85,6 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
     plan = sub.add_parser("plan", help="every cell's parameters and memory, predicted without allocating a model")
     plan.add_argument("--profile", default="paper", help="paper or smoke (default: paper)")
     plan.add_argument("--results-dir", type=Path, default=DEFAULT_RESULTS, help="writes plan-<profile>.json and plan.json here")
+    plan.add_argument("--batch-size", type=positive_int, help="also plan every cell at this batch (what `bench run --batch-size` will run)")
 
     cell = sub.add_parser("cell", help="(internal) measure one cell in this process")
     cell.add_argument("--cell", required=True, help="the cell as JSON")
@@ -248,7 +249,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from bench.workloads import get_profile
 
     get_profile(args.profile)
-    _, written = run(args.profile, args.results_dir)
+    _, written = run(args.profile, args.results_dir, batch_size=args.batch_size)
     print("wrote " + " and ".join(str(p) for p in written))
     return 0
 

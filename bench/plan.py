@@ -10,6 +10,7 @@ is recorded as `oom-predicted` instead of run (`--ignore-plan` runs it anyway).
 from __future__ import annotations
 
 import json
+import os
 import re
 import time
 from pathlib import Path
@@ -38,6 +39,9 @@ def xla_cpu_copy_bytes(backend: str, entry: dict) -> int:
 
 
 def ram_gib() -> float | None:
+    """The machine's RAM in GiB; BENCH_RAM_GIB stands in for it (plan for another machine; tests)."""
+    if os.environ.get("BENCH_RAM_GIB"):
+        return float(os.environ["BENCH_RAM_GIB"])
     try:
         for line in Path("/proc/meminfo").read_text().splitlines():
             if line.startswith("MemTotal:"):
@@ -75,8 +79,13 @@ def cell_entry(cell: Cell, counts: dict | str | None, ram: float | None) -> dict
     return entry
 
 
-def build_plan(profile: str, echo=print) -> dict:
+def build_plan(profile: str, echo=print, batch_size: int | None = None) -> dict:
+    """Every cell of the profile, and with batch_size each again at that batch: a run that overrides the batch
+    must find its cells in the plan, or it runs them unchecked."""
     cells = plan_cells(profile)
+    if batch_size:
+        known = {c.key for c in cells}
+        cells += [c for c in plan_cells(profile, batch_size=batch_size) if c.key not in known]
     pairs = {(c.model, get_backend(c.backend).family) for c in cells if not get_model(c.model).why_unsupported(c.backend)}
     counts = counts_for(pairs, profile, echo=echo)
     ram = ram_gib()
@@ -131,9 +140,9 @@ def table(plan: dict) -> str:
     return tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True)
 
 
-def run(profile: str, results_dir: Path, echo=print) -> tuple[dict, list[Path]]:
+def run(profile: str, results_dir: Path, echo=print, batch_size: int | None = None) -> tuple[dict, list[Path]]:
     started = time.perf_counter()
-    plan = build_plan(profile, echo=echo)
+    plan = build_plan(profile, echo=echo, batch_size=batch_size)
     written = write_plan(plan, results_dir)
     echo(table(plan))
     if any("host_memory_gib" in c for c in plan["cells"]):

@@ -19,8 +19,8 @@ from typing import Callable
 
 from bench.backends import BenchError, cell_environment, make_env_command
 from bench.drift import reference_ms
-from bench.failures import crash_status, oom_kill_count
-from bench.plan import load_cells as load_plan_cells, plan_figures, predicted_oom
+from bench.failures import PeakMemory, crash_status, oom_kill_count
+from bench.plan import load_cells as load_plan_cells, plan_figures, predicted_oom, ram_gib
 from bench.progress import Progress
 from bench.provenance import ENV_STAMP, REPO_ROOT, env_stamp, git_info, machine_info, machine_label, now_utc
 from bench.results import Result, Run, load, load_all, result_path, task_unit
@@ -108,7 +108,8 @@ class CellProcess:
                 reader.start()
                 timed_out = False
                 try:
-                    proc.wait(timeout=timeout_s)
+                    with PeakMemory(proc.pid) as memory:  # start_new_session: the cell leads its own group
+                        proc.wait(timeout=timeout_s)
                 except subprocess.TimeoutExpired:
                     timed_out = True
                 finally:  # also on Ctrl-C: the cell's whole process group goes with it, leftovers included
@@ -124,7 +125,7 @@ class CellProcess:
                     return Run(status="error", message=f"the cell wrote an unreadable run: {e}", wall_s=wall, exit_code=proc.returncode)
                 run.exit_code = proc.returncode
                 return run
-            return self._crashed(proc.returncode, wall, oom_kills_before)
+            return self._crashed(proc.returncode, wall, oom_kills_before, memory.peak_gib)
 
     def _pump(self, proc: subprocess.Popen, log) -> None:
         for line in proc.stdout:
@@ -149,11 +150,11 @@ class CellProcess:
             pass
         proc.wait()
 
-    def _crashed(self, code: int, wall: float, oom_kills_before: int | None) -> Run:
+    def _crashed(self, code: int, wall: float, oom_kills_before: int | None, peak_rss_gib: float | None) -> Run:
         """The child died without writing its result: say how, from its exit status, the cgroup's OOM-kill
-        count and its last lines."""
+        count, the most RAM its processes held and its last lines."""
         last = " | ".join(line for line in list(self.tail)[-5:] if line)
-        status, how = crash_status(code, "\n".join(self.tail), oom_kills_before, oom_kill_count())
+        status, how = crash_status(code, "\n".join(self.tail), oom_kills_before, oom_kill_count(), peak_rss_gib, ram_gib())
         return Run(status=status, message=f"{how}; last output: {last}", wall_s=wall, exit_code=code)
 
 

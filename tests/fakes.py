@@ -1,6 +1,7 @@
 """A fake backend environment for orchestrator tests: its `python` plays a cell with a chosen behaviour.
 
-FAKE_MODE_<BACKEND> picks the behaviour (ok, leaves-child, sleep, sigkill, segv, oomkill, oom, crash); FAKE_PID_FILE, if set, gets
+FAKE_MODE_<BACKEND> picks the behaviour (ok, leaves-child, sleep, sigkill, segv, oomkill, ramkill, oom,
+crash); FAKE_PID_FILE, if set, gets
 each cell's pid when it starts; FAKE_ORDER_FILE, if set, gets one "<backend> <task>" line per cell process.
 """
 import hashlib
@@ -55,6 +56,10 @@ elif mode == "oomkill":  # what the kernel's OOM killer does: count the kill in 
     counts = dict(line.split() for line in open(events).read().splitlines())
     counts["oom_kill"] = str(int(counts["oom_kill"]) + 1)
     open(events, "w").write("".join(k + " " + v + "\\n" for k, v in counts.items()))
+    os.kill(os.getpid(), signal.SIGKILL)
+elif mode == "ramkill":  # a machine's own killer, which counts nothing we can read: SIGKILL while holding RAM
+    held = bytearray(300 * 2**20)  # zero-filled, so resident
+    time.sleep(2.5)  # long enough for the runner's once-a-second sample
     os.kill(os.getpid(), signal.SIGKILL)
 elif mode == "oom":
     print("2026-01-01 RESOURCE_EXHAUSTED: Out of memory while trying to allocate 40.00GiB", flush=True)

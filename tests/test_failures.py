@@ -1,9 +1,11 @@
 """Out-of-memory and signal classification, against the frameworks' real messages."""
 import signal
+import subprocess
+import sys
 
 import pytest
 
-from bench.failures import classify, crash_status, has_oom_marker, oom_kill_count
+from bench.failures import PeakMemory, classify, crash_status, has_oom_marker, oom_kill_count
 
 # Real texts: the CPU ones raised by this project's envs (torch 2.10, JAX 0.10, TensorFlow 2.21, NumPy 2) on
 # allocations too large for the machine; the GPU ones as the frameworks' allocators word them.
@@ -68,3 +70,27 @@ def test_oom_kill_count_reads_cgroup_v2_memory_events(tmp_path):
 )
 def test_a_dead_cell_is_oom_only_with_evidence(code, output, before, after, expected):
     assert crash_status(code, output, before, after) == expected
+
+
+@pytest.mark.parametrize(
+    "code,peak,ram,status",
+    [
+        (-signal.SIGKILL, 22.0, 23.5, "oom"),  # at the RAM's edge: the machine ran out
+        (-signal.SIGKILL, 12.0, 23.5, "killed"),  # room to spare: someone else's SIGKILL
+        (-signal.SIGKILL, None, 23.5, "killed"),  # never sampled
+        (-signal.SIGKILL, 22.0, None, "killed"),  # RAM unknown
+        (-signal.SIGTERM, 23.0, 23.5, "killed"),  # the OOM killer sends SIGKILL only
+    ],
+)
+def test_a_sigkill_at_the_rams_edge_is_oom(code, peak, ram, status):
+    got, message = crash_status(code, "step 3", None, None, peak, ram)
+    assert got == status, message
+    if status == "oom":
+        assert message == "killed by SIGKILL while its processes held 22.0 GiB of the machine's 23.5 GiB of RAM (sampled each second): out of host memory"
+
+
+def test_peak_memory_sees_a_process_group_hold_ram():
+    child = subprocess.Popen([sys.executable, "-c", "import time; held = bytearray(200 * 2**20); time.sleep(3)"], start_new_session=True)
+    with PeakMemory(child.pid, interval_s=0.2) as memory:
+        child.wait()
+    assert 0.19 < memory.peak_gib < 0.5, memory.peak_gib

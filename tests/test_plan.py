@@ -191,6 +191,23 @@ def test_a_plan_for_another_profile_skips_nothing(tmp_path):
 
 
 @pytest.mark.envs
+def test_a_plan_at_another_batch_holds_the_cells_a_run_at_that_batch_will_meet(monkeypatch):
+    # The full-size run's Gemma fit at BATCH=1 found no plan rows at batch 1 (the cpu profile plans batch 2), so
+    # Keras/JAX ran and died of the float32 copy the plan would have predicted.
+    import bench.plan
+
+    counts = {"causal_lm": 8_537_680_896, "backbone": 8_537_680_896, "counted_in": "test"}
+    monkeypatch.setattr(bench.plan, "counts_for", lambda pairs, profile, echo: {pair: counts for pair in pairs if pair[0] == "gemma"})
+    plan = bench.plan.build_plan("cpu", echo=lambda line: None, batch_size=1)
+    by_key = {c["key"]: c for c in plan["cells"]}
+    assert {"jax__gemma__fit__bs2__default", "jax__gemma__fit__bs1__default", "native-torch__gemma__fit__bs1__eager"} <= set(by_key)
+    assert len(by_key) == len(plan["cells"])  # generate's batch 1 is planned once
+    machine = {"gpus": [], "memory_gib": 23.5}
+    at_one = cell("jax", "gemma", "fit", 1, profile="cpu")
+    monkeypatch.setattr(bench.plan, "available_device", lambda machine: (23.5, "RAM"))
+    assert "more than the 23.50 GiB of RAM" in predicted_oom(at_one, by_key, machine)
+
+
 def test_plan_counts_match_the_published_models():
     from bench.plan import build_plan
     from bench.plan_counts import family_env
@@ -238,7 +255,7 @@ def test_make_bench_cpu_full_runs_the_published_cells_at_full_size_resumably_int
     lines = out.stdout.replace("\\\n", " ").splitlines()
     plan = next(l for l in lines if "-m bench plan" in l)
     run = next(l for l in lines if "-m bench run" in l)
-    assert "--profile cpu --results-dir /r/cpu-full" in plan
+    assert "--profile cpu --results-dir /r/cpu-full --batch-size 1" in " ".join(plan.split())  # its cells are in the plan
     for words in ("--profile cpu", "--steps 2", "--warmup 0", "--timeout 3600", "--resume", "--model gemma", "--task fit",
                   "--batch-size 1", "--results-dir /r/cpu-full"):
         assert words in " ".join(run.split()), (words, run)

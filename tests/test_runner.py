@@ -409,6 +409,21 @@ def test_results_of_cells_no_longer_in_the_registry_stop_nothing(venvs, tmp_path
     assert "2 result files" in out.stdout
 
 
+def test_sigkill_while_holding_the_machines_ram_is_oom_with_the_figures(venvs, tmp_path):
+    # The full-size run's Keras-torch Gemma fit: SIGKILLed at the RAM's edge on a machine whose cgroup counts no kill.
+    results = tmp_path / "results"
+    env = {**bench_env(venvs, jax="ramkill", torch="ramkill"), "BENCH_MEMORY_EVENTS": str(tmp_path / "absent" / "memory.events")}
+    out = bench(run_args(results, "--backend", "jax", "--model", "bert", "--task", "fit"), {**env, "BENCH_RAM_GIB": "0.3"})
+    assert out.returncode == 1
+    (r,) = load_all(results)
+    assert r.status == "oom", r.message
+    assert r.message.startswith("killed by SIGKILL while its processes held 0.3 GiB of the machine's 0.3 GiB of RAM"), r.message
+    # The same death with RAM to spare is no evidence of memory: killed, as before.
+    out = bench(run_args(results, "--backend", "torch", "--model", "bert", "--task", "fit"), {**env, "BENCH_RAM_GIB": "64"})
+    by_backend = {r.cell.backend: r for r in load_all(results)}
+    assert by_backend["torch"].status == "killed", by_backend["torch"].message
+
+
 def test_sigkill_without_a_readable_memory_events_is_killed_not_oom(venvs, tmp_path):
     results = tmp_path / "results"
     env = {**bench_env(venvs, jax="sigkill"), "BENCH_MEMORY_EVENTS": str(tmp_path / "no-cgroup-v2" / "memory.events")}

@@ -28,9 +28,10 @@ from typing import Any, Callable
 
 from bench.backends import BenchError, cell_environment
 from bench.drift import reference_ms
-from bench.failures import crash_status, oom_kill_count
+from bench.failures import PeakMemory, crash_status, oom_kill_count
 from bench.grid.spec import COLUMNS, MODELS, REFERENCE_COLUMN, TASK, Grid, GridModel
 from bench.grid.worker import REPLY
+from bench.plan import ram_gib
 from bench.progress import Progress, hms
 from bench.provenance import REPO_ROOT, git_info, machine_info, machine_slug, now_utc
 from bench.registry import Cell
@@ -89,6 +90,7 @@ class WorkerProcess:
                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
         self.reader = threading.Thread(target=self._pump, args=(echo,), daemon=True)
         self.reader.start()
+        self.memory = PeakMemory(self.proc.pid).__enter__()  # what it held, should the machine kill it
 
     def _pump(self, echo) -> None:
         for line in self.proc.stdout:
@@ -119,7 +121,8 @@ class WorkerProcess:
             return {"status": "timeout", "message": f"no answer after {timeout_s:.0f} s; the {self.env_name} worker was killed"}
         if answer is None:
             self.proc.wait()
-            status, how = crash_status(self.proc.returncode, "\n".join(self.tail), self.oom_before, oom_kill_count())
+            status, how = crash_status(self.proc.returncode, "\n".join(self.tail), self.oom_before, oom_kill_count(),
+                                     self.memory.peak_gib, ram_gib())
             last = " | ".join(line for line in self.tail[-5:] if line)
             return {"status": status, "message": f"the {self.env_name} worker {how}; last output: {last}"}
         return answer
@@ -137,6 +140,7 @@ class WorkerProcess:
             except (BrokenPipeError, OSError, subprocess.TimeoutExpired):
                 pass
         CellProcess._kill(self.proc)  # the runner's: SIGTERM the group, then SIGKILL what is left
+        self.memory.__exit__()
         self.reader.join(timeout=10)
         self.log.close()
 
