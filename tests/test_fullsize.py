@@ -40,4 +40,12 @@ def test_each_full_size_cell_that_ran_recorded_the_paper_settings(result):
     assert_paper_settings(result.cell, run.settings)
     shape = get_model(result.cell.model).shape("paper")
     if result.cell.model in LLMS:  # a 7B model never passed through float32 on the host (34 GB for Gemma)
-        assert run.settings.get("parameter_dtypes") == [shape.dtype], run.settings
+        dtypes = run.settings.get("parameter_dtypes")
+        if result.cell.task == "fit" and result.cell.backend != "native-torch":
+            # Keras 3.15's enable_lora makes float32 LoRA kernels under a bfloat16 policy (docs/DEVIATIONS.md row 19):
+            # the base weights' bfloat16 shows in the peak, below what float32 weights alone would hold.
+            assert shape.dtype in dtypes and set(dtypes) <= {shape.dtype, "float32"}, dtypes
+            float32_gib = run.settings["parameters"] * 4 / 2**30
+            assert run.process["peak_rss_gib"] < float32_gib, (run.process["peak_rss_gib"], float32_gib)
+        else:
+            assert dtypes == [shape.dtype], run.settings
