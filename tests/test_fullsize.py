@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.registry import get_model
+from bench.registry import get_model, plan_cells
 from bench.results import load_all
 from conftest import assert_paper_settings
 
@@ -23,6 +23,22 @@ def test_the_full_size_run_is_committed_at_paper_shapes():
     assert RESULTS, f"no results under {FULL_SIZE}: run make bench-cpu-full"
     assert {r.cell.profile for r in RESULTS} == {"cpu"}
     assert (FULL_SIZE / "plan-cpu.json").exists()  # the plan the run skipped oom-predicted cells by
+
+
+def test_every_published_cell_has_a_full_size_result():
+    # Each cell of the published table has its own result, at the cpu profile's batch or (where that could not fit
+    # or took too long, recorded beside the number) at batch 1.
+    def key(cell, batch):
+        return cell.backend, cell.variant, cell.model, cell.task, batch
+    unmatched = {key(r.cell, r.cell.batch_size) for r in RESULTS}
+    missing = []
+    for cell in sorted(plan_cells("cpu"), key=lambda c: -c.batch_size):  # exact batches are claimed before batch 1
+        found = next((k for k in (key(cell, cell.batch_size), key(cell, 1)) if k in unmatched), None)
+        if found:
+            unmatched.discard(found)
+        else:
+            missing.append(cell.key)
+    assert len(RESULTS) == 72 and not missing, missing
 
 
 @pytest.mark.parametrize("result", RESULTS, ids=lambda r: r.cell.key)
