@@ -14,10 +14,16 @@ from bench.provenance import gpus
 from bench.results import Run, write_json_atomic
 from bench.drivers import DERIVATIONS, drive
 from bench.timing import Split, StepTimer, Stopwatch
-from bench.workloads import Cell, get_model
+from bench.profiles import get_profile
+from bench.registry import Cell, get_model
 
 def log(message: str) -> None:
     print(f"[cell] {message}", flush=True)
+
+
+def on_gpu(cell: Cell, machine_gpus: list[dict]) -> bool:
+    """Whether the cell must run on a GPU: its profile is a GPU profile and the machine lists a GPU for it."""
+    return bool(machine_gpus) and get_profile(cell.profile).gpu
 
 
 def measure(cell: Cell) -> Run:
@@ -27,6 +33,8 @@ def measure(cell: Cell) -> Run:
     spec = get_model(cell.model)
     task = cell.task_spec
     wall = Stopwatch()
+    if on_gpu(cell, gpus()):
+        frameworks.require_gpu(backend.framework, gpus())  # never the CPU's figures under the GPU's label
     workload = spec.implementation(cell.backend).create(cell, spec.shape(cell.profile))
     log(f"setting up {spec.display} {cell.task} (batch {cell.batch_size}, profile {cell.profile}, {cell.variant})")
     workload.setup()
@@ -42,6 +50,8 @@ def measure(cell: Cell) -> Run:
     status, message = "ok", None
     if derived and statistics.median(split.timed_ms) <= 0:
         status, message = "unsteady", "the derived per-step median is zero or negative: the noise between the paired calls is larger than their difference (raw windows kept)"
+    elif problems := workload.cuda_graph_problems(steadiness):
+        status, message = "unsteady", f"compiled with CUDA graphs (mode=reduce-overhead), but {'; '.join(problems)} (raw windows kept)"
     log(f"warm-up took {steadiness.warmup_steps_run} steps; " + ("steady" if steadiness.steady else "unsteady: " + "; ".join(steadiness.reasons)))
     return Run(
         status=status,
@@ -50,7 +60,7 @@ def measure(cell: Cell) -> Run:
         first_step_contains=task.first_step_contains,
         warmup_ms=split.warmup_ms,
         timed_ms=split.timed_ms if status == "ok" else [],
-        windows_ms=timer.windows_ms if derived else None,
+        windows_ms=timer.windows_ms if derived or status != "ok" else None,
         derived=derived,
         compile_events=timer.compile_events,
         steadiness=steadiness.to_dict(),
@@ -60,6 +70,7 @@ def measure(cell: Cell) -> Run:
         settings={"unit": task.unit, "driver": workload.driver, **workload.settings()},
         framework=frameworks.framework_info(backend.framework),
         process={**provenance.process_provenance(), "peak_rss_gib": provenance.peak_rss_gib()},
+        device_memory=frameworks.device_memory(backend.framework),
     )
 
 
@@ -74,12 +85,31 @@ def figures(timer: StepTimer, derivation: str | None) -> tuple[Split, bool]:
     return Split(first, split.warmup_ms, split.timed_ms), True
 
 
+def pin_cpus() -> None:
+    """Keep to the cores the orchestrator gave this cell (BENCH_CPU_AFFINITY, "0-3,8": cells run side by side with
+    --jobs N), before any framework starts its thread pools; the thread variables came with it."""
+    spec = os.environ.get("BENCH_CPU_AFFINITY")
+    if spec:
+        os.sched_setaffinity(0, parse_cpu_list(spec))
+
+
+def parse_cpu_list(spec: str) -> set[int]:
+    """"0-3,8" -> {0, 1, 2, 3, 8} (the kernel's cpulist format)."""
+    cpus: set[int] = set()
+    for part in filter(None, (p.strip() for p in spec.split(","))):
+        low, _, high = part.partition("-")
+        cpus.update(range(int(low), int(high or low) + 1))
+    return cpus
+
+
 def main(cell: Cell, out: Path) -> int:
     for key, value in cell_environment(cell.env).items():
         os.environ.setdefault(key, value)  # before any framework import
-    if get_backend(cell.backend).framework == "jax" and not gpus():
-        # Without a GPU, jax[cuda12]'s plugin fails to initialise (noisily) before falling back to the CPU.
-        os.environ.setdefault("JAX_PLATFORMS", "cpu")
+    pin_cpus()
+    if get_backend(cell.backend).framework == "jax":
+        # Name the platform JAX is to use: without a GPU, jax[cuda12]'s plugin fails to initialise (noisily) before
+        # falling back to the CPU; on a GPU profile with a GPU, a JAX that cannot use it must fail, not fall back.
+        os.environ.setdefault("JAX_PLATFORMS", "cuda" if on_gpu(cell, gpus()) else "cpu")
     from bench import offline
 
     offline.install_guard()

@@ -106,7 +106,18 @@ def drive_trainer(workload, timer: StepTimer) -> None:
         )
         arguments.update(workload.trainer_arguments())
         dataset = workload.training_dataset(workload.cell.batch_size * steps)
-        Trainer(model=workload.model, args=TrainingArguments(**arguments), train_dataset=dataset, callbacks=[StepWindows()]).train()
+        training_arguments = TrainingArguments(**arguments)
+        refuse_data_parallel(training_arguments.n_gpu)
+        Trainer(model=workload.model, args=training_arguments, train_dataset=dataset, callbacks=[StepWindows()]).train()
+
+
+def refuse_data_parallel(n_gpu: int) -> None:
+    """With more than one GPU visible the Trainer wraps the model in DataParallel and multiplies the per-device batch
+    by the GPU count, while the cell says one GPU at its batch size: refuse rather than measure another cell. (The
+    orchestrator gives every cell exactly one GPU: bench/runner.py gpu_environment.)"""
+    if n_gpu > 1:
+        raise RuntimeError(f"the transformers Trainer sees {n_gpu} GPUs and would train on all of them (DataParallel, batch x {n_gpu}); "
+                           "a cell runs on one GPU: set CUDA_VISIBLE_DEVICES to one GPU (the orchestrator does)")
 
 
 def pair_difference(windows_ms: list[float], tags: list[Any]) -> list[float]:

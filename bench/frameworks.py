@@ -3,6 +3,7 @@
 Each imports its framework lazily."""
 from __future__ import annotations
 
+import os
 from typing import Any, Callable
 
 
@@ -45,13 +46,28 @@ class JaxDevice:
 
 
 class TorchDevice:
-    """PyTorch runs CPU work synchronously and CUDA work on streams that synchronize() drains."""
+    """PyTorch runs CPU work synchronously and CUDA work on streams that synchronize() drains. Its compile count
+    adds inductor's CUDA-graph recordings to dynamo's graphs: under mode="reduce-overhead" a graph recorded (or
+    re-recorded) inside a window is as much a compile as a retrace, and steadiness counts it as one."""
+
+    _recordings = 0
+    _listening = False
 
     def __init__(self) -> None:
         import torch
 
         self._torch = torch
         self._cuda = torch.cuda.is_available()
+        if not TorchDevice._listening:  # one process-wide listener: inductor announces each CUDA-graph recording
+            callback = _torch_callback_module()
+            if callback is not None:
+
+                def count(args: Any) -> None:
+                    if args.callback_trigger == callback.CallbackTrigger.CUDAGRAPH_RECORDING:
+                        TorchDevice._recordings += 1
+
+                callback.on_compile_end(count)
+            TorchDevice._listening = True
 
     def sync(self, result: Any) -> None:
         self.barrier()
@@ -63,7 +79,31 @@ class TorchDevice:
     def compile_count(self) -> int:
         from torch._dynamo.utils import counters
 
-        return int(counters["stats"].get("unique_graphs", 0))
+        return int(counters["stats"].get("unique_graphs", 0)) + TorchDevice._recordings
+
+
+def _torch_callback_module():
+    """torch._dynamo.callback where it announces CUDA-graph recordings (torch >= 2.6); None in older torch."""
+    try:
+        from torch._dynamo import callback
+    except ImportError:
+        return None
+    return callback if hasattr(getattr(callback, "CallbackTrigger", None), "CUDAGRAPH_RECORDING") else None
+
+
+def inductor_cudagraphs() -> dict[str, Any]:
+    """What inductor did with CUDA graphs in this process (mode="reduce-overhead"): recordings (the callback above;
+    None where this torch does not announce them), skips (inductor's own counter: a graph it ran without CUDA
+    graphs) and the skip reasons dynamo's compilation metrics kept."""
+    from torch._dynamo import utils
+
+    get_metrics = getattr(utils, "get_compilation_metrics", None)
+    reasons = sorted({m.cudagraph_skip_reason for m in (get_metrics() if get_metrics else []) if getattr(m, "cudagraph_skip_reason", None)})
+    return {
+        "recordings": TorchDevice._recordings if _torch_callback_module() is not None else None,
+        "skips": int(utils.counters["inductor"].get("cudagraph_skips", 0)),
+        "skip_reasons": reasons,
+    }
 
 
 class TensorflowDevice:
@@ -99,6 +139,82 @@ class TensorflowDevice:
 DEVICES: dict[str, Callable[[], Any]] = {"jax": JaxDevice, "torch": TorchDevice, "tensorflow": TensorflowDevice}
 
 
+class GpuNotVisible(RuntimeError):
+    """The machine has a GPU the cell should use, and the framework under test sees none."""
+
+
+def gpu_devices(framework: str) -> tuple[list[str], str]:
+    """(the GPUs the framework sees, every device it sees) as one line each; an exception while asking counts
+    as no GPU, its first line named."""
+    try:
+        if framework == "torch":
+            import torch
+
+            count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+            return [f"cuda:{i}" for i in range(count)], f"torch {torch.__version__} (CUDA build {torch.version.cuda}): {count} CUDA device(s)"
+        if framework == "jax":
+            import jax
+
+            devices = jax.devices()
+            return [str(d) for d in devices if d.platform == "gpu"], f"jax {jax.__version__}: {', '.join(str(d) for d in devices)}"
+        import tensorflow as tf
+
+        found = tf.config.list_physical_devices()
+        return [d.name for d in found if d.device_type == "GPU"], (f"tensorflow {tf.__version__} (built with CUDA: "
+                                                                    f"{tf.test.is_built_with_cuda()}): {', '.join(d.name for d in found)}")
+    except Exception as e:  # e.g. JAX_PLATFORMS=cuda with no usable CUDA plugin: "Unable to initialize backend 'cuda'"
+        return [], f"{framework} failed to list its devices: {str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__}"
+
+
+LIKELY_CAUSE = {
+    "torch": "a CPU-only torch wheel (CUDA build None), a driver older than the wheel's CUDA, or CUDA_VISIBLE_DEVICES",
+    "jax": "no jax CUDA plugin (jax-cuda12-plugin), a driver older than its CUDA, or CUDA_VISIBLE_DEVICES",
+    "tensorflow": "a CPU-only TensorFlow (tensorflow-cpu), GPU libraries that failed to load (TF_CPP_MIN_LOG_LEVEL=0 "
+                  "shows 'Cannot dlopen some GPU libraries'), or CUDA_VISIBLE_DEVICES",
+}
+
+
+def require_gpu(framework: str, machine_gpus: list[dict]) -> None:
+    """Refuse to measure the CPU under a GPU's label: raise GpuNotVisible, in one line naming the framework, what
+    it sees and the likely cause, when the machine lists GPUs for this process and the framework sees none."""
+    seen, what = gpu_devices(framework)
+    if machine_gpus and not seen:
+        names = ", ".join(g.get("name", "GPU") for g in machine_gpus)
+        visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+        raise GpuNotVisible(f"{framework} sees no GPU ({what}) while nvidia-smi lists {names} for this cell "
+                            f"(CUDA_VISIBLE_DEVICES={visible if visible is not None else 'unset'}); likely cause: {LIKELY_CAUSE[framework]}")
+
+
+def device_memory(framework: str) -> dict[str, Any] | None:
+    """The framework's own peak device memory on its first GPU, in GiB; None when it used no GPU."""
+    gib = lambda n: None if n is None else round(n / 2**30, 3)
+    if framework == "torch":
+        import torch
+
+        if not torch.cuda.is_available() or not torch.cuda.is_initialized():
+            return None
+        return {"framework": "torch", "device": "cuda:0", "peak_allocated_gib": gib(torch.cuda.max_memory_allocated(0)),
+                "peak_reserved_gib": gib(torch.cuda.max_memory_reserved(0)),
+                "source": "torch.cuda.max_memory_allocated / max_memory_reserved"}
+    if framework == "jax":
+        import jax
+
+        gpus = [d for d in jax.devices() if d.platform == "gpu"]
+        stats = gpus[0].memory_stats() if gpus else None
+        if not stats:
+            return None
+        return {"framework": "jax", "device": str(gpus[0]), "peak_allocated_gib": gib(stats.get("peak_bytes_in_use")),
+                "peak_reserved_gib": gib(stats.get("peak_pool_bytes", stats.get("pool_bytes"))), "limit_gib": gib(stats.get("bytes_limit")),
+                "source": "jax Device.memory_stats(): peak_bytes_in_use, bytes_limit"}
+    import tensorflow as tf
+
+    if not tf.config.list_logical_devices("GPU"):
+        return None
+    info = tf.config.experimental.get_memory_info("GPU:0")
+    return {"framework": "tensorflow", "device": "GPU:0", "peak_allocated_gib": gib(info.get("peak")), "peak_reserved_gib": None,
+            "source": "tf.config.experimental.get_memory_info('GPU:0')['peak']"}
+
+
 def device_for(framework: str):
     """The Device (bench.timing) of a framework, built lazily: only the env under test has its framework."""
     return DEVICES[framework]()
@@ -113,6 +229,10 @@ def _tensorflow_info() -> dict[str, Any]:
     import tensorflow as tf
 
     build = tf.sysconfig.get_build_info()
+    tf32 = tf.config.experimental.tensor_float_32_execution_enabled()
+    gpus = tf.config.list_physical_devices("GPU")
+    details = tf.config.experimental.get_device_details(gpus[0]) if gpus else {}
+    capability = ".".join(map(str, details["compute_capability"])) if details.get("compute_capability") else None
     return {
         "framework": "tensorflow",
         "version": tf.__version__,
@@ -120,7 +240,8 @@ def _tensorflow_info() -> dict[str, Any]:
         "cudnn_build": build.get("cudnn_version"),
         "devices": [d.name for d in tf.config.list_logical_devices()],
         "gpus": [d.name for d in tf.config.list_physical_devices("GPU")],
-        "precision": {"tf32_execution": tf.config.experimental.tensor_float_32_execution_enabled()},
+        "precision": {"tf32_execution": tf32, "float32_matmul": resolved_float32_matmul(capability, tf32)},
+        "compute_capability": capability,
     }
 
 
@@ -128,6 +249,9 @@ def _jax_info() -> dict[str, Any]:
     import jax
 
     devices = jax.devices()
+    gpu = next((d for d in devices if d.platform == "gpu"), None)
+    capability = getattr(gpu, "compute_capability", None) if gpu else None
+    setting = jax.config.jax_default_matmul_precision
     return {
         "framework": "jax",
         "version": jax.__version__,
@@ -135,7 +259,9 @@ def _jax_info() -> dict[str, Any]:
         "cuda_plugin": _dist_version("jax-cuda12-plugin"),
         "devices": [str(d) for d in devices],
         "gpus": [d.device_kind for d in devices if d.platform == "gpu"],
-        "precision": {"default_matmul_precision": str(jax.config.jax_default_matmul_precision)},
+        "precision": {"default_matmul_precision": str(setting),
+                      "float32_matmul": resolved_float32_matmul(capability, str(setting).lower() not in ("highest", "float32"))},
+        "compute_capability": capability,
     }
 
 
@@ -143,6 +269,7 @@ def _torch_info() -> dict[str, Any]:
     import torch
 
     cuda = torch.cuda.is_available()
+    capability = ".".join(map(str, torch.cuda.get_device_capability(0))) if cuda and torch.cuda.device_count() else None
     return {
         "framework": "torch",
         "version": torch.__version__,
@@ -155,8 +282,21 @@ def _torch_info() -> dict[str, Any]:
             "float32_matmul_precision": torch.get_float32_matmul_precision(),
             "cuda_matmul_allow_tf32": torch.backends.cuda.matmul.allow_tf32,
             "cudnn_allow_tf32": torch.backends.cudnn.allow_tf32,
+            "float32_matmul": resolved_float32_matmul(capability, torch.get_float32_matmul_precision() != "highest" and torch.backends.cuda.matmul.allow_tf32),
+            "float32_convolution": resolved_float32_matmul(capability, torch.backends.cudnn.allow_tf32),
         },
+        "compute_capability": capability,
+        "inductor_cudagraphs": inductor_cudagraphs(),
     }
+
+
+def resolved_float32_matmul(compute_capability: str | None, tf32_allowed: bool) -> str:
+    """What a float32 matmul computes in, given the GPU and the framework's setting: TF32 (10-bit mantissa inputs)
+    where the framework allows it on a GPU of compute capability 8.0 (Ampere) or later, else full float32 (a CPU,
+    an older GPU, or TF32 turned off: torch's "highest", JAX's "highest"/"float32")."""
+    if compute_capability and tf32_allowed and float(compute_capability.split(".")[0]) >= 8:
+        return "tf32"
+    return "float32"
 
 
 def _dist_version(name: str) -> str | None:

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from bench.atomic import write_json_atomic
-from bench.backends import get_backend
+from bench.backends import cell_environment, get_backend
 from bench.plan_counts import counts_for
 from bench.plan_memory import ACTIVATION_FORMULAS, GIB, figures, fits
 from bench.provenance import git_info, machine_info, now_utc
@@ -24,6 +24,31 @@ from bench.workloads import Cell, get_model, plan_cells
 
 # What nvidia-smi reports as memory.total for the published GPU and the current flagship, in GiB.
 DEVICES = {"A100-40GB": 40960 / 1024, "H100-80GB": 81559 / 1024}
+# An assumption, not measured here: what a process's CUDA context, cuBLAS/cuDNN workspaces and allocator slack take
+# from a card before its framework allocates a tensor (about 0.3-0.6 GiB of context on an A100, with lazy module
+# loading, plus workspaces).
+CUDA_OVERHEAD_GIB = 1.0
+JAX_DEFAULT_MEM_FRACTION = 0.75  # JAX preallocates 75% of the card unless XLA_PYTHON_CLIENT_MEM_FRACTION says otherwise
+
+
+def usable_gib(framework: str, card_gib: float | None, environment: dict[str, str] | None = None) -> float | None:
+    """What a framework can allocate of a card of card_gib: JAX its preallocated fraction
+    (XLA_PYTHON_CLIENT_MEM_FRACTION: the cell's own variables, bench/backends.py; the whole card, less the CUDA
+    overhead, with XLA_PYTHON_CLIENT_ALLOCATOR=platform), torch and TensorFlow the card less CUDA_OVERHEAD_GIB (CUDA
+    graph pools and the allocator's caching come out of what is left)."""
+    if card_gib is None:
+        return None
+    env = {**(environment or {})}
+    if framework == "jax" and env.get("XLA_PYTHON_CLIENT_ALLOCATOR") != "platform":
+        return card_gib * float(env.get("XLA_PYTHON_CLIENT_MEM_FRACTION", JAX_DEFAULT_MEM_FRACTION))
+    return max(card_gib - CUDA_OVERHEAD_GIB, 0.0)
+
+
+def cell_usable_gib(cell: Cell, card_gib: float | None) -> float | None:
+    """usable_gib for this cell's framework, with the variables its process runs with (the caller's override the
+    backend's, as in the cell: bench/cell.py main)."""
+    environment = {**cell_environment(cell.env), **{k: v for k, v in os.environ.items() if k.startswith("XLA_PYTHON_CLIENT_")}}
+    return usable_gib(get_backend(cell.backend).framework, card_gib, environment)
 KERAS2_COUNTS = "keras2 builds for real (no abstract scope in tf_keras): its cells use the Keras 3 count of the same architecture"
 # Found by the full-size CPU run (issue 11): XLA's CPU backend has no bfloat16 matmul, so it converts each bfloat16
 # weight to float32 and keeps those copies live across the step (hoisted out of generate's loop; held from forward to
@@ -75,7 +100,9 @@ def cell_entry(cell: Cell, counts: dict | str | None, ram: float | None) -> dict
         entry["xla_cpu_float32_copy_gib"] = round(copy / GIB, 3)
         host = total + copy / GIB
         entry["host_memory_gib"] = round(host, 3)
-    entry["fits"] = {**{name: fits(total, cap) for name, cap in DEVICES.items()}, "RAM": fits(host, ram)}
+    usable = {name: cell_usable_gib(cell, cap) for name, cap in DEVICES.items()}
+    entry["usable_gib"] = {name: round(value, 2) for name, value in usable.items()}
+    entry["fits"] = {**{name: fits(total, usable[name]) for name in DEVICES}, "RAM": fits(host, ram)}
     return entry
 
 
@@ -95,7 +122,10 @@ def build_plan(profile: str, echo=print, batch_size: int | None = None) -> dict:
         "provenance": {"git": git_info(), "machine": machine_info()},  # the code and machine that made the plan
         "devices_gib": {**{k: round(v, 2) for k, v in DEVICES.items()}, "RAM": round(ram, 2) if ram else None},
         "estimate_note": "activations are a rough estimate (see activation_formulas); weights, gradients and optimizer "
-        "state are exact for the counted parameters; the framework's own memory (CUDA context, allocator) is not included",
+        "state are exact for the counted parameters; the framework's own memory (CUDA context, allocator) is not in "
+        "memory_gib, and a GPU's fit compares it with what the cell's framework can use of the card (usable_gib: JAX its "
+        f"preallocated fraction, default {JAX_DEFAULT_MEM_FRACTION}; torch and TensorFlow the card less an assumed "
+        f"{CUDA_OVERHEAD_GIB} GiB of CUDA context and workspaces)",
         "activation_formulas": ACTIVATION_FORMULAS,
         "keras2_counts": KERAS2_COUNTS,
         "xla_cpu_copy": XLA_CPU_COPY,
@@ -173,13 +203,17 @@ def gib_of(memory: str | None) -> float | None:
     return value if match.group(2) == "GiB" else value / 1024
 
 
-def available_device(machine: dict) -> tuple[float | None, str]:
-    """(GiB, what) of the device a cell will use: the smallest visible GPU's memory, else the machine's RAM."""
+def available_device(machine: dict, cell: Cell | None = None) -> tuple[float | None, str]:
+    """(GiB, what) of the device a cell will use: of the smallest visible GPU's memory, what the cell's framework
+    can use (usable_gib; the whole card without a cell), else the machine's RAM."""
     gpus = [(gib_of(g.get("memory")), g.get("name", "GPU")) for g in machine.get("gpus") or []]
     gpus = [(size, name) for size, name in gpus if size]
     if gpus:
         size, name = min(gpus)
-        return size, f"{name} memory"
+        if cell is None:
+            return size, f"{name} memory"
+        usable = cell_usable_gib(cell, size)
+        return usable, f"{name} memory that {get_backend(cell.backend).framework} can use (of {size:.2f} GiB)"
     return machine.get("memory_gib"), "RAM"
 
 
@@ -187,7 +221,7 @@ def plan_figures(cell: Cell, plan_cells_by_key: dict[str, dict], machine: dict) 
     """(what the plan estimates the cell needs here, GiB, the device's GiB, the text saying both), or None (no plan,
     no figure, unknown device). On a machine without a GPU the need includes XLA's float32 copy where it applies."""
     entry = plan_cells_by_key.get(cell.key) or {}
-    have, what = available_device(machine)
+    have, what = available_device(machine, cell)
     on_host = what == "RAM"  # no GPU: the cell runs on the CPU, where XLA adds its float32 copy
     need = entry.get("host_memory_gib", entry.get("memory_gib")) if on_host else entry.get("memory_gib")
     if not isinstance(need, (int, float)) or isinstance(need, bool) or not have:

@@ -21,6 +21,7 @@ class Profile:
     max_batch_size: int  # 0: use the published batch sizes unchanged
     max_warmup_steps: int  # warm-up goes on past warmup_steps, up to this, while steps still compile
     shapes_from: str = ""  # a profile whose model shapes this one runs (a workload.toml table of its own overrides fields)
+    gpu: bool = False  # a GPU profile: where the machine has a GPU, a cell whose framework sees none fails at set-up
 
     def __post_init__(self) -> None:
         if self.timed_steps < 1 or self.warmup_steps < 0 or self.timeout_s < 1 or self.max_batch_size < 0 or self.max_warmup_steps < self.warmup_steps:

@@ -66,17 +66,96 @@ def _memory_gib() -> float | None:
     return None
 
 
-def gpus() -> list[dict[str, str]]:
-    """NVIDIA GPUs as nvidia-smi reports them (name, driver, memory); empty without a driver."""
-    out = _run(["nvidia-smi", "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"])
-    if not out:
+# nvidia-smi's fields for each GPU, in query order: identity, then what the speed of a cell depends on.
+GPU_FIELDS = ("index", "uuid", "name", "driver_version", "memory.total", "pci.bus_id", "compute_cap")
+# What can change during a run and moves a figure: recorded at the start and end of each cell (gpu_state).
+GPU_STATE_FIELDS = ("clocks.sm", "clocks.max.sm", "clocks.mem", "clocks.max.mem", "power.draw", "power.limit",
+                    "temperature.gpu", "clocks_throttle_reasons.active")
+NO_GPU_VALUES = {"", "-1", "none", "nodevfiles", "void"}  # CUDA_VISIBLE_DEVICES values that hide every GPU
+
+
+def _nvidia_smi_rows(fields: tuple[str, ...], ids: list[str] | None = None) -> list[dict[str, str]] | None:
+    """One dict per GPU of nvidia-smi --query-gpu (every GPU, or those of `ids`); None without a working nvidia-smi."""
+    cmd = ["nvidia-smi", f"--query-gpu={','.join(fields)}", "--format=csv,noheader,nounits"]
+    if ids:
+        cmd.append(f"--id={','.join(ids)}")
+    out = _run(cmd)
+    if out is None:
+        return None
+    return [dict(zip(fields, (part.strip() for part in line.split(",")))) for line in out.splitlines() if line.strip()]
+
+
+def _mig_devices() -> dict[str, str]:
+    """MIG device UUID -> its parent GPU's UUID, from `nvidia-smi -L` (empty without MIG)."""
+    parents, parent = {}, None
+    for line in (_run(["nvidia-smi", "-L"]) or "").splitlines():
+        if match := re.search(r"\(UUID: (GPU-[^)]+)\)", line):
+            parent = match.group(1)
+        elif (match := re.search(r"\(UUID: (MIG-[^)]+)\)", line)) and parent:
+            parents[match.group(1)] = parent
+    return parents
+
+
+def visible_gpu_selection(all_gpus: list[dict[str, str]], visible: str | None) -> list[dict[str, str]]:
+    """The GPUs a process with CUDA_VISIBLE_DEVICES=`visible` uses, in CUDA's order for it: every GPU when unset;
+    otherwise each entry an index (in PCI bus order, the order nvidia-smi lists and CUDA_DEVICE_ORDER=PCI_BUS_ID
+    gives), a GPU UUID (or a unique prefix of one) or a MIG device UUID; as CUDA does, the list ends at the first
+    entry that names no GPU. A MIG entry stands for its slice of the parent GPU (recorded as `mig`)."""
+    if visible is None:
+        return list(all_gpus)
+    if visible.strip().lower() in NO_GPU_VALUES:
+        return []
+    chosen: list[dict[str, str]] = []
+    migs = None
+    for entry in (part.strip() for part in visible.split(",")):
+        if entry.isdigit():
+            match = [g for g in all_gpus if g.get("index") == entry] if all(g.get("index") for g in all_gpus) else all_gpus[int(entry):int(entry) + 1]
+        elif entry.startswith("MIG-"):
+            migs = _mig_devices() if migs is None else migs
+            match = [{**g, "mig": entry} for g in all_gpus if g.get("uuid") == migs.get(entry)]
+        else:
+            match = [g for g in all_gpus if g.get("uuid", "").startswith(entry if entry.startswith("GPU-") else f"GPU-{entry}")]
+        if len(match) != 1 or match[0] in chosen:
+            break  # CUDA ignores everything from an invalid (or repeated) entry on
+        chosen.append(match[0])
+    return chosen
+
+
+def gpus(visible: str | None | bool = True) -> list[dict[str, str]]:
+    """The NVIDIA GPUs this process may use, as nvidia-smi reports them (index, uuid, name, driver, memory in MiB,
+    PCI bus id, compute capability, driver CUDA), narrowed by CUDA_VISIBLE_DEVICES (pass visible=None for every
+    GPU of the machine, or a value to use instead of the environment's); empty without a driver."""
+    rows = _nvidia_smi_rows(GPU_FIELDS)
+    if not rows:
         return []
     cuda = _run(["nvidia-smi"]) or ""
     match = re.search(r"CUDA Version:\s*([\d.]+)", cuda)
-    rows = []
-    for line in out.splitlines():
-        name, driver, memory = (part.strip() for part in line.split(","))
-        rows.append({"name": name, "driver": driver, "memory": memory, "driver_cuda": match.group(1) if match else None})
+    found = []
+    for row in rows:
+        memory = row.get("memory.total", "")
+        found.append({
+            "index": row.get("index", ""), "uuid": row.get("uuid", ""), "name": row.get("name", ""),
+            "driver": row.get("driver_version", ""), "memory": f"{memory} MiB" if memory.replace(".", "").isdigit() else memory,
+            "pci_bus_id": row.get("pci.bus_id", ""), "compute_capability": row.get("compute_cap", ""),
+            "driver_cuda": match.group(1) if match else None,
+        })
+    if visible is True:
+        visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    return visible_gpu_selection(found, visible if isinstance(visible, str) else None)
+
+
+def gpu_state(gpu_ids: list[str]) -> list[dict[str, str]] | None:
+    """Clocks, power and throttle reasons of these GPUs (nvidia-smi ids: index or UUID) right now; None without
+    nvidia-smi. A field this driver does not know is left out rather than failing the query."""
+    if not gpu_ids:
+        return None
+    rows = _nvidia_smi_rows(GPU_STATE_FIELDS, gpu_ids)
+    if rows is None:  # an older driver without one of the fields: ask for them one by one
+        merged: list[dict[str, str]] = [{} for _ in gpu_ids]
+        for name in GPU_STATE_FIELDS:
+            for row, part in zip(merged, _nvidia_smi_rows((name,), gpu_ids) or []):
+                row.update(part)
+        rows = merged if any(merged) else None
     return rows
 
 
@@ -86,14 +165,16 @@ def machine_info() -> dict[str, Any]:
         "cpu": _cpu_model(),
         "logical_cpus": os.cpu_count(),
         "memory_gib": _memory_gib(),
-        "gpus": gpus(),
+        "gpus": gpus(),  # the GPUs this run may use: CUDA_VISIBLE_DEVICES applied
+        "gpus_on_machine": len(gpus(visible=None)),
+        "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
     }
 
 
 def machine_label(machine: dict[str, Any]) -> str:
     """A short name that groups results run on the same hardware (one table per machine)."""
     if machine.get("gpus"):
-        names = [g["name"] for g in machine["gpus"]]
+        names = [g["name"] + (" MIG" if g.get("mig") else "") for g in machine["gpus"]]
         label = f"{len(names)}x {names[0]}"
     else:
         label = f"CPU {machine.get('cpu')} ({machine.get('logical_cpus')} cores)"
@@ -142,4 +223,5 @@ def process_provenance() -> dict[str, Any]:
         "environment": env_stamp(),
         "packages": packages(),
         "variables": behaviour_variables(),
+        "cpu_affinity": sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
     }

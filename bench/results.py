@@ -15,6 +15,7 @@ from bench.timing import Stats
 from bench.workloads import Cell, get_model
 
 SCHEMA_VERSION = 2  # 2 added first_step_contains, steadiness, compile_events, derived, reference; killed, unsteady
+# (and later, optional: device_memory, gpu_state)
 READABLE_VERSIONS = (1, 2)  # older files are migrated on load (the new fields take their defaults)
 STATUSES = ("ok", "oom", "timeout", "error", "unsupported", "killed", "unsteady", "oom-predicted")
 HISTORY = "history"  # earlier results of the same cell, moved aside rather than overwritten
@@ -54,6 +55,10 @@ class Run:
     compile_events: list[int] | None = None  # compile/retrace events per raw window
     derived: bool = False  # timed_ms derived from windows_ms: may be zero or negative under noise, raw windows never
     reference: dict[str, float] | None = None  # the drift probe just before/after this process: {"before_ms", "after_ms"}
+    # The framework's own peak device memory ({"framework", "device", "peak_allocated_gib", "peak_reserved_gib",
+    # "source", "plan_gib"}): present whenever the framework used a GPU (bench/frameworks.py device_memory).
+    device_memory: dict[str, Any] | None = None
+    gpu_state: dict[str, Any] | None = None  # the cell's GPU as it started and ended: {"gpu", "start", "end"} (clocks, power, throttle)
 
     def stats(self) -> Stats | None:
         return Stats.of(self.timed_ms, allow_negative=self.derived) if self.status == "ok" and self.timed_ms else None

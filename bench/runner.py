@@ -81,6 +81,21 @@ def default_profile(machine: dict) -> tuple[str, str]:
     return "smoke", "no CUDA GPU visible"
 
 
+def gpu_environment(gpu: dict | None) -> dict[str, str]:
+    """The one place a cell's GPU is chosen: the variables that make exactly `gpu` (a bench.provenance.gpus() entry)
+    visible to the cell's process, named by MIG or GPU UUID (the same in every numbering), else by index in PCI bus
+    order, the order nvidia-smi lists. Without one, none: the cell runs on the CPU as the machine has no GPU (or
+    CUDA_VISIBLE_DEVICES hid them all, which the cell then inherits)."""
+    if not gpu:
+        return {}
+    return {"CUDA_VISIBLE_DEVICES": gpu.get("mig") or gpu.get("uuid") or gpu["index"], "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
+
+
+def gpu_id(gpu: dict | None) -> str | None:
+    """How nvidia-smi --id names the GPU (its UUID, else its index); None without one."""
+    return (gpu.get("uuid") or gpu.get("index")) if gpu else None
+
+
 def hms(seconds: float) -> str:
     seconds = int(seconds)
     return f"{seconds // 3600:d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
@@ -199,15 +214,27 @@ class Prepared:
     plans: dict[str, dict[str, dict]] = field(default_factory=dict)  # profile -> the plan's cells by key (may be empty)
 
     def attempt(self, cell: Cell, repeat: int, results_dir: Path, timeout_s: float | None, echo: Callable[[str], None],
-                env: dict[str, str] | None = None) -> Run:
-        """One process of a cell (for a cell that `not_run` does not answer for)."""
-        from bench.workloads import get_profile
+                env: dict[str, str] | None = None, gpu: dict | None | bool = True) -> Run:
+        """One process of a cell (for a cell that `not_run` does not answer for), on `gpu` (a machine["gpus"] entry;
+        True: the first visible GPU, if any), with the GPU's clocks, power and throttle reasons read as it starts
+        and ends, and its peak device memory beside the plan's figure."""
+        from bench.cluster.estimate import cell_timeout_s
+        from bench.provenance import gpu_state
 
+        if gpu is True:
+            gpu = (self.machine.get("gpus") or [None])[0]
         process = CellProcess(cell, self.pythons[cell.env], results_dir / "logs" / cell.profile / f"{cell.key}.{repeat}.log", self.git, echo)
-        process.env.update(env or {})
-        run = process.run(timeout_s or get_profile(cell.profile).timeout_s)
-        if run.status == "oom" and (figures := plan_figures(cell, self.plans.get(cell.profile, {}), self.machine)):
+        process.env.update({**(env or {}), **gpu_environment(gpu)})
+        state_at_start = gpu_state([gpu_id(gpu)]) if gpu else None
+        run = process.run(timeout_s or cell_timeout_s(cell))
+        if gpu:
+            state_at_end = gpu_state([gpu_id(gpu)])
+            run.gpu_state = {"gpu": gpu_id(gpu), "start": (state_at_start or [None])[0], "end": (state_at_end or [None])[0]}
+        figures = plan_figures(cell, self.plans.get(cell.profile, {}), self.machine)
+        if run.status == "oom" and figures:
             run.message = f"{run.message} ({figures[2]})"  # an oom the plan did not predict: its figures beside it
+        if run.device_memory is not None:
+            run.device_memory["plan_gib"] = (self.plans.get(cell.profile, {}).get(cell.key) or {}).get("memory_gib")
         return run
 
     def not_run(self, cell: Cell) -> Run | None:

@@ -42,7 +42,9 @@ if mode == "ok":
     run = {{"status": "ok", "first_step_ms": 500.0, "warmup_ms": [12.0] * cell["warmup_steps"],
            "timed_ms": [10.0 + i % 3 for i in range(n)], "setup_s": 0.1, "wall_s": 0.2,
            "settings": {{}}, "framework": {{"framework": "fake"}},
-           "process": {{"environment": json.load(open(os.path.join(venv, {stamp!r})))}}}}
+           "process": {{"environment": json.load(open(os.path.join(venv, {stamp!r}))),
+                       "variables": {{k: v for k, v in os.environ.items() if k.startswith(("CUDA_", "OMP_", "MKL_", "BENCH_CPU", "TORCHINDUCTOR_", "TF_NUM_", "XLA_"))}},
+                       "cpu_affinity": sorted(os.sched_getaffinity(0))}}}}
     with open(out, "w") as f:
         json.dump(run, f)
 elif mode == "sleep":
@@ -95,4 +97,51 @@ def write_memory_events(path: Path, oom_kill: int) -> Path:
 def bench_env(venvs: Path, **modes) -> dict:
     env = {**os.environ, "BENCH_VENVS_DIR": str(venvs)}
     env.update({f"FAKE_MODE_{k.upper()}": v for k, v in modes.items()})
+    return env
+
+
+FAKE_NVIDIA_SMI = r'''#!{python}
+# Stands in for nvidia-smi: the GPUs of FAKE_GPUS (a JSON list of dicts keyed by nvidia-smi's query fields),
+# answering --query-gpu=FIELDS --format=csv,noheader[,nounits] [--id=IDS], -L, and the plain banner.
+import json, os, sys
+gpus = json.loads(os.environ.get("FAKE_GPUS", "[]"))
+args = sys.argv[1:]
+query = next((a.split("=", 1)[1] for a in args if a.startswith("--query-gpu=")), None)
+ids = next((a.split("=", 1)[1].split(",") for a in args if a.startswith("--id=")), None)
+if query:
+    fields = query.split(",")
+    for g in gpus:
+        if ids and g["index"] not in ids and g["uuid"] not in ids:
+            continue
+        if any(f not in g for f in fields):
+            sys.exit("Field '" + next(f for f in fields if f not in g) + "' is not a valid field to query.")
+        print(", ".join(str(g[f]) for f in fields))
+elif "-L" in args:
+    for g in gpus:
+        print("GPU %s: %s (UUID: %s)" % (g["index"], g["name"], g["uuid"]))
+        for mig in g.get("migs", []):
+            print("  MIG 1g.5gb     Device  0: (UUID: %s)" % mig)
+else:
+    print("| NVIDIA-SMI %s   Driver Version: %s   CUDA Version: 12.4 |" % (gpus[0]["driver_version"], gpus[0]["driver_version"]) if gpus else "No devices were found")
+'''
+
+
+def a100(index: int, **extra) -> dict:
+    """One A100 40GB as nvidia-smi would describe it (every field bench.provenance queries)."""
+    return {"index": str(index), "uuid": f"GPU-a100000{index}-0000-0000-0000-00000000000{index}", "name": "NVIDIA A100-SXM4-40GB",
+            "driver_version": "550.54.15", "memory.total": "40960", "pci.bus_id": f"00000000:0{index}:00.0", "compute_cap": "8.0",
+            "clocks.sm": "1410", "clocks.max.sm": "1410", "clocks.mem": "1215", "clocks.max.mem": "1215", "power.draw": "61.2",
+            "power.limit": "400.00", "temperature.gpu": "31", "clocks_throttle_reasons.active": "0x0000000000000000", **extra}
+
+
+def install_fake_nvidia_smi(bin_dir: Path, gpus: list[dict], monkeypatch=None) -> dict:
+    """Put a fake nvidia-smi first on PATH describing `gpus`; returns the variables (applied with monkeypatch)."""
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    smi = bin_dir / "nvidia-smi"
+    smi.write_text(FAKE_NVIDIA_SMI.format(python=sys.executable))
+    smi.chmod(smi.stat().st_mode | stat.S_IEXEC)
+    env = {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "FAKE_GPUS": json.dumps(gpus)}
+    if monkeypatch is not None:
+        for key, value in env.items():
+            monkeypatch.setenv(key, value)
     return env

@@ -94,8 +94,9 @@ def test_the_device_a_run_uses_is_the_gpu_else_ram():
     c = cell("jax", "gemma", "fit", 8)
     entry = {"key": c.key, "memory_gib": 45.5, "weights_gib": 15.9, "gradients_gib": 0.04, "optimizer_gib": 0.1, "activations_gib": 29.4}
     why = predicted_oom(c, {c.key: entry}, a100)
-    assert "estimates 45.50 GiB" in why and "40.00 GiB of NVIDIA A100-SXM4-40GB memory" in why and "--ignore-plan" in why
-    assert predicted_oom(c, {c.key: {**entry, "memory_gib": 39.0}}, a100) is None
+    assert "estimates 45.50 GiB" in why and "30.00 GiB of NVIDIA A100-SXM4-40GB memory that jax can use (of 40.00 GiB)" in why and "--ignore-plan" in why
+    assert predicted_oom(c, {c.key: {**entry, "memory_gib": 29.0}}, a100) is None
+    assert predicted_oom(c, {c.key: {**entry, "memory_gib": 31.0}}, a100)  # fits the card, not JAX's 75% of it
     assert predicted_oom(c, {}, a100) is None
 
 
@@ -204,7 +205,7 @@ def test_a_plan_at_another_batch_holds_the_cells_a_run_at_that_batch_will_meet(m
     assert len(by_key) == len(plan["cells"])  # generate's batch 1 is planned once
     machine = {"gpus": [], "memory_gib": 23.5}
     at_one = cell("jax", "gemma", "fit", 1, profile="cpu")
-    monkeypatch.setattr(bench.plan, "available_device", lambda machine: (23.5, "RAM"))
+    monkeypatch.setattr(bench.plan, "available_device", lambda machine, cell=None: (23.5, "RAM"))
     assert "more than the 23.50 GiB of RAM" in predicted_oom(at_one, by_key, machine)
 
 

@@ -231,9 +231,9 @@ sys.exit(subprocess.run([sys.executable, "-m", "bench", *bench_args], cwd={repo!
 def test_gpus_given_by_slurm_are_passed_into_the_container():
     from bench.cluster.task import gpu_passthrough
 
-    assert gpu_passthrough("/usr/bin/podman", "0,2") == ["--device", "nvidia.com/gpu=0", "--device", "nvidia.com/gpu=2"]
-    assert gpu_passthrough("docker", "1") == ["--gpus", "device=1"]
-    assert gpu_passthrough("podman", None) == [] and gpu_passthrough("podman", "") == []
+    assert gpu_passthrough("/usr/bin/podman", ["0", "2"]) == ["--device", "nvidia.com/gpu=0", "--device", "nvidia.com/gpu=2"]
+    assert gpu_passthrough("docker", ["1"]) == ["--gpus", "device=1"]
+    assert gpu_passthrough("podman", []) == []
 
 
 def test_container_route_runs_the_image_like_bench_container(tmp_path):

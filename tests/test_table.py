@@ -74,11 +74,14 @@ def make(backend, model, task, bs, ms=None, *, status="ok", message=None, profil
         "variables": {"KERAS_BACKEND": backend} if backend in ("jax", "torch") else ({"XLA_FLAGS": "--xla_gpu_autotune_level=2"} if backend == "tensorflow" else {}),
     }
     framework = FRAMEWORK[backend] if machine["gpus"] else {**FRAMEWORK[backend], "gpus": []}
+    # a GPU run records its framework's peak device memory (required by the schema)
+    memory = {"framework": framework["framework"], "device": "GPU:0", "peak_allocated_gib": 12.5, "source": "test"} if machine["gpus"] else None
     if status == "ok":
         timed = ms if isinstance(ms, list) else spread(ms)
         runs = [
             Run(status="ok", first_step_ms=5000.0 + 100 * r, timed_ms=[t * (1 + 0.01 * r) for t in timed], tokens_per_step=tokens,
-                settings=settings, framework=framework, process=process, exit_code=0, steadiness=steadiness, reference=reference)
+                settings=settings, framework=framework, process=process, exit_code=0, steadiness=steadiness, reference=reference,
+                device_memory=memory)
             for r in range(repeats)
         ]
     else:

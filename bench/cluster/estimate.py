@@ -1,21 +1,38 @@
-"""How long the paper matrix takes on 1, 8 and 64 GPUs, from the published per-step figures.
+"""How long a cell and the paper matrix take, from the published per-step figures: one cost per cell for the
+progress bar's ETA, the README's matrix time on 1, 8 and 64 GPUs, the per-cell timeout and Slurm's --time.
 
     python -m bench.cluster.estimate          # the Markdown table in README "Running on a cluster"
 
-Each cell costs its published ms/step x (1 first + warm-up + timed steps) of the paper profile, plus a fixed
-per-cell overhead (ASSUMED_OVERHEAD_S: process start-up, model build, compile; not measured on the A100).
+A cell's cost is its driver's real work at the published speed: each step runs `units_per_step` of the published
+figure's unit (one step for most tasks; StableDiffusion predict's step is a pair of calls at the high and the low
+denoising-step count, each with a text encoder and a VAE decoder around its denoising steps), for 1 first step +
+warm-up + timed steps, plus a fixed per-cell overhead (process start-up, model build, trace and compile; more for
+torch.compile variants). The overheads are assumptions, not measured on the A100. The expected cost counts the
+planned warm-up; the worst case counts warm-up extended to its cap, and the timeout is a multiple of that.
 Cells run in the matrix's order, each on the first GPU to free up (bench/cluster/gpus.py's schedule, what
 `run --jobs N` and a Slurm array with N GPUs do); Slurm queue waits are not counted.
 """
 from __future__ import annotations
 
 import csv
+import math
+from dataclasses import dataclass
 
 from bench.cluster.gpus import makespan
 from bench.runner import hms
-from bench.workloads import REFERENCE_CSV, Cell, get_model, get_profile, plan_cells
+from bench.backends import get_backend
+from bench.profiles import get_profile
+from bench.registry import REFERENCE_CSV, Cell, get_model, plan_cells
 
 ASSUMED_OVERHEAD_S = 120  # an assumption: start-up + build + trace/compile per cell process
+ASSUMED_COMPILE_OVERHEAD_S = 300  # an assumption: torch.compile's extra first-step time (inductor, CUDA graph capture)
+# An assumption: per call, a StableDiffusion pipeline's text encoder + VAE decoder + call overhead cost about this
+# many denoising steps (the VAE decode of a 512x512 image is the bulk). The pair difference removes it from the
+# figure, not from the time the cell takes.
+SD_CALL_OVERHEAD_DENOISE_STEPS = 3
+# The timeout guards against a hung cell, not a slow one: this multiple of the worst-case cost at the published
+# speed (a GPU slower than the A100, a framework slower than published), and never below the profile's timeout_s.
+TIMEOUT_FACTOR = 3
 GPU_COUNTS = (1, 8, 64)
 # The published table's column per backend. Native PyTorch has no published column: its cells are costed
 # at Keras 3 (PyTorch)'s figure, an assumption (same framework, eager).
@@ -28,14 +45,67 @@ def published_ms() -> dict[tuple[str, str, int], dict[str, float | None]]:
         return {(r["model"], r["task"], int(r["batch_size"])): {c: None if r[c] == "NA" else float(r[c]) for c in COLUMN.values()} for r in rows}
 
 
+def units_per_step(cell: Cell) -> float:
+    """How many of the published figure's units one step of the cell's driver runs: 1, except for a driver of call
+    pairs (StableDiffusion predict: the published figure is per denoising step, a step is a call at the high and
+    one at the low count, and each call also encodes the prompt and decodes the image)."""
+    driver = cell.task_spec.driver(get_backend(cell.backend).family)
+    if driver == "step-pairs":
+        shape = get_model(cell.model).shape(cell.profile)
+        return shape.denoise_steps_high + shape.denoise_steps_low + 2 * SD_CALL_OVERHEAD_DENOISE_STEPS
+    return 1.0
+
+
+@dataclass(frozen=True)
+class CellCost:
+    """One cell's cost at the published speed: steps x units per step x published ms, plus its overhead."""
+
+    published_ms: float  # per unit (ms/step, ms/denoising step, ms/call)
+    units_per_step: float
+    steps_expected: int  # 1 first + planned warm-up + timed
+    steps_worst: int  # 1 first + warm-up at its cap + timed
+    overhead_s: float
+
+    @property
+    def expected_s(self) -> float:
+        return self.published_ms * self.units_per_step * self.steps_expected / 1000 + self.overhead_s
+
+    @property
+    def worst_s(self) -> float:
+        return self.published_ms * self.units_per_step * self.steps_worst / 1000 + self.overhead_s
+
+
+def cell_cost(cell: Cell, figures=None, overhead_s: float = ASSUMED_OVERHEAD_S) -> CellCost | None:
+    """The cell's cost at the published speed; None when no published figure applies (a batch size or profile the
+    table does not have, an NA column, a cell recorded as unsupported without running)."""
+    if get_model(cell.model).why_cell_unsupported(cell):
+        return None
+    row = (figures or published_ms()).get((cell.model, cell.task, cell.batch_size))
+    ms = row and row.get(COLUMN[cell.backend])
+    if ms is None:
+        return None
+    cap = cell.max_warmup_steps if cell.max_warmup_steps is not None else cell.warmup_steps
+    compiling = cell.variant == "compiled"
+    return CellCost(ms, units_per_step(cell), 1 + cell.warmup_steps + cell.timed_steps, 1 + cap + cell.timed_steps,
+                    overhead_s + (ASSUMED_COMPILE_OVERHEAD_S if compiling else 0))
+
+
 def cell_seconds(cell: Cell, figures=None, overhead_s: float = ASSUMED_OVERHEAD_S) -> float:
-    """Estimated wall time of one cell; 0 for cells that are recorded as unsupported without running."""
+    """Expected wall time of one cell; 0 for cells that are recorded as unsupported without running."""
     if get_model(cell.model).why_cell_unsupported(cell):
         return 0.0
-    ms = (figures or published_ms())[(cell.model, cell.task, cell.batch_size)][COLUMN[cell.backend]]
-    if ms is None:
+    cost = cell_cost(cell, figures, overhead_s)
+    if cost is None:
         raise ValueError(f"no published figure for {cell.key}")
-    return ms * (1 + cell.warmup_steps + cell.timed_steps) / 1000 + overhead_s  # at the least warm-up
+    return cost.expected_s
+
+
+def cell_timeout_s(cell: Cell, figures=None) -> int:
+    """The cell's timeout: TIMEOUT_FACTOR x its worst-case cost at the published speed where it has one, and never
+    less than its profile's timeout_s (the only figure for cells the published table does not cost)."""
+    floor = get_profile(cell.profile).timeout_s
+    cost = cell_cost(cell, figures)
+    return max(floor, math.ceil(TIMEOUT_FACTOR * cost.worst_s)) if cost else floor
 
 
 def matrix_estimate(gpu_counts=GPU_COUNTS, overhead_s: float = ASSUMED_OVERHEAD_S) -> dict:
@@ -47,6 +117,7 @@ def matrix_estimate(gpu_counts=GPU_COUNTS, overhead_s: float = ASSUMED_OVERHEAD_
         "cells": len(cells),
         "running_cells": len(running),
         "steps_per_cell": get_profile("paper").warmup_steps + get_profile("paper").timed_steps + 1,
+        "timeouts_s": {c.key: cell_timeout_s(c, figures) for c in cells},
         "longest_cell_s": max(running),
         "wall_s": {n: makespan(running, n) for n in gpu_counts},
     }
@@ -61,10 +132,19 @@ def markdown(overhead_s: float = ASSUMED_OVERHEAD_S) -> str:
         "",
         f"{e['running_cells']} of the {e['cells']} cells run (the rest are Keras 2 LLM cells, recorded as unsupported); each costs "
         f"its published ms/step x {e['steps_per_cell']} steps (1 first + 2 warm-up + 100 timed) plus an assumed {overhead_s / 60:g} min "
-        f"of start-up and compile; native PyTorch cells are costed at Keras 3 (PyTorch)'s figure. The longest cell takes "
-        f"{hms(e['longest_cell_s'])}, a floor no number of GPUs lowers.",
+        f"of start-up and compile ({ASSUMED_COMPILE_OVERHEAD_S / 60:g} min more for torch.compile variants). A StableDiffusion "
+        f"predict step is a pair of calls at 20 and 10 denoising steps, each also encoding the prompt and decoding the image "
+        f"(assumed {SD_CALL_OVERHEAD_DENOISE_STEPS} denoising steps' time): {units_per_step(_sd_predict()):g} published "
+        f"ms/denoising step per step. Native PyTorch cells are costed at Keras 3 (PyTorch)'s figure. The longest cell takes "
+        f"{hms(e['longest_cell_s'])}, a floor no number of GPUs lowers; each cell's timeout is {TIMEOUT_FACTOR}x its cost with "
+        f"warm-up at its cap, and at least the profile's {hms(get_profile('paper').timeout_s)} (the longest: "
+        f"{hms(max(e['timeouts_s'].values()))}).",
     ]
     return "\n".join(lines)
+
+
+def _sd_predict() -> Cell:
+    return next(c for c in plan_cells("paper", models=["stable_diffusion"], tasks=["predict"]))
 
 
 if __name__ == "__main__":

@@ -7,10 +7,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench.backends import BenchError
-from bench.workloads import Cell, get_profile
+from bench.registry import Cell
 
 # Start-up, environment import and result writing on top of the cell's own timeout (the orchestrator kills a
-# cell at the profile's timeout_s; Slurm must not kill the orchestrator before it has recorded that).
+# cell at its timeout, bench/cluster/estimate.py cell_timeout_s; Slurm must not kill the orchestrator before it has
+# recorded that).
 TIME_MARGIN_S = 600
 # Host memory when results/plan.json has no figure for the cell. paper: a 7B LLM passes through host memory
 # in bfloat16 (~17 GB) next to the framework; smoke: tiny models, but the framework imports alone take ~1-2 GB.
@@ -57,8 +58,9 @@ def load_plan(path: Path) -> dict[str, dict]:
 
 def cell_resources(cell: Cell, plan: dict[str, dict], gres: str = "auto", cpus: int | None = None, mem_gib: int | None = None) -> Resources:
     """gres: "auto" (the profile's default), "none", or an explicit --gres value such as gpu:a100:1."""
-    profile = get_profile(cell.profile)
-    time_min = math.ceil((profile.timeout_s + TIME_MARGIN_S) / 60)
+    from bench.cluster.estimate import cell_timeout_s  # the same figure the orchestrator kills the cell at
+
+    time_min = math.ceil((cell_timeout_s(cell) + TIME_MARGIN_S) / 60)
     if mem_gib is None:
         planned = (plan.get(cell.key) or {}).get("memory_gib")
         if planned is not None:

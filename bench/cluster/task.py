@@ -16,8 +16,8 @@ import time
 from pathlib import Path
 
 from bench.cluster.jobdir import JobDir
-from bench.provenance import machine_info, machine_slug, now_utc
-from bench.workloads import Cell
+from bench.provenance import gpus, machine_info, machine_slug, now_utc
+from bench.registry import Cell
 
 CONTAINER_RESULTS = "/opt/bench/results"  # where bench-container (mk/containers.mk) mounts the results folder
 CONTAINER_SHM = "8g"
@@ -32,9 +32,25 @@ def run_arguments(cell: Cell, results_dir: str) -> list[str]:
     ]  # fmt: skip
 
 
-def gpu_passthrough(engine: str, visible: str | None) -> list[str]:
-    """The GPUs Slurm gave this task (CUDA_VISIBLE_DEVICES), passed into the container; none on CPU."""
-    indices = [i for i in (visible or "").split(",") if i.strip()]
+def physical_gpus(env: dict[str, str]) -> list[str]:
+    """The GPUs Slurm gave this task as the container engine on the node names them. Slurm's SLURM_STEP_GPUS /
+    SLURM_JOB_GPUS are the node's physical ids (nvidia-smi's indices); CUDA_VISIBLE_DEVICES is not: under
+    ConstrainDevices=yes the job sees only its GPUs and Slurm numbers them from 0, while podman and docker name the
+    node's GPUs. Without Slurm's list, the UUIDs of the GPUs CUDA_VISIBLE_DEVICES makes visible (the same in every
+    numbering); none when nothing was given (a CPU task)."""
+    for name in ("SLURM_STEP_GPUS", "SLURM_JOB_GPUS"):
+        ids = [i.strip() for i in (env.get(name) or "").split(",") if i.strip()]
+        if ids:
+            return ids
+    visible = env.get("CUDA_VISIBLE_DEVICES")
+    if not visible or not visible.strip():
+        return []
+    uuids = [g["uuid"] for g in gpus(visible=visible) if g.get("uuid")]
+    return uuids or [i.strip() for i in visible.split(",") if i.strip()]
+
+
+def gpu_passthrough(engine: str, indices: list[str]) -> list[str]:
+    """The GPUs (physical ids or UUIDs: physical_gpus) passed into the container; none on CPU."""
     if not indices:
         return []
     if Path(engine).name == "docker":
@@ -52,7 +68,7 @@ def container_command(cell: Cell, meta: dict, env: dict[str, str]) -> list[str]:
     commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
     return [
         engine, "run", "--rm", "--pull=never", f"--shm-size={CONTAINER_SHM}",
-        *gpu_passthrough(engine, env.get("CUDA_VISIBLE_DEVICES")),
+        *gpu_passthrough(engine, physical_gpus(env)),
         "-v", f"{meta['results_dir']}:{CONTAINER_RESULTS}",
         "-e", f"BENCH_GIT_COMMIT={commit}", "-e", f"BENCH_IMAGE={image}@{image_id}", "-e", f"BENCH_SLURM_TASK={env.get('BENCH_SLURM_TASK', '')}",
         image, *run_arguments(cell, CONTAINER_RESULTS),
@@ -79,6 +95,7 @@ def main(job_dir: Path, index: int) -> int:
         "machine": machine,
         "machine_slug": machine_slug(machine),
         "gpus_visible": os.environ.get("CUDA_VISIBLE_DEVICES"),
+        "gpus_physical": physical_gpus(dict(os.environ)),
         "state": "running",
         "started_at": now_utc(),
         "started_epoch": time.time(),

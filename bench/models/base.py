@@ -56,5 +56,10 @@ class Workload(abc.ABC):
         """Effective settings of this run: jit_compile, dtypes, precision, parameter counts, shapes."""
         return {}
 
+    def cuda_graph_problems(self, steadiness) -> list[str]:
+        """Why the cell's CUDA graphs did not replay in its timed steps (a compiled GPU cell: bench/models/torch_common.py);
+        none for a workload that records no CUDA graphs."""
+        return []
+
     def check(self) -> None:
         """Post-run assertions (e.g. generated length); raise on a violated invariant."""

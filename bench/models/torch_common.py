@@ -127,6 +127,23 @@ class TorchWorkload(Workload):
     def compiled_graphs(self) -> int:
         return self.compile_record().graphs
 
+    def cuda_graph_problems(self, steadiness) -> list[str]:
+        """mode="reduce-overhead" on a GPU means CUDA graphs replayed in the timed steps. What says they were not: a
+        graph inductor ran without CUDA graphs (its skip counter, with the reasons dynamo kept), none recorded at all,
+        or a recording inside the timed steps (TorchDevice counts each as a compile event)."""
+        if not (self.compiled and self.device.type == "cuda"):
+            return []
+        from bench.frameworks import inductor_cudagraphs
+
+        graphs, problems = inductor_cudagraphs(), []
+        if graphs["skips"]:
+            problems.append(f"inductor skipped CUDA graphs {graphs['skips']} time(s)" + (f": {'; '.join(graphs['skip_reasons'])}" if graphs["skip_reasons"] else ""))
+        if graphs["recordings"] == 0:
+            problems.append("no CUDA graph was recorded")
+        if steadiness.compile_events_timed:
+            problems.append(f"{steadiness.compile_events_timed} compile or CUDA-graph recording event(s) fell in the timed steps")
+        return problems
+
     def check(self) -> None:
         if self.compiled and self.compiled_graphs() == 0:
             raise RuntimeError("the compiled variant ran no compiled graph (dynamo captured nothing)")

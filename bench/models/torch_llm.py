@@ -27,7 +27,10 @@ Compiled variants:
   `model.forward = torch.compile(model.forward, mode="reduce-overhead")`, which generate() calls for the prefill
   and every decode step. transformers' own automatic compile of the decode step is disabled
   (`generation_config.disable_compile = True`) so that the forward is compiled exactly once, the same way on
-  CPU and GPU. The eager variant keeps transformers' default dynamic cache.
+  CPU and GPU. The StaticCache is made once in setup and passed to every call (reset first), as transformers'
+  torch.compile guide does: left to generate(), a static cache is created inside the call, new tensors every
+  call, which prevents CUDA graphs from replaying (transformers 4.38, the 2024 stack, has no such argument and
+  keeps the old way; `static_cache` records which). The eager variant keeps transformers' default dynamic cache.
 """
 from __future__ import annotations
 
@@ -134,14 +137,25 @@ class TorchCausalLM(TorchWorkload):
         config = model.generation_config
         config.eos_token_id = None  # no stop token: every call generates exactly new_tokens
         config.pad_token_id = 0
+        self.static_cache = None
         if self.compiled:
-            config.cache_implementation = "static"
             config.disable_compile = True  # the forward below is the one compiled function
             model.forward = torch.compile(model.forward, mode=COMPILE_MODE)
+            self.static_cache = self.make_static_cache(model)
+            if self.static_cache is None:  # transformers 4.x: generate() makes it (generate refuses both together)
+                config.cache_implementation = "static"
         self.inputs = {
             "input_ids": torch.from_numpy(prompt_ids(s, bs, FIRST_TOKEN_ID, np.random.default_rng(0))).long().to(self.device),
             "attention_mask": torch.ones(bs, s.prompt_length, dtype=torch.long, device=self.device),
         }
+
+    def make_static_cache(self, model):
+        """One StaticCache for every call (see the module docstring); None where transformers cannot take one."""
+        import transformers
+
+        if int(transformers.__version__.split(".")[0]) < 5:
+            return None
+        return transformers.StaticCache(config=model.config, max_cache_len=self.shape.generate_length)
 
     def training_dataset(self, length: int) -> RepeatedSamples:
         return RepeatedSamples(self.samples, length)
@@ -159,7 +173,11 @@ class TorchCausalLM(TorchWorkload):
     @torch.inference_mode()
     def step(self) -> torch.Tensor:
         n = self.shape.new_tokens
-        out = self.model.generate(**self.inputs, max_new_tokens=n, min_new_tokens=n, do_sample=False)
+        cache = {}
+        if self.static_cache is not None:
+            self.static_cache.reset()  # in place: the same tensors, so the recorded CUDA graphs stay valid
+            cache = {"past_key_values": self.static_cache}
+        out = self.model.generate(**self.inputs, max_new_tokens=n, min_new_tokens=n, do_sample=False, **cache)
         self.outputs.append(out)  # checked after the run: a copy to the host here would sit inside the window
         return out
 
@@ -195,8 +213,9 @@ class TorchCausalLM(TorchWorkload):
             out.update(
                 decoding="greedy",
                 eos_token_id=config.eos_token_id,
-                cache_implementation=config.cache_implementation or "dynamic",
+                cache_implementation="static" if self.static_cache is not None else config.cache_implementation or "dynamic",
                 compiled_function="model.forward" if self.compiled else None,
+                static_cache=None if not self.compiled else "made once in setup, reset before each call" if self.static_cache is not None else "made by generate() on each call (transformers 4.x)",
                 prompt_length=s.prompt_length,
                 bos_token_id=s.bos_token_id,
                 generate_length=s.generate_length,
