@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Callable, List, Mapping, Optional, Set, Tuple
 
 from bench.backends import BACKENDS
-from bench.provenance import ENV_STAMP, REPO_ROOT
+from bench.provenance import ENV_STAMP, NO_GPU_VALUES, REPO_ROOT
 
 GB = 10**9
 GIB = 2**30
@@ -208,6 +208,9 @@ def check_driver(p: Probes) -> Check:
     version = p.nvidia_driver()
     if version is None:
         return Check("NVIDIA driver", OK, "no nvidia-smi: CPU only (the smoke profile)")
+    hidden = p.environ.get("CUDA_VISIBLE_DEVICES")
+    if hidden is not None and hidden.strip().lower() in NO_GPU_VALUES:  # the advice below, taken: the GPUs are not used
+        return Check("NVIDIA driver", OK, f"{version or 'present'}, but CUDA_VISIBLE_DEVICES={hidden!r} hides every GPU: CPU only (the smoke profile)")
     major = driver_major(version)
     if major is None:
         return Check("NVIDIA driver", WARN, f"nvidia-smi present but reports no driver ({version or 'it failed'})",

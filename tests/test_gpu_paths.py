@@ -102,7 +102,7 @@ def test_the_trainer_driver_refuses_more_than_one_gpu(monkeypatch):
 
 
 @pytest.mark.envs
-@pytest.mark.parametrize("backend,model,framework", [("native-torch", "bert", "torch"), ("jax", "bert", "jax")])
+@pytest.mark.parametrize("backend,model,framework", [("native-torch", "bert", "torch"), ("jax", "bert", "jax"), ("tensorflow", "bert", "tensorflow")])
 def test_a_framework_that_sees_no_gpu_fails_the_cell_instead_of_timing_the_cpu(tmp_path, monkeypatch, two_a100s, backend, model, framework):
     python = env_python(backend)
     cell = next(c for c in plan_cells("paper", backends=[backend], models=[model], tasks=["predict"]))
@@ -148,6 +148,15 @@ def test_hiding_the_gpus_picks_the_cpu_profile(tmp_path, two_a100s):
     os.environ["CUDA_VISIBLE_DEVICES"] = "1"
     profile, why = default_profile(machine_info())
     assert profile == "paper" and "1x NVIDIA A100" in why
+
+
+def test_the_doctor_takes_its_own_advice_to_hide_the_gpus():
+    from bench.doctor import FAIL, OK, Probes, check_driver
+
+    old_driver = dict(nvidia_driver=lambda: "470.82.01")
+    assert check_driver(Probes(**old_driver, environ={})).verdict == FAIL  # advises CUDA_VISIBLE_DEVICES=
+    assert check_driver(Probes(**old_driver, environ={"CUDA_VISIBLE_DEVICES": ""})).verdict == OK
+    assert check_driver(Probes(**old_driver, environ={"CUDA_VISIBLE_DEVICES": "0"})).verdict == FAIL
 
 
 # 5. CUDA graphs: a recording is a compile event; a skip or a timed recording makes a compiled GPU cell unsteady.
@@ -311,13 +320,13 @@ def test_the_plan_compares_a_cell_with_what_its_framework_can_use():
     assert usable_gib("jax", 40.0) == pytest.approx(30.0)  # JAX preallocates 75%
     assert usable_gib("jax", 40.0, {"XLA_PYTHON_CLIENT_MEM_FRACTION": "0.9"}) == pytest.approx(36.0)
     assert usable_gib("torch", 40.0) < 40.0 and usable_gib("tensorflow", 40.0) < 40.0
-    assert get_backend("jax").environment["XLA_PYTHON_CLIENT_MEM_FRACTION"] == "0.75"  # set, so recorded
+    assert get_backend("jax").environment["XLA_PYTHON_CLIENT_MEM_FRACTION"] == "0.90"  # set, so recorded
     a100_machine = {"gpus": [{"name": "NVIDIA A100-SXM4-40GB", "memory": "40960 MiB"}], "memory_gib": 500.0}
     jax_cell = plan_cells("paper", backends=["jax"], models=["bert"], tasks=["fit"])[0]
     torch_cell = plan_cells("paper", backends=["torch"], models=["bert"], tasks=["fit"])[0]
-    plan = {c.key: {"memory_gib": 33.0, "weights_gib": 1.0} for c in (jax_cell, torch_cell)}
-    assert "more than the 30.00 GiB of NVIDIA A100-SXM4-40GB memory that jax can use" in predicted_oom(jax_cell, plan, a100_machine)
-    assert predicted_oom(torch_cell, plan, a100_machine) is None  # 33 of the 39 GiB torch can use
+    plan = {c.key: {"memory_gib": 37.0, "weights_gib": 1.0} for c in (jax_cell, torch_cell)}
+    assert "more than the 36.00 GiB of NVIDIA A100-SXM4-40GB memory that jax can use" in predicted_oom(jax_cell, plan, a100_machine)
+    assert predicted_oom(torch_cell, plan, a100_machine) is None  # 37 of the 39 GiB torch can use
     assert plan_figures(torch_cell, plan, a100_machine)[1] == pytest.approx(39.0)
 
 
