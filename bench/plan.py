@@ -47,7 +47,7 @@ def usable_gib(framework: str, card_gib: float | None, environment: dict[str, st
 def cell_usable_gib(cell: Cell, card_gib: float | None) -> float | None:
     """usable_gib for this cell's framework, with the variables its process runs with (the caller's override the
     backend's, as in the cell: bench/cell.py main)."""
-    environment = {**cell_environment(cell.env), **{k: v for k, v in os.environ.items() if k.startswith("XLA_PYTHON_CLIENT_")}}
+    environment = {**cell_environment(cell.env), **{k: v for k, v in os.environ.items() if k.startswith("XLA_PYTHON_CLIENT_") and v}}
     return usable_gib(get_backend(cell.backend).framework, card_gib, environment)
 KERAS2_COUNTS = "keras2 builds for real (no abstract scope in tf_keras): its cells use the Keras 3 count of the same architecture"
 # Found by the full-size CPU run (issue 11): XLA's CPU backend has no bfloat16 matmul, so it converts each bfloat16
