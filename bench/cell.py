@@ -14,7 +14,7 @@ from bench.provenance import gpus
 from bench.results import Run, write_json_atomic
 from bench.drivers import DERIVATIONS, drive
 from bench.timing import Split, StepTimer, Stopwatch
-from bench.workloads import Cell, get_model
+from bench.registry import Cell, get_model
 
 def log(message: str) -> None:
     print(f"[cell] {message}", flush=True)

@@ -13,8 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from bench.backends import BenchError, get_backend
+from bench.backends import get_backend
+from bench.errors import BenchError
 from bench.profiles import profiles
+from bench.published import Row, published_rows
 
 MODELS_DIR = Path(__file__).resolve().parent / "models"
 WORKLOAD_FILE = "workload.toml"  # a folder of MODELS_DIR holding one is a model
@@ -93,9 +95,7 @@ class ModelSpec:
     unsupported_cells: tuple[CellRule, ...] = ()  # narrower than `unsupported`: a stack, task or variant
 
     def rows(self):
-        """This model's rows (bench.registry.Row), in order: the published table's, or its study's own."""
-        from bench.registry import Row, published_rows
-
+        """This model's rows (bench.published.Row), in order: the published table's, or its study's own."""
         if self.study:
             return tuple(Row(self.name, task, batch) for task, batch in self.study_rows)
         return tuple(r for r in published_rows() if r.model == self.name)

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 from fakes import lock_sha256
 
-from bench.backends import BenchError
+from bench.errors import BenchError
 from bench.cluster.gpus import GpuPool, makespan, refuse_jobs, schedule
 from bench.cluster.parallel import run_cells_parallel
 from bench.results import load_all
-from bench.workloads import plan_cells
+from bench.registry import plan_cells
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -9,30 +9,24 @@ Cells run in the matrix's order, each on the first GPU to free up (bench/cluster
 """
 from __future__ import annotations
 
-import csv
-
 from bench.cluster.gpus import makespan
-from bench.runner import hms
-from bench.workloads import REFERENCE_CSV, Cell, get_model, get_profile, plan_cells
+from bench.profiles import get_profile
+from bench.progress import hms
+from bench.published import published_ms
+from bench.registry import Cell, get_model, plan_cells
 
 ASSUMED_OVERHEAD_S = 120  # an assumption: start-up + build + trace/compile per cell process
 GPU_COUNTS = (1, 8, 64)
-# The published table's column per backend. Native PyTorch has no published column: its cells are costed
-# at Keras 3 (PyTorch)'s figure, an assumption (same framework, eager).
-COLUMN = {"keras2": "keras2_tensorflow", "tensorflow": "keras3_tensorflow", "jax": "keras3_jax", "torch": "keras3_torch", "native-torch": "keras3_torch"}
-
-
-def published_ms() -> dict[tuple[str, str, int], dict[str, float | None]]:
-    with REFERENCE_CSV.open() as f:
-        rows = csv.DictReader(line for line in f if not line.startswith("#"))
-        return {(r["model"], r["task"], int(r["batch_size"])): {c: None if r[c] == "NA" else float(r[c]) for c in COLUMN.values()} for r in rows}
+# Native PyTorch has no published column: its cells are costed at Keras 3 (PyTorch)'s figure, an assumption
+# (same framework, eager).
+COSTED_AS = {"native-torch": "torch"}
 
 
 def cell_seconds(cell: Cell, figures=None, overhead_s: float = ASSUMED_OVERHEAD_S) -> float:
     """Estimated wall time of one cell; 0 for cells that are recorded as unsupported without running."""
     if get_model(cell.model).why_cell_unsupported(cell):
         return 0.0
-    ms = (figures or published_ms())[(cell.model, cell.task, cell.batch_size)][COLUMN[cell.backend]]
+    ms = (figures or published_ms())[(cell.model, cell.task, cell.batch_size)][COSTED_AS.get(cell.backend, cell.backend)]
     if ms is None:
         raise ValueError(f"no published figure for {cell.key}")
     return ms * (1 + cell.warmup_steps + cell.timed_steps) / 1000 + overhead_s  # at the least warm-up

@@ -16,11 +16,12 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Callable
 
-from bench.backends import BenchError
+from bench.errors import BenchError
 from bench.cluster.gpus import GpuPool, refuse_jobs
+from bench.progress import hms, status_counts
 from bench.provenance import gpus
 from bench.results import Result
-from bench.workloads import Cell
+from bench.registry import Cell
 
 
 def visible_gpu_indices() -> list[int]:
@@ -85,7 +86,7 @@ def run_cells_parallel(
         if not runs:
             gpu = pool.take()
             try:
-                say(f"[{number}/{len(cells)}] gpu {gpu}: {cell.backend} {cell.model} {cell.task} batch={cell.batch_size} {cell.variant} ({cell.profile}; elapsed {runner.hms(time.perf_counter() - started)})")
+                say(f"[{number}/{len(cells)}] gpu {gpu}: {cell.backend} {cell.model} {cell.task} batch={cell.batch_size} {cell.variant} ({cell.profile}; elapsed {hms(time.perf_counter() - started)})")
                 for repeat in range(repeats):
                     # CUDA_VISIBLE_DEVICES: the cell sees exactly its own GPU
                     runs.append(prepared.attempt(cell, repeat, results_dir, timeout_s, lambda line, g=gpu: say(f"  gpu {g}: {line.strip()}"),
@@ -118,5 +119,5 @@ def run_cells_parallel(
         echo(f"\ninterrupted; every finished result is kept in {results_dir}")
         raise
     executor.shutdown()
-    echo(f"{len(done)} cells on {jobs} GPUs in {runner.hms(time.perf_counter() - started)}: " + ", ".join(f"{n} {s}" for s, n in runner._counts(done).items()))
+    echo(f"{len(done)} cells on {jobs} GPUs in {hms(time.perf_counter() - started)}: " + ", ".join(f"{n} {s}" for s, n in status_counts(done).items()))
     return done

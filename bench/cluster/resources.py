@@ -6,8 +6,9 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.backends import BenchError
-from bench.workloads import Cell, get_profile
+from bench.errors import BenchError
+from bench.profiles import get_profile
+from bench.registry import Cell
 
 # Start-up, environment import and result writing on top of the cell's own timeout (the orchestrator kills a
 # cell at the profile's timeout_s; Slurm must not kill the orchestrator before it has recorded that).

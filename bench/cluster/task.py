@@ -17,7 +17,7 @@ from pathlib import Path
 
 from bench.cluster.jobdir import JobDir
 from bench.provenance import machine_info, machine_slug, now_utc
-from bench.workloads import Cell
+from bench.registry import Cell
 
 CONTAINER_RESULTS = "/opt/bench/results"  # where bench-container (mk/containers.mk) mounts the results folder
 CONTAINER_SHM = "8g"

@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from bench.backends import BenchError, lookup
+from bench.backends import lookup
+from bench.errors import BenchError
 
 # The published grid (HF, Oct 2019): batch 1, 2, 4, 8 x sequence length 8 ... 1024, 30 repeats, mean.
 PUBLISHED_BATCHES = (1, 2, 4, 8)

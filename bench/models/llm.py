@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bench.workloads import TaskSpec, fit_task, positive_fields
+from bench.spec import TaskSpec, fit_task, positive_fields
 
 
 @dataclass(frozen=True)
