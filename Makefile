@@ -51,7 +51,7 @@ $(UV): containers/uv-requirements.txt
 	@mkdir -p $(dir $(UV))
 	$(PYTHON) containers/install-uv.py containers/uv-requirements.txt $(dir $(UV))
 
-.PHONY: help bench bench-all bench-cpu-full grid tuning plan table test test-extended test-stack2024 test-fast check bench-overhead clean-results doctor export compare submit submit-status
+.PHONY: help bench bench-all bench-cpu-full grid tuning plan table test test-extended test-stack2024 test-fast lint check bench-overhead clean-results doctor export compare submit submit-status
 
 help: ## List every target with one line each
 	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | sort -u | awk 'BEGIN{FS=":.*## "}{printf "  %-18s %s\n", $$1, $$2}'
@@ -62,7 +62,7 @@ help: ## List every target with one line each
 doctor: ## Preflight (stdlib, < 2 s): Python 3.11, GNU make, C compiler, disk, memory, NVIDIA driver; FAIL stops make
 	@$(PYTHON) -m bench doctor --plan $(RESULTS)/plan.json
 
-bench: ## Run every task of MODEL on BACKEND (builds the env first): make bench BACKEND=jax MODEL=bert
+bench: doctor ## Run every task of MODEL on BACKEND (preflight, then builds the env): make bench BACKEND=jax MODEL=bert
 	@test -n "$(BACKEND)" -a -n "$(MODEL)" || { echo "usage: make bench BACKEND=<$(BACKENDS)> MODEL=<model> [TASK= PROFILE= STEPS= REPEATS= RESUME=1]" >&2; exit 2; }
 	@$(MAKE) --no-print-directory env BACKEND=$(BACKEND) STACK=$(STACK)
 	@$(MAKE) --no-print-directory env-tools
@@ -128,7 +128,8 @@ check: check-locks check-containers check-flake ## Static checks, offline: locks
 # 32 and 52 min with it in the other). The first one's report is printed when both have ended. Every phase always
 # runs; make fails if any failed.
 TEST_SD_LOG := $(VENVS)/test-keras-cv-sd.log
-test: doctor envs env-ci-stack ## Build what is needed, then run the whole test suite (smoke profile on CPU)
+test: doctor envs env-ci-stack ## Build what is needed, then lint and run the whole test suite (smoke profile on CPU)
+	@$(MAKE) --no-print-directory lint
 	@rc=0; \
 	$(TOOLS_PY) -m pytest tests -ra --durations=15 -m "not slow" || rc=$$?; \
 	$(TOOLS_PY) -m pytest tests -p no:cacheprovider -ra --durations=10 -m "slow and (keras_cv_sd or container) and not extended" > $(TEST_SD_LOG) 2>&1 & sd=$$!; \
@@ -149,6 +150,10 @@ test-extended: doctor envs env-tools ## The tests make test leaves out (CI's hou
 test-stack2024: doctor env-tools ## The 2024 stack's smoke matrix as tests (part of test-extended); KEEP_RESULTS=<dir> keeps the results
 	@$(MAKE) --no-print-directory envs STACK=2024
 	$(EXTENDED_PYTEST) -m stack2024
+
+lint: env-tools ## ruff (ruff.toml: pycodestyle, pyflakes, import order, bugbear, pyupgrade) and no import cycle in bench/
+	$(TOOLS_PY) -m ruff check .
+	$(TOOLS_PY) scripts/import_cycles.py
 
 test-fast: env-tools ## Unit and orchestrator tests only, no framework environment needed (under 2 minutes)
 	$(TOOLS_PY) -m pytest tests -ra -m "not envs and not container and not slow"
