@@ -1,6 +1,6 @@
 """How long the paper matrix takes on 1, 8 and 64 GPUs, from the published per-step figures.
 
-    python -m bench.cluster.estimate          # the Markdown table in README "Running on a cluster"
+    python -m bench.cluster.estimate          # the Markdown table in docs/CLUSTER.md
 
 Each cell costs its published ms/step x (1 first + warm-up + timed steps) of the paper profile, plus a fixed
 per-cell overhead (ASSUMED_OVERHEAD_S: process start-up, model build, compile; not measured on the A100).
