@@ -164,7 +164,7 @@ test-fast: env-tools ## Unit and orchestrator tests only, no framework environme
 clean-results: ## Remove results/ logs (result files are kept; history/ keeps earlier ones)
 	rm -rf $(RESULTS)/logs
 
-# Slurm (bench/cluster/): one array task per cell; README "Running on a cluster". BACKEND/MODEL/TASK take comma lists.
+# Slurm (bench/cluster/): one array task per cell; docs/CLUSTER.md. BACKEND/MODEL/TASK take comma lists.
 submit: env-tools ## Submit cells to Slurm (one array task each; cells with a current result skipped unless FORCE=1)
 	$(TOOLS_PY) -m bench submit $(if $(BACKEND),--backend $(BACKEND)) $(if $(MODEL),--model $(MODEL)) $(if $(TASK),--task $(TASK)) \
 		$(if $(PROFILE),--profile $(PROFILE)) $(if $(STEPS),--steps $(STEPS)) $(if $(FORCE),--force) $(if $(CONTAINER),--container) \
