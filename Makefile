@@ -51,7 +51,7 @@ $(UV): containers/uv-requirements.txt
 	@mkdir -p $(dir $(UV))
 	$(PYTHON) containers/install-uv.py containers/uv-requirements.txt $(dir $(UV))
 
-.PHONY: help bench bench-all bench-cpu-full grid tuning plan table test test-extended test-stack2024 test-fast check bench-overhead clean-results doctor export compare submit submit-status
+.PHONY: help bench bench-all bench-cpu-full grid tuning plan table test test-extended test-stack2024 test-fast lint docs check bench-overhead clean-results doctor export compare submit submit-status
 
 help: ## List every target with one line each
 	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | sort -u | awk 'BEGIN{FS=":.*## "}{printf "  %-18s %s\n", $$1, $$2}'
@@ -62,7 +62,7 @@ help: ## List every target with one line each
 doctor: ## Preflight (stdlib, < 2 s): Python 3.11, GNU make, C compiler, disk, memory, NVIDIA driver; FAIL stops make
 	@$(PYTHON) -m bench doctor --plan $(RESULTS)/plan.json
 
-bench: ## Run every task of MODEL on BACKEND (builds the env first): make bench BACKEND=jax MODEL=bert
+bench: doctor ## Run every task of MODEL on BACKEND (preflight, then builds the env): make bench BACKEND=jax MODEL=bert
 	@test -n "$(BACKEND)" -a -n "$(MODEL)" || { echo "usage: make bench BACKEND=<$(BACKENDS)> MODEL=<model> [TASK= PROFILE= STEPS= REPEATS= RESUME=1]" >&2; exit 2; }
 	@$(MAKE) --no-print-directory env BACKEND=$(BACKEND) STACK=$(STACK)
 	@$(MAKE) --no-print-directory env-tools
@@ -106,6 +106,9 @@ table: env-tools ## Render $(RESULTS)/RESULTS.md and its figures from the result
 	$(TOOLS_PY) -m bench table --results-dir $(RESULTS) $(if $(filter results,$(RESULTS)),--readme README.md)
 	@if [ -d $(TUNING_RESULTS) ]; then $(TOOLS_PY) -m bench table --results-dir $(TUNING_RESULTS); fi
 
+docs: env-tools ## Regenerate the generated parts of docs/: the result field table of docs/RESULT_FORMAT.md, from docs/schema/
+	$(TOOLS_PY) -m bench.schema_doc
+
 export: env-tools ## Every current result under RESULTS as one CSV ($(RESULTS)/results.csv, or OUT=file)
 	$(TOOLS_PY) -m bench export --results-dir $(RESULTS) $(if $(OUT),--out $(OUT))
 
@@ -128,7 +131,8 @@ check: check-locks check-containers check-flake ## Static checks, offline: locks
 # 32 and 52 min with it in the other). The first one's report is printed when both have ended. Every phase always
 # runs; make fails if any failed.
 TEST_SD_LOG := $(VENVS)/test-keras-cv-sd.log
-test: doctor envs env-ci-stack ## Build what is needed, then run the whole test suite (smoke profile on CPU)
+test: doctor envs env-ci-stack ## Build what is needed, then lint and run the whole test suite (smoke profile on CPU)
+	@$(MAKE) --no-print-directory lint
 	@rc=0; \
 	$(TOOLS_PY) -m pytest tests -ra --durations=15 -m "not slow" || rc=$$?; \
 	$(TOOLS_PY) -m pytest tests -p no:cacheprovider -ra --durations=10 -m "slow and (keras_cv_sd or container) and not extended" > $(TEST_SD_LOG) 2>&1 & sd=$$!; \
@@ -150,13 +154,17 @@ test-stack2024: doctor env-tools ## The 2024 stack's smoke matrix as tests (part
 	@$(MAKE) --no-print-directory envs STACK=2024
 	$(EXTENDED_PYTEST) -m stack2024
 
+lint: env-tools ## ruff (ruff.toml: pycodestyle, pyflakes, import order, bugbear, pyupgrade) and no import cycle in bench/
+	$(TOOLS_PY) -m ruff check .
+	$(TOOLS_PY) scripts/import_cycles.py
+
 test-fast: env-tools ## Unit and orchestrator tests only, no framework environment needed (under 2 minutes)
 	$(TOOLS_PY) -m pytest tests -ra -m "not envs and not container and not slow"
 
 clean-results: ## Remove results/ logs (result files are kept; history/ keeps earlier ones)
 	rm -rf $(RESULTS)/logs
 
-# Slurm (bench/cluster/): one array task per cell; README "Running on a cluster". BACKEND/MODEL/TASK take comma lists.
+# Slurm (bench/cluster/): one array task per cell; docs/CLUSTER.md. BACKEND/MODEL/TASK take comma lists.
 submit: env-tools ## Submit cells to Slurm (one array task each; cells with a current result skipped unless FORCE=1)
 	$(TOOLS_PY) -m bench submit $(if $(BACKEND),--backend $(BACKEND)) $(if $(MODEL),--model $(MODEL)) $(if $(TASK),--task $(TASK)) \
 		$(if $(PROFILE),--profile $(PROFILE)) $(if $(STEPS),--steps $(STEPS)) $(if $(FORCE),--force) $(if $(CONTAINER),--container) \

@@ -6,9 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-
-class BenchError(ValueError):
-    """Bad input or an unusable state, reported as a clear one-line message and a non-zero exit."""
+from bench.errors import BenchError
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,8 @@ import signal
 import sys
 from pathlib import Path
 
-from bench.backends import BACKENDS, BenchError
+from bench.backends import BACKENDS
+from bench.errors import BenchError
 from bench.cluster import cli as cluster_cli
 from bench.profiles import profiles
 from bench.provenance import REPO_ROOT
@@ -144,7 +145,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     # group is ended with it (it runs in a session of its own, so no signal reaches it otherwise).
     signal.signal(signal.SIGTERM, interrupt)
     from bench.runner import default_profile, run_cells
-    from bench.workloads import get_profile, plan_cells
+    from bench.profiles import get_profile
+    from bench.registry import plan_cells
 
     if args.profile:
         get_profile(args.profile)
@@ -202,7 +204,7 @@ def cmd_grid(args: argparse.Namespace) -> int:
 
 def cmd_cell(args: argparse.Namespace) -> int:
     from bench.cell import main as cell_main
-    from bench.workloads import Cell
+    from bench.registry import Cell
 
     return cell_main(Cell.from_dict(json.loads(args.cell)), args.out)
 
@@ -246,7 +248,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 def cmd_plan(args: argparse.Namespace) -> int:
     from bench.plan import run
-    from bench.workloads import get_profile
+    from bench.profiles import get_profile
 
     get_profile(args.profile)
     _, written = run(args.profile, args.results_dir, batch_size=args.batch_size)

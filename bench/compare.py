@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
-from bench.backends import DEFAULT_STACK, BenchError
+from bench.backends import DEFAULT_STACK
+from bench.errors import BenchError
 from bench.results import Result
 from bench.report.load import COLUMNS, Column, RowKey, load_results, order_rows
 from bench.report.text import fmt_x, github_table, md, status_label, write_text_atomic

@@ -1,4 +1,4 @@
-"""One table from a task's declared driver (bench.workloads.TaskSpec) to the code that runs its steps.
+"""One table from a task's declared driver (bench.spec.TaskSpec) to the code that runs its steps.
 
 Every driver opens and closes windows through the timing core (bench.timing.StepTimer), which alone reads the
 clock. Framework loops (Keras fit/predict, the transformers Trainer) tile their windows: each closes at a step's

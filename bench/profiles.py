@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from bench.backends import BenchError
+from bench.errors import BenchError
 
 PROFILES_TOML = Path(__file__).resolve().parent / "profiles.toml"
 

@@ -16,12 +16,18 @@ from __future__ import annotations
 import statistics
 import sys
 import time
-from typing import Any, Callable, TextIO
+from collections import Counter
+from typing import Any, Callable, Iterable, TextIO
 
 
 def hms(seconds: float) -> str:
     seconds = int(seconds)
     return f"{seconds // 3600:d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+
+
+def status_counts(results: Iterable[Any]) -> dict[str, int]:
+    """How many results have each status, in the order the statuses first appear (a run's closing line)."""
+    return dict(Counter(r.status for r in results))
 
 
 def cell_line(index: int, total: int, cell: Any, elapsed_s: float) -> str:

@@ -7,37 +7,18 @@ variants are bench/backends.py's.
 """
 from __future__ import annotations
 
-import csv
 import dataclasses
 import importlib
 from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
 from typing import Any
 
 from bench import variants as variant_rules
-from bench.backends import BACKENDS, DEFAULT_STACK, BenchError, env_name, get_backend, get_stack
+from bench.backends import BACKENDS, DEFAULT_STACK, env_name, get_backend, get_stack
+from bench.errors import BenchError
 from bench.profiles import get_profile
+from bench.published import published_rows
 from bench.spec import MODELS_DIR, WORKLOAD_FILE, ModelSpec, TaskSpec
-
-REFERENCE_CSV = Path(__file__).resolve().parent / "data" / "keras3_benchmarks_2024.csv"
-
-
-@dataclass(frozen=True)
-class Row:
-    """One row of the published table: a model's task at its published batch size."""
-
-    model: str
-    task: str
-    batch_size: int
-
-
-@cache
-def published_rows() -> tuple[Row, ...]:
-    with REFERENCE_CSV.open() as f:
-        lines = [line for line in f if not line.startswith("#")]
-    return tuple(Row(r["model"], r["task"], int(r["batch_size"])) for r in csv.DictReader(lines))
-
 
 def discover_models(models_dir: Path = MODELS_DIR) -> tuple[str, ...]:
     """Every folder of models_dir with a workload.toml: the published table's models in its row order, then the

@@ -8,11 +8,11 @@ from pathlib import Path
 from typing import Any
 
 from bench.atomic import write_json_atomic  # noqa: F401  (also imported from here by the cell and the cluster code)
-from bench.backends import BenchError
+from bench.errors import BenchError
 from bench.provenance import machine_slug
 from bench.schema import validate_result
 from bench.timing import Stats
-from bench.workloads import Cell, get_model
+from bench.registry import Cell, get_model
 
 SCHEMA_VERSION = 2  # 2 added first_step_contains, steadiness, compile_events, derived, reference; killed, unsteady
 # (and later, optional: device_memory, gpu_state)

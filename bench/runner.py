@@ -17,14 +17,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from bench.backends import BenchError, cell_environment, make_env_command
+from bench.backends import cell_environment, make_env_command
+from bench.errors import BenchError
 from bench.drift import reference_ms
 from bench.failures import PeakMemory, crash_status, oom_kill_count
 from bench.plan import load_cells as load_plan_cells, plan_figures, predicted_oom, ram_gib
-from bench.progress import Progress
+from bench.progress import Progress, hms, status_counts
 from bench.provenance import ENV_STAMP, REPO_ROOT, env_stamp, git_info, machine_info, machine_label, now_utc
 from bench.results import Result, Run, load, load_all, result_path, task_unit
-from bench.workloads import Cell, get_model
+from bench.registry import Cell, get_model
 
 VENVS_DIR = Path(os.environ.get("BENCH_VENVS_DIR", REPO_ROOT / ".venvs"))
 LOG_TAIL_LINES = 30
@@ -94,11 +95,6 @@ def gpu_environment(gpu: dict | None) -> dict[str, str]:
 def gpu_id(gpu: dict | None) -> str | None:
     """How nvidia-smi --id names the GPU (its UUID, else its index); None without one."""
     return (gpu.get("uuid") or gpu.get("index")) if gpu else None
-
-
-def hms(seconds: float) -> str:
-    seconds = int(seconds)
-    return f"{seconds // 3600:d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
 
 
 class CellProcess:
@@ -346,7 +342,7 @@ def run_cells(
             progress.close()
     end_ms = reference_ms()
     echo(f"reference probe (bench/drift.py): {reference['start_ms']:.3f} ms at the start, {end_ms:.3f} ms at the end (x{end_ms / reference['start_ms']:.2f})")
-    echo(f"{len(done)} cells in {hms(time.perf_counter() - started)}: " + ", ".join(f"{n} {s}" for s, n in _counts(done).items()))
+    echo(f"{len(done)} cells in {hms(time.perf_counter() - started)}: " + ", ".join(f"{n} {s}" for s, n in status_counts(done).items()))
     return done
 
 
@@ -354,7 +350,8 @@ def time_estimates(cells: list[Cell]) -> dict[str, float]:
     """Seconds per cell for the progress bar's ETA where an estimate exists: paper cells at a published batch
     size, from the published ms/step (bench/cluster/estimate.py). Other cells: none (the bar then uses the mean
     of the cells finished so far)."""
-    from bench.cluster.estimate import cell_seconds, published_ms
+    from bench.cluster.estimate import cell_seconds
+    from bench.published import published_ms
 
     figures, out = published_ms(), {}
     for cell in cells:
@@ -364,10 +361,3 @@ def time_estimates(cells: list[Cell]) -> dict[str, float]:
             except ValueError:  # no published figure for this column
                 pass
     return out
-
-
-def _counts(results: list[Result]) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for r in results:
-        counts[r.status] = counts.get(r.status, 0) + 1
-    return counts

@@ -13,7 +13,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from bench.backends import BenchError
+from bench.errors import BenchError
 from bench.provenance import REPO_ROOT
 
 SCHEMA_DIR = REPO_ROOT / "docs" / "schema"

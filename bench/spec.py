@@ -13,8 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from bench.backends import BenchError, get_backend
+from bench.backends import get_backend
+from bench.errors import BenchError
 from bench.profiles import profiles
+from bench.published import Row, published_rows
 
 MODELS_DIR = Path(__file__).resolve().parent / "models"
 WORKLOAD_FILE = "workload.toml"  # a folder of MODELS_DIR holding one is a model
@@ -86,18 +88,18 @@ class ModelSpec:
     shapes: dict[str, Any]  # profile name -> shape_type instance
     unsupported: dict[str, str]  # backend -> why the cell cannot exist
     task_specs: dict[str, TaskSpec]  # task name -> how it is driven and reported
-    # A study's model (not a row of the published table): the study's name and its own rows as (task, batch size).
-    # `make bench-all` and the main table leave it out; the study's section shows it.
+    # A model that is no row of the published table has its own rows, as (task, batch size). A study's model also
+    # names its study: `make bench-all` and the main table leave it out, and the study's section shows it.
     study: str | None = None
-    study_rows: tuple[tuple[str, int], ...] = ()
+    own_rows: tuple[tuple[str, int], ...] = ()
     unsupported_cells: tuple[CellRule, ...] = ()  # narrower than `unsupported`: a stack, task or variant
+    # (cell, shape) -> {setting: value} a cell's run must record: what the reference code ran (the fidelity checks)
+    paper_settings: Callable[[Any, Any], dict[str, Any]] | None = None
 
     def rows(self):
-        """This model's rows (bench.registry.Row), in order: the published table's, or its study's own."""
-        from bench.registry import Row, published_rows
-
-        if self.study:
-            return tuple(Row(self.name, task, batch) for task, batch in self.study_rows)
+        """This model's rows (bench.published.Row), in order: its own, else the published table's."""
+        if self.own_rows:
+            return tuple(Row(self.name, task, batch) for task, batch in self.own_rows)
         return tuple(r for r in published_rows() if r.model == self.name)
 
     def tasks(self) -> tuple[str, ...]:
@@ -130,17 +132,22 @@ class ModelSpec:
             return f"not implemented in this suite yet ({self.module_name(backend)} does not exist)"
         return None
 
+    def expected_settings(self, cell) -> dict[str, Any]:
+        """The settings this cell's run must record (its `paper_settings`), against the cell's shape; {} if none."""
+        return self.paper_settings(cell, self.shape(cell.profile)) if self.paper_settings else {}
+
     def why_cell_unsupported(self, cell) -> str | None:
         """Why this cell cannot run: its backend's reason, else the first rule of `unsupported_cells` it matches."""
         return self.why_unsupported(cell.backend) or next((r.reason for r in self.unsupported_cells if r.matches(cell)), None)
 
 
 def load_model_spec(name: str, display: str, shape_type: type, tasks: list[TaskSpec], unsupported: dict[str, str] | None = None,
-                    study: str | None = None, study_rows: list[tuple[str, int]] | None = None,
-                    unsupported_cells: tuple[CellRule, ...] = ()) -> ModelSpec:
+                    study: str | None = None, rows: list[tuple[str, int]] | None = None,
+                    unsupported_cells: tuple[CellRule, ...] = (), paper_settings: Callable[[Any, Any], dict[str, Any]] | None = None) -> ModelSpec:
     """Build a ModelSpec from bench/models/<name>/workload.toml, one table per profile (a profile with
-    `shapes_from` borrows another's: a table of its own holds only the fields it changes). A study's model gives
-    its study and its own rows."""
+    `shapes_from` borrows another's: a table of its own holds only the fields it changes). A model that is no row of
+    the published table gives its own `rows`, as (task, batch size); a study's model gives its study too; `paper_settings(cell, shape)` gives the settings its runs must record (the tests'
+    fidelity checks: what the reference code ran)."""
     path = MODELS_DIR / name / WORKLOAD_FILE
     with path.open("rb") as f:
         data = tomllib.load(f)
@@ -154,13 +161,15 @@ def load_model_spec(name: str, display: str, shape_type: type, tasks: list[TaskS
             shapes[profile] = shape_type(**({**data[borrowed], **values} if borrowed else values))
         except (TypeError, ValueError) as e:
             raise BenchError(f"{path} [{profile}]: {e}") from None
-    if bool(study) != bool(study_rows):
-        raise BenchError(f"{name}: a study's model needs both its study and its rows")
-    spec = ModelSpec(name, display, shape_type, shapes, dict(unsupported or {}), {t.name: t for t in tasks}, study, tuple(study_rows or ()),
-                     tuple(unsupported_cells))
+    if study and not rows:
+        raise BenchError(f"{name}: a study's model needs its own rows")
+    if rows and any(r.model == name for r in published_rows()):
+        raise BenchError(f"{name}: the published table has its rows; it cannot declare its own")
+    spec = ModelSpec(name, display, shape_type, shapes, dict(unsupported or {}), {t.name: t for t in tasks}, study, tuple(rows or ()),
+                     tuple(unsupported_cells), paper_settings)
     published = set(spec.tasks())
     if published != set(spec.task_specs):
-        where = f"the {study} study's rows have" if study else "the published table has"
+        where = "its own rows have" if rows else "the published table has"
         raise BenchError(f"{name}: {where} tasks {sorted(published)}, the spec declares {sorted(spec.task_specs)}")
     return spec
 

@@ -17,7 +17,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from bench.backends import BenchError, get_backend
+from bench.backends import get_backend
+from bench.errors import BenchError
 
 KERAS3_BACKENDS = ("tensorflow", "jax", "torch")
 LOADER_WORKERS = re.compile(r"loader-workers-(\d+)$")

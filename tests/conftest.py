@@ -23,33 +23,15 @@ def env_python(backend: str) -> Path:
 
 
 def assert_paper_settings(cell, settings: dict) -> None:
-    """The paper-relevant settings (issue 13) a cell's result records, against its shape: what v0.0.5 ran."""
+    """The paper-relevant settings (issue 13) a cell's result records: what its model says v0.0.5 ran
+    (ModelSpec.expected_settings, declared in bench/models/<name>/), and on native PyTorch the attention it used."""
     from bench.registry import get_model
 
-    shape = get_model(cell.model).shape(cell.profile)
-    native = cell.backend == "native-torch"
-    if native:
+    if cell.backend == "native-torch":
         assert settings["attention_implementation"], settings
-    if native and cell.model == "bert":
-        expected = "sdpa" if cell.variant == "sdpa" else shape.attention_implementation  # sdpa: issue 13's variant
-        assert settings["attention_implementation"] == expected, settings
-    if native and cell.model in ("sam", "stable_diffusion") and cell.task == "fit":
-        compiled = "train_step (forward, loss, backward, Adam)" if cell.variant == "compiled" else None
-        assert settings["compiled_function"] == compiled, settings
-    if cell.model == "sam" and cell.task == "predict":  # v0.0.5's two points and labels [1, 2] (F8)
-        assert (settings["prompt_points"], settings["prompt_labels"]) == (shape.prompt_points, shape.prompt_labels), settings
-    if not native and cell.model == "bert":  # v0.0.5 asked for XLA (use_jit()) except on Keras 3's torch
-        assert settings["jit_compile"] is (cell.backend != "torch"), settings
-    if cell.model in ("gemma", "mistral"):
-        if native and cell.task == "fit":
-            assert settings["lora_dtypes"] == [shape.dtype], settings  # peft 0.9.0's adapters in the base dtype
-        if not native:
-            assert settings["global_dtype_policy"] == shape.dtype, settings  # v0.0.5 set the policy globally (F5)
-            assert settings["keras_fused_attention"] == shape.keras_fused_attention, settings
-            if not shape.keras_fused_attention and cell.variant != "fused-attention":
-                assert settings["fused_attention"] is False, settings
-        if cell.task == "generate":
-            assert (settings["prompt_length"], settings["bos_token_id"]) == (shape.prompt_length, shape.bos_token_id)
+    for name, want in get_model(cell.model).expected_settings(cell).items():
+        got = settings[name]
+        assert (got is want) if isinstance(want, bool) or want is None else (got == want), (name, got, want, settings)
 
 
 def pytest_collection_modifyitems(items):

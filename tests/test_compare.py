@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from bench import compare
-from bench.backends import BenchError
+from bench.errors import BenchError
 from bench.results import Result, Run, load_all
 from bench.report.load import COLUMNS
 

@@ -8,7 +8,7 @@ import pytest
 
 from bench import export
 from bench.results import CorruptResult, Result, Run, load
-from bench.workloads import Cell
+from bench.registry import Cell
 
 REPO = Path(__file__).resolve().parent.parent
 COMMITTED = REPO / "results"

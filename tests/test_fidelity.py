@@ -27,7 +27,7 @@ NATIVE_TORCH = {
 
 PROBE = r"""
 import importlib, json, sys
-from bench.workloads import get_model
+from bench.registry import get_model
 family, keras_major, models = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
 out = {}
 for name in models:

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 from fakes import lock_sha256
 
-from bench.backends import BenchError
+from bench.errors import BenchError
 from bench.cluster.gpus import GpuPool, makespan, refuse_jobs, schedule
 from bench.cluster.parallel import run_cells_parallel
 from bench.results import load_all
-from bench.workloads import plan_cells
+from bench.registry import plan_cells
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -123,13 +123,13 @@ def test_one_job_is_the_ordinary_orchestrator(tmp_path, monkeypatch):
         run_cells_parallel([], tmp_path, jobs=2, gpu_indices=[0])
 
 
-def test_the_readme_cluster_estimate_is_the_scripts_output():
+def test_the_docs_cluster_estimate_is_the_scripts_output():
     from bench.cluster.estimate import ASSUMED_OVERHEAD_S, cell_seconds, markdown
 
     (jax_bert_fit,) = plan_cells("paper", backends=["jax"], models=["bert"], tasks=["fit"])
     assert cell_seconds(jax_bert_fit) == pytest.approx(222.37 * 103 / 1000 + ASSUMED_OVERHEAD_S)  # published ms/step
     (keras2_gemma_fit,) = plan_cells("paper", backends=["keras2"], models=["gemma"], tasks=["fit"])
     assert cell_seconds(keras2_gemma_fit) == 0.0  # unsupported: recorded without running
-    readme = (REPO / "README.md").read_text()
-    block = readme.split("<!-- cluster-estimate:start -->\n", 1)[1].split("\n<!-- cluster-estimate:end -->", 1)[0]
-    assert block == markdown(), "README's estimate is stale: paste `python -m bench.cluster.estimate`'s output"
+    page = (REPO / "docs" / "CLUSTER.md").read_text()
+    block = page.split("<!-- cluster-estimate:start -->\n", 1)[1].split("\n<!-- cluster-estimate:end -->", 1)[0]
+    assert block == markdown(), "docs/CLUSTER.md's estimate is stale: paste `python -m bench.cluster.estimate`'s output"

@@ -41,7 +41,7 @@ def test_a_stable_diffusion_predict_step_costs_both_calls_of_its_pair():
     cell = next(c for c in plan_cells("paper", backends=["torch"], models=["stable_diffusion"], tasks=["predict"]))
     shape = get_model("stable_diffusion").shape("paper")
     cost = cell_cost(cell)
-    published = published_ms()[(cell.model, cell.task, cell.batch_size)]["keras3_torch"]
+    published = published_ms()[(cell.model, cell.task, cell.batch_size)]["torch"]
     # per step: a call at the high and one at the low denoising-step count, whatever each call adds besides
     assert units_per_step(cell) >= shape.denoise_steps_high + shape.denoise_steps_low
     floor_s = published * (shape.denoise_steps_high + shape.denoise_steps_low) * (1 + cell.warmup_steps + cell.timed_steps) / 1000

@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bench.backends import BenchError
+from bench.errors import BenchError
 from bench.grid import findings as F
 from bench.grid.run import TOLERANCE, ColumnState, GridResult, check_parity, finish_point, grid_cell, run_point
 from bench.grid.spec import COLUMNS, GRIDS, MODELS, columns_for_envs, get_grid

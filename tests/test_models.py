@@ -2,9 +2,9 @@
 import pytest
 
 from bench.drivers import DERIVATIONS, DRIVERS, drive_step_pairs, pair_difference
-from bench import workloads
-from bench.backends import BACKENDS, keras3_backends, short_name
-from bench.registry import MODELS, discover_models, get_model, paper_models, published_rows
+from bench.backends import BACKENDS, family_variants, keras3_backends, short_name
+from bench.published import published_rows
+from bench.registry import MODELS, discover_models, get_model, paper_models
 from bench.timing import StepTimer, WindowPlan
 
 SD = get_model("stable_diffusion")
@@ -33,8 +33,8 @@ def test_models_are_the_folders_with_a_workload_in_the_published_order_then_by_n
 def test_backend_groups_come_from_the_backends_own_definitions():
     assert keras3_backends() == ("tensorflow", "jax", "torch")
     assert [short_name(b) for b in ("keras2", *keras3_backends())] == ["Keras 2", "TF", "JAX", "PyTorch"]
-    assert workloads.VARIANTS == {"keras": ("default",), "native-torch": ("eager", "compiled")}
-    assert all(b.variants == workloads.VARIANTS[b.family] for b in BACKENDS.values())
+    assert family_variants() == {"keras": ("default",), "native-torch": ("eager", "compiled")}
+    assert all(b.variants == family_variants()[b.family] for b in BACKENDS.values())
 
 
 def test_units_come_from_the_task():

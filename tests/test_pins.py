@@ -75,11 +75,12 @@ def sources() -> dict[str, str]:
 
 IMPORTED = re.compile(r"\bfrom\s+([A-Za-z_][\w.]*)\s+import\b|\bimport\s+([A-Za-z_][\w.]*(?:\s+as\s+\w+)?(?:\s*,\s*[A-Za-z_][\w.]*(?:\s+as\s+\w+)?)*)")
 FOUND_SPEC = re.compile(r"find_spec\(\s*[\"']([\w.]+)[\"']")
+RUN_AS_MODULE = re.compile(r"(?:^|\s)-m\s+([A-Za-z_][\w.]*)", re.M)  # `python -m ruff check .`
 
 
 def used_modules(text: str) -> set[str]:
-    """Top-level modules a file imports (in code or in code strings run in a backend env) or looks up."""
-    found = set(FOUND_SPEC.findall(text))
+    """Top-level modules a file imports (in code or in code strings run in a backend env), looks up or runs (-m)."""
+    found = set(FOUND_SPEC.findall(text)) | {name.split(".")[0] for name in RUN_AS_MODULE.findall(text)}
     for from_name, import_list in IMPORTED.findall(text):
         names = [from_name] if from_name else [part.split()[0] for part in import_list.split(",")]
         found.update(name.split(".")[0] for name in names)
@@ -128,6 +129,7 @@ def test_the_allow_list_is_current():
         ("import numpy as np, keras\n", {"numpy", "keras"}),
         ("    from keras_hub.src import x\n", {"keras_hub"}),
         ("spec = importlib.util.find_spec('open_clip')", {"open_clip"}),
+        ("lint:\n\t$(TOOLS_PY) -m ruff check .\n", {"ruff"}),
         ('code = "import torch, torchvision"', {"torch", "torchvision"}),
         ("# a comment mentioning numpy only\n", set()),
     ],

@@ -11,9 +11,9 @@ import pytest
 from bench.cluster.resources import cell_resources, load_plan
 from bench.doctor import largest_cell_gib
 from bench.plan import DEVICES, available_device, cell_entry, gib_of, predicted_oom, table, write_plan
-from bench.plan_memory import GIB, figures, fits, lora_parameters
+from bench.plan.memory import GIB, figures, fits, lora_parameters
 from bench.results import load_all
-from bench.workloads import Cell, get_model, plan_cells
+from bench.registry import Cell, get_model, plan_cells
 from fakes import bench_env, make_fake_envs
 
 REPO = Path(__file__).resolve().parent.parent
@@ -211,7 +211,7 @@ def test_a_plan_at_another_batch_holds_the_cells_a_run_at_that_batch_will_meet(m
 
 def test_plan_counts_match_the_published_models():
     from bench.plan import build_plan
-    from bench.plan_counts import family_env
+    from bench.plan.counts import family_env
 
     if family_env("native-torch") is None or family_env("keras") is None:
         pytest.skip("needs the native-torch env and a Keras 3 env (make envs)")

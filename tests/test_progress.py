@@ -7,7 +7,7 @@ import pytest
 from rich.console import Console
 
 from bench.progress import Progress, hms
-from bench.workloads import Cell
+from bench.registry import Cell
 
 CELLS = [
     Cell("jax", "bert", "fit", 2, "smoke", "default", 1, 3),
@@ -128,7 +128,7 @@ def test_a_terminal_picks_rich_and_hms_formats():
 
 def test_paper_cells_get_eta_estimates_from_the_published_figures_and_smoke_cells_none():
     from bench.runner import time_estimates
-    from bench.workloads import plan_cells
+    from bench.registry import plan_cells
 
     paper = time_estimates(plan_cells("paper", backends=["jax", "keras2"], models=["bert", "gemma"]))
     assert paper["jax__bert__fit__bs32__default"] > 0 and "keras2__gemma__fit__bs8__default" in paper

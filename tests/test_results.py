@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from bench.results import SCHEMA_VERSION, CorruptResult, NewerSchema, Result, Run, load, load_all, result_files, write_json_atomic
-from bench.workloads import Cell
+from bench.registry import Cell
 
 CELL = Cell("jax", "bert", "fit", 2, "smoke", "default", 1, 3)
 MACHINE = {"cpu": "Test CPU", "logical_cpus": 2, "gpus": []}

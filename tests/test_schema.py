@@ -8,7 +8,7 @@ import jsonschema
 import pytest
 
 from bench import schema
-from bench.backends import BenchError
+from bench.errors import BenchError
 from bench.results import STATUSES, result_files
 from bench.schema import validate_result
 

@@ -16,7 +16,8 @@ from bench.cluster.resources import cell_resources
 from bench.cluster.slurmstate import task_ids
 from bench.cluster.status import cancelled_status, from_record, job_status, slurm_run
 from bench.results import load_all
-from bench.workloads import get_profile, plan_cells
+from bench.profiles import get_profile
+from bench.registry import plan_cells
 from conftest import IN_CI, env_python
 from fakes import bench_env, make_fake_envs
 

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.backends import BACKENDS, BenchError, env_name, split_env_name, stack_env_names
+from bench.backends import BACKENDS, env_name, split_env_name, stack_env_names
+from bench.errors import BenchError
 from bench.envs.locks import canon, req_versions
 from bench.registry import Cell, plan_cells
 from bench.results import Result, Run, load, load_all, result_path

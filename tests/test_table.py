@@ -15,9 +15,10 @@ pytest.importorskip("matplotlib")
 
 from bench import cli
 from bench.results import Result, Run
-from bench.backends import BenchError
+from bench.errors import BenchError
 from bench.report import README_END, README_START, render
-from bench.workloads import Cell, get_profile
+from bench.profiles import get_profile
+from bench.registry import Cell
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 UPDATE = os.environ.get("BENCH_UPDATE_GOLDEN") == "1"

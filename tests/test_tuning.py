@@ -7,7 +7,8 @@ import sys
 
 import pytest
 
-from bench.backends import BenchError, cell_environment
+from bench.backends import cell_environment
+from bench.errors import BenchError
 from bench.registry import Cell, get_model, paper_models, plan_cells
 from bench import variants
 from conftest import REPO, env_python

@@ -5,7 +5,8 @@ import argparse
 import os
 from pathlib import Path
 
-from bench.backends import BACKENDS, BenchError
+from bench.backends import BACKENDS
+from bench.errors import BenchError
 
 
 def add_parsers(sub, csv_list, positive_int, non_negative_int, default_results: Path) -> None:
@@ -39,7 +40,7 @@ def add_parsers(sub, csv_list, positive_int, non_negative_int, default_results: 
 
 def cmd_submit(args: argparse.Namespace) -> int:
     from bench.cluster.submit import submit
-    from bench.workloads import plan_cells
+    from bench.registry import plan_cells
 
     cells = plan_cells(args.profile, backends=args.backend, models=args.model, tasks=args.task, batch_size=args.batch_size,
                        variants=args.variant, timed_steps=args.steps, warmup_steps=args.warmup)  # fmt: skip

@@ -1,7 +1,7 @@
 """How long a cell and the paper matrix take, from the published per-step figures: one cost per cell for the
 progress bar's ETA, the README's matrix time on 1, 8 and 64 GPUs, the per-cell timeout and Slurm's --time.
 
-    python -m bench.cluster.estimate          # the Markdown table in README "Running on a cluster"
+    python -m bench.cluster.estimate          # the Markdown table in docs/CLUSTER.md
 
 A cell's cost is its driver's real work at the published speed: each step runs `units_per_step` of the published
 figure's unit (one step for most tasks; StableDiffusion predict's step is a pair of calls at the high and the low
@@ -14,15 +14,15 @@ Cells run in the matrix's order, each on the first GPU to free up (bench/cluster
 """
 from __future__ import annotations
 
-import csv
 import math
 from dataclasses import dataclass
 
-from bench.cluster.gpus import makespan
-from bench.runner import hms
 from bench.backends import get_backend
+from bench.cluster.gpus import makespan
 from bench.profiles import get_profile
-from bench.registry import REFERENCE_CSV, Cell, get_model, plan_cells
+from bench.progress import hms
+from bench.published import published_ms
+from bench.registry import Cell, get_model, plan_cells
 
 ASSUMED_OVERHEAD_S = 120  # an assumption: start-up + build + trace/compile per cell process
 ASSUMED_COMPILE_OVERHEAD_S = 300  # an assumption: torch.compile's extra first-step time (inductor, CUDA graph capture)
@@ -34,15 +34,9 @@ SD_CALL_OVERHEAD_DENOISE_STEPS = 3
 # speed (a GPU slower than the A100, a framework slower than published), and never below the profile's timeout_s.
 TIMEOUT_FACTOR = 3
 GPU_COUNTS = (1, 8, 64)
-# The published table's column per backend. Native PyTorch has no published column: its cells are costed
-# at Keras 3 (PyTorch)'s figure, an assumption (same framework, eager).
-COLUMN = {"keras2": "keras2_tensorflow", "tensorflow": "keras3_tensorflow", "jax": "keras3_jax", "torch": "keras3_torch", "native-torch": "keras3_torch"}
-
-
-def published_ms() -> dict[tuple[str, str, int], dict[str, float | None]]:
-    with REFERENCE_CSV.open() as f:
-        rows = csv.DictReader(line for line in f if not line.startswith("#"))
-        return {(r["model"], r["task"], int(r["batch_size"])): {c: None if r[c] == "NA" else float(r[c]) for c in COLUMN.values()} for r in rows}
+# Native PyTorch has no published column: its cells are costed at Keras 3 (PyTorch)'s figure, an assumption
+# (same framework, eager).
+COSTED_AS = {"native-torch": "torch"}
 
 
 def units_per_step(cell: Cell) -> float:
@@ -81,7 +75,7 @@ def cell_cost(cell: Cell, figures=None, overhead_s: float = ASSUMED_OVERHEAD_S) 
     if get_model(cell.model).why_cell_unsupported(cell):
         return None
     row = (figures or published_ms()).get((cell.model, cell.task, cell.batch_size))
-    ms = row and row.get(COLUMN[cell.backend])
+    ms = row and row.get(COSTED_AS.get(cell.backend, cell.backend))
     if ms is None:
         return None
     cap = cell.max_warmup_steps if cell.max_warmup_steps is not None else cell.warmup_steps

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.backends import BenchError
+from bench.errors import BenchError
 from bench.results import write_json_atomic
-from bench.workloads import Cell
+from bench.registry import Cell
 
 SLURM_DIR = "slurm"
 

@@ -17,7 +17,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from bench.backends import BenchError
+from bench.errors import BenchError
 
 DAEMONS = ("munged", "slurmctld", "slurmd")
 

@@ -21,9 +21,10 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Callable
 
-from bench.backends import BenchError
+from bench.errors import BenchError
 from bench.cluster.gpus import GpuPool, refuse_jobs
 from bench.drift import reference_ms
+from bench.progress import hms, status_counts
 from bench.registry import Cell
 from bench.results import Result
 
@@ -120,7 +121,7 @@ def run_cells_parallel(
             slot = pool.take()
             gpu = slots[slot]
             try:
-                say(f"[{number}/{len(cells)}] gpu {gpu['index']}: {cell.backend} {cell.model} {cell.task} batch={cell.batch_size} {cell.variant} ({cell.profile}; elapsed {runner.hms(time.perf_counter() - started)})")
+                say(f"[{number}/{len(cells)}] gpu {gpu['index']}: {cell.backend} {cell.model} {cell.task} batch={cell.batch_size} {cell.variant} ({cell.profile}; elapsed {hms(time.perf_counter() - started)})")
                 for repeat in range(repeats):
                     runs.append(prepared.attempt(cell, repeat, results_dir, timeout_s, lambda line, g=gpu["index"]: say(f"  gpu {g}: {line.strip()}"),
                                                  env=cpu_share_environment(shares[slot]), gpu=gpu))
@@ -158,5 +159,5 @@ def run_cells_parallel(
     executor.shutdown()
     echo(f"reference probe (bench/drift.py), median over the GPU slots: {start_ms:.3f} ms at the start, "
          f"{statistics.median(probes.values()):.3f} ms at the end")
-    echo(f"{len(done)} cells on {jobs} GPUs in {runner.hms(time.perf_counter() - started)}: " + ", ".join(f"{n} {s}" for s, n in runner._counts(done).items()))
+    echo(f"{len(done)} cells on {jobs} GPUs in {hms(time.perf_counter() - started)}: " + ", ".join(f"{n} {s}" for s, n in status_counts(done).items()))
     return done

@@ -6,7 +6,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.backends import BenchError
+from bench.errors import BenchError
 from bench.registry import Cell
 
 # Start-up, environment import and result writing on top of the cell's own timeout (the orchestrator kills a

@@ -12,7 +12,7 @@ from bench.cluster.jobdir import JobDir
 from bench.cluster.slurmstate import PENDING, TERMINAL, slurm_states
 from bench.provenance import git_info, machine_info, now_utc
 from bench.results import STATUSES, CorruptResult, Result, Run, load
-from bench.workloads import Cell, get_model
+from bench.registry import Cell, get_model
 
 
 @dataclass

@@ -14,12 +14,12 @@ import sys
 import time
 from pathlib import Path
 
-from bench.backends import BenchError
+from bench.errors import BenchError
 from bench.cluster.jobdir import JobDir, slurm_root
 from bench.cluster.resources import Resources, cell_resources, load_plan
 from bench.provenance import REPO_ROOT, machine_info, machine_slug, now_utc
 from bench.results import CorruptResult, load
-from bench.workloads import Cell
+from bench.registry import Cell
 
 ROUTES = ("venv", "container")
 

@@ -19,8 +19,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from bench.backends import (BACKENDS, DEFAULT_STACK, STACKS, STUDY_ENVIRONMENTS, BenchError, cell_environment, env_name,
-                            stack_env_names)
+from bench.backends import (BACKENDS, DEFAULT_STACK, STACKS, STUDY_ENVIRONMENTS, cell_environment, env_name, stack_env_names)
+from bench.errors import BenchError
 from bench.envs.build import cmd_build
 from bench.envs.common import BACKEND_ENV_NAMES, ENV_NAMES, ROOT, TOOLS, EnvError, check_name
 from bench.envs.info import cmd_info

@@ -7,8 +7,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from bench.backends import (BACKENDS, COMMON_ENVIRONMENT, DEFAULT_STACK, STACKS, STUDY_ENVIRONMENTS, BenchError,
-                            cell_environment, split_env_name, stack_env_names)
+from bench.backends import (BACKENDS, COMMON_ENVIRONMENT, DEFAULT_STACK, STACKS, STUDY_ENVIRONMENTS, cell_environment, split_env_name, stack_env_names)
+from bench.errors import BenchError
 from bench.provenance import REPO_ROOT as ROOT
 
 TOOLS = "tools"  # the orchestrator/test env: not a backend, one for every stack

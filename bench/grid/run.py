@@ -26,13 +26,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from bench.backends import BenchError, cell_environment
+from bench.backends import cell_environment
+from bench.errors import BenchError
 from bench.drift import reference_ms
 from bench.failures import PeakMemory, crash_status, oom_kill_count
 from bench.grid.spec import COLUMNS, MODELS, REFERENCE_COLUMN, TASK, Grid, GridModel
 from bench.grid.worker import REPLY
 from bench.plan import ram_gib
-from bench.progress import Progress, hms
+from bench.progress import Progress, hms, status_counts
 from bench.provenance import REPO_ROOT, git_info, machine_info, machine_slug, now_utc
 from bench.registry import Cell
 from bench.results import Result, Run, check_cell_schema
@@ -207,11 +208,8 @@ def run_grid(models: list[str], columns: list[str], grid: Grid, results_dir: Pat
         if progress:
             progress.close()
     end = reference_ms()
-    counts: dict[str, int] = {}
-    for r in written:
-        counts[r.status] = counts.get(r.status, 0) + 1
     say(f"reference probe: {reference['start_ms']:.3f} ms at the start, {end:.3f} ms at the end (x{end / reference['start_ms']:.2f})")
-    say(f"{len(written)} grid results in {hms(time.perf_counter() - started)}: " + ", ".join(f"{n} {s}" for s, n in counts.items()))
+    say(f"{len(written)} grid results in {hms(time.perf_counter() - started)}: " + ", ".join(f"{n} {s}" for s, n in status_counts(written).items()))
     return written
 
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from bench.backends import BenchError, lookup
+from bench.backends import lookup
+from bench.errors import BenchError
 
 # The published grid (HF, Oct 2019): batch 1, 2, 4, 8 x sequence length 8 ... 1024, 30 repeats, mean.
 PUBLISHED_BATCHES = (1, 2, 4, 8)
@@ -141,7 +142,7 @@ GRIDS: dict[str, Grid] = {
         Grid("full", PUBLISHED_BATCHES, PUBLISHED_LENGTHS, 30, 30, None),
         # This project's 2-core CPU within 30 minutes: every length at batch 1, the shortest length at batch 2 and 8
         # (batch x length <= 64; batch 4 left out): every point costs each compiling column a compile before any
-        # timing. The first run with batch 4 and a 6 s cap took 39 minutes (README, "The inference grid study").
+        # timing. The first run with batch 4 and a 6 s cap took 39 minutes (results/grid/NOTES.md).
         Grid("cpu", (1, 2, 8), PUBLISHED_LENGTHS, 5, 30, 3.0, max_tokens_above_batch1=64),
         # Issue 14's length sweep (`make grid GRID=lengths MODEL=bert,gpt2`): every published length at the smallest
         # and largest published batch, no batch x length cap (the cpu grid stops at batch 8 x 8); 5-30 repeats with

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bench.workloads import TaskSpec, fit_task, positive_fields
+from bench.spec import TaskSpec, fit_task, positive_fields
 
 
 @dataclass(frozen=True)
@@ -74,6 +74,22 @@ def generated_tokens(shape: CausalLMShape, batch_size: int) -> int:
 
 
 # Both LLMs: LoRA fit through each framework's trainer, generate calls in a plain loop, timed per call.
+def causal_lm_paper_settings(cell, shape: CausalLMShape) -> dict:
+    """What a 7B causal LM's run must record (the fidelity checks): v0.0.5's dtypes, attention path and prompt."""
+    out = {}
+    if cell.backend == "native-torch":
+        if cell.task == "fit":
+            out["lora_dtypes"] = [shape.dtype]  # peft 0.9.0's adapters in the base dtype
+    else:
+        out["global_dtype_policy"] = shape.dtype  # v0.0.5 set the policy globally (F5)
+        out["keras_fused_attention"] = shape.keras_fused_attention
+        if not shape.keras_fused_attention and cell.variant != "fused-attention":
+            out["fused_attention"] = False
+    if cell.task == "generate":
+        out.update(prompt_length=shape.prompt_length, bos_token_id=shape.bos_token_id)
+    return out
+
+
 LLM_TASKS = [
     fit_task(native="trainer"),
     TaskSpec(

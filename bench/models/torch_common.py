@@ -13,9 +13,8 @@ from typing import Any
 import torch
 
 from bench.frameworks import device_for
-from bench.models.base import SEED, Workload
+from bench.models.base import COMPILED_TRAIN_STEP, SEED, Workload  # noqa: F401  (COMPILED_TRAIN_STEP: its workloads import it from here)
 COMPILE_MODE = "reduce-overhead"
-COMPILED_TRAIN_STEP = "train_step (forward, loss, backward, Adam)"  # settings' compiled_function of a compiled fit
 
 
 def device() -> torch.device:

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bench.backends import BenchError
+from bench.errors import BenchError
 from bench.report import text
 from bench.report.analysis import Report, analyse
 from bench.report.costs import costs_section
@@ -38,7 +38,7 @@ from bench.report.sections import Page, Section, render_table
 from bench.report.stacks import stacks_section
 from bench.report.text import md, plural, write_text_atomic
 from bench.report.tuning import tuning_section
-from bench.workloads import REFERENCE_CSV
+from bench.published import REFERENCE_CSV
 
 __all__ = ["README_END", "README_START", "SECTIONS", "Report", "Section", "analyse", "render"]
 

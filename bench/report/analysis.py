@@ -12,7 +12,7 @@ from bench.report.load import (COLUMNS, KERAS3, NATIVE, Column, Group, Loaded, R
                                load_results, published_batch, read_published)
 from bench.report.text import distinct, fmt_ms, md
 from bench.results import Result
-from bench.workloads import get_model
+from bench.registry import get_model
 
 NOISY_CV = 0.10  # a cell whose steps vary more than this is flagged under its table
 KERAS2 = Column("keras2", "default")

@@ -12,13 +12,13 @@ import json
 from functools import cache
 from pathlib import Path
 
-from bench.backends import BenchError
+from bench.errors import BenchError
 from bench.plan import plan_path
 from bench.report.analysis import TableAnalysis
 from bench.report.load import COLUMNS, Loaded
 from bench.report.sections import Page
 from bench.report.text import fmt_ms, github_table, md, status_label
-from bench.workloads import get_profile
+from bench.profiles import get_profile
 
 
 def full_size(profile: str) -> bool:

@@ -6,12 +6,12 @@ import os
 import statistics
 from pathlib import Path
 
-from bench.backends import BenchError
+from bench.errors import BenchError
 from bench.report.analysis import RowFacts, TableAnalysis
 from bench.report.load import COLUMNS
 from bench.report.sections import Page
 from bench.report.text import fmt_ms, status_label
-from bench.workloads import MODELS, get_model
+from bench.registry import MODELS, get_model
 
 FIGURES = "figures"  # the folder under the results folder
 CAPTIONS = {  # kind -> caption; the kinds are also the file name suffixes clear_old_figures() recognises

@@ -7,11 +7,13 @@ from collections import Counter
 
 from bench.backends import BACKENDS
 from bench.report.analysis import RowFacts, TableAnalysis
-from bench.report.load import KERAS3, PUBLISHED_COLUMNS, PUBLISHED_HARDWARE, Column, Loaded, read_published
+from bench.published import PUBLISHED_COLUMNS
+from bench.report.load import KERAS3, PUBLISHED_HARDWARE, Column, Loaded, read_published
 from bench.report.markdown import row_label
 from bench.report.sections import Page
 from bench.report.text import BEST, SHORT, fmt_ms, fmt_x, github_table, plural, status_label
-from bench.workloads import MODELS, REFERENCE_CSV, get_model
+from bench.published import REFERENCE_CSV
+from bench.registry import MODELS, get_model
 
 
 def findings_section(table: TableAnalysis, page: Page) -> list[str]:

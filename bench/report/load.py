@@ -4,21 +4,22 @@ reference CSV, read once, since row order and the comparison both follow it.
 """
 from __future__ import annotations
 
-import csv
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Iterable
 
-from bench.backends import BACKENDS, STACKS, BenchError, keras3_backends
+from bench.backends import BACKENDS, STACKS, keras3_backends
+from bench.errors import BenchError
 from bench.provenance import machine_label, machine_slug
 from bench.results import Result, load, result_files
-from bench.workloads import MODELS, REFERENCE_CSV, TASKS, get_model, get_profile, published_rows
+from bench.profiles import get_profile
+from bench.published import published_ms, published_note, published_rows
+from bench.registry import MODELS, get_model
+from bench.spec import TASKS
 
 PROFILE_ORDER = ("paper", "smoke")  # paper before smoke; any other profile after, by name
 KERAS3 = keras3_backends()
-# The reference CSV's columns, by backend.
-PUBLISHED_COLUMNS = {"keras2": "keras2_tensorflow", "tensorflow": "keras3_tensorflow", "jax": "keras3_jax", "torch": "keras3_torch"}
 PUBLISHED_HARDWARE = "1x NVIDIA A100 40GB"
 COLORS = {  # fixed per column, so every figure (and make compare's) reads the same
     ("keras2", "default"): "#7f7f7f",
@@ -172,12 +173,4 @@ def published_batch(profile: str, key: RowKey) -> int | None:
 @cache
 def read_published() -> tuple[list[str], dict[RowKey, dict[str, float | None]]]:
     """The reference CSV: its source note (comment lines) and ms/step per (row, backend); None for NA."""
-    note, lines = [], []
-    with REFERENCE_CSV.open() as f:
-        for line in f:
-            (note if line.startswith("#") else lines).append(line)
-    table = {}
-    for r in csv.DictReader(lines):
-        key = RowKey(r["model"], r["task"], int(r["batch_size"]))
-        table[key] = {b: (None if r[col].strip() == "NA" else float(r[col])) for b, col in PUBLISHED_COLUMNS.items()}
-    return [n.lstrip("#").strip() for n in note], table
+    return published_note(), {RowKey(*key): figures for key, figures in published_ms().items()}

@@ -11,7 +11,7 @@ from bench.report.load import Group
 from bench.report.sections import Page
 from bench.report.text import github_table, joined, md, plural
 from bench.results import Result
-from bench.workloads import get_profile
+from bench.profiles import get_profile
 
 # Package versions shown per environment (those an environment does not have are left blank).
 PACKAGES = ("tensorflow", "tf-keras", "keras", "keras-hub", "keras-nlp", "keras-cv", "jax", "jaxlib", "torch", "transformers", "diffusers", "peft")

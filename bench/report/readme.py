@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from bench.backends import BenchError
+from bench.errors import BenchError
 from bench.report.analysis import TableAnalysis
 from bench.report.figures import CAPTIONS
 from bench.report.markdown import main_table

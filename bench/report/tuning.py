@@ -17,7 +17,8 @@ from bench.report.load import Loaded
 from bench.report.sections import Page
 from bench.report.text import fmt_ms, fmt_x, github_table, md
 from bench.variants import is_tuning, reference_variant, tuning_variant
-from bench.workloads import get_model, get_profile
+from bench.profiles import get_profile
+from bench.registry import get_model
 
 TUNING_CSV = Path(__file__).resolve().parent.parent / "data" / "keras3_tuning_2024.csv"
 PUBLISHED_HARDWARE = "one NVIDIA L4"

@@ -31,4 +31,11 @@ class BertShape:
             raise ValueError("hidden_dim must be a multiple of num_heads")
 
 
-SPEC = load_model_spec("bert", "BERT", BertShape, tasks=[fit_task(native="trainer"), predict_task()])
+def paper_settings(cell, shape: BertShape) -> dict:
+    """What a BERT run must record (the fidelity checks): the attention v0.0.5 ran and whether it asked for XLA."""
+    if cell.backend == "native-torch":  # transformers' eager attention, as published; the sdpa variant's own
+        return {"attention_implementation": "sdpa" if cell.variant == "sdpa" else shape.attention_implementation}
+    return {"jit_compile": cell.backend != "torch"}  # v0.0.5 asked for XLA (use_jit()) except on Keras 3's torch
+
+
+SPEC = load_model_spec("bert", "BERT", BertShape, tasks=[fit_task(native="trainer"), predict_task()], paper_settings=paper_settings)

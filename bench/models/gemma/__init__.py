@@ -1,5 +1,5 @@
 """Gemma 7B causal LM: LoRA fit (bf16) at batch 8, greedy generate at batch 32 and 1."""
-from bench.models.llm import LLM_TASKS, CausalLMShape
+from bench.models.llm import LLM_TASKS, CausalLMShape, causal_lm_paper_settings
 from bench.spec import load_model_spec
 
 SPEC = load_model_spec(
@@ -7,5 +7,6 @@ SPEC = load_model_spec(
     "Gemma",
     CausalLMShape,
     tasks=LLM_TASKS,
+    paper_settings=causal_lm_paper_settings,
     unsupported={"keras2": "Gemma needs Keras 3 (keras-nlp refuses to build it on Keras 2); NA as published"},
 )

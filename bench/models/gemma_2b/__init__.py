@@ -16,5 +16,5 @@ SPEC = load_model_spec(
     tasks=[fit_task(native="trainer")],
     unsupported={"keras2": "the tuning study is Keras 3 only (keras-nlp refuses Gemma on Keras 2)"},
     study="tuning",
-    study_rows=[("fit", 4), ("fit", 2)],
+    rows=[("fit", 4), ("fit", 2)],
 )

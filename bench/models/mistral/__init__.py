@@ -1,5 +1,5 @@
 """Mistral 7B causal LM: LoRA fit (bf16) at batch 8, greedy generate at batch 32 and 1."""
-from bench.models.llm import LLM_TASKS, CausalLMShape
+from bench.models.llm import LLM_TASKS, CausalLMShape, causal_lm_paper_settings
 from bench.spec import CellRule, load_model_spec
 
 # Mistral-7B-v0.1's attention window (keras-hub's default is 512): longer than every sequence run here.
@@ -10,6 +10,7 @@ SPEC = load_model_spec(
     "Mistral",
     CausalLMShape,
     tasks=LLM_TASKS,
+    paper_settings=causal_lm_paper_settings,
     unsupported={"keras2": "Mistral on Keras 2 breaks under bfloat16 + LoRA (keras-nlp 0.12); NA as published"},
     unsupported_cells=(
         CellRule(

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from bench.models.base import COMPILED_TRAIN_STEP
 from bench.spec import fit_task, load_model_spec, positive_fields, predict_task
 
 
@@ -54,4 +55,14 @@ class SamShape:
         return self.image_size // self.patch_size
 
 
-SPEC = load_model_spec("sam", "SegmentAnything", SamShape, tasks=[fit_task(), predict_task()])
+def paper_settings(cell, shape: SamShape) -> dict:
+    """What a SAM run must record (the fidelity checks): the compiled training step, and v0.0.5's prompts (F8)."""
+    out = {}
+    if cell.backend == "native-torch" and cell.task == "fit":
+        out["compiled_function"] = COMPILED_TRAIN_STEP if cell.variant == "compiled" else None
+    if cell.task == "predict":  # v0.0.5's two points and labels [1, 2]
+        out.update(prompt_points=shape.prompt_points, prompt_labels=shape.prompt_labels)
+    return out
+
+
+SPEC = load_model_spec("sam", "SegmentAnything", SamShape, tasks=[fit_task(), predict_task()], paper_settings=paper_settings)

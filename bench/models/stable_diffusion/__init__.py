@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from bench.models.base import COMPILED_TRAIN_STEP
 from bench.spec import TaskSpec, fit_task, load_model_spec, positive_fields
 
 
@@ -47,4 +48,14 @@ PREDICT_IN_STEP_PAIRS = TaskSpec(
     derivation="pair-difference",
 )
 
-SPEC = load_model_spec("stable_diffusion", "StableDiffusion", StableDiffusionShape, tasks=[fit_task(), PREDICT_IN_STEP_PAIRS])
+
+
+def paper_settings(cell, shape: StableDiffusionShape) -> dict:
+    """What a StableDiffusion run must record (the fidelity checks): a compiled fit compiles the whole training step."""
+    if cell.backend == "native-torch" and cell.task == "fit":
+        return {"compiled_function": COMPILED_TRAIN_STEP if cell.variant == "compiled" else None}
+    return {}
+
+
+SPEC = load_model_spec("stable_diffusion", "StableDiffusion", StableDiffusionShape, tasks=[fit_task(), PREDICT_IN_STEP_PAIRS],
+                       paper_settings=paper_settings)

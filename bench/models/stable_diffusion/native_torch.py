@@ -184,6 +184,7 @@ def parameter_counts(s) -> dict[str, int]:
         "unet": count_parameters(on_meta(build_unet, s)),
         "vae": count_parameters(on_meta(build_vae, s)),
         "text_encoder": count_parameters(on_meta(build_text_encoder, s)),
+        "vae_encoder": count_parameters(on_meta(build_vae, s).encoder),  # the part of the VAE that fit trains (the plan's)
     }
 
 

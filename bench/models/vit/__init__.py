@@ -52,7 +52,7 @@ class ViTShape:
 
 
 SPEC = load_model_spec("vit", "ViT-Base/16", ViTShape, tasks=[fit_task(), predict_task()], study=STUDY,
-                       study_rows=[("fit", BATCH), ("predict", BATCH)],
+                       rows=[("fit", BATCH), ("predict", BATCH)],
                        unsupported={"keras2": "the tuning study is Keras 3 only"})
 
 

@@ -1,7 +1,7 @@
 """`python -m bench plan` (`make plan`): every cell's memory, predicted without allocating a model.
 
-Per cell: the parameters its process holds and trains (counted abstractly in the family's env, bench/plan_counts.py),
-the bytes of weights, gradients and optimizer state, an activation estimate (bench/plan_memory.py), their total,
+Per cell: the parameters its process holds and trains (counted abstractly in the family's env, bench/plan/counts.py),
+the bytes of weights, gradients and optimizer state, an activation estimate (the model's rule, bench/models/<name>/plan.py, with bench/plan/memory.py), their total,
 and whether that fits an A100 40GB, an H100 80GB and this machine's RAM. Written to <results>/plan-<profile>.json
 and <results>/plan.json ({"profile", "cells": [{"key", "memory_gib", ...}]}, what `make doctor` and `make submit`
 read). The orchestrator reads plan-<profile>.json: a cell the plan says will not fit the device it is about to use
@@ -17,10 +17,11 @@ from pathlib import Path
 
 from bench.atomic import write_json_atomic
 from bench.backends import cell_environment, get_backend
-from bench.plan_counts import counts_for
-from bench.plan_memory import ACTIVATION_FORMULAS, GIB, figures, fits
+from bench.errors import BenchError
+from bench.plan.counts import counts_for
+from bench.plan.memory import GIB, activation_formulas, figures, fits
 from bench.provenance import git_info, machine_info, now_utc
-from bench.workloads import Cell, get_model, plan_cells
+from bench.registry import Cell, get_model, plan_cells
 
 # What nvidia-smi reports as memory.total for the published GPU and the current flagship, in GiB.
 DEVICES = {"A100-40GB": 40960 / 1024, "H100-80GB": 81559 / 1024}
@@ -90,7 +91,10 @@ def cell_entry(cell: Cell, counts: dict | str | None, ram: float | None) -> dict
     if not isinstance(counts, dict):
         return {**entry, "error": counts or "no parameter counts", "memory_gib": None}
     parts = {k: v for k, v in counts.items() if k != "counted_in"}
-    entry.update(figures(cell.model, family, cell.task, cell.batch_size, parts, spec.shape(cell.profile)).to_dict())
+    try:
+        entry.update(figures(cell.model, family, cell.task, cell.batch_size, parts, spec.shape(cell.profile)).to_dict())
+    except BenchError as e:  # a model without a plan rule: the plan says so and plans the other cells
+        return {**entry, "error": str(e), "memory_gib": None}
     entry["counted_in"] = counts.get("counted_in")
     if cell.backend == "keras2":
         entry["counts_note"] = KERAS2_COUNTS
@@ -126,7 +130,7 @@ def build_plan(profile: str, echo=print, batch_size: int | None = None) -> dict:
         "memory_gib, and a GPU's fit compares it with what the cell's framework can use of the card (usable_gib: JAX its "
         f"preallocated fraction, default {JAX_DEFAULT_MEM_FRACTION}; torch and TensorFlow the card less an assumed "
         f"{CUDA_OVERHEAD_GIB} GiB of CUDA context and workspaces)",
-        "activation_formulas": ACTIVATION_FORMULAS,
+        "activation_formulas": activation_formulas(dict.fromkeys(c.model for c in cells)),
         "keras2_counts": KERAS2_COUNTS,
         "xla_cpu_copy": XLA_CPU_COPY,
         "cells": [cell_entry(c, counts.get((c.model, get_backend(c.backend).family)), ram) for c in cells],

@@ -1,6 +1,6 @@
 """Parameter counts for the plan, built abstractly inside each family's environment and cached.
 
-`python -m bench.plan_counts <family> <profile> <model>...` runs inside a backend env and prints one line
+`python -m bench.plan.counts <family> <profile> <model>...` runs inside a backend env and prints one line
 `COUNTS {...}`: each model module's `parameter_counts(shape)` (torch meta device / Keras 3 StatelessScope: no
 weight is allocated), as tests/test_fidelity.py does. The orchestrator side (`counts_for`) runs that once per
 family and caches the result per (model, family, profile) in <venvs>/plan-counts.json, keyed by a fingerprint of
@@ -39,24 +39,19 @@ def cache_path() -> Path:
 
 def probe(family: str, profile: str, models: list[str]) -> dict[str, dict[str, int]]:
     """Inside the family's env: every model's parameter counts at the profile's shape, nothing allocated."""
-    from bench.workloads import get_model
+    from bench.registry import get_model
 
     out = {}
     for name in models:
         module = importlib.import_module(f"bench.models.{name}.{family.replace('-', '_')}")
         shape = get_model(name).shape(profile)
-        counts = dict(module.parameter_counts(shape) if family == "native-torch" else module.parameter_counts(shape, 3))
-        if family == "native-torch" and name == "stable_diffusion":
-            from bench.models.torch_common import count_parameters, on_meta
-
-            counts["vae_encoder"] = count_parameters(on_meta(module.build_vae, shape).encoder)  # what fit trains
-        out[name] = counts
+        out[name] = dict(module.parameter_counts(shape) if family == "native-torch" else module.parameter_counts(shape, 3))
     return out
 
 
 def fingerprint(model: str, family: str, profile: str, lock_sha256: str | None) -> str:
     """What a cached count depends on: the shape, the implementation's and this probe's source, the env's lock."""
-    from bench.workloads import get_model
+    from bench.registry import get_model
 
     spec = get_model(model)
     digest = hashlib.sha256(repr(spec.shape(profile)).encode())
@@ -85,7 +80,7 @@ def env_lock(backend: str) -> str | None:
 
 def run_probe(backend: str, python: Path, family: str, profile: str, models: list[str]) -> dict:
     env = {**os.environ, **cell_environment(backend), "JAX_PLATFORMS": "cpu", "CUDA_VISIBLE_DEVICES": ""}
-    cmd = [str(python), "-m", "bench.plan_counts", family, profile, *models]
+    cmd = [str(python), "-m", "bench.plan.counts", family, profile, *models]
     out = subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=TIMEOUT_S)
     line = next((l for l in out.stdout.splitlines() if l.startswith(PREFIX)), None)
     if out.returncode != 0 or line is None:

@@ -1,0 +1,106 @@
+"""Adding a model is adding its folder (docs/ADDING_A_MODEL.md): a copy of the package gets the worked example,
+tests/new_model/tiny_mlp/, and nothing else; the registry, the matrix tests, `bench plan` and the report take it."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bench.backends import BACKENDS
+from conftest import REPO, VENVS
+
+EXAMPLE = REPO / "tests" / "new_model" / "tiny_mlp"
+COMMITTED_RESULT = REPO / "results" / "smoke" / "cpu-amd-epyc-2-cores" / "jax__bert__fit__bs2__default.json"
+
+
+@pytest.fixture(scope="module")
+def checkout(tmp_path_factory) -> Path:
+    """The package and its tests, copied, with the example model's folder added to bench/models/."""
+    root = tmp_path_factory.mktemp("checkout")
+    skip = shutil.ignore_patterns("__pycache__", "new_model")
+    shutil.copytree(REPO / "bench", root / "bench", ignore=skip)
+    shutil.copytree(REPO / "tests", root / "tests", ignore=skip)
+    shutil.copy(REPO / "pytest.ini", root)
+    shutil.copytree(REPO / "docs" / "schema", root / "docs" / "schema")  # the result files are validated against it
+    shutil.copytree(EXAMPLE, root / "bench" / "models" / "tiny_mlp", ignore=skip)
+    return root
+
+
+def python(checkout: Path, code: str, **env) -> str:
+    out = subprocess.run([sys.executable, "-c", code], cwd=checkout, capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "PYTHONPATH": str(checkout), **env})
+    assert out.returncode == 0, out.stderr[-3000:]
+    return out.stdout
+
+
+def test_the_registry_plans_the_new_models_cells_on_every_backend(checkout):
+    got = json.loads(python(checkout, """
+import json
+from bench.registry import MODELS, get_model, paper_models, plan_cells
+cells = plan_cells("smoke", models=["tiny_mlp"])
+print(json.dumps({"models": MODELS, "paper": paper_models(), "cells": [c.key for c in cells],
+                  "why": [get_model("tiny_mlp").why_cell_unsupported(c) for c in cells],
+                  "settings": get_model("tiny_mlp").expected_settings(cells[0])}))
+"""))
+    assert "tiny_mlp" in got["models"] and "tiny_mlp" in got["paper"]  # found by its folder; bench-all runs it
+    columns = sum(len(b.variants) for b in BACKENDS.values())
+    assert len(got["cells"]) == 2 * columns and "native-torch__tiny_mlp__fit__bs2__compiled" in got["cells"]
+    assert got["why"] == [None] * len(got["cells"])  # both implementations found: no cell is NA
+    assert got["settings"] == {"optimizer": "Adam", "parameters": 16 * 32 + 32 * 32 + 32 * 4 + 2 * 32 + 4}
+
+
+def test_the_matrix_tests_generate_the_new_models_cells(checkout):
+    out = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "tests/test_matrix.py"], cwd=checkout,
+                         capture_output=True, text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(checkout)})
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    collected = [line for line in out.stdout.splitlines() if "tiny_mlp" in line and "stack-2024" not in line]
+    assert "tests/test_matrix.py::test_smoke_cell[jax__tiny_mlp__predict__bs2__default]" in collected
+    assert len(collected) == 2 * sum(len(b.variants) for b in BACKENDS.values())
+
+
+def test_the_report_shows_the_new_models_rows(checkout, tmp_path):
+    results = tmp_path / "results"
+    out = python(checkout, f"""
+import dataclasses
+from pathlib import Path
+from bench.report import render
+from bench.results import load
+result = load(Path({str(COMMITTED_RESULT)!r}))  # a real result, made the new model's
+result = dataclasses.replace(result, cell=dataclasses.replace(result.cell, model="tiny_mlp"))
+result.write(Path({str(results)!r}))
+render(Path({str(results)!r}), Path({str(results / "RESULTS.md")!r}), readme=None)
+""")
+    page = (results / "RESULTS.md").read_text()
+    assert "| Tiny MLP fit " in page, out + page[:3000]
+
+
+@pytest.mark.envs
+def test_bench_plan_plans_the_new_model_by_its_own_rule(checkout, tmp_path):
+    """The plan counts the new model's parameters in its families' envs, as it does every model's, and applies
+    the rule in its folder: the registry's model list is the plan's, restricted here to the new model to be quick."""
+    venvs = tmp_path / "venvs"
+    venvs.mkdir()
+    for env in ("native-torch", "jax"):
+        if not (VENVS / env / "bench-env.json").exists():
+            pytest.skip(f"needs the {env} env (make env BACKEND={env})")
+        (venvs / env).symlink_to(VENVS / env)  # the real envs; the count cache goes to this folder, not theirs
+    got = json.loads(python(checkout, f"""
+import json
+from pathlib import Path
+import bench.plan
+from bench.registry import plan_cells
+bench.plan.plan_cells = lambda profile, **kw: plan_cells(profile, models=["tiny_mlp"], **kw)
+plan, written = bench.plan.run("smoke", Path({str(tmp_path / "results")!r}), echo=lambda line: None)
+print(json.dumps(plan))
+""", BENCH_VENVS_DIR=str(venvs)))
+    by_key = {c["key"]: c for c in got["cells"]}
+    parameters = 16 * 32 + 32 * 32 + 32 * 4 + 2 * 32 + 4
+    for key in ("jax__tiny_mlp__fit__bs2__default", "native-torch__tiny_mlp__fit__bs2__eager"):
+        entry = by_key[key]
+        assert entry["parameters"] == entry["trainable_parameters"] == parameters, entry
+        assert entry["activation_formula"] == "mlp" and entry["activations_bytes"] == 2 * (2 * 32 + 4) * 4, entry
+    assert by_key["keras2__tiny_mlp__predict__bs2__default"]["counts_note"]  # keras2 reuses the Keras 3 count
+    assert "mlp" in got["activation_formulas"]
