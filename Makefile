@@ -158,7 +158,7 @@ lint: env-tools ## ruff (ruff.toml: pycodestyle, pyflakes, import order, bugbear
 	$(TOOLS_PY) -m ruff check .
 	$(TOOLS_PY) scripts/import_cycles.py
 
-test-fast: env-tools ## Unit and orchestrator tests only, no framework environment needed (under 2 minutes)
+test-fast: env-tools ## Unit and orchestrator tests only, no framework environment needed
 	$(TOOLS_PY) -m pytest tests -ra -m "not envs and not container and not slow"
 
 clean-results: ## Remove results/ logs (result files are kept; history/ keeps earlier ones)
