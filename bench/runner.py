@@ -3,9 +3,11 @@ becomes a recorded status, Ctrl-C keeps every finished result. Cells of one publ
 repeats round-robin, with a drift probe (bench/drift.py) between processes."""
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -73,6 +75,41 @@ def check_writable(results_dir: Path) -> None:
         os.unlink(probe)
     except OSError as e:
         raise BenchError(f"cannot write results to {results_dir}: {e.strerror or e}") from None
+
+
+# A cell is not started with less than this free where its results go: its log and result file need room (a
+# smoke result is a few KB, a log up to a few MB), and a measurement that cannot be written is an hour lost.
+MIN_FREE_BYTES = 64 * 2**20
+
+
+class RunStopped(BenchError):
+    """The run stopped before its last cell (the disk is full): every result written so far is kept."""
+
+
+def check_free_space(results_dir: Path, kept: int, of: int) -> None:
+    free = shutil.disk_usage(results_dir).free
+    if free < MIN_FREE_BYTES:
+        raise RunStopped(f"only {free / 2**20:.1f} MiB free in {results_dir} (a cell needs {MIN_FREE_BYTES // 2**20} MiB for its log "
+                         f"and result): stopped before the next cell; {kept} of {of} cells kept. Free some space and rerun with --resume")
+
+
+def write_or_show(result: Result, results_dir: Path, echo: Callable[[str], None], kept: int, of: int) -> Path:
+    """Write a cell's result; if the write fails (a full disk), show the whole result (figures and raw windows) on
+    the console and in the cell's log, so the measurement is not lost, and stop the run."""
+    try:
+        return result.write(results_dir)
+    except OSError as e:
+        target = results_dir / result.relative_path()
+        text = json.dumps(result.to_dict(), allow_nan=False)
+        echo(f"    could not write {target}: {e.strerror or e}; the result, so that it is not lost:\n{text}")
+        log = results_dir / "logs" / result.cell.profile / f"{result.cell.key}.{len(result.runs) - 1}.log"
+        try:
+            with log.open("a") as f:
+                f.write(f"\n[bench] could not write {target}: {e.strerror or e}; the result:\n{text}\n")
+        except OSError:
+            pass  # the log is on the same full disk: the console has it
+        why = "the disk is full" if e.errno == errno.ENOSPC else "a result could not be written"
+        raise RunStopped(f"{why} ({target}: {e.strerror or e}): stopped; {kept} of {of} cells kept, this one's result shown above") from None
 
 
 def default_profile(machine: dict) -> tuple[str, str]:
@@ -278,7 +315,7 @@ def run_cells(
 
     def finish(cell: Cell, runs: list[Run]) -> None:
         result = prepared.result(cell, runs, profile_choice, repeats, reference={**reference, "at_write_ms": latest})
-        path = result.write(results_dir)
+        path = write_or_show(result, results_dir, echo, kept=len(done), of=len(cells))
         done.append(result)
         line = f"{result.describe()}  [{path.relative_to(results_dir)}]"
         progress.cell_finished(cell, line) if progress else echo(f"    -> {line}")
@@ -298,6 +335,7 @@ def run_cells(
                         of = f" repeat {repeat + 1}/{repeats}" if repeats > 1 else ""
                         header = f"[{number[cell.key]}/{len(cells)}] {cell.backend} {cell.model} {cell.task} batch={cell.batch_size} {cell.variant}{of} ({cell.profile}; elapsed {hms(time.perf_counter() - started)})"
                         progress.cell_started(cell, header) if progress else echo(header)
+                        check_free_space(results_dir, kept=len(done), of=len(cells))
                         run = prepared.not_run(cell) or prepared.attempt(cell, repeat, results_dir, timeout_s, phase)
                         runs[cell.key].append(run)  # kept even if Ctrl-C comes during the probe below
                         if not prepared.not_run(cell):  # a process ran: probe the drift

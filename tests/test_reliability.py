@@ -1,0 +1,76 @@
+"""Nothing lost, nothing mislabelled (issue 32): a full disk, a killed orchestrator, two runs at once."""
+import errno
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from bench import results as results_module, runner
+from bench.backends import BACKENDS
+from bench.results import load_all
+from bench.workloads import plan_cells
+from fakes import bench_env, make_fake_envs
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def bench(args, env, timeout=120):
+    return subprocess.run([sys.executable, "-m", "bench", *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture
+def venvs(tmp_path):
+    return make_fake_envs(tmp_path / "venvs", list(BACKENDS))
+
+
+def bert_cells():
+    return plan_cells("smoke", backends=["jax"], models=["bert"])  # fit and predict
+
+
+def test_a_failed_write_shows_the_result_and_stops_the_run_with_the_count_kept(venvs, tmp_path, monkeypatch):
+    monkeypatch.setattr(runner, "VENVS_DIR", venvs)
+    real_write, writes = results_module.write_json_atomic, []
+
+    def disk_fills_after_the_first(path, data):
+        writes.append(path)
+        if len(writes) > 1:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+        real_write(path, data)
+
+    monkeypatch.setattr(results_module, "write_json_atomic", disk_fills_after_the_first)
+    lines: list[str] = []
+    with pytest.raises(runner.RunStopped, match=r"the disk is full .*No space left on device.*1 of 2 cells kept"):
+        runner.run_cells(bert_cells(), tmp_path / "results", echo=lines.append)
+    assert [r.cell.task for r in load_all(tmp_path / "results")] == ["fit"]
+    shown = "\n".join(lines)
+    assert f"could not write {writes[1]}" in shown
+    result = json.loads(shown.split("so that it is not lost:\n", 1)[1].splitlines()[0])  # the whole result, raw steps included
+    assert result["cell"]["task"] == "predict" and result["runs"][0]["timed_ms"] == [10.0 + i % 3 for i in range(result["cell"]["timed_steps"])]
+    log = next((tmp_path / "results" / "logs").rglob("jax__bert__predict*.log")).read_text()
+    assert "could not write" in log and '"timed_ms"' in log
+
+
+def can_mount_tmpfs() -> bool:
+    if os.geteuid() != 0 or not shutil.which("unshare"):
+        return False
+    probe = subprocess.run(["unshare", "-m", "sh", "-c", "mount -t tmpfs -o size=16k tmpfs /mnt"], capture_output=True)
+    return probe.returncode == 0
+
+
+@pytest.mark.skipif(not can_mount_tmpfs(), reason="needs root and unshare -m to mount a tmpfs")
+def test_a_full_disk_stops_the_run_in_one_line_before_a_cell_runs(venvs, tmp_path):
+    """The issue's reproduction: a 16 KB tmpfs as the results folder."""
+    results = tmp_path / "results"
+    results.mkdir()
+    command = " ".join([sys.executable, "-m", "bench", "run", "--profile", "smoke", "--backend", "jax", "--model", "bert", "--results-dir", str(results)])
+    out = subprocess.run(["unshare", "-m", "sh", "-c", f"mount -t tmpfs -o size=16k tmpfs {results} && {command}"],
+                         cwd=REPO, env=bench_env(venvs), capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert "Traceback" not in out.stderr
+    assert "MiB free in" in out.stderr and "0 of 2 cells kept" in out.stderr and "--resume" in out.stderr
