@@ -129,11 +129,12 @@ class CellProcess:
     def __init__(self, cell: Cell, python: str, log_path: Path, git: dict, echo: Callable[[str], None]):
         self.cell, self.python, self.log_path, self.echo = cell, python, log_path, echo
         self.tail: deque[str] = deque(maxlen=LOG_TAIL_LINES)
-        self.env = {**os.environ, **cell_environment(cell.env), "PYTHONUNBUFFERED": "1", "BENCH_GIT_COMMIT": git.get("commit") or ""}
+        self.env = {**os.environ, **cell_environment(cell.env), "PYTHONUNBUFFERED": "1", "BENCH_GIT_COMMIT": git.get("commit") or "",
+                    "BENCH_ORCHESTRATOR_PID": str(os.getpid())}  # the cell dies with it (bench/cell.py die_with_parent)
 
     def run(self, timeout_s: float) -> Run:
         # A private folder for the cell's result: whatever a killed cell leaves half-written goes with it.
-        with tempfile.TemporaryDirectory(prefix="bench-cell-") as scratch:
+        with tempfile.TemporaryDirectory(prefix="bench-cell-") as scratch:  # its name: bench/cell.py SCRATCH_PREFIX
             out = Path(scratch) / "run.json"
             cmd = [self.python, "-m", "bench", "cell", "--cell", json.dumps(self.cell.to_dict()), "--out", str(out)]
             self.log_path.parent.mkdir(parents=True, exist_ok=True)

@@ -74,3 +74,57 @@ def test_a_full_disk_stops_the_run_in_one_line_before_a_cell_runs(venvs, tmp_pat
     assert out.returncode == 2, out.stdout + out.stderr
     assert "Traceback" not in out.stderr
     assert "MiB free in" in out.stderr and "0 of 2 cells kept" in out.stderr and "--resume" in out.stderr
+
+
+REAL_CELL_THAT_SLEEPS = '''#!{python}
+# The real bench/cell.py main() around a measurement that takes two minutes (a quiet 7B step).
+import json, os, sys, time
+from pathlib import Path
+sys.path.insert(0, {repo!r})
+import bench.cell
+from bench.workloads import Cell
+
+def two_minutes(cell):
+    with open(os.environ["FAKE_PID_FILE"] + ".tmp", "w") as f:
+        f.write(str(os.getpid()))
+    os.replace(os.environ["FAKE_PID_FILE"] + ".tmp", os.environ["FAKE_PID_FILE"])
+    time.sleep(120)
+
+bench.cell.measure = two_minutes
+args = sys.argv[1:]
+sys.exit(bench.cell.main(Cell.from_dict(json.loads(args[args.index("--cell") + 1])), Path(args[args.index("--out") + 1])))
+'''
+
+
+def is_running(pid: int) -> bool:
+    """Alive and not a zombie (an orphan's zombie lingers where PID 1 does not reap)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+
+
+def test_a_cell_dies_with_its_orchestrator_and_leaves_no_scratch_folder(venvs, tmp_path):
+    python = venvs / "jax" / "bin" / "python"
+    python.write_text(REAL_CELL_THAT_SLEEPS.format(python=sys.executable, repo=str(REPO)))
+    pid_file, scratch = tmp_path / "cell.pid", tmp_path / "tmp"
+    scratch.mkdir()
+    env = {**bench_env(venvs), "FAKE_PID_FILE": str(pid_file), "TMPDIR": str(scratch)}
+    orchestrator = subprocess.Popen([sys.executable, "-m", "bench", "run", "--profile", "smoke", "--backend", "jax", "--model", "bert",
+                                     "--task", "fit", "--results-dir", str(tmp_path / "results")], cwd=REPO, env=env,
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while not pid_file.exists():
+        assert orchestrator.poll() is None and time.monotonic() < deadline, "the cell never started"
+        time.sleep(0.05)
+    cell = int(pid_file.read_text())
+    assert [p.name[:len("bench-cell-")] for p in scratch.iterdir()] == ["bench-cell-"]
+    orchestrator.kill()  # kill -9: no handler of the orchestrator's runs
+    orchestrator.wait()
+    deadline = time.monotonic() + 10
+    while is_running(cell) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    if is_running(cell):
+        os.kill(cell, signal.SIGKILL)  # not left behind by a failing test
+        pytest.fail("the cell outlived its orchestrator")
+    assert list(scratch.iterdir()) == [], "the cell's scratch folder leaked"
