@@ -25,6 +25,7 @@ from bench.failures import PeakMemory, crash_status, oom_kill_count
 from bench.plan import load_cells as load_plan_cells, plan_figures, predicted_oom, ram_gib
 from bench.progress import Progress
 from bench.provenance import ENV_STAMP, REPO_ROOT, env_stamp, git_info, machine_info, machine_label, now_utc
+from bench.runlock import hold as hold_results_folder, release as release_results_folder
 from bench.results import Result, Run, load, load_all, result_path, task_unit
 from bench.workloads import Cell, get_model
 
@@ -283,6 +284,7 @@ def prepare(cells: list[Cell], results_dir: Path, repeats: int, resume: bool = F
     predicted = {} if ignore_plan else {c.key: why for c in cells if (why := predicted_oom(c, plans[c.profile], machine))}
     pythons = {c.env: env_python(c.env) for c in cells if not get_model(c.model).why_cell_unsupported(c) and c.key not in predicted}
     check_writable(results_dir)
+    hold_results_folder(results_dir)  # one run at a time per results folder (bench/runlock.py), until this process ends
     return Prepared(cells, predicted, pythons, git_info(), machine, skipped, plans)
 
 
@@ -354,6 +356,7 @@ def run_cells(
         echo(f"\ninterrupted after {len(done)} of {len(cells)} cells; every finished result is kept in {results_dir}")
         raise
     finally:
+        release_results_folder(results_dir)
         if progress:
             progress.close()
     end_ms = reference_ms()

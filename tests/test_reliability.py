@@ -128,3 +128,28 @@ def test_a_cell_dies_with_its_orchestrator_and_leaves_no_scratch_folder(venvs, t
         os.kill(cell, signal.SIGKILL)  # not left behind by a failing test
         pytest.fail("the cell outlived its orchestrator")
     assert list(scratch.iterdir()) == [], "the cell's scratch folder leaked"
+
+
+def test_a_second_run_into_the_same_results_folder_is_refused_naming_the_first(venvs, tmp_path):
+    results, pid_file = tmp_path / "results", tmp_path / "cell.pid"
+    env = {**bench_env(venvs, jax="sleep"), "FAKE_PID_FILE": str(pid_file)}
+    args = ["run", "--profile", "smoke", "--backend", "jax", "--model", "bert", "--task", "fit", "--results-dir", str(results)]
+    first = subprocess.Popen([sys.executable, "-m", "bench", *args], cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while not pid_file.exists():
+            assert first.poll() is None and time.monotonic() < deadline, "the first run's cell never started"
+            time.sleep(0.05)
+        second = bench(args, bench_env(venvs))
+        assert second.returncode == 2, second.stdout + second.stderr
+        assert second.stderr.startswith(f"error: another run is writing to {results} (PID {first.pid} on ")
+        assert "bench run --profile smoke" in second.stderr and second.stderr.count("\n") == 1
+        assert not (results / "smoke").exists()  # nothing written by the refused run
+    finally:
+        first.kill()  # kill -9: the lock is left naming a process that no longer runs
+        first.wait()
+        os.kill(int(pid_file.read_text()), signal.SIGKILL)  # the fake cell (no bench/cell.py to die with it)
+    third = bench(args, bench_env(venvs))
+    assert third.returncode == 0, third.stdout + third.stderr
+    assert f"took over the lock of {results} left by a run that no longer runs (PID {first.pid} on " in third.stdout
+    assert [r.status for r in load_all(results)] == ["ok"]
