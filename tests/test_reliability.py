@@ -153,3 +153,22 @@ def test_a_second_run_into_the_same_results_folder_is_refused_naming_the_first(v
     assert third.returncode == 0, third.stdout + third.stderr
     assert f"took over the lock of {results} left by a run that no longer runs (PID {first.pid} on " in third.stdout
     assert [r.status for r in load_all(results)] == ["ok"]
+
+
+def test_no_test_reads_the_working_trees_results():
+    """`make bench-all` then `make test` (the README's two commands): the run rewrites results/ in the working tree,
+    so a test that reads committed results as fixtures reads HEAD's (tests/committed.py), never the working tree's."""
+    import re
+
+    working_tree_results = re.compile(r"""(REPO|REPO_ROOT|parent\.parent)\s*/\s*["']results["']""")
+    offenders = [f"{path.name}:{n}" for path in sorted((REPO / "tests").glob("*.py")) if path.name != "committed.py"
+                 for n, line in enumerate(path.read_text().splitlines(), 1) if working_tree_results.search(line)]
+    assert offenders == [], f"tests reading the working tree's results/ (use tests/committed.py): {offenders}"
+
+
+def test_the_committed_results_fixture_is_heads_not_the_working_trees():
+    from committed import committed_results
+
+    head = subprocess.run(["git", "show", "HEAD:results/smoke/cpu-amd-epyc-2-cores/jax__bert__fit__bs2__default.json"], cwd=REPO,
+                          capture_output=True, text=True, check=True).stdout
+    assert (committed_results() / "smoke" / "cpu-amd-epyc-2-cores" / "jax__bert__fit__bs2__default.json").read_text() == head
