@@ -59,8 +59,11 @@ help: ## List every target with one line each
 	@echo "The 2024 stack (keras-benchmarks v0.0.5's pins): make envs STACK=2024; make bench BACKEND=jax MODEL=bert STACK=2024"
 	@echo "make grid: GRID=<cpu|full|lengths|sample|smoke> MODEL=<bert,distilbert,gpt2,distilgpt2,roberta,xlnet,xlm> BACKEND=<native-torch,tf-transformers,jax,tensorflow,torch or a column>"
 
+# The doctor compares RAM with the plan of the profile about to run (<results>/plan-<profile>.json).
+DOCTOR_ARGS = --results-dir "$(RESULTS)" $(if $(PROFILE),--profile $(PROFILE))
+bench-cpu-full: DOCTOR_ARGS = --results-dir "$(CPU_FULL_RESULTS)" --profile cpu
 doctor: ## Preflight (stdlib, < 2 s): Python 3.11, GNU make, C compiler, disk, memory, NVIDIA driver; FAIL stops make
-	@$(PYTHON) -m bench doctor --plan $(RESULTS)/plan.json
+	@$(PYTHON) -m bench doctor $(DOCTOR_ARGS)
 
 bench: ## Run every task of MODEL on BACKEND (builds the env first): make bench BACKEND=jax MODEL=bert
 	@test -n "$(BACKEND)" -a -n "$(MODEL)" || { echo "usage: make bench BACKEND=<$(BACKENDS)> MODEL=<model> [TASK= PROFILE= STEPS= REPEATS= RESUME=1]" >&2; exit 2; }

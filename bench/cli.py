@@ -107,7 +107,9 @@ def build_parser() -> argparse.ArgumentParser:
     table.add_argument("--readme", type=Path, help="also fill this file's marked results section with the first table")
 
     doctor = sub.add_parser("doctor", help="preflight: Python, make, compiler, disk, memory, NVIDIA driver (stdlib only)")
-    doctor.add_argument("--plan", type=Path, default=DEFAULT_RESULTS / "plan.json", help="per-cell memory figures to compare RAM with")
+    doctor.add_argument("--plan", type=Path, help="per-cell memory figures to compare RAM with (default: <results-dir>/plan-<profile>.json)")
+    doctor.add_argument("--results-dir", type=Path, default=DEFAULT_RESULTS)
+    doctor.add_argument("--profile", help="the profile about to run, whose plan is compared with RAM (default: paper when an NVIDIA GPU is seen, else smoke)")
 
     export = sub.add_parser("export", help="every current result file as one flat CSV")
     export.add_argument("--results-dir", type=Path, default=DEFAULT_RESULTS)
@@ -239,9 +241,9 @@ def cmd_table(args: argparse.Namespace) -> int:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
-    from bench.doctor import Probes, main as doctor_main
+    from bench.doctor import Probes, main as doctor_main, profile_plan
 
-    return doctor_main(Probes(plan_path=args.plan))
+    return doctor_main(Probes(plan_path=args.plan or profile_plan(args.results_dir, args.profile)))
 
 
 def cmd_plan(args: argparse.Namespace) -> int:

@@ -172,3 +172,18 @@ def test_the_committed_results_fixture_is_heads_not_the_working_trees():
     head = subprocess.run(["git", "show", "HEAD:results/smoke/cpu-amd-epyc-2-cores/jax__bert__fit__bs2__default.json"], cwd=REPO,
                           capture_output=True, text=True, check=True).stdout
     assert (committed_results() / "smoke" / "cpu-amd-epyc-2-cores" / "jax__bert__fit__bs2__default.json").read_text() == head
+
+
+@pytest.mark.parametrize("profile,warns", [("smoke", False), ("paper", True), (None, False)])
+def test_the_doctor_compares_memory_with_the_plan_of_the_profile_about_to_run(tmp_path, profile, warns):
+    """A smoke run is not warned by the paper plan's largest cell (plan.json is whichever profile was planned last)."""
+    paper = '{"profile": "paper", "cells": [{"key": "keras2__sam__fit__bs1__default", "memory_gib": 100000}]}'
+    (tmp_path / "plan.json").write_text(paper)
+    (tmp_path / "plan-paper.json").write_text(paper)
+    if profile is None and shutil.which("nvidia-smi"):
+        pytest.skip("the default profile is smoke only where no GPU is seen")
+    out = bench(["doctor", "--results-dir", str(tmp_path), *(["--profile", profile] if profile else [])], dict(os.environ))
+    line = next(l for l in out.stdout.splitlines() if "memory" in l)
+    assert ("keras2__sam__fit__bs1__default" in line) == warns and line.startswith("warn") == warns, line
+    if not warns:
+        assert f"no plan at {tmp_path / 'plan-smoke.json'}" in line
