@@ -187,3 +187,20 @@ def test_the_doctor_compares_memory_with_the_plan_of_the_profile_about_to_run(tm
     assert ("keras2__sam__fit__bs1__default" in line) == warns and line.startswith("warn") == warns, line
     if not warns:
         assert f"no plan at {tmp_path / 'plan-smoke.json'}" in line
+
+
+@pytest.mark.parametrize("umask,mode", [(0o022, 0o644), (0o002, 0o664), (0o077, 0o600)])
+def test_result_files_and_reports_honour_the_umask(tmp_path, umask, mode):
+    """Like the logs and CSVs: another user of a shared results folder can read them (mkstemp alone makes 0600)."""
+    from bench.atomic import current_umask, write_text_atomic
+    from test_export import make_result
+
+    previous = os.umask(umask)
+    try:
+        assert current_umask() == umask
+        written = make_result().write(tmp_path / "results")
+        write_text_atomic(tmp_path / "results" / "RESULTS.md", "# results\n")
+    finally:
+        os.umask(previous)
+    assert oct(written.stat().st_mode & 0o777) == oct(mode)
+    assert oct((tmp_path / "results" / "RESULTS.md").stat().st_mode & 0o777) == oct(mode)
