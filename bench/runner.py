@@ -94,6 +94,22 @@ def check_free_space(results_dir: Path, kept: int, of: int) -> None:
                          f"and result): stopped before the next cell; {kept} of {of} cells kept. Free some space and rerun with --resume")
 
 
+def new_log_path(results_dir: Path, cell: Cell, repeat: int) -> Path:
+    """A log of its own for each process of a cell, never reused: logs/<profile>/<key>.<UTC start>.<repeat>.log
+    (created empty with O_EXCL). A rerun no longer truncates the log of a result that moves to history/."""
+    folder = results_dir / "logs" / cell.profile
+    folder.mkdir(parents=True, exist_ok=True)
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    for n in range(1000):
+        path = folder / f"{cell.key}.{stamp}{f'-{n}' if n else ''}.{repeat}.log"
+        try:
+            os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666))
+            return path
+        except FileExistsError:
+            continue
+    raise BenchError(f"no free log name for {cell.key} in {folder}")
+
+
 def write_or_show(result: Result, results_dir: Path, echo: Callable[[str], None], kept: int, of: int) -> Path:
     """Write a cell's result; if the write fails (a full disk), show the whole result (figures and raw windows) on
     the console and in the cell's log, so the measurement is not lost, and stop the run."""
@@ -103,7 +119,7 @@ def write_or_show(result: Result, results_dir: Path, echo: Callable[[str], None]
         target = results_dir / result.relative_path()
         text = json.dumps(result.to_dict(), allow_nan=False)
         echo(f"    could not write {target}: {e.strerror or e}; the result, so that it is not lost:\n{text}")
-        log = results_dir / "logs" / result.cell.profile / f"{result.cell.key}.{len(result.runs) - 1}.log"
+        log = results_dir / (result.runs[-1].process.get("log") or f"logs/{result.cell.profile}/{result.cell.key}.unwritten.log")
         try:
             with log.open("a") as f:
                 f.write(f"\n[bench] could not write {target}: {e.strerror or e}; the result:\n{text}\n")
@@ -242,9 +258,11 @@ class Prepared:
         """One process of a cell (for a cell that `not_run` does not answer for)."""
         from bench.workloads import get_profile
 
-        process = CellProcess(cell, self.pythons[cell.env], results_dir / "logs" / cell.profile / f"{cell.key}.{repeat}.log", self.git, echo)
+        log = new_log_path(results_dir, cell, repeat)
+        process = CellProcess(cell, self.pythons[cell.env], log, self.git, echo)
         process.env.update(env or {})
         run = process.run(timeout_s or get_profile(cell.profile).timeout_s)
+        run.process = {**run.process, "log": str(log.relative_to(results_dir))}  # the result, in history/ too, names its log
         if run.status == "oom" and (figures := plan_figures(cell, self.plans.get(cell.profile, {}), self.machine)):
             run.message = f"{run.message} ({figures[2]})"  # an oom the plan did not predict: its figures beside it
         return run
@@ -322,8 +340,8 @@ def run_cells(
         done.append(result)
         line = f"{result.describe()}  [{path.relative_to(results_dir)}]"
         progress.cell_finished(cell, line) if progress else echo(f"    -> {line}")
-        if result.status not in ("ok", "unsupported"):
-            echo(f"    log: {results_dir / 'logs' / cell.profile / f'{cell.key}.{len(runs) - 1}.log'}")
+        if result.status not in ("ok", "unsupported") and runs[-1].process.get("log"):
+            echo(f"    log: {results_dir / runs[-1].process['log']}")
 
     phase = progress.phase if progress else (lambda line: echo("    " + line))
     if progress:

@@ -204,3 +204,16 @@ def test_result_files_and_reports_honour_the_umask(tmp_path, umask, mode):
         os.umask(previous)
     assert oct(written.stat().st_mode & 0o777) == oct(mode)
     assert oct((tmp_path / "results" / "RESULTS.md").stat().st_mode & 0o777) == oct(mode)
+
+
+def test_a_rerun_keeps_the_log_of_the_result_it_moves_to_history(venvs, tmp_path):
+    results = tmp_path / "results"
+    args = ["run", "--profile", "smoke", "--backend", "jax", "--model", "bert", "--task", "fit", "--results-dir", str(results)]
+    for _ in range(2):
+        out = bench(args, bench_env(venvs))
+        assert out.returncode == 0, out.stdout + out.stderr
+    (current,) = load_all(results)
+    (earlier,) = [results_module.load(p) for p in results.rglob("history/*.json")]
+    logs = [results / r.runs[0].process["log"] for r in (earlier, current)]
+    assert logs[0] != logs[1] and all("fake cell jax bert fit" in log.read_text() for log in logs)
+    assert sorted(p.name for p in (results / "logs" / "smoke").iterdir()) == sorted(log.name for log in logs)
