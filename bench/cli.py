@@ -93,6 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     val = sub.add_parser("validate", help="check every result file under a results folder")
     val.add_argument("--results-dir", type=Path, default=DEFAULT_RESULTS)
+    val.add_argument("--quarantine", action="store_true", help="move every unreadable result file to <results-dir>/quarantine/ (at its own relative path)")
 
     grid = sub.add_parser("grid", help="the inference grid study (HF 2019 PyTorch vs TensorFlow, with Keras 3): run, then render GRID.md")
     grid.add_argument("--grid", default=None, help="cpu (default: every length at batch 1, a capped corner above), full (the published grid, 30 repeats), "
@@ -210,14 +211,22 @@ def cmd_cell(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from bench.results import load, result_files
+    from bench.results import load_each, placement_problems, quarantine, unreadable_error
 
-    paths = result_files(args.results_dir)
-    for path in paths:
-        why = load(path).cell.why_not_in_registry()
+    loaded, errors = load_each(args.results_dir)
+    if args.quarantine:
+        for path, dest in quarantine(args.results_dir, errors):
+            print(f"moved unreadable {path} to {dest}")
+        errors = []
+    for path, result in loaded:
+        why = result.cell.why_not_in_registry()
         if why:  # archived results stay valid; the registry has moved on since they were measured
             print(f"{path}: no longer in the registry: {why}")
-    print(f"{len(paths)} result files under {args.results_dir} are valid")
+    problems = ([str(unreadable_error(errors, args.results_dir))] if errors else []) + placement_problems(loaded, args.results_dir)
+    if problems:  # every bad file at once, each with what is wrong and the fix
+        print("error: " + "\n".join(problems), file=sys.stderr)
+        return 2
+    print(f"{len(loaded)} result files under {args.results_dir} are valid")
     from bench.report.grid import load_grid  # the inference grid's own files (results/grid/), each loaded and schema-checked
 
     grid_files = sum(len(group.results) for group in load_grid(args.results_dir))

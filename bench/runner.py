@@ -26,7 +26,7 @@ from bench.plan import load_cells as load_plan_cells, plan_figures, predicted_oo
 from bench.progress import Progress
 from bench.provenance import ENV_STAMP, REPO_ROOT, env_stamp, git_info, machine_info, machine_label, now_utc
 from bench.runlock import hold as hold_results_folder, release as release_results_folder
-from bench.results import Result, Run, load, load_all, result_path, task_unit
+from bench.results import Result, Run, load, load_each, result_path, task_unit, unreadable_error
 from bench.workloads import Cell, get_model
 
 VENVS_DIR = Path(os.environ.get("BENCH_VENVS_DIR", REPO_ROOT / ".venvs"))
@@ -127,6 +127,18 @@ def write_or_show(result: Result, results_dir: Path, echo: Callable[[str], None]
             pass  # the log is on the same full disk: the console has it
         why = "the disk is full" if e.errno == errno.ENOSPC else "a result could not be written"
         raise RunStopped(f"{why} ({target}: {e.strerror or e}): stopped; {kept} of {of} cells kept, this one's result shown above") from None
+
+
+def check_results_readable(cells: list[Cell], results_dir: Path, machine: dict) -> None:
+    """An unreadable result file where a cell of this run will write stops the run (its earlier result could not
+    be moved to history/); any other is named, with the fix, and the run goes on."""
+    _, errors = load_each(results_dir)
+    touched = {result_path(results_dir, cell, machine) for cell in cells}
+    if blocking := [e for e in errors if e.path in touched]:
+        raise unreadable_error(blocking, results_dir)
+    if errors:
+        print("warning: " + str(unreadable_error(errors, results_dir)).replace("\n", "\nwarning: ")
+              + "\nwarning: no cell of this run writes there: it goes on", flush=True)
 
 
 def default_profile(machine: dict) -> tuple[str, str]:
@@ -292,8 +304,8 @@ def prepare(cells: list[Cell], results_dir: Path, repeats: int, resume: bool = F
     stale env, a results folder that cannot be written (an hour of measuring must not end in a failed write)."""
     if repeats < 1:
         raise BenchError(f"repeats must be a positive integer, got {repeats}")
-    load_all(results_dir)
     machine = machine_info()
+    check_results_readable(cells, results_dir, machine)
     skipped = 0
     if resume:
         todo = [c for c in cells if not already_measured(c, results_dir, machine, repeats)]

@@ -217,3 +217,68 @@ def test_a_rerun_keeps_the_log_of_the_result_it_moves_to_history(venvs, tmp_path
     logs = [results / r.runs[0].process["log"] for r in (earlier, current)]
     assert logs[0] != logs[1] and all("fake cell jax bert fit" in log.read_text() for log in logs)
     assert sorted(p.name for p in (results / "logs" / "smoke").iterdir()) == sorted(log.name for log in logs)
+
+
+def ok_file(results: Path, backend="jax", task="fit") -> Path:
+    from test_export import make_result
+
+    return make_result(backend=backend, task=task).write(results)
+
+
+@pytest.mark.parametrize("edit,words", [
+    (lambda d: d["summary"].update(median=float("nan")), "summary median is nan, but the raw step times give 11.0"),
+    (lambda d: d["summary"].update(median=-1), "summary median is -1, but the raw step times give 11.0"),
+    (lambda d: d["runs"][0]["stats"].update(p90=99.0), "runs[0].stats p90 is 99.0, but the raw step times give"),
+    (lambda d: d.update(summary=None), "summary is None, but the raw step times give a median of 11.0"),
+], ids=["nan", "minus-one", "run-stats", "missing"])
+def test_a_stored_summary_that_disagrees_with_the_raw_times_is_invalid(tmp_path, edit, words):
+    path = ok_file(tmp_path / "results")
+    data = json.loads(path.read_text())
+    edit(data)
+    path.write_text(json.dumps(data))  # json writes NaN as NaN, which json.loads reads back
+    with pytest.raises(results_module.CorruptResult) as e:
+        results_module.load(path)
+    assert words in str(e.value)
+
+
+def test_validate_names_misplaced_and_duplicate_results(venvs, tmp_path):
+    results = tmp_path / "results"
+    good = ok_file(results)
+    renamed = good.with_name("jax__bert__predict__bs2__default.json")  # a fit result under predict's name
+    shutil.copy(good, renamed)
+    other_profile = results / "paper" / good.parent.name / good.name  # a smoke result in the paper folder
+    other_profile.parent.mkdir(parents=True)
+    shutil.copy(good, other_profile)
+    out = bench(["validate", "--results-dir", str(results)], bench_env(venvs))
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert f"{renamed}: misplaced: its cell's result belongs at {good}" in out.stderr
+    assert f"{other_profile}: misplaced: its cell's result belongs at {good}" in out.stderr
+    assert out.stderr.count("a second result of the cell of") == 2
+
+
+def test_every_unreadable_file_is_named_with_the_fix_and_a_run_that_does_not_touch_them_goes_on(venvs, tmp_path):
+    results = tmp_path / "results"
+    args = ["run", "--profile", "smoke", "--backend", "jax", "--model", "bert", "--task", "fit", "--results-dir", str(results)]
+    assert bench(args, bench_env(venvs)).returncode == 0
+    (fit,) = [p for p in results.rglob("*.json") if "history" not in p.parts]
+    broken = [fit.with_name("torch__bert__fit__bs2__default.json"), fit.with_name("torch__bert__predict__bs2__default.json")]
+    broken[0].write_text('{"schema_version": 1, "cell": ')
+    broken[1].write_text("[]")
+    for command in (["table", "--results-dir", str(results)], ["export", "--results-dir", str(results)], ["validate", "--results-dir", str(results)]):
+        out = bench(command, bench_env(venvs))
+        assert out.returncode == 2, (command, out.stdout + out.stderr)
+        assert all(f"cannot read result file {p}" in out.stderr for p in broken), (command, out.stderr)
+        assert f"python -m bench validate --results-dir {results} --quarantine" in out.stderr
+    # a run of jax cells goes on (it writes neither file), naming both
+    out = bench(args, bench_env(venvs))
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert all(f"warning: cannot read result file {p}" in out.stdout for p in broken)
+    # a run that would write over one of them stops, naming it, before any cell runs
+    out = bench([*args[:4], "torch", *args[5:]], bench_env(venvs))
+    assert out.returncode == 2 and f"cannot read result file {broken[0]}" in out.stderr and str(broken[1]) not in out.stderr
+    # quarantine moves both aside; then everything reads
+    out = bench(["validate", "--results-dir", str(results), "--quarantine"], bench_env(venvs))
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert not any(p.exists() for p in broken)
+    assert sorted(p.name for p in (results / "quarantine").rglob("*.json")) == sorted(p.name for p in broken)
+    assert bench(["export", "--results-dir", str(results)], bench_env(venvs)).returncode == 0

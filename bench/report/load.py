@@ -12,7 +12,7 @@ from typing import Iterable
 
 from bench.backends import BACKENDS, STACKS, BenchError, keras3_backends
 from bench.provenance import machine_label, machine_slug
-from bench.results import Result, load, result_files
+from bench.results import Result, load, load_each, result_files, unreadable_error
 from bench.workloads import MODELS, REFERENCE_CSV, TASKS, get_model, get_profile, published_rows
 
 PROFILE_ORDER = ("paper", "smoke")  # paper before smoke; any other profile after, by name
@@ -117,8 +117,11 @@ class Group:
 
 
 def load_results(results_dir: Path) -> list[Loaded]:
-    """Every current result file; the first unreadable one raises CorruptResult naming it."""
-    return [Loaded(p.relative_to(results_dir).as_posix(), load(p)) for p in result_files(results_dir)]
+    """Every current result file; unreadable ones raise CorruptResult naming every one of them, and the fix."""
+    loaded, errors = load_each(results_dir)
+    if errors:
+        raise unreadable_error(errors, results_dir)
+    return [Loaded(p.relative_to(results_dir).as_posix(), result) for p, result in loaded]
 
 
 def group_results(items: list[Loaded]) -> list[Group]:
