@@ -34,8 +34,11 @@ PROFILES = $(subst $(comma),|,$(word 3,$(REGISTRY)))
 
 # Optional narrowing/overrides passed through to `python -m bench run`.
 RUN_ARGS = $(if $(TASK),--task $(TASK)) $(if $(VARIANT),--variant $(VARIANT)) $(if $(PROFILE),--profile $(PROFILE)) $(if $(STEPS),--steps $(STEPS)) \
-           $(if $(REPEATS),--repeats $(REPEATS)) $(if $(filter 1,$(RESUME)),--resume) $(if $(JOBS),--jobs $(JOBS)) \
-           $(if $(filter 1,$(IGNORE_PLAN)),--ignore-plan) --stack $(STACK) --results-dir $(RESULTS)
+           $(if $(REPEATS),--repeats $(REPEATS)) $(call flag,RESUME,--resume) $(if $(JOBS),--jobs $(JOBS)) \
+           $(call flag,IGNORE_PLAN,--ignore-plan) --stack $(STACK) --results-dir "$(RESULTS)"
+# A yes/no variable (RESUME=, IGNORE_PLAN=): 1, yes or true gives the option; any other non-empty value stops make
+# rather than being ignored silently.
+flag = $(if $(filter 1 yes true,$($(1))),$(2),$(if $($(1)),$(error $(1)=$($(1)) is not 1, yes or true (or empty))))
 
 # uv, pinned and hash-checked (containers/uv-requirements.txt), fetched into .venvs/.uv on first use:
 # the same uv everywhere, whatever is on PATH.
@@ -79,7 +82,7 @@ GRID ?=
 grid: env-tools ## Inference grid (HF 2019 PyTorch vs TensorFlow + Keras 3) -> $(RESULTS)/GRID.md; GRID=full|cpu MODEL= BACKEND=
 	@for e in $(or $(filter native-torch tf-transformers jax tensorflow torch,$(subst $(comma), ,$(BACKEND))),native-torch tf-transformers jax tensorflow torch); do \
 		$(MAKE) --no-print-directory env BACKEND=$$e; done
-	$(TOOLS_PY) -m bench grid $(if $(GRID),--grid $(GRID)) $(if $(MODEL),--model $(MODEL)) $(if $(BACKEND),--backend $(BACKEND)) --results-dir $(RESULTS)
+	$(TOOLS_PY) -m bench grid $(if $(GRID),--grid $(GRID)) $(if $(MODEL),--model $(MODEL)) $(if $(BACKEND),--backend $(BACKEND)) --results-dir "$(RESULTS)"
 # The tuning study (issue 15): ViT on the Keras 3 backends and native PyTorch, each tuning variant beside its
 # reference. PROFILE= (default: cpu, full width at a small batch; paper on a GPU). Its results go to their own folder,
 # $(RESULTS)/tuning (not a row of the published table), which make table renders into its RESULTS.md and TUNING.md.
@@ -88,7 +91,7 @@ TUNING_RESULTS = $(RESULTS)/tuning
 tuning: doctor envs ## Run the tuning study (ViT: default vs sdpa, attention-dropout-0, matmul-high, loader workers): PROFILE= (default cpu)
 	$(TOOLS_PY) -m bench run --profile $(TUNING_PROFILE) --model vit --task fit --backend jax,torch,native-torch \
 		--variant default,eager,compiled,sdpa,attention-dropout-0,matmul-high,loader-workers-0,loader-workers-2 $(if $(STEPS),--steps $(STEPS)) \
-		$(if $(filter 1,$(RESUME)),--resume) --results-dir $(TUNING_RESULTS)
+		$(call flag,RESUME,--resume) --results-dir "$(TUNING_RESULTS)"
 
 # Issue 11: every cell of the published table at full size on this CPU (the cpu profile: paper shapes, each batch
 # capped at 2), a first step and STEPS (default 2) timed steps each, into a folder of its own. Resumes: cells with a
@@ -97,20 +100,20 @@ tuning: doctor envs ## Run the tuning study (ViT: default vs sdpa, attention-dro
 # 7B fits run at batch 1 to keep the whole run near two hours); each result records the batch it ran.
 CPU_FULL_RESULTS = $(RESULTS)/cpu-full
 bench-cpu-full: doctor envs ## Every published cell at full size on this CPU (batch <= 2, 2 timed steps) -> $(RESULTS)/cpu-full; MODEL= BACKEND= TASK= BATCH=
-	$(TOOLS_PY) -m bench plan --profile cpu --results-dir $(CPU_FULL_RESULTS) $(if $(BATCH),--batch-size $(BATCH)) >/dev/null
+	$(TOOLS_PY) -m bench plan --profile cpu --results-dir "$(CPU_FULL_RESULTS)" $(if $(BATCH),--batch-size $(BATCH)) >/dev/null
 	$(TOOLS_PY) -m bench run --profile cpu --steps $(or $(STEPS),2) --warmup 0 --timeout $(or $(TIMEOUT),3600) --resume \
 		$(if $(MODEL),--model $(MODEL)) $(if $(BACKEND),--backend $(BACKEND)) $(if $(TASK),--task $(TASK)) $(if $(BATCH),--batch-size $(BATCH)) \
-		--results-dir $(CPU_FULL_RESULTS)
+		--results-dir "$(CPU_FULL_RESULTS)"
 
 plan: env-tools ## Per cell: parameters, memory (weights, grads, optimizer, est. activations), fits A100/H100/RAM? PROFILE= (default paper) BATCH=
-	$(TOOLS_PY) -m bench plan --profile $(or $(PROFILE),paper) --results-dir $(RESULTS) $(if $(BATCH),--batch-size $(BATCH))
+	$(TOOLS_PY) -m bench plan --profile $(or $(PROFILE),paper) --results-dir "$(RESULTS)" $(if $(BATCH),--batch-size $(BATCH))
 
 table: env-tools ## Render $(RESULTS)/RESULTS.md and its figures from the result files (and README's table, for results/); the tuning study's $(RESULTS)/tuning too
-	$(TOOLS_PY) -m bench table --results-dir $(RESULTS) $(if $(filter results,$(RESULTS)),--readme README.md)
-	@if [ -d $(TUNING_RESULTS) ]; then $(TOOLS_PY) -m bench table --results-dir $(TUNING_RESULTS); fi
+	$(TOOLS_PY) -m bench table --results-dir "$(RESULTS)" $(if $(filter results,$(RESULTS)),--readme README.md)
+	@if [ -d "$(TUNING_RESULTS)" ]; then $(TOOLS_PY) -m bench table --results-dir "$(TUNING_RESULTS)"; fi
 
 export: env-tools ## Every current result under RESULTS as one CSV ($(RESULTS)/results.csv, or OUT=file)
-	$(TOOLS_PY) -m bench export --results-dir $(RESULTS) $(if $(OUT),--out $(OUT))
+	$(TOOLS_PY) -m bench export --results-dir "$(RESULTS)" $(if $(OUT),--out "$(OUT)")
 
 compare: env-tools ## Per cell, B's median / A's median with its interval: make compare A=<dir> B=<dir> [OUT=file.md]
 	@test -n "$(A)" -a -n "$(B)" || { echo "usage: make compare A=<results dir> B=<results dir> [OUT=compare/compare.md]" >&2; exit 2; }
@@ -157,13 +160,13 @@ test-fast: env-tools ## Unit and orchestrator tests only, no framework environme
 	$(TOOLS_PY) -m pytest tests -ra -m "not envs and not container and not slow"
 
 clean-results: ## Remove results/ logs (result files are kept; history/ keeps earlier ones)
-	rm -rf $(RESULTS)/logs
+	rm -rf "$(RESULTS)/logs"
 
 # Slurm (bench/cluster/): one array task per cell; README "Running on a cluster". BACKEND/MODEL/TASK take comma lists.
 submit: env-tools ## Submit cells to Slurm (one array task each; cells with a current result skipped unless FORCE=1)
 	$(TOOLS_PY) -m bench submit $(if $(BACKEND),--backend $(BACKEND)) $(if $(MODEL),--model $(MODEL)) $(if $(TASK),--task $(TASK)) \
 		$(if $(PROFILE),--profile $(PROFILE)) $(if $(STEPS),--steps $(STEPS)) $(if $(FORCE),--force) $(if $(CONTAINER),--container) \
-		--results-dir $(RESULTS) $(SUBMIT_ARGS)
+		--results-dir "$(RESULTS)" $(SUBMIT_ARGS)
 
 submit-status: env-tools ## Per-cell state of a Slurm submission (JOB= name or id, default the latest); records tasks Slurm ended
-	$(TOOLS_PY) -m bench submit-status --results-dir $(RESULTS) $(if $(JOB),--job $(JOB)) $(if $(WAIT),--wait $(WAIT))
+	$(TOOLS_PY) -m bench submit-status --results-dir "$(RESULTS)" $(if $(JOB),--job $(JOB)) $(if $(WAIT),--wait $(WAIT))

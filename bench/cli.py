@@ -132,12 +132,22 @@ def main(argv: list[str] | None = None) -> int:
     except BenchError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    except Terminated as e:  # a stop by signal exits 128 + its number, as a shell reports it: SIGTERM 143
+        return 128 + e.signum
     except KeyboardInterrupt:
         return 130
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, handled as Ctrl-C is (every finished result kept), but exiting with its own status."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
 def interrupt(signum, frame):
-    raise KeyboardInterrupt
+    raise Terminated(signum)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -170,6 +180,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     if not cells:
         raise BenchError("no cells match the given backend/model/task/variant")
     if args.dry_run:
+        if args.resume:  # the cells a resumed run would run, not those it skips
+            from bench.provenance import machine_info as machine
+            from bench.runner import already_measured
+
+            todo = [c for c in cells if not already_measured(c, args.results_dir, machine(), args.repeats)]
+            print(f"skipped (resume): {len(cells) - len(todo)} cells already measured", file=sys.stderr)
+            cells = todo
         for c in cells:
             print(c.key)
         return 0

@@ -192,6 +192,9 @@ class Result:
         text = f"median {s.median:.2f} {self.unit} (p10 {s.p10:.2f}, p90 {s.p90:.2f}, cv {s.cv:.1%}, n={s.count}); first step {self.runs[0].first_step_ms:.0f} ms"
         if self.tokens_per_s():
             text += f"; {self.tokens_per_s():.1f} tokens/s"
+        planned = self.provenance.get("repeats_planned")
+        if isinstance(planned, int) and len(self.runs) < planned:  # an interrupted run: not the figure asked for
+            text += f"; only {len(self.runs)} of {planned} repeats"
         return text
 
 

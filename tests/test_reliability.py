@@ -282,3 +282,61 @@ def test_every_unreadable_file_is_named_with_the_fix_and_a_run_that_does_not_tou
     assert not any(p.exists() for p in broken)
     assert sorted(p.name for p in (results / "quarantine").rglob("*.json")) == sorted(p.name for p in broken)
     assert bench(["export", "--results-dir", str(results)], bench_env(venvs)).returncode == 0
+
+
+def test_export_of_a_folder_with_no_results_is_refused_and_creates_nothing(venvs, tmp_path):
+    typo = tmp_path / "reslts"
+    out = bench(["export", "--results-dir", str(typo)], bench_env(venvs))
+    assert out.returncode == 2 and out.stderr == f"error: no result files under {typo}: nothing to export (is the results folder right?)\n"
+    assert not typo.exists()
+
+
+def make(*args, tmp_path):
+    uv = tmp_path / "uv"
+    uv.write_text("")  # newer than containers/uv-requirements.txt: make does not fetch uv
+    return subprocess.run(["make", "--no-print-directory", *args, f"UV={uv}"], cwd=REPO, capture_output=True, text=True, timeout=60)
+
+
+@pytest.mark.skipif(not shutil.which("make"), reason="GNU make is not installed")
+def test_make_quotes_a_results_folder_with_a_space(venvs, tmp_path):
+    results = tmp_path / "my results"
+    ok_file(results)
+    out = make("-n", "export", f"RESULTS={results}", tmp_path=tmp_path)
+    command = out.stdout.strip().splitlines()[-1]
+    assert f'--results-dir "{results}"' in command, command
+    ran = subprocess.run(["bash", "-c", command.replace(".venvs/tools/bin/python", sys.executable, 1)], cwd=REPO, capture_output=True, text=True)
+    assert ran.returncode == 0 and (results / "results.csv").exists(), ran.stdout + ran.stderr
+
+
+@pytest.mark.skipif(not shutil.which("make"), reason="GNU make is not installed")
+def test_make_takes_resume_yes_and_refuses_a_value_it_would_ignore(tmp_path):
+    assert "--resume" in make("-n", "bench-all", "RESUME=yes", tmp_path=tmp_path).stdout.splitlines()[-1]
+    refused = make("-n", "bench-all", "RESUME=maybe", tmp_path=tmp_path)
+    assert refused.returncode != 0 and "RESUME=maybe is not 1, yes or true" in refused.stderr
+
+
+@pytest.mark.skipif(not shutil.which("make"), reason="GNU make is not installed")
+def test_make_env_with_an_unknown_stack_says_so_once(tmp_path):
+    out = make("env", "BACKEND=jax", "STACK=1999", tmp_path=tmp_path)
+    assert out.returncode != 0
+    assert "unknown stack '1999'" in out.stderr and "no env" not in out.stdout + out.stderr, out.stdout + out.stderr
+
+
+def test_dry_run_with_resume_lists_only_what_resume_would_run(venvs, tmp_path):
+    results = tmp_path / "results"
+    args = ["run", "--profile", "smoke", "--backend", "jax", "--model", "bert", "--results-dir", str(results)]
+    assert bench([*args, "--task", "fit"], bench_env(venvs)).returncode == 0
+    out = bench([*args, "--dry-run", "--resume"], bench_env(venvs))
+    assert out.returncode == 0 and out.stdout.splitlines()[1:] == ["jax__bert__predict__bs2__default"], out.stdout + out.stderr
+    assert "skipped (resume): 1 cells already measured" in out.stderr
+
+
+def test_a_result_with_fewer_repeats_than_planned_says_so():
+    from test_export import make_result
+
+    result = make_result()
+    result.runs[0].first_step_ms = 500.0
+    result.provenance["repeats_planned"] = 3
+    assert result.describe().endswith("; only 1 of 3 repeats")
+    result.provenance["repeats_planned"] = 1
+    assert "repeats" not in result.describe()
