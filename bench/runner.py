@@ -294,7 +294,8 @@ class Prepared:
             runs=runs,
             unit=task_unit(cell),
             provenance={"git": self.git, "machine": self.machine, "profile_choice": profile_choice, "orchestrator": sys.argv,
-                        "repeats_planned": repeats, **provenance},
+                        "repeats_planned": repeats, **provenance,
+                        **({"slurm_task": os.environ["BENCH_SLURM_TASK"]} if os.environ.get("BENCH_SLURM_TASK") else {})},  # bench/cluster/task.py
             created_at=now_utc(),
         )
 
