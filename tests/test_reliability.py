@@ -340,3 +340,13 @@ def test_a_result_with_fewer_repeats_than_planned_says_so():
     assert result.describe().endswith("; only 1 of 3 repeats")
     result.provenance["repeats_planned"] = 1
     assert "repeats" not in result.describe()
+
+
+def test_every_committed_result_has_its_tasks_unit():
+    """An NA generate cell is ms/call like a measured one: the unit comes from the task, whatever the status."""
+    from committed import committed_results
+    from bench.registry import MODELS, get_model
+
+    wrong = [f"{r.cell.key}: {r.unit}" for r in load_all(committed_results())
+             if r.cell.model in MODELS and r.cell.task in get_model(r.cell.model).tasks() and r.unit != results_module.task_unit(r.cell)]
+    assert wrong == []
