@@ -340,6 +340,7 @@ def run_cells(
     if resume:
         echo(f"skipped (resume): {prepared.skipped} cells already measured")
     cells = prepared.cells
+    warn_over_timeout(cells, results_dir, prepared.machine, timeout_s, echo)
     rows = row_order(cells)
     number = {cell.key: i for i, cell in enumerate((c for row in rows for c in row), 1)}
     reference = {"start_ms": reference_ms()}
@@ -394,6 +395,28 @@ def run_cells(
     echo(f"reference probe (bench/drift.py): {reference['start_ms']:.3f} ms at the start, {end_ms:.3f} ms at the end (x{end_ms / reference['start_ms']:.2f})")
     echo(f"{len(done)} cells in {hms(time.perf_counter() - started)}: " + ", ".join(f"{n} {s}" for s, n in _counts(done).items()))
     return done
+
+
+def warn_over_timeout(cells: list[Cell], results_dir: Path, machine: dict, timeout_s: float | None, echo: Callable[[str], None]) -> None:
+    """A step count whose run cannot end within the timeout is said before it starts (--steps 1000000000 would
+    otherwise run for the whole timeout and end as `timeout`). The estimate: the published ms/step of a paper cell
+    (time_estimates), else the cell's current result's median, times the steps asked for."""
+    from bench.workloads import get_profile
+
+    estimates = time_estimates(cells)
+    for cell in cells:
+        seconds = estimates.get(cell.key)
+        path = result_path(results_dir, cell, machine)
+        if seconds is None and path.exists():
+            try:
+                summary = load(path).summary()
+            except BenchError:
+                summary = None
+            seconds = summary.median * (1 + cell.warmup_steps + cell.timed_steps) / 1000 if summary else None
+        limit = timeout_s or get_profile(cell.profile).timeout_s
+        if seconds is not None and seconds > limit:
+            echo(f"warning: {cell.key} is estimated at {hms(seconds)} ({cell.timed_steps} timed steps), over its {hms(limit)} timeout: "
+                 f"it will end as timeout (fewer --steps, or a longer --timeout)")
 
 
 def time_estimates(cells: list[Cell]) -> dict[str, float]:

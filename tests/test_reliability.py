@@ -350,3 +350,18 @@ def test_every_committed_result_has_its_tasks_unit():
     wrong = [f"{r.cell.key}: {r.unit}" for r in load_all(committed_results())
              if r.cell.model in MODELS and r.cell.task in get_model(r.cell.model).tasks() and r.unit != results_module.task_unit(r.cell)]
     assert wrong == []
+
+
+def test_a_step_count_that_cannot_end_within_the_timeout_is_warned(venvs, tmp_path, monkeypatch):
+    monkeypatch.setattr(runner, "VENVS_DIR", venvs)
+    results = tmp_path / "results"
+    cell = plan_cells("smoke", backends=["jax"], models=["bert"], tasks=["fit"])[0]
+    runner.run_cells([cell], results, echo=lambda line: None)  # a median of 11 ms (the fake cell)
+    many = plan_cells("smoke", backends=["jax"], models=["bert"], tasks=["fit"], timed_steps=20_000)[0]
+    lines: list[str] = []
+    runner.run_cells([many], results, timeout_s=5, echo=lines.append)
+    assert any(line.startswith("warning: jax__bert__fit__bs2__default is estimated at 0:03:40") and "over its 0:00:05 timeout" in line
+               for line in lines), lines
+    lines.clear()
+    runner.run_cells([cell], results, echo=lines.append)
+    assert not any("warning" in line for line in lines)
