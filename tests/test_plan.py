@@ -255,9 +255,9 @@ def test_make_bench_cpu_full_runs_the_published_cells_at_full_size_resumably_int
     lines = out.stdout.replace("\\\n", " ").splitlines()
     plan = next(l for l in lines if "-m bench plan" in l)
     run = next(l for l in lines if "-m bench run" in l)
-    assert "--profile cpu --results-dir /r/cpu-full --batch-size 1" in " ".join(plan.split())  # its cells are in the plan
+    assert '--profile cpu --results-dir "/r/cpu-full" --batch-size 1' in " ".join(plan.split())  # its cells are in the plan
     for words in ("--profile cpu", "--steps 2", "--warmup 0", "--timeout 3600", "--resume", "--model gemma", "--task fit",
-                  "--batch-size 1", "--results-dir /r/cpu-full"):
+                  "--batch-size 1", '--results-dir "/r/cpu-full"'):
         assert words in " ".join(run.split()), (words, run)
     cells = plan_cells(profile="cpu", models=["gemma"], tasks=["fit"], backends=["jax"], batch_size=1)
     assert [c.batch_size for c in cells] == [1]
