@@ -173,6 +173,7 @@ class Result:
         validate_result(data)  # the published format (docs/schema/); a no-op without jsonschema
         path = results_dir / self.relative_path()
         path.parent.mkdir(parents=True, exist_ok=True)
+        archived = None
         if path.exists():
             previous = load(path)
             stamp = previous.created_at.replace(":", "").replace("+", "Z")
@@ -182,7 +183,12 @@ class Result:
             except BaseException:
                 archived.unlink(missing_ok=True)  # no empty file left in history/
                 raise
-        write_json_atomic(path, data)
+        try:
+            write_json_atomic(path, data)
+        except BaseException:
+            if archived is not None:  # the write failed (a full disk): the earlier result stays the current one
+                os.replace(archived, path)
+            raise
         return path
 
     def describe(self) -> str:

@@ -54,6 +54,11 @@ def test_a_failed_write_shows_the_result_and_stops_the_run_with_the_count_kept(v
     assert result["cell"]["task"] == "predict" and result["runs"][0]["timed_ms"] == [10.0 + i % 3 for i in range(result["cell"]["timed_steps"])]
     log = next((tmp_path / "results" / "logs").rglob("jax__bert__predict*.log")).read_text()
     assert "could not write" in log and '"timed_ms"' in log
+    # a rerun whose write fails leaves the earlier result where it was, not in history/
+    monkeypatch.setattr(results_module, "write_json_atomic", lambda path, data: (_ for _ in ()).throw(OSError(errno.ENOSPC, "No space left on device")))
+    with pytest.raises(runner.RunStopped):
+        runner.run_cells(bert_cells()[:1], tmp_path / "results", echo=lambda line: None)
+    assert [r.cell.task for r in load_all(tmp_path / "results")] == ["fit"] and not list((tmp_path / "results").rglob("history/*.json"))
 
 
 def can_mount_tmpfs() -> bool:
