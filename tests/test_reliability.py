@@ -259,6 +259,8 @@ def test_validate_names_misplaced_and_duplicate_results(venvs, tmp_path):
     assert f"{renamed}: misplaced: its cell's result belongs at {good}" in out.stderr
     assert f"{other_profile}: misplaced: its cell's result belongs at {good}" in out.stderr
     assert out.stderr.count("a second result of the cell of") == 2
+    export = bench(["export", "--results-dir", str(results)], bench_env(venvs))  # writes its rows, and says which are suspect
+    assert export.returncode == 0 and f"warning: {renamed}: misplaced" in export.stderr and "(python -m bench validate)" in export.stderr
 
 
 def test_every_unreadable_file_is_named_with_the_fix_and_a_run_that_does_not_touch_them_goes_on(venvs, tmp_path):

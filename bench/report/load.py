@@ -5,6 +5,7 @@ reference CSV, read once, since row order and the comparison both follow it.
 from __future__ import annotations
 
 import csv
+import sys
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -12,7 +13,7 @@ from typing import Iterable
 
 from bench.backends import BACKENDS, STACKS, BenchError, keras3_backends
 from bench.provenance import machine_label, machine_slug
-from bench.results import Result, load, load_each, result_files, unreadable_error
+from bench.results import Result, load, load_each, placement_problems, result_files, unreadable_error
 from bench.workloads import MODELS, REFERENCE_CSV, TASKS, get_model, get_profile, published_rows
 
 PROFILE_ORDER = ("paper", "smoke")  # paper before smoke; any other profile after, by name
@@ -121,6 +122,8 @@ def load_results(results_dir: Path) -> list[Loaded]:
     loaded, errors = load_each(results_dir)
     if errors:
         raise unreadable_error(errors, results_dir)
+    for problem in placement_problems(loaded, results_dir):  # a duplicate would be a second row, or a silent choice
+        print(f"warning: {problem} (python -m bench validate)", file=sys.stderr)
     return [Loaded(p.relative_to(results_dir).as_posix(), result) for p, result in loaded]
 
 
