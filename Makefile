@@ -34,8 +34,11 @@ PROFILES = $(subst $(comma),|,$(word 3,$(REGISTRY)))
 
 # Optional narrowing/overrides passed through to `python -m bench run`.
 RUN_ARGS = $(if $(TASK),--task $(TASK)) $(if $(VARIANT),--variant $(VARIANT)) $(if $(PROFILE),--profile $(PROFILE)) $(if $(STEPS),--steps $(STEPS)) \
-           $(if $(REPEATS),--repeats $(REPEATS)) $(if $(filter 1,$(RESUME)),--resume) $(if $(JOBS),--jobs $(JOBS)) \
-           $(if $(filter 1,$(IGNORE_PLAN)),--ignore-plan) --stack $(STACK) --results-dir $(RESULTS)
+           $(if $(REPEATS),--repeats $(REPEATS)) $(call flag,RESUME,--resume) $(if $(JOBS),--jobs $(JOBS)) \
+           $(call flag,IGNORE_PLAN,--ignore-plan) --stack $(STACK) --results-dir "$(RESULTS)"
+# A yes/no variable (RESUME=, IGNORE_PLAN=): 1, yes or true gives the option; any other non-empty value stops make
+# rather than being ignored silently.
+flag = $(if $(filter 1 yes true,$($(1))),$(2),$(if $($(1)),$(error $(1)=$($(1)) is not 1, yes or true (or empty))))
 
 # uv, pinned and hash-checked (containers/uv-requirements.txt), fetched into .venvs/.uv on first use:
 # the same uv everywhere, whatever is on PATH.
@@ -59,8 +62,11 @@ help: ## List every target with one line each
 	@echo "The 2024 stack (keras-benchmarks v0.0.5's pins): make envs STACK=2024; make bench BACKEND=jax MODEL=bert STACK=2024"
 	@echo "make grid: GRID=<cpu|full|lengths|sample|smoke> MODEL=<bert,distilbert,gpt2,distilgpt2,roberta,xlnet,xlm> BACKEND=<native-torch,tf-transformers,jax,tensorflow,torch or a column>"
 
+# The doctor compares RAM with the plan of the profile about to run (<results>/plan-<profile>.json).
+DOCTOR_ARGS = --results-dir "$(RESULTS)" $(if $(PROFILE),--profile $(PROFILE))
+bench-cpu-full: DOCTOR_ARGS = --results-dir "$(CPU_FULL_RESULTS)" --profile cpu
 doctor: ## Preflight (stdlib, < 2 s): Python 3.11, GNU make, C compiler, disk, memory, NVIDIA driver; FAIL stops make
-	@$(PYTHON) -m bench doctor --plan $(RESULTS)/plan.json
+	@$(PYTHON) -m bench doctor $(DOCTOR_ARGS)
 
 bench: doctor ## Run every task of MODEL on BACKEND (preflight, then builds the env): make bench BACKEND=jax MODEL=bert
 	@test -n "$(BACKEND)" -a -n "$(MODEL)" || { echo "usage: make bench BACKEND=<$(BACKENDS)> MODEL=<model> [TASK= PROFILE= STEPS= REPEATS= RESUME=1]" >&2; exit 2; }
@@ -76,7 +82,7 @@ GRID ?=
 grid: env-tools ## Inference grid (HF 2019 PyTorch vs TensorFlow + Keras 3) -> $(RESULTS)/GRID.md; GRID=full|cpu MODEL= BACKEND=
 	@for e in $(or $(filter native-torch tf-transformers jax tensorflow torch,$(subst $(comma), ,$(BACKEND))),native-torch tf-transformers jax tensorflow torch); do \
 		$(MAKE) --no-print-directory env BACKEND=$$e; done
-	$(TOOLS_PY) -m bench grid $(if $(GRID),--grid $(GRID)) $(if $(MODEL),--model $(MODEL)) $(if $(BACKEND),--backend $(BACKEND)) --results-dir $(RESULTS)
+	$(TOOLS_PY) -m bench grid $(if $(GRID),--grid $(GRID)) $(if $(MODEL),--model $(MODEL)) $(if $(BACKEND),--backend $(BACKEND)) --results-dir "$(RESULTS)"
 # The tuning study (issue 15): ViT on the Keras 3 backends and native PyTorch, each tuning variant beside its
 # reference. PROFILE= (default: cpu, full width at a small batch; paper on a GPU). Its results go to their own folder,
 # $(RESULTS)/tuning (not a row of the published table), which make table renders into its RESULTS.md and TUNING.md.
@@ -85,7 +91,7 @@ TUNING_RESULTS = $(RESULTS)/tuning
 tuning: doctor envs ## Run the tuning study (ViT: default vs sdpa, attention-dropout-0, matmul-high, loader workers): PROFILE= (default cpu)
 	$(TOOLS_PY) -m bench run --profile $(TUNING_PROFILE) --model vit --task fit --backend jax,torch,native-torch \
 		--variant default,eager,compiled,sdpa,attention-dropout-0,matmul-high,loader-workers-0,loader-workers-2 $(if $(STEPS),--steps $(STEPS)) \
-		$(if $(filter 1,$(RESUME)),--resume) --results-dir $(TUNING_RESULTS)
+		$(call flag,RESUME,--resume) --results-dir "$(TUNING_RESULTS)"
 
 # Issue 11: every cell of the published table at full size on this CPU (the cpu profile: paper shapes, each batch
 # capped at 2), a first step and STEPS (default 2) timed steps each, into a folder of its own. Resumes: cells with a
@@ -94,23 +100,23 @@ tuning: doctor envs ## Run the tuning study (ViT: default vs sdpa, attention-dro
 # 7B fits run at batch 1 to keep the whole run near two hours); each result records the batch it ran.
 CPU_FULL_RESULTS = $(RESULTS)/cpu-full
 bench-cpu-full: doctor envs ## Every published cell at full size on this CPU (batch <= 2, 2 timed steps) -> $(RESULTS)/cpu-full; MODEL= BACKEND= TASK= BATCH=
-	$(TOOLS_PY) -m bench plan --profile cpu --results-dir $(CPU_FULL_RESULTS) $(if $(BATCH),--batch-size $(BATCH)) >/dev/null
+	$(TOOLS_PY) -m bench plan --profile cpu --results-dir "$(CPU_FULL_RESULTS)" $(if $(BATCH),--batch-size $(BATCH)) >/dev/null
 	$(TOOLS_PY) -m bench run --profile cpu --steps $(or $(STEPS),2) --warmup 0 --timeout $(or $(TIMEOUT),3600) --resume \
 		$(if $(MODEL),--model $(MODEL)) $(if $(BACKEND),--backend $(BACKEND)) $(if $(TASK),--task $(TASK)) $(if $(BATCH),--batch-size $(BATCH)) \
-		--results-dir $(CPU_FULL_RESULTS)
+		--results-dir "$(CPU_FULL_RESULTS)"
 
 plan: env-tools ## Per cell: parameters, memory (weights, grads, optimizer, est. activations), fits A100/H100/RAM? PROFILE= (default paper) BATCH=
-	$(TOOLS_PY) -m bench plan --profile $(or $(PROFILE),paper) --results-dir $(RESULTS) $(if $(BATCH),--batch-size $(BATCH))
+	$(TOOLS_PY) -m bench plan --profile $(or $(PROFILE),paper) --results-dir "$(RESULTS)" $(if $(BATCH),--batch-size $(BATCH))
 
 table: env-tools ## Render $(RESULTS)/RESULTS.md and its figures from the result files (and README's table, for results/); the tuning study's $(RESULTS)/tuning too
-	$(TOOLS_PY) -m bench table --results-dir $(RESULTS) $(if $(filter results,$(RESULTS)),--readme README.md)
-	@if [ -d $(TUNING_RESULTS) ]; then $(TOOLS_PY) -m bench table --results-dir $(TUNING_RESULTS); fi
+	$(TOOLS_PY) -m bench table --results-dir "$(RESULTS)" $(if $(filter results,$(RESULTS)),--readme README.md)
+	@if [ -d "$(TUNING_RESULTS)" ]; then $(TOOLS_PY) -m bench table --results-dir "$(TUNING_RESULTS)"; fi
 
 docs: env-tools ## Regenerate the generated parts of docs/: the result field table of docs/RESULT_FORMAT.md, from docs/schema/
 	$(TOOLS_PY) -m bench.schema_doc
 
 export: env-tools ## Every current result under RESULTS as one CSV ($(RESULTS)/results.csv, or OUT=file)
-	$(TOOLS_PY) -m bench export --results-dir $(RESULTS) $(if $(OUT),--out $(OUT))
+	$(TOOLS_PY) -m bench export --results-dir "$(RESULTS)" $(if $(OUT),--out "$(OUT)")
 
 compare: env-tools ## Per cell, B's median / A's median with its interval: make compare A=<dir> B=<dir> [OUT=file.md]
 	@test -n "$(A)" -a -n "$(B)" || { echo "usage: make compare A=<results dir> B=<results dir> [OUT=compare/compare.md]" >&2; exit 2; }
@@ -162,13 +168,13 @@ test-fast: env-tools ## Unit and orchestrator tests only, no framework environme
 	$(TOOLS_PY) -m pytest tests -ra -m "not envs and not container and not slow"
 
 clean-results: ## Remove results/ logs (result files are kept; history/ keeps earlier ones)
-	rm -rf $(RESULTS)/logs
+	rm -rf "$(RESULTS)/logs"
 
 # Slurm (bench/cluster/): one array task per cell; docs/CLUSTER.md. BACKEND/MODEL/TASK take comma lists.
 submit: env-tools ## Submit cells to Slurm (one array task each; cells with a current result skipped unless FORCE=1)
 	$(TOOLS_PY) -m bench submit $(if $(BACKEND),--backend $(BACKEND)) $(if $(MODEL),--model $(MODEL)) $(if $(TASK),--task $(TASK)) \
 		$(if $(PROFILE),--profile $(PROFILE)) $(if $(STEPS),--steps $(STEPS)) $(if $(FORCE),--force) $(if $(CONTAINER),--container) \
-		--results-dir $(RESULTS) $(SUBMIT_ARGS)
+		--results-dir "$(RESULTS)" $(SUBMIT_ARGS)
 
 submit-status: env-tools ## Per-cell state of a Slurm submission (JOB= name or id, default the latest); records tasks Slurm ended
-	$(TOOLS_PY) -m bench submit-status --results-dir $(RESULTS) $(if $(JOB),--job $(JOB)) $(if $(WAIT),--wait $(WAIT))
+	$(TOOLS_PY) -m bench submit-status --results-dir "$(RESULTS)" $(if $(JOB),--job $(JOB)) $(if $(WAIT),--wait $(WAIT))

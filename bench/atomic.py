@@ -8,11 +8,26 @@ from pathlib import Path
 from typing import Any
 
 
+def current_umask() -> int:
+    """The process's umask, read without changing it (os.umask can only set it, and another thread may be creating
+    a file meanwhile): /proc/self/status has it on Linux >= 4.7; elsewhere, set and restore."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def write_text_atomic(path: Path, text: str) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, 0o666 & ~current_umask())  # mkstemp makes 0600: a shared results folder's other users must read it
         with os.fdopen(fd, "w") as f:
             f.write(text)
             f.flush()

@@ -94,6 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     val = sub.add_parser("validate", help="check every result file under a results folder")
     val.add_argument("--results-dir", type=Path, default=DEFAULT_RESULTS)
+    val.add_argument("--quarantine", action="store_true", help="move every unreadable result file to <results-dir>/quarantine/ (at its own relative path)")
 
     grid = sub.add_parser("grid", help="the inference grid study (HF 2019 PyTorch vs TensorFlow, with Keras 3): run, then render GRID.md")
     grid.add_argument("--grid", default=None, help="cpu (default: every length at batch 1, a capped corner above), full (the published grid, 30 repeats), "
@@ -108,7 +109,9 @@ def build_parser() -> argparse.ArgumentParser:
     table.add_argument("--readme", type=Path, help="also fill this file's marked results section with the first table")
 
     doctor = sub.add_parser("doctor", help="preflight: Python, make, compiler, disk, memory, NVIDIA driver (stdlib only)")
-    doctor.add_argument("--plan", type=Path, default=DEFAULT_RESULTS / "plan.json", help="per-cell memory figures to compare RAM with")
+    doctor.add_argument("--plan", type=Path, help="per-cell memory figures to compare RAM with (default: <results-dir>/plan-<profile>.json)")
+    doctor.add_argument("--results-dir", type=Path, default=DEFAULT_RESULTS)
+    doctor.add_argument("--profile", help="the profile about to run, whose plan is compared with RAM (default: paper when an NVIDIA GPU is seen, else smoke)")
 
     export = sub.add_parser("export", help="every current result file as one flat CSV")
     export.add_argument("--results-dir", type=Path, default=DEFAULT_RESULTS)
@@ -130,12 +133,22 @@ def main(argv: list[str] | None = None) -> int:
     except BenchError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    except Terminated as e:  # a stop by signal exits 128 + its number, as a shell reports it: SIGTERM 143
+        return 128 + e.signum
     except KeyboardInterrupt:
         return 130
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, handled as Ctrl-C is (every finished result kept), but exiting with its own status."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
 def interrupt(signum, frame):
-    raise KeyboardInterrupt
+    raise Terminated(signum)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -169,6 +182,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     if not cells:
         raise BenchError("no cells match the given backend/model/task/variant")
     if args.dry_run:
+        if args.resume:  # the cells a resumed run would run, not those it skips
+            from bench.provenance import machine_info as machine
+            from bench.runner import already_measured
+
+            todo = [c for c in cells if not already_measured(c, args.results_dir, machine(), args.repeats)]
+            print(f"skipped (resume): {len(cells) - len(todo)} cells already measured", file=sys.stderr)
+            cells = todo
         for c in cells:
             print(c.key)
         return 0
@@ -210,14 +230,22 @@ def cmd_cell(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from bench.results import load, result_files
+    from bench.results import load_each, placement_problems, quarantine, unreadable_error
 
-    paths = result_files(args.results_dir)
-    for path in paths:
-        why = load(path).cell.why_not_in_registry()
+    loaded, errors = load_each(args.results_dir)
+    if args.quarantine:
+        for path, dest in quarantine(args.results_dir, errors):
+            print(f"moved unreadable {path} to {dest}")
+        errors = []
+    for path, result in loaded:
+        why = result.cell.why_not_in_registry()
         if why:  # archived results stay valid; the registry has moved on since they were measured
             print(f"{path}: no longer in the registry: {why}")
-    print(f"{len(paths)} result files under {args.results_dir} are valid")
+    problems = ([str(unreadable_error(errors, args.results_dir))] if errors else []) + placement_problems(loaded, args.results_dir)
+    if problems:  # every bad file at once, each with what is wrong and the fix
+        print("error: " + "\n".join(problems), file=sys.stderr)
+        return 2
+    print(f"{len(loaded)} result files under {args.results_dir} are valid")
     from bench.report.grid import load_grid  # the inference grid's own files (results/grid/), each loaded and schema-checked
 
     grid_files = sum(len(group.results) for group in load_grid(args.results_dir))
@@ -241,9 +269,9 @@ def cmd_table(args: argparse.Namespace) -> int:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
-    from bench.doctor import Probes, main as doctor_main
+    from bench.doctor import Probes, main as doctor_main, profile_plan
 
-    return doctor_main(Probes(plan_path=args.plan))
+    return doctor_main(Probes(plan_path=args.plan or profile_plan(args.results_dir, args.profile)))
 
 
 def cmd_plan(args: argparse.Namespace) -> int:

@@ -182,6 +182,14 @@ def largest_cell_gib(plan: dict) -> Optional[Tuple[str, float]]:
     return max(sizes, key=lambda kv: kv[1]) if sizes else None
 
 
+def profile_plan(results_dir: Path, profile: Optional[str], nvidia_driver: Callable[[], Optional[str]] = _nvidia_driver) -> Path:
+    """The plan of the profile about to run (bench plan writes <results>/plan-<profile>.json): plan.json is the last
+    profile planned, and a smoke run warned by the paper plan's 33 GiB cells warns of what will not run. Without a
+    profile, the run's own default: paper where a GPU is seen, else smoke (bench/runner.py default_profile)."""
+    profile = profile or ("paper" if driver_major(nvidia_driver() or "") is not None else "smoke")
+    return results_dir / f"plan-{profile}.json"
+
+
 def check_memory(p: Probes) -> Check:
     total = p.total_memory_bytes()
     if total is None:

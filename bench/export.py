@@ -12,6 +12,7 @@ from typing import Any
 
 from bench.provenance import machine_label
 from bench.report.load import load_results
+from bench.errors import BenchError
 from bench.results import Result
 
 COLUMNS = (
@@ -71,6 +72,8 @@ def to_csv(table: list[dict[str, Any]]) -> str:
 def export(results_dir: Path, out: Path | None = None) -> tuple[Path, int]:
     """Write the CSV (default <results-dir>/results.csv); returns its path and the number of rows."""
     table = rows(results_dir)
+    if not table:  # a mistyped RESULTS= must not end in an empty CSV in a new folder
+        raise BenchError(f"no result files under {results_dir}: nothing to export (is the results folder right?)")
     out = out or results_dir / "results.csv"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(to_csv(table))

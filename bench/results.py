@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import json
+import math
 import os
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,15 +24,22 @@ HISTORY = "history"  # earlier results of the same cell, moved aside rather than
 # Folders under results/ that hold no current result of the published table (slurm: job files; grid: the
 # inference grid study's own results, read by bench/report/grid.py; tuning: the tuning study's own results folder,
 # `make tuning`, rendered on its own by `make table`).
-NOT_RESULTS = {HISTORY, "logs", "figures", "slurm", "grid", "tuning"}
+NOT_RESULTS = {HISTORY, "logs", "figures", "slurm", "grid", "tuning", "quarantine"}
+QUARANTINE = "quarantine"  # where `bench validate --quarantine` moves unreadable result files
 
 
 class CorruptResult(BenchError):
-    pass
+    def __init__(self, message: str, path: Path | None = None):
+        super().__init__(message)
+        self.path = path
 
 
 class NewerSchema(BenchError):
     """A file written by newer code: refused whole rather than half-understood."""
+
+    def __init__(self, message: str, path: Path | None = None):
+        super().__init__(message)
+        self.path = path
 
 
 @dataclass
@@ -157,6 +166,7 @@ class Result:
         if result.status != data["status"]:
             raise ValueError(f"status {data['status']!r} disagrees with its runs ({result.status!r})")
         result.summary()  # validates the raw step times
+        check_stored_figures(data, result)
         return result
 
     def relative_path(self) -> Path:
@@ -168,6 +178,7 @@ class Result:
         validate_result(data)  # the published format (docs/schema/); a no-op without jsonschema
         path = results_dir / self.relative_path()
         path.parent.mkdir(parents=True, exist_ok=True)
+        archived = None
         if path.exists():
             previous = load(path)
             stamp = previous.created_at.replace(":", "").replace("+", "Z")
@@ -177,7 +188,12 @@ class Result:
             except BaseException:
                 archived.unlink(missing_ok=True)  # no empty file left in history/
                 raise
-        write_json_atomic(path, data)
+        try:
+            write_json_atomic(path, data)
+        except BaseException:
+            if archived is not None:  # the write failed (a full disk): the earlier result stays the current one
+                os.replace(archived, path)
+            raise
         return path
 
     def describe(self) -> str:
@@ -187,6 +203,9 @@ class Result:
         text = f"median {s.median:.2f} {self.unit} (p10 {s.p10:.2f}, p90 {s.p90:.2f}, cv {s.cv:.1%}, n={s.count}); first step {self.runs[0].first_step_ms:.0f} ms"
         if self.tokens_per_s():
             text += f"; {self.tokens_per_s():.1f} tokens/s"
+        planned = self.provenance.get("repeats_planned")
+        if isinstance(planned, int) and len(self.runs) < planned:  # an interrupted run: not the figure asked for
+            text += f"; only {len(self.runs)} of {planned} repeats"
         return text
 
 
@@ -230,6 +249,24 @@ def check_cell_schema(cell: Any) -> None:
             raise ValueError(f"cell {name.replace('_', ' ')} must be an integer >= {minimum}, got {value!r}")
 
 
+def check_stored_figures(data: dict[str, Any], result: "Result") -> None:
+    """The statistics a file stores must be those of its raw step times: the table and the export recompute from
+    the raw times, so a file whose summary says otherwise (NaN, -1, an edited median) would show another figure."""
+    pairs = [("summary", data.get("summary"), result.summary())]
+    pairs += [(f"runs[{i}].stats", raw["stats"], run.stats()) for i, (raw, run) in enumerate(zip(data["runs"], result.runs)) if "stats" in raw]
+    for where, stored, computed in pairs:
+        if computed is None:
+            if stored is not None:
+                raise ValueError(f"{where} is stored but its runs have no timed steps to give one")
+            continue
+        if not isinstance(stored, dict):
+            raise ValueError(f"{where} is {stored!r}, but the raw step times give a median of {computed.median!r}")
+        for name, value in computed.to_dict().items():
+            kept = stored.get(name)
+            if isinstance(kept, bool) or not isinstance(kept, (int, float)) or not math.isclose(kept, value, rel_tol=1e-9, abs_tol=1e-9):
+                raise ValueError(f"{where} {name} is {kept!r}, but the raw step times give {value!r}: the file and the table would disagree")
+
+
 def task_unit(cell: Cell) -> str:
     """The unit of a cell's figures comes from its task, whatever the status (a failed generate cell is ms/call)."""
     return get_model(cell.model).task(cell.task).unit
@@ -242,9 +279,9 @@ def load(path: Path) -> Result:
         validate_result(data)  # after from_dict, whose messages come first; then the published schema
         return result
     except NewerSchema as e:
-        raise NewerSchema(f"cannot read result file {path}: {e}") from None
+        raise NewerSchema(f"cannot read result file {path}: {e}", Path(path)) from None
     except (OSError, ValueError, TypeError, KeyError, BenchError) as e:
-        raise CorruptResult(f"cannot read result file {path}: {e}") from None
+        raise CorruptResult(f"cannot read result file {path}: {e}", Path(path)) from None
 
 
 def result_files(results_dir: Path) -> list[Path]:
@@ -256,6 +293,60 @@ def result_files(results_dir: Path) -> list[Path]:
                   and not (p.name == "plan.json" or p.name.startswith("plan-")))
 
 
+def load_each(results_dir: Path) -> tuple[list[tuple[Path, Result]], list[CorruptResult | NewerSchema]]:
+    """Every current result file read: the readable ones with their paths, and an error naming each other one."""
+    loaded, errors = [], []
+    for path in result_files(results_dir):
+        try:
+            loaded.append((path, load(path)))
+        except (CorruptResult, NewerSchema) as e:
+            errors.append(e)
+    return loaded, errors
+
+
+def unreadable_error(errors: list[CorruptResult | NewerSchema], results_dir: Path) -> BenchError:
+    """One error naming every unreadable file, what is wrong with each, and the fix."""
+    lines = [str(e) for e in errors]
+    if all(isinstance(e, NewerSchema) for e in errors):  # not broken: written by newer code ("update the code")
+        return NewerSchema("\n".join(lines))
+    them = "it" if len(errors) == 1 else f"these {len(errors)} files"
+    lines.append(f"fix: move {them} out of {results_dir}, or run `python -m bench validate --results-dir {results_dir} --quarantine` "
+                 f"to move every unreadable result file to {results_dir / QUARANTINE}/")
+    return CorruptResult("\n".join(lines))
+
+
 def load_all(results_dir: Path) -> list[Result]:
-    """Every current result; the first unreadable file raises, naming itself."""
-    return [load(p) for p in result_files(results_dir)]
+    """Every current result; any unreadable file raises, naming every one of them and the fix."""
+    loaded, errors = load_each(results_dir)
+    if errors:
+        raise unreadable_error(errors, results_dir)
+    return [result for _, result in loaded]
+
+
+def quarantine(results_dir: Path, errors: list[CorruptResult | NewerSchema]) -> list[tuple[Path, Path]]:
+    """Move each unreadable file to <results>/quarantine/, at its own relative path (never over another)."""
+    moved = []
+    for error in errors:
+        path = error.path
+        dest = results_dir / QUARANTINE / path.relative_to(results_dir)
+        dest = reserve_new_name(dest.parent, dest.stem)
+        shutil.move(path, dest)  # onto the empty file reserved for it
+        moved.append((path, dest))
+    return moved
+
+
+def placement_problems(loaded: list[tuple[Path, Result]], results_dir: Path) -> list[str]:
+    """A readable file where its cell's result does not belong (another name, another profile's or machine's folder),
+    and two files of one cell: `make export` would write both rows and the table would pick one."""
+    problems, seen = [], {}
+    for path, result in loaded:
+        expected = result.relative_path()
+        relative = path.relative_to(results_dir)
+        if relative.parts[-len(expected.parts):] != expected.parts:
+            prefix = relative.parts[:-len(expected.parts)] if len(relative.parts) > len(expected.parts) else ()
+            problems.append(f"{path}: misplaced: its cell's result belongs at {results_dir.joinpath(*prefix) / expected}; move it there, or out of {results_dir}")
+        key = (result.cell.key, getattr(result.cell, "stack", "today"), result.cell.profile, str(expected.parent))
+        if key in seen:
+            problems.append(f"{path}: a second result of the cell of {seen[key]}: keep one (move the other out of {results_dir})")
+        seen.setdefault(key, path)
+    return problems

@@ -3,9 +3,11 @@ becomes a recorded status, Ctrl-C keeps every finished result. Cells of one publ
 repeats round-robin, with a drift probe (bench/drift.py) between processes."""
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -24,7 +26,8 @@ from bench.failures import PeakMemory, crash_status, oom_kill_count
 from bench.plan import load_cells as load_plan_cells, plan_figures, predicted_oom, ram_gib
 from bench.progress import Progress, hms, status_counts
 from bench.provenance import ENV_STAMP, REPO_ROOT, env_stamp, git_info, machine_info, machine_label, now_utc
-from bench.results import Result, Run, load, load_all, result_path, task_unit
+from bench.runlock import hold as hold_results_folder, release as release_results_folder
+from bench.results import Result, Run, load, load_each, result_path, task_unit, unreadable_error
 from bench.registry import Cell, get_model
 
 VENVS_DIR = Path(os.environ.get("BENCH_VENVS_DIR", REPO_ROOT / ".venvs"))
@@ -76,6 +79,69 @@ def check_writable(results_dir: Path) -> None:
         raise BenchError(f"cannot write results to {results_dir}: {e.strerror or e}") from None
 
 
+# A cell is not started with less than this free where its results go: its log and result file need room (a
+# smoke result is a few KB, a log up to a few MB), and a measurement that cannot be written is an hour lost.
+MIN_FREE_BYTES = 64 * 2**20
+
+
+class RunStopped(BenchError):
+    """The run stopped before its last cell (the disk is full): every result written so far is kept."""
+
+
+def check_free_space(results_dir: Path, kept: int, of: int) -> None:
+    free = shutil.disk_usage(results_dir).free
+    if free < MIN_FREE_BYTES:
+        raise RunStopped(f"only {free / 2**20:.1f} MiB free in {results_dir} (a cell needs {MIN_FREE_BYTES // 2**20} MiB for its log "
+                         f"and result): stopped before the next cell; {kept} of {of} cells kept. Free some space and rerun with --resume")
+
+
+def new_log_path(results_dir: Path, cell: Cell, repeat: int) -> Path:
+    """A log of its own for each process of a cell, never reused: logs/<profile>/<key>.<UTC start>.<repeat>.log
+    (created empty with O_EXCL). A rerun no longer truncates the log of a result that moves to history/."""
+    folder = results_dir / "logs" / cell.profile
+    folder.mkdir(parents=True, exist_ok=True)
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    for n in range(1000):
+        path = folder / f"{cell.key}.{stamp}{f'-{n}' if n else ''}.{repeat}.log"
+        try:
+            os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666))
+            return path
+        except FileExistsError:
+            continue
+    raise BenchError(f"no free log name for {cell.key} in {folder}")
+
+
+def write_or_show(result: Result, results_dir: Path, echo: Callable[[str], None], kept: int, of: int) -> Path:
+    """Write a cell's result; if the write fails (a full disk), show the whole result (figures and raw windows) on
+    the console and in the cell's log, so the measurement is not lost, and stop the run."""
+    try:
+        return result.write(results_dir)
+    except OSError as e:
+        target = results_dir / result.relative_path()
+        text = json.dumps(result.to_dict(), allow_nan=False)
+        echo(f"    could not write {target}: {e.strerror or e}; the result, so that it is not lost:\n{text}")
+        log = results_dir / (result.runs[-1].process.get("log") or f"logs/{result.cell.profile}/{result.cell.key}.unwritten.log")
+        try:
+            with log.open("a") as f:
+                f.write(f"\n[bench] could not write {target}: {e.strerror or e}; the result:\n{text}\n")
+        except OSError:
+            pass  # the log is on the same full disk: the console has it
+        why = "the disk is full" if e.errno == errno.ENOSPC else "a result could not be written"
+        raise RunStopped(f"{why} ({target}: {e.strerror or e}): stopped; {kept} of {of} cells kept, this one's result shown above") from None
+
+
+def check_results_readable(cells: list[Cell], results_dir: Path, machine: dict) -> None:
+    """An unreadable result file where a cell of this run will write stops the run (its earlier result could not
+    be moved to history/); any other is named, with the fix, and the run goes on."""
+    _, errors = load_each(results_dir)
+    touched = {result_path(results_dir, cell, machine) for cell in cells}
+    if blocking := [e for e in errors if e.path in touched]:
+        raise unreadable_error(blocking, results_dir)
+    if errors:
+        print("warning: " + str(unreadable_error(errors, results_dir)).replace("\n", "\nwarning: ")
+              + "\nwarning: no cell of this run writes there: it goes on", flush=True)
+
+
 def default_profile(machine: dict) -> tuple[str, str]:
     if machine["gpus"]:
         return "paper", f"CUDA GPU visible ({machine_label(machine)})"
@@ -103,11 +169,12 @@ class CellProcess:
     def __init__(self, cell: Cell, python: str, log_path: Path, git: dict, echo: Callable[[str], None]):
         self.cell, self.python, self.log_path, self.echo = cell, python, log_path, echo
         self.tail: deque[str] = deque(maxlen=LOG_TAIL_LINES)
-        self.env = {**os.environ, **cell_environment(cell.env), "PYTHONUNBUFFERED": "1", "BENCH_GIT_COMMIT": git.get("commit") or ""}
+        self.env = {**os.environ, **cell_environment(cell.env), "PYTHONUNBUFFERED": "1", "BENCH_GIT_COMMIT": git.get("commit") or "",
+                    "BENCH_ORCHESTRATOR_PID": str(os.getpid())}  # the cell dies with it (bench/cell.py die_with_parent)
 
     def run(self, timeout_s: float) -> Run:
         # A private folder for the cell's result: whatever a killed cell leaves half-written goes with it.
-        with tempfile.TemporaryDirectory(prefix="bench-cell-") as scratch:
+        with tempfile.TemporaryDirectory(prefix="bench-cell-") as scratch:  # its name: bench/cell.py SCRATCH_PREFIX
             out = Path(scratch) / "run.json"
             cmd = [self.python, "-m", "bench", "cell", "--cell", json.dumps(self.cell.to_dict()), "--out", str(out)]
             self.log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -219,10 +286,12 @@ class Prepared:
 
         if gpu is True:
             gpu = (self.machine.get("gpus") or [None])[0]
-        process = CellProcess(cell, self.pythons[cell.env], results_dir / "logs" / cell.profile / f"{cell.key}.{repeat}.log", self.git, echo)
+        log = new_log_path(results_dir, cell, repeat)
+        process = CellProcess(cell, self.pythons[cell.env], log, self.git, echo)
         process.env.update({**(env or {}), **gpu_environment(gpu)})
         state_at_start = gpu_state([gpu_id(gpu)]) if gpu else None
         run = process.run(timeout_s or cell_timeout_s(cell))
+        run.process = {**run.process, "log": str(log.relative_to(results_dir))}  # the result, in history/ too, names its log
         if gpu:
             state_at_end = gpu_state([gpu_id(gpu)])
             run.gpu_state = {"gpu": gpu_id(gpu), "start": (state_at_start or [None])[0], "end": (state_at_end or [None])[0]}
@@ -248,7 +317,8 @@ class Prepared:
             runs=runs,
             unit=task_unit(cell),
             provenance={"git": self.git, "machine": self.machine, "profile_choice": profile_choice, "orchestrator": sys.argv,
-                        "repeats_planned": repeats, **provenance},
+                        "repeats_planned": repeats, **provenance,
+                        **({"slurm_task": os.environ["BENCH_SLURM_TASK"]} if os.environ.get("BENCH_SLURM_TASK") else {})},  # bench/cluster/task.py
             created_at=now_utc(),
         )
 
@@ -258,8 +328,8 @@ def prepare(cells: list[Cell], results_dir: Path, repeats: int, resume: bool = F
     stale env, a results folder that cannot be written (an hour of measuring must not end in a failed write)."""
     if repeats < 1:
         raise BenchError(f"repeats must be a positive integer, got {repeats}")
-    load_all(results_dir)
     machine = machine_info()
+    check_results_readable(cells, results_dir, machine)
     skipped = 0
     if resume:
         todo = [c for c in cells if not already_measured(c, results_dir, machine, repeats)]
@@ -268,6 +338,7 @@ def prepare(cells: list[Cell], results_dir: Path, repeats: int, resume: bool = F
     predicted = {} if ignore_plan else {c.key: why for c in cells if (why := predicted_oom(c, plans[c.profile], machine))}
     pythons = {c.env: env_python(c.env) for c in cells if not get_model(c.model).why_cell_unsupported(c) and c.key not in predicted}
     check_writable(results_dir)
+    hold_results_folder(results_dir)  # one run at a time per results folder (bench/runlock.py), until this process ends
     return Prepared(cells, predicted, pythons, git_info(), machine, skipped, plans)
 
 
@@ -292,6 +363,7 @@ def run_cells(
     if resume:
         echo(f"skipped (resume): {prepared.skipped} cells already measured")
     cells = prepared.cells
+    warn_over_timeout(cells, results_dir, prepared.machine, timeout_s, echo)
     rows = row_order(cells)
     number = {cell.key: i for i, cell in enumerate((c for row in rows for c in row), 1)}
     reference = {"start_ms": reference_ms()}
@@ -301,12 +373,12 @@ def run_cells(
 
     def finish(cell: Cell, runs: list[Run]) -> None:
         result = prepared.result(cell, runs, profile_choice, repeats, reference={**reference, "at_write_ms": latest})
-        path = result.write(results_dir)
+        path = write_or_show(result, results_dir, echo, kept=len(done), of=len(cells))
         done.append(result)
         line = f"{result.describe()}  [{path.relative_to(results_dir)}]"
         progress.cell_finished(cell, line) if progress else echo(f"    -> {line}")
-        if result.status not in ("ok", "unsupported"):
-            echo(f"    log: {results_dir / 'logs' / cell.profile / f'{cell.key}.{len(runs) - 1}.log'}")
+        if result.status not in ("ok", "unsupported") and runs[-1].process.get("log"):
+            echo(f"    log: {results_dir / runs[-1].process['log']}")
 
     phase = progress.phase if progress else (lambda line: echo("    " + line))
     if progress:
@@ -321,6 +393,7 @@ def run_cells(
                         of = f" repeat {repeat + 1}/{repeats}" if repeats > 1 else ""
                         header = f"[{number[cell.key]}/{len(cells)}] {cell.backend} {cell.model} {cell.task} batch={cell.batch_size} {cell.variant}{of} ({cell.profile}; elapsed {hms(time.perf_counter() - started)})"
                         progress.cell_started(cell, header) if progress else echo(header)
+                        check_free_space(results_dir, kept=len(done), of=len(cells))
                         run = prepared.not_run(cell) or prepared.attempt(cell, repeat, results_dir, timeout_s, phase)
                         runs[cell.key].append(run)  # kept even if Ctrl-C comes during the probe below
                         if not prepared.not_run(cell):  # a process ran: probe the drift
@@ -338,12 +411,35 @@ def run_cells(
         echo(f"\ninterrupted after {len(done)} of {len(cells)} cells; every finished result is kept in {results_dir}")
         raise
     finally:
+        release_results_folder(results_dir)
         if progress:
             progress.close()
     end_ms = reference_ms()
     echo(f"reference probe (bench/drift.py): {reference['start_ms']:.3f} ms at the start, {end_ms:.3f} ms at the end (x{end_ms / reference['start_ms']:.2f})")
     echo(f"{len(done)} cells in {hms(time.perf_counter() - started)}: " + ", ".join(f"{n} {s}" for s, n in status_counts(done).items()))
     return done
+
+
+def warn_over_timeout(cells: list[Cell], results_dir: Path, machine: dict, timeout_s: float | None, echo: Callable[[str], None]) -> None:
+    """A step count whose run cannot end within the timeout is said before it starts (--steps 1000000000 would
+    otherwise run for the whole timeout and end as `timeout`). The estimate: the published ms/step of a paper cell
+    (time_estimates), else the cell's current result's median, times the steps asked for."""
+    from bench.cluster.estimate import cell_timeout_s
+
+    estimates = time_estimates(cells)
+    for cell in cells:
+        seconds = estimates.get(cell.key)
+        path = result_path(results_dir, cell, machine)
+        if seconds is None and path.exists():
+            try:
+                summary = load(path).summary()
+            except BenchError:
+                summary = None
+            seconds = summary.median * (1 + cell.warmup_steps + cell.timed_steps) / 1000 if summary else None
+        limit = timeout_s or cell_timeout_s(cell)
+        if seconds is not None and seconds > limit:
+            echo(f"warning: {cell.key} is estimated at {hms(seconds)} ({cell.timed_steps} timed steps), over its {hms(limit)} timeout: "
+                 f"it will end as timeout (fewer --steps, or a longer --timeout)")
 
 
 def time_estimates(cells: list[Cell]) -> dict[str, float]:

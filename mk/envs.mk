@@ -14,7 +14,7 @@ CI_STACK_ENVS := jax-2024
 
 env: ## Build/repair BACKEND's env on STACK: .venvs/BACKEND (today) or .venvs/BACKEND-2024 (STACK=2024), from its lock
 	@$(ENVS_PY) validate "$(BACKEND)"
-	$(ENVS_PY) build "$$($(ENVS_PY) env-name "$(BACKEND)" "$(STACK)")"
+	@name="$$($(ENVS_PY) env-name "$(BACKEND)" "$(STACK)")"; $(ENVS_PY) build "$$name"  # a bad STACK stops at its own error
 
 envs: doctor ## Build/repair the five backend envs of STACK (default today) and the tools env, one after the other
 	$(ENVS_PY) build --all --stack "$(STACK)"

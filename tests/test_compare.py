@@ -10,9 +10,10 @@ from bench import compare
 from bench.errors import BenchError
 from bench.results import Result, Run, load_all
 from bench.report.load import COLUMNS
+from committed import committed_results
 
 REPO = Path(__file__).resolve().parent.parent
-COMMITTED = REPO / "results"
+COMMITTED = committed_results()  # HEAD's, not what a user's own run left in results/
 SCALED = {"jax__bert__fit__bs2__default": 3.0, "native-torch__gemma__fit__bs2__eager": 0.25}
 DROPPED = "torch__sam__fit__bs1__default"
 

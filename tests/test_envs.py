@@ -270,6 +270,16 @@ def test_tampered_hash_refuses_then_correct_file_builds(tmp_path):
     assert p.returncode == 0 and "is current" in p.stdout, p.stdout
     assert time.monotonic() - t0 < 2.0
 
+    # A failed rebuild (the tampered file again) leaves the working env as it was, and says so (issue 32).
+    req.write_text(bad)
+    p = envs_py("build", "keras2", "--venv", str(venv), "--requirements", str(req))
+    assert p.returncode != 0 and f"is untouched (built from lock sha256 {stamp['lock_sha256'][:12]})" in p.stdout + p.stderr, p.stdout + p.stderr
+    assert json.loads((venv / "bench-env.json").read_text()) == stamp
+    q = subprocess.run([str(venv / "bin" / "python"), "-c", "import bench.backends, six, absl; print('ok')"],
+                       capture_output=True, text=True, cwd=tmp_path)
+    assert q.stdout.strip() == "ok", q.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["requirements.txt", "venv"]  # no half-built folder beside it
+
 
 SLOW_UV = """#!/bin/sh
 # uv, except that `uv pip sync` announces itself and hangs: the moment a user presses Ctrl-C in `make env`.
@@ -280,7 +290,8 @@ exec {uv} "$@"
 
 @pytest.mark.envs  # builds a venv
 def test_interrupted_build_is_never_taken_for_complete(tmp_path):
-    """Kill a rebuild mid-install: the env loses its stamp (the orchestrator refuses it), the next build repairs it."""
+    """Kill a rebuild mid-install: the env that was there stays as it was (built from the old lock, which the
+    orchestrator refuses as stale), and the next build replaces it."""
     real_uv = ROOT / ".venvs" / ".uv" / "uv"
     if not real_uv.exists():
         pytest.skip("the pinned uv is not fetched yet; run `make env-tools`")
@@ -289,6 +300,7 @@ def test_interrupted_build_is_never_taken_for_complete(tmp_path):
     venv = tmp_path / "venv"
     args = ["build", "keras2", "--venv", str(venv), "--requirements", str(req)]
     assert envs_py(*args).returncode == 0 and (venv / "bench-env.json").exists()
+    before = json.loads((venv / "bench-env.json").read_text())
 
     req.write_text(req.read_text() + "".join(_blocks((ROOT / "envs" / "keras2" / "requirements.txt").read_text(), {"absl-py"})))
     slow_uv = tmp_path / "slow-uv"
@@ -301,8 +313,10 @@ def test_interrupted_build_is_never_taken_for_complete(tmp_path):
             break
     os.killpg(proc.pid, 9)  # no chance to clean up: the worst interruption
     proc.wait(timeout=30)
-    # The stamp is what `make bench` and the orchestrator take for a complete env (runner.env_python).
-    assert not (venv / "bench-env.json").exists(), "an interrupted build left its stamp: it would pass for complete"
+    # The stamp is what `make bench` and the orchestrator take for a complete env (runner.env_python): the old
+    # env's, naming the old lock, never the new lock's.
+    assert json.loads((venv / "bench-env.json").read_text()) == before, "an interrupted build touched the working env"
+    assert subprocess.run([str(venv / "bin" / "python"), "-c", "import six"]).returncode == 0
 
     p = envs_py(*args)
     assert p.returncode == 0 and "building" in p.stdout, p.stdout + p.stderr

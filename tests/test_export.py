@@ -9,9 +9,10 @@ import pytest
 from bench import export
 from bench.results import CorruptResult, Result, Run, load
 from bench.registry import Cell
+from committed import committed_results
 
 REPO = Path(__file__).resolve().parent.parent
-COMMITTED = REPO / "results"
+COMMITTED = committed_results()  # HEAD's, not what a user's own run left in results/
 
 
 def read_back(path: Path) -> list[dict]:

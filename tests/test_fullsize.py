@@ -10,10 +10,11 @@ import pytest
 
 from bench.registry import get_model, plan_cells
 from bench.results import load_all
+from committed import committed_results
 from conftest import assert_paper_settings
 
 REPO = Path(__file__).resolve().parent.parent
-FULL_SIZE = REPO / "results" / "cpu-full"
+FULL_SIZE = committed_results() / "cpu-full"  # HEAD's, not what a user's own run left in results/
 RESULTS = load_all(FULL_SIZE)
 # What a full-size cell may end as: measured, NA as published, or out of memory (measured, or predicted by the plan).
 OUTCOMES = {"ok", "unsupported", "oom", "oom-predicted"}

@@ -56,7 +56,7 @@ offline.install_guard()
 from bench.models.llm import GenerationCheckError
 from bench.drivers import drive
 from bench.timing import StepTimer
-from bench.workloads import Cell, get_model
+from bench.registry import Cell, get_model
 backend = sys.argv[1]
 cell = Cell(backend, "gemma", "generate", 2, "smoke", "eager" if backend == "native-torch" else "default", 0, 2)
 spec = get_model("gemma")

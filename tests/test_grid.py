@@ -12,6 +12,7 @@ from bench.grid.run import TOLERANCE, ColumnState, GridResult, check_parity, fin
 from bench.grid.spec import COLUMNS, GRIDS, MODELS, columns_for_envs, get_grid
 from bench.provenance import machine_info
 from bench.results import Run, load, load_all
+from committed import committed_results
 
 
 # -- NA rules and grids
@@ -239,7 +240,7 @@ def test_results_md_gets_the_grid_section_only_where_there_are_grid_results(tmp_
     pytest.importorskip("tabulate")
     from bench.report import render
 
-    repo_results = Path(__file__).resolve().parent.parent / "results"
+    repo_results = committed_results()
     smoke = next(repo_results.glob("smoke/*/*.json"))
     machine = json.loads(smoke.read_text())["provenance"]["machine"]
     (tmp_path / smoke.relative_to(repo_results)).parent.mkdir(parents=True)

@@ -10,10 +10,11 @@ from pathlib import Path
 import pytest
 
 from bench.backends import BACKENDS
+from committed import committed_results
 from conftest import REPO, VENVS
 
 EXAMPLE = REPO / "tests" / "new_model" / "tiny_mlp"
-COMMITTED_RESULT = REPO / "results" / "smoke" / "cpu-amd-epyc-2-cores" / "jax__bert__fit__bs2__default.json"
+COMMITTED_RESULT = committed_results() / "smoke" / "cpu-amd-epyc-2-cores" / "jax__bert__fit__bs2__default.json"  # HEAD's
 
 
 @pytest.fixture(scope="module")

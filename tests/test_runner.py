@@ -204,11 +204,11 @@ def test_corrupt_result_file_is_named_and_kept(venvs, tmp_path):
     (existing,) = [p for p in results.rglob("*.json") if "history" not in p.parts]
     corrupt = existing.parent / "broken.json"
     corrupt.write_text('{"schema_version": 1, "cell": ')
-    before = {p: p.read_bytes() for p in results.rglob("*") if p.is_file()}
     out = bench(run_args(results, "--backend", "jax", "--model", "bert"), bench_env(venvs))
-    assert out.returncode == 2
-    assert f"cannot read result file {corrupt}" in out.stderr
-    assert {p: p.read_bytes() for p in results.rglob("*") if p.is_file()} == before
+    # no cell of the run writes broken.json: the run goes on, naming it with the fix (issue 32)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert f"warning: cannot read result file {corrupt}" in out.stdout and "--quarantine" in out.stdout
+    assert corrupt.read_text() == '{"schema_version": 1, "cell": '  # kept as it was
     out = bench(["validate", "--results-dir", str(results)], bench_env(venvs))
     assert out.returncode == 2 and "broken.json" in out.stderr
 
@@ -258,7 +258,7 @@ def test_ctrl_c_keeps_finished_results_and_leaves_no_cell_behind(venvs, tmp_path
     pid = wait_for_pid(pid_file, proc)
     proc.send_signal(stop)  # Ctrl-C, or a kill/scheduler/timeout's SIGTERM
     rest = proc.communicate(timeout=60)[0]
-    assert proc.returncode == 130
+    assert proc.returncode == 128 + stop  # 130 for Ctrl-C, 143 for SIGTERM, as a shell reports them
     assert "every finished result is kept" in rest
     (kept,) = load_all(results)
     assert kept.cell.backend == "jax" and kept.status == "ok"

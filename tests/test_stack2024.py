@@ -127,10 +127,10 @@ def test_make_targets_take_the_stack():
         assert out.returncode == 0, out.stderr
         return out.stdout
 
-    assert 'build "$(python3 scripts/envs.py env-name "jax" "2024")"' in dry("env", "BACKEND=jax", "STACK=2024")
+    assert 'name="$(python3 scripts/envs.py env-name "jax" "2024")"; python3 scripts/envs.py build "$name"' in dry("env", "BACKEND=jax", "STACK=2024")
     assert "build --all --stack \"2024\"" in dry("envs", "STACK=2024")
-    assert "--stack 2024 --results-dir results" in dry("bench", "BACKEND=jax", "MODEL=bert", "STACK=2024")
-    assert "--stack today --results-dir results" in dry("bench", "BACKEND=jax", "MODEL=bert")
+    assert '--stack 2024 --results-dir "results"' in dry("bench", "BACKEND=jax", "MODEL=bert", "STACK=2024")
+    assert '--stack today --results-dir "results"' in dry("bench", "BACKEND=jax", "MODEL=bert")
     assert "build jax-2024" in dry("test")  # the one 2024 env CI builds
 
 

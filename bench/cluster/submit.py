@@ -113,6 +113,13 @@ def submit(
     skipped = len(cells) - len(todo)
     if skipped:
         echo(f"submit: {skipped} of {len(cells)} cells already have a current result (ok/unsupported); FORCE=1 re-runs them")
+    queued = queued_cells(results_dir) if not dry_run else {}
+    if waiting := [c for c in todo if c.key in queued]:
+        echo(f"submit: {len(waiting)} cells are already queued or running in an earlier submission, not submitted again: "
+             + ", ".join(f"{c.key} ({queued[c.key]})" for c in waiting))
+        todo = [c for c in todo if c.key not in queued]
+    if route == "venv" and not dry_run:
+        check_envs_built(todo)
     if not todo:
         echo("submit: nothing to do")
         return None
@@ -142,9 +149,44 @@ def submit(
         if dry_run:
             echo(f"submit: wrote {script} ({len(indices)} cells; {' '.join(res.sbatch_options())}); not submitted (--dry-run)")
             continue
-        job_id = sbatch(script)
+        try:
+            job_id = sbatch(script)
+        except BenchError as e:  # recorded: submit-status shows these cells failed with sbatch's words, not pending
+            meta.setdefault("rejected", []).append({"script": script.name, "indices": indices, "message": str(e)})
+            job.write_meta(meta)
+            echo(f"submit: {e}")
+            continue
         meta["jobs"].append({"job_id": job_id, "script": script.name, "indices": indices})
         job.write_meta(meta)  # after each sbatch: a later failure leaves the earlier ids recorded
         echo(f"submit: job {job_id}: {len(indices)} cells ({' '.join(res.sbatch_options())}) [{script}]")
+    if meta.get("rejected"):
+        count = sum(len(r["indices"]) for r in meta["rejected"])
+        raise BenchError(f"sbatch rejected {count} of {len(todo)} cells of {job.path} (recorded: `make submit-status JOB={name}` shows them failed)")
     echo(f"submit: {len(todo)} cells in {job.path}; `make submit-status JOB={name}` follows them")
     return job
+
+
+def queued_cells(results_dir: Path) -> dict[str, str]:
+    """Cell key -> the earlier submission (of this results folder) in which Slurm has it pending or running."""
+    from bench.cluster.status import job_status
+
+    root, queued = slurm_root(results_dir), {}
+    for meta_path in sorted(root.glob("*/job.json")) if root.exists() else []:
+        try:
+            states = job_status(JobDir(meta_path.parent), write=False)
+        except BenchError:
+            continue
+        for state in states:
+            if state.phase in ("pending", "running") and state.slurm_state is not None:
+                queued[state.cell.key] = f"{meta_path.parent.name}, task {state.index}: {state.phase}"
+    return queued
+
+
+def check_envs_built(cells: list[Cell]) -> None:
+    """Before sbatch: each runnable cell's env is built and current (the nodes run .venvs/<env> from the same shared
+    folder), or the task fails on its node with the cause only in its log."""
+    from bench.runner import env_python
+    from bench.registry import get_model
+
+    for env in dict.fromkeys(c.env for c in cells if not get_model(c.model).why_cell_unsupported(c)):
+        env_python(env)  # raises naming `make env BACKEND=...`

@@ -4,6 +4,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import os
+import shutil
 import time
 from pathlib import Path
 
@@ -29,30 +30,45 @@ def build_one(name: str, venv: Path | None, requirements: Path | None) -> None:
         return
 
     say(f"{name}: building {rel(venv)} from {rel(req)} (sha256 {digest[:12]})")
-    # The stamp goes first: an interrupted or failed build must never look complete.
-    (venv / ENV_STAMP).unlink(missing_ok=True)
+    # Built beside the env and swapped in only when complete: a failed build (a tampered hash, the network) or an
+    # interrupted one leaves the env that was there untouched, usable and stamped with the lock it was built from.
+    staging = venv.with_name(f".{venv.name}.new")
+    shutil.rmtree(staging, ignore_errors=True)  # what an interrupted build left
+    try:
+        build_into(name, staging, req, digest)
+    except BaseException as e:  # also Ctrl-C: no half-built folder left behind
+        shutil.rmtree(staging, ignore_errors=True)
+        if isinstance(e, EnvError):
+            kept = f"{rel(venv)} is untouched (built from lock sha256 {str(stamp.get('lock_sha256'))[:12]})" if stamp else f"{rel(venv)} was not built before"
+            raise EnvError(f"{e}; {kept}") from None
+        raise
+    swap_in(staging, venv)
+    say(f"{name}: built {rel(venv)} in {fmt_s(time.monotonic() - t0)}")
+
+
+def build_into(name: str, venv: Path, req: Path, digest: str) -> None:
+    """A fresh venv at `venv` (a new folder), synced to the requirements' hashes, the repo .pth, then the stamp."""
     uv = uv_bin()
     # Always a fresh venv (hardlinked from uv's cache: seconds when the cache is warm). Repairing in place
     # would be weaker: uv pip sync keeps an installed dist of the right version without re-checking its
     # hash (and --reinstall implies --refresh, i.e. re-downloading everything). A fresh sync checks every
-    # dist against this file's hashes, so the stamp vouches for all of it.
-    cmd = [uv, "venv", "--python", PYTHON_SPEC, "--no-project", str(venv)]
-    if venv.exists():
-        cmd.insert(2, "--clear")  # uv refuses to clear a directory that is not a venv
+    # dist against this file's hashes, so the stamp vouches for all of it. Relocatable: its scripts find their
+    # interpreter beside them, so the folder works once renamed into place.
+    cmd = [uv, "venv", "--relocatable", "--python", PYTHON_SPEC, "--no-project", str(venv)]
     say(f"{name}: $ {' '.join(cmd)}")
     if run(cmd).returncode != 0:
-        raise EnvError(f"{name}: `uv venv` failed; no stamp written")
+        raise EnvError(f"{name}: `uv venv` failed")
     cmd = [uv, "pip", "sync", "--require-hashes", "--python", str(venv_python(venv)), str(req)]
     say(f"{name}: $ {' '.join(cmd)}")
     t1 = time.monotonic()
     if run(cmd).returncode != 0:
-        raise EnvError(f"{name}: `uv pip sync` failed (see uv's message above); no stamp written; the next build starts afresh")
+        raise EnvError(f"{name}: `uv pip sync` failed (see uv's message above)")
     say(f"{name}: synced in {fmt_s(time.monotonic() - t1)}")
 
     # Make the repo's `bench` package importable without an index or an install step.
     site = sorted(venv.glob("lib/python3.*/site-packages"))
     if not site:
-        raise EnvError(f"{name}: no site-packages under {venv}/lib; no stamp written")
+        raise EnvError(f"{name}: no site-packages under {venv}/lib")
     (site[0] / PTH).write_text(str(ROOT) + "\n")
     say(f"{name}: wrote {rel(site[0] / PTH)} -> {ROOT}")
 
@@ -66,7 +82,16 @@ def build_one(name: str, venv: Path | None, requirements: Path | None) -> None:
     tmp = venv / (ENV_STAMP + ".tmp")
     tmp.write_text(json.dumps(data, indent=2) + "\n")
     os.replace(tmp, venv / ENV_STAMP)
-    say(f"{name}: built {rel(venv)} in {fmt_s(time.monotonic() - t0)}")
+
+
+def swap_in(staging: Path, venv: Path) -> None:
+    """Two renames: the old env aside, the new one in its place; then the old one goes."""
+    old = venv.with_name(f".{venv.name}.old")
+    shutil.rmtree(old, ignore_errors=True)
+    if venv.exists() or venv.is_symlink():
+        os.rename(venv, old)
+    os.rename(staging, venv)
+    shutil.rmtree(old, ignore_errors=True)
 
 
 def cmd_build(args) -> int:

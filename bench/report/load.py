@@ -4,6 +4,7 @@ reference CSV, read once, since row order and the comparison both follow it.
 """
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -12,7 +13,7 @@ from typing import Iterable
 from bench.backends import BACKENDS, STACKS, keras3_backends
 from bench.errors import BenchError
 from bench.provenance import machine_label, machine_slug
-from bench.results import Result, load, result_files
+from bench.results import Result, load, load_each, placement_problems, result_files, unreadable_error
 from bench.profiles import get_profile
 from bench.published import published_ms, published_note, published_rows
 from bench.registry import MODELS, get_model
@@ -118,8 +119,13 @@ class Group:
 
 
 def load_results(results_dir: Path) -> list[Loaded]:
-    """Every current result file; the first unreadable one raises CorruptResult naming it."""
-    return [Loaded(p.relative_to(results_dir).as_posix(), load(p)) for p in result_files(results_dir)]
+    """Every current result file; unreadable ones raise CorruptResult naming every one of them, and the fix."""
+    loaded, errors = load_each(results_dir)
+    if errors:
+        raise unreadable_error(errors, results_dir)
+    for problem in placement_problems(loaded, results_dir):  # a duplicate would be a second row, or a silent choice
+        print(f"warning: {problem} (python -m bench validate)", file=sys.stderr)
+    return [Loaded(p.relative_to(results_dir).as_posix(), result) for p, result in loaded]
 
 
 def group_results(items: list[Loaded]) -> list[Group]:

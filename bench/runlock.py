@@ -1,0 +1,109 @@
+"""One run at a time per results folder: two runs into one folder slow each other's timings (each measures on a
+machine the other loads) and write the same cells. The lock is an flock on <results>/.bench-run.lock, which the
+kernel releases when its holder dies however it dies; the file names the holder, for the refusal's message.
+
+A Slurm array's tasks (bench/cluster/task.py) each run their own cell into the submission's one results folder, on
+their own nodes: they share the lock (flock's shared mode), so they run together but no local run starts beside
+them, nor they beside a local run."""
+from __future__ import annotations
+
+import atexit
+import fcntl
+import json
+import os
+import socket
+import sys
+from pathlib import Path
+from typing import IO, Callable
+
+from bench.errors import BenchError
+from bench.provenance import now_utc
+
+LOCK_NAME = ".bench-run.lock"
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process: alive
+        pass
+    return True
+
+
+def same_file(f: IO[str], path: Path) -> bool:
+    try:
+        return os.path.samestat(os.fstat(f.fileno()), os.stat(path))
+    except FileNotFoundError:
+        return False
+
+
+def holder_of(text: str) -> dict | None:
+    try:
+        holder = json.loads(text)
+        return holder if isinstance(holder, dict) and isinstance(holder.get("pid"), int) else None
+    except ValueError:
+        return None
+
+
+def describe(holder: dict | None) -> str:
+    if not holder:
+        return "a Slurm submission's tasks (make submit-status)"
+    return f"PID {holder['pid']} on {holder.get('host')} since {holder.get('started')}: {holder.get('command')}"
+
+
+_HELD: dict[Path, tuple[IO[str], bool]] = {}  # the folders this process holds: their lock file, and whether shared
+
+
+def hold(results_dir: Path, echo: Callable[[str], None] = print) -> None:
+    """Hold the results folder (which exists) until release() or this process ends: a second run is refused in one
+    line naming the first; a lock left by a process that no longer runs (a kill -9, a power cut) is taken over, and
+    said so. Holding a folder this process already holds is a no-op."""
+    key = results_dir.resolve()
+    if key in _HELD:
+        return
+    shared = bool(os.environ.get("SLURM_ARRAY_TASK_ID"))
+    while True:
+        try:
+            f = open(os.open(key / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o666), "r+")
+        except OSError as e:
+            raise BenchError(f"cannot write results to {results_dir}: {e.strerror or e}") from None
+        previous = holder_of(f.read())
+        try:
+            fcntl.flock(f, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
+        except BlockingIOError:
+            f.close()
+            raise BenchError(f"another run is writing to {results_dir} ({describe(previous)}): wait for it to end, or give this run "
+                             f"another results folder (RESULTS= / --results-dir)") from None
+        except OSError:  # a file system without flock (some network mounts): the holder's PID is all there is
+            if previous and previous.get("host") == socket.gethostname() and alive(previous["pid"]):
+                f.close()
+                raise BenchError(f"another run is writing to {results_dir} ({describe(previous)})") from None
+        if same_file(f, key / LOCK_NAME):
+            break
+        f.close()  # the run before removed it as we opened it (release): take the new one
+    _HELD[key] = (f, shared)
+    if shared:
+        return
+    if previous and previous["pid"] != os.getpid():
+        echo(f"took over the lock of {results_dir} left by a run that no longer runs ({describe(previous)})")
+    f.seek(0)
+    f.truncate()
+    f.write(json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "started": now_utc(), "command": " ".join(["python -m bench", *sys.argv[1:]])}))
+    f.flush()
+
+
+def release(results_dir: Path) -> None:
+    f, shared = _HELD.pop(results_dir.resolve(), (None, True))
+    if f is None:
+        return
+    if not shared:  # removed while still held (so whoever opens it next opens a new file): one left means its holder died
+        (results_dir.resolve() / LOCK_NAME).unlink(missing_ok=True)
+    f.close()  # closing releases the flock
+
+
+@atexit.register
+def _release_all() -> None:
+    for key in list(_HELD):
+        release(key)
