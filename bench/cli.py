@@ -81,6 +81,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--jobs", type=positive_int, default=1, help="cells in parallel, one GPU each (needs a GPU per job)")
     run.add_argument("--stack", default="today", help="the software stack: today (default) or 2024 (keras-benchmarks v0.0.5's pins; envs/<backend>-2024)")
     run.add_argument("--ignore-plan", action="store_true", help="run cells that <results-dir>/plan-<profile>.json predicts will not fit (oom-predicted)")
+    run.add_argument("--env", choices=("locked", "current"), default="locked",
+                     help="locked (default): each backend's built env (.venvs/<backend>); current: this interpreter, unlocked, whatever it has "
+                          "installed (docs/OWN_ENVIRONMENT.md); results under <results-dir>/env-current/<environment>/")
 
     plan = sub.add_parser("plan", help="every cell's parameters and memory, predicted without allocating a model")
     plan.add_argument("--profile", default="paper", help="paper or smoke (default: paper)")
@@ -153,6 +156,17 @@ def cmd_run(args: argparse.Namespace) -> int:
         profile, why = default_profile(machine_info())
         choice = f"default: {why}"
     print(f"profile: {profile} ({choice})", flush=True)
+    stack, results_dir = args.stack, args.results_dir
+    if args.env == "current":  # the unlocked route: apart from every locked result, one folder per environment
+        from bench.backends import UNLOCKED_STACK
+        from bench.ownenv import describe_environment, environment_slug
+        from bench.provenance import unlocked_environment
+
+        if args.stack != "today":
+            raise BenchError(f"--env current runs this interpreter's own packages; --stack {args.stack} names locked envs: use one or the other")
+        environment = unlocked_environment()
+        stack, results_dir = UNLOCKED_STACK.name, args.results_dir / "env-current" / environment_slug(environment)
+        print(f"environment: {describe_environment(environment)}", flush=True)
     cells = plan_cells(
         profile,
         backends=args.backend,
@@ -162,7 +176,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         variants=args.variant,
         timed_steps=args.steps,
         warmup_steps=args.warmup,
-        stack=args.stack,
+        stack=stack,
     )
     if not cells:
         raise BenchError("no cells match the given backend/model/task/variant")
@@ -173,10 +187,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.jobs > 1:  # one GPU per cell, or a one-line refusal (bench/cluster/parallel.py)
         from bench.cluster.parallel import run_cells_parallel
 
-        results = run_cells_parallel(cells, args.results_dir, args.jobs, repeats=args.repeats, timeout_s=args.timeout, profile_choice=choice,
+        results = run_cells_parallel(cells, results_dir, args.jobs, repeats=args.repeats, timeout_s=args.timeout, profile_choice=choice,
                                      resume=args.resume, ignore_plan=args.ignore_plan)
     else:
-        results = run_cells(cells, args.results_dir, repeats=args.repeats, timeout_s=args.timeout, profile_choice=choice, resume=args.resume,
+        results = run_cells(cells, results_dir, repeats=args.repeats, timeout_s=args.timeout, profile_choice=choice, resume=args.resume,
                             ignore_plan=args.ignore_plan)
     return 0 if all(r.status in ("ok", "unsupported") for r in results) else 1
 

@@ -81,12 +81,41 @@ def assert_keras_major(model: Any, keras_major: int) -> None:
             raise RuntimeError(f"{type(model).__name__} is not a Keras 3 model; its classes come from {sorted(modules)}")
 
 
-def repeated_batch(inputs: Any, targets: Any = None):
-    """A tf.data pipeline that yields the same synthetic batch forever (Keras accepts it on every backend)."""
-    import tensorflow as tf
+# The published runs fed fit/predict through tf.data (keras-benchmarks v0.0.5); what a result's settings say when a
+# cell fed Keras otherwise (the unlocked route on an image without TensorFlow, docs/OWN_ENVIRONMENT.md).
+OWN_INPUT = "keras.utils.PyDataset (TensorFlow is not installed; the published runs fed tf.data)"
 
+
+def repeated_batch(inputs: Any, targets: Any = None):
+    """The same synthetic batch forever: a tf.data pipeline as published (Keras accepts it on every backend), or,
+    where TensorFlow is not installed (Keras 3 on JAX or torch in a user's own environment), the same batch
+    through Keras's own input path (its `replaces_tf_data` says so)."""
     data = inputs if targets is None else (inputs, targets)
+    try:
+        import tensorflow as tf
+    except ImportError:
+        return same_batch_dataset(data)
     return tf.data.Dataset.from_tensors(data).repeat()
+
+
+def same_batch_dataset(data: Any):
+    """A Keras 3 PyDataset of endless length whose every item is `data` (fit/predict are given their step counts)."""
+    import keras
+
+    class SameBatch(keras.utils.PyDataset):
+        replaces_tf_data = OWN_INPUT
+
+        def __init__(self):
+            super().__init__(workers=1, use_multiprocessing=False)
+
+        @property
+        def num_batches(self):
+            return None  # endless, as tf.data's .repeat()
+
+        def __getitem__(self, index):
+            return data
+
+    return SameBatch()
 
 
 def rng(seed: int = SEED) -> np.random.Generator:
@@ -121,6 +150,12 @@ class KerasWorkload(Workload):
     def settings(self) -> dict[str, Any]:
         model = self.model
         policy = getattr(model, "dtype_policy", None) or getattr(model, "_dtype_policy", None)
+        differs = getattr(self.data, "replaces_tf_data", None)  # said only where the input path differs from published
+        if differs:
+            return {**self._settings(model, policy), "input_pipeline": differs}
+        return self._settings(model, policy)
+
+    def _settings(self, model: Any, policy: Any) -> dict[str, Any]:
         return {
             "keras_version": self.keras.__version__,
             "keras_backend": self.cell.backend if self.keras_major == 3 else f"tensorflow ({self.keras.__package_root__})",
