@@ -121,6 +121,9 @@ def build_parser() -> argparse.ArgumentParser:
     comp.add_argument("b", type=Path, help="results folder B")
     comp.add_argument("--out-dir", type=Path, default=Path("compare"), help="writes compare.md and compare.png here (default: ./compare)")
     comp.add_argument("--out", type=Path, help="the Markdown file instead (its PNG beside it)")
+    gpu = sub.add_parser("gpu-check", help="on one GPU, <= 15 min: sync vs CUDA events, CUDA graph replays, peak memory vs plan, short paper cells")
+    gpu.add_argument("--env", choices=("locked", "current"), default="locked", help="the built envs (default) or this interpreter, unlocked")
+    gpu.add_argument("--results-dir", type=Path, default=DEFAULT_RESULTS, help="writes gpu-check/<machine>/ here; reads plan-paper.json from here")
     cluster_cli.add_parsers(sub, csv_list, positive_int, non_negative_int, DEFAULT_RESULTS)  # submit, submit-status
     return parser
 
@@ -285,4 +288,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"run": cmd_run, "grid": cmd_grid, "cell": cmd_cell, "validate": cmd_validate, "table": cmd_table, "doctor": cmd_doctor, "export": cmd_export, "plan": cmd_plan, "compare": cmd_compare, **cluster_cli.COMMANDS}
+def cmd_gpu_check(args: argparse.Namespace) -> int:
+    from bench.gpucheck import run
+
+    signal.signal(signal.SIGTERM, interrupt)
+    return run(args.results_dir, env=args.env)
+
+
+COMMANDS = {"gpu-check": cmd_gpu_check, "run": cmd_run, "grid": cmd_grid, "cell": cmd_cell, "validate": cmd_validate, "table": cmd_table, "doctor": cmd_doctor, "export": cmd_export, "plan": cmd_plan, "compare": cmd_compare, **cluster_cli.COMMANDS}
