@@ -16,7 +16,7 @@ from bench.backends import UNLOCKED_STACK, get_backend
 TENSORFLOW = ("tensorflow", "tensorflow-cpu")
 KERAS3_NLP = ("keras-hub", "keras-nlp")  # keras-nlp where keras-hub is absent (bench/models/keras_common.py)
 FRAMEWORK_NEEDS: dict[str, tuple[tuple[str, ...], ...]] = {
-    "keras2": (TENSORFLOW, ("tf-keras",), ("keras-nlp",)),
+    "keras2": (TENSORFLOW, ("tf-keras",)),  # its model libraries: keras-nlp (BERT, LLMs), keras-cv (SAM, SD), below
     "tensorflow": (TENSORFLOW, ("keras",)),
     "jax": (("jax",), ("jaxlib",), ("keras",)),
     "torch": (("torch",), ("keras",)),
@@ -28,10 +28,12 @@ MODEL_NEEDS: dict[tuple[str, str], tuple[tuple[str, ...], ...]] = {
     ("keras", "gemma"): (KERAS3_NLP,),
     ("keras", "gemma_2b"): (KERAS3_NLP,),
     ("keras", "mistral"): (KERAS3_NLP,),
-    ("keras", "sam"): (("keras-hub", "keras-cv"),),
-    # keras-cv's StableDiffusion is written against TensorFlow ops (its text encoder, tokenizer and noise
-    # schedule): no input-path substitute makes it run without TensorFlow.
+    ("keras", "sam"): (("keras-hub", "keras-cv"),),  # keras-hub on Keras 3, keras-cv on Keras 2
+    # keras-cv refuses to import without TensorFlow ("KerasCV uses TensorFlow for its preprocessing layers"): its
+    # StableDiffusion cannot run without it, whatever feeds its input.
     ("keras", "stable_diffusion"): (("keras-cv",), TENSORFLOW),
+    ("keras", "vit"): (),  # keras's own layers (torch only for the loader-workers tuning variants, a torch backend's)
+    ("native-torch", "vit"): (),
     ("native-torch", "bert"): (("transformers",),),
     ("native-torch", "gemma"): (("transformers",), ("peft",)),
     ("native-torch", "gemma_2b"): (("transformers",), ("peft",)),
@@ -53,7 +55,7 @@ def missing_distributions(backend: str, model: str) -> list[str]:
     """What a cell of this backend and model needs and this interpreter lacks, one entry per need
     ("tensorflow or tensorflow-cpu" where either would do)."""
     family = get_backend(backend).family
-    needs = (*FRAMEWORK_NEEDS[backend], *MODEL_NEEDS.get((family, model), ()))
+    needs = (*FRAMEWORK_NEEDS[backend], *MODEL_NEEDS[(family, model)])
     return [" or ".join(need) for need in needs if not any(installed(name) for name in need)]
 
 

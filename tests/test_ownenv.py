@@ -243,3 +243,14 @@ def test_keras3_keeps_tf_data_where_tensorflow_is_installed(tmp_path):
                    env={**NO_GPU, **cell_environment("jax"), "JAX_PLATFORMS": "cpu"}, capture_output=True, text=True, timeout=600)
     run = json.loads((tmp_path / "run.json").read_text())
     assert run["status"] == "ok" and "input_pipeline" not in run["settings"], run
+
+
+def test_every_implementation_says_what_it_needs_installed():
+    """A model folder's keras.py / native_torch.py has its libraries in bench/ownenv.py MODEL_NEEDS: an unlocked
+    run names what is missing instead of failing inside the cell."""
+    from bench.ownenv import MODEL_NEEDS
+    from bench.registry import MODELS
+
+    files = {"keras": "keras.py", "native-torch": "native_torch.py"}
+    have = {(family, model) for model in MODELS for family, name in files.items() if (REPO / "bench" / "models" / model / name).exists()}
+    assert have == set(MODEL_NEEDS)
