@@ -254,3 +254,15 @@ def test_every_implementation_says_what_it_needs_installed():
     files = {"keras": "keras.py", "native-torch": "native_torch.py"}
     have = {(family, model) for model in MODELS for family, name in files.items() if (REPO / "bench" / "models" / model / name).exists()}
     assert have == set(MODEL_NEEDS)
+
+
+def test_a_gpu_check_report_and_its_short_cells_stay_out_of_the_tables(tmp_path):
+    from bench.gpucheck import Report
+    from bench.results import result_files
+
+    folder = tmp_path / "gpu-check" / "1x-nvidia-h100"
+    Report({"gpus": [{"name": "NVIDIA H100"}]}, "locked", "now", 900).write(folder)
+    locked = sorted((REPO / "results" / "smoke").glob("*/jax__bert__predict__bs2__default.json"))[0]
+    (folder / "cells" / "paper" / "m").mkdir(parents=True)
+    shutil.copy(locked, folder / "cells" / "paper" / "m" / locked.name)  # a short cell: fewer steps than the profile's
+    assert (folder / "gpu-check.json").exists() and result_files(tmp_path) == []
