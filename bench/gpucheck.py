@@ -32,6 +32,7 @@ BUDGET_S = 15 * 60
 CHECK_TIMED_STEPS = 5  # the paper profile times more; each short cell's result records its own counts
 CHECK_WARMUP_STEPS = 2
 SYNC_PROBE_TIMEOUT_S = 180
+SYNC_PROBE_SIZE = 8192  # a chain of 8192x8192 matmuls: tens to hundreds of ms on one GPU
 # framework -> the backend whose env (locked route) runs its probe and cells
 FRAMEWORK_BACKEND = {"torch": "native-torch", "jax": "jax", "tensorflow": "tensorflow"}
 # (backend, model, task, variant, batch or None for the paper's smallest published batch of the row)
@@ -97,17 +98,20 @@ framework = sys.argv[1]
 from bench.frameworks import device_for
 from bench.timing import StepTimer, WindowPlan
 clock = time.perf_counter
-N = 8192
+N = int(sys.argv[2])  # the GPU's size; the CPU test runs the same code smaller (tests/test_ownenv.py)
 if framework == "torch":
     import torch
-    x = torch.randn(N, N, device="cuda")
+    cuda = torch.cuda.is_available()
+    x = torch.randn(N, N, device="cuda" if cuda else "cpu")
     slow = lambda a: torch.tanh(a @ a @ a @ a @ a @ a @ a @ a)
     fast = lambda a: a[:8, :8] + 1
     def external_ms():  # CUDA events on the stream the op runs on: the GPU's own clock
+        if not cuda:
+            t = clock(); slow(x); return (clock() - t) * 1e3, "wall clock (CPU: torch runs synchronously)"
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record(); slow(x); end.record(); torch.cuda.synchronize()
         return start.elapsed_time(end), "CUDA events"
-    wait = lambda r: torch.cuda.synchronize()
+    wait = lambda r: torch.cuda.synchronize() if cuda else None
 elif framework == "jax":
     import jax, jax.numpy as jnp
     x = jax.random.normal(jax.random.PRNGKey(0), (N, N))
@@ -118,7 +122,7 @@ elif framework == "jax":
         t = clock(); wait(slow(x)); return (clock() - t) * 1e3, "wall clock around a blocking call"
 else:
     import tensorflow as tf
-    with tf.device("/GPU:0"):
+    with tf.device("/GPU:0" if tf.config.list_physical_devices("GPU") else "/CPU:0"):
         x = tf.random.normal((N, N))
     slow = tf.function(lambda a: tf.tanh(a @ a @ a @ a @ a @ a @ a @ a))
     fast = tf.function(lambda a: a[:8, :8] + 1)
@@ -164,11 +168,11 @@ def judge_sync(probe: dict) -> dict:
             "window_before_ms": before["window_ms"], "window_inside_ms": inside["window_ms"]}
 
 
-def run_sync_probe(framework: str, python: str, timeout_s: float) -> dict:
+def run_sync_probe(framework: str, python: str, timeout_s: float, size: int = SYNC_PROBE_SIZE) -> dict:
     backend = FRAMEWORK_BACKEND[framework]
     env = {**os.environ, **cell_environment(backend)}
     try:
-        out = subprocess.run([python, "-c", SYNC_PROBE, framework], cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=timeout_s)
+        out = subprocess.run([python, "-c", SYNC_PROBE, framework, str(size)], cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=timeout_s)
     except subprocess.TimeoutExpired:
         return {"framework": framework, "ok": False, "problems": [f"the probe did not finish in {timeout_s:.0f} s"]}
     line = next((line for line in out.stdout.splitlines() if line.startswith("PROBE ")), None)

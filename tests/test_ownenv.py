@@ -266,3 +266,17 @@ def test_a_gpu_check_report_and_its_short_cells_stay_out_of_the_tables(tmp_path)
     (folder / "cells" / "paper" / "m").mkdir(parents=True)
     shutil.copy(locked, folder / "cells" / "paper" / "m" / locked.name)  # a short cell: fewer steps than the profile's
     assert (folder / "gpu-check.json").exists() and result_files(tmp_path) == []
+
+
+@pytest.mark.envs
+@pytest.mark.parametrize("backend,framework", [("native-torch", "torch"), ("jax", "jax")])
+def test_the_gpu_checks_sync_probe_runs_and_passes_on_a_cpu(backend, framework, monkeypatch):
+    """The probe's code is the GPU's, smaller: on a CPU the harness's windows must pass the same verdicts (JAX
+    dispatches asynchronously on a CPU too, so its barrier is really exercised)."""
+    from bench.gpucheck import run_sync_probe
+    from conftest import env_python
+
+    monkeypatch.setenv("JAX_PLATFORMS", "cpu")
+    verdict = run_sync_probe(framework, str(env_python(backend)), timeout_s=300, size=1000)
+    assert verdict["ok"], verdict
+    assert verdict["op_ms"] > 5 and verdict["window_before_ms"] < verdict["op_ms"] / 3 <= verdict["window_inside_ms"], verdict
