@@ -280,3 +280,32 @@ def test_the_gpu_checks_sync_probe_runs_and_passes_on_a_cpu(backend, framework, 
     verdict = run_sync_probe(framework, str(env_python(backend)), timeout_s=300, size=1000)
     assert verdict["ok"], verdict
     assert verdict["op_ms"] > 5 and verdict["window_before_ms"] < verdict["op_ms"] / 3 <= verdict["window_inside_ms"], verdict
+
+
+FAKE_NVIDIA_SMI = """#!/bin/sh
+case "$*" in
+  *--query-gpu*) echo "NVIDIA H100 80GB HBM3, 550.54.15, 81559 MiB" ;;
+  *) echo "| NVIDIA-SMI 550.54.15    Driver Version: 550.54.15    CUDA Version: 12.4 |" ;;
+esac
+"""
+
+
+def test_gpu_check_on_a_fake_gpu_runs_every_part_and_reports_what_failed(own_env, tmp_path):
+    """With a GPU listed (a fake nvidia-smi) in the own venv, which lists JAX but cannot import it: the JAX sync
+    probe fails and is reported as failed, its short cell is NA naming what is missing, the report is written."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "nvidia-smi").write_text(FAKE_NVIDIA_SMI)
+    (bin_dir / "nvidia-smi").chmod(0o755)
+    out = subprocess.run([str(own_env), "-m", "bench", "gpu-check", "--env", "current", "--results-dir", str(tmp_path / "r")], cwd=REPO,
+                         env={**NO_GPU, "PATH": f"{bin_dir}:/usr/bin:/bin"}, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 1, out.stdout[-2000:] + out.stderr[-2000:]
+    folder = tmp_path / "r" / "gpu-check" / "1x-nvidia-h100-80gb-hbm3"
+    report = json.loads((folder / "gpu-check.json").read_text())
+    assert report["env"] == "current" and report["environment"]["unlocked"] is True
+    assert [s["framework"] for s in report["sync"]] == ["jax"] and not report["sync"][0]["ok"]
+    assert "the probe failed" in report["sync"][0]["problems"][0]
+    assert [c["cell"] for c in report["cells"]] == ["jax__bert__predict__bs256__default__stack-current"]
+    assert report["cells"][0]["status"] == "unsupported" and "keras" in report["cells"][0]["message"]
+    text = (folder / "GPU-CHECK.md").read_text()
+    assert text.startswith("# GPU check — 1x NVIDIA H100 80GB HBM3") and "jax: FAILED: the probe failed" in text
