@@ -58,7 +58,7 @@ $(UV): containers/uv-requirements.txt
 
 help: ## List every target with one line each
 	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | sort -u | awk 'BEGIN{FS=":.*## "}{printf "  %-18s %s\n", $$1, $$2}'
-	@echo "Variables: BACKEND=<$(BACKENDS)> MODEL=<$(MODELS)> STACK=<today|2024> TASK= PROFILE=<$(PROFILES)> VARIANT= STEPS= REPEATS= RESUME=1 IGNORE_PLAN=1 JOBS= RESULTS=$(RESULTS)"
+	@echo "Variables: BACKEND=<$(BACKENDS)> MODEL=<$(MODELS)> STACK=<today|2024> ENV=current TASK= PROFILE=<$(PROFILES)> VARIANT= STEPS= REPEATS= RESUME=1 IGNORE_PLAN=1 JOBS= RESULTS=$(RESULTS)"
 	@echo "The 2024 stack (keras-benchmarks v0.0.5's pins): make envs STACK=2024; make bench BACKEND=jax MODEL=bert STACK=2024"
 	@echo "make grid: GRID=<cpu|full|lengths|sample|smoke> MODEL=<bert,distilbert,gpt2,distilgpt2,roberta,xlnet,xlm> BACKEND=<native-torch,tf-transformers,jax,tensorflow,torch or a column>"
 
