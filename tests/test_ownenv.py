@@ -309,3 +309,20 @@ def test_gpu_check_on_a_fake_gpu_runs_every_part_and_reports_what_failed(own_env
     assert report["cells"][0]["status"] == "unsupported" and "keras" in report["cells"][0]["message"]
     text = (folder / "GPU-CHECK.md").read_text()
     assert text.startswith("# GPU check — 1x NVIDIA H100 80GB HBM3") and "jax: FAILED: the probe failed" in text
+
+
+def test_make_bench_env_current_builds_no_env_and_renders_the_environments_table(tmp_path):
+    """The front door: `make bench ENV=current` with the user's Python (here a venv that sees the tools env's
+    packages, tabulate among them, and no framework) runs the orchestrator there and renders the table."""
+    import sysconfig
+
+    venv.EnvBuilder(with_pip=False, symlinks=True).create(tmp_path / "venv")
+    python = tmp_path / "venv" / "bin" / "python"
+    site = Path(subprocess.check_output([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], text=True).strip())
+    (site / "tools-env.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")  # this interpreter's packages (the tools env)
+    out = subprocess.run(["make", "--no-print-directory", "bench", "ENV=current", "BACKEND=jax", "MODEL=bert", "PROFILE=smoke", f"PYTHON={python}",
+                          f"RESULTS={tmp_path / 'r'}"], cwd=REPO, env=NO_GPU, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    assert "envs.py" not in out.stdout + out.stderr  # no env built or checked
+    page = (tmp_path / "r" / "env-current" / "RESULTS.md").read_text()
+    assert f"unlocked environment {python}" in page and "NA" in page
