@@ -21,6 +21,9 @@ JOBS ?=
 RESULTS ?= results
 # The software stack: today (envs/<backend>/) or 2024 (keras-benchmarks v0.0.5's pins, envs/<backend>-2024/).
 STACK ?= today
+# ENV=current: run in the interpreter PYTHON is (an activated venv's python3, a container's), unlocked, building no env;
+# its results go to $(RESULTS)/env-current/<environment>/ and make their own table (docs/OWN_ENVIRONMENT.md).
+ENV ?=
 VENVS := .venvs
 TOOLS_PY := $(VENVS)/tools/bin/python
 # The backends, models and profiles, from the Python that defines them (bench/backends.py, the folders of
@@ -54,11 +57,11 @@ $(UV): containers/uv-requirements.txt
 	@mkdir -p $(dir $(UV))
 	$(PYTHON) containers/install-uv.py containers/uv-requirements.txt $(dir $(UV))
 
-.PHONY: help bench bench-all bench-cpu-full grid tuning plan table test test-extended test-stack2024 test-fast lint docs check bench-overhead clean-results doctor export compare submit submit-status
+.PHONY: help wheelhouse gpu-check bench bench-all bench-cpu-full grid tuning plan table test test-extended test-stack2024 test-fast lint docs check bench-overhead clean-results doctor export compare submit submit-status
 
 help: ## List every target with one line each
 	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | sort -u | awk 'BEGIN{FS=":.*## "}{printf "  %-18s %s\n", $$1, $$2}'
-	@echo "Variables: BACKEND=<$(BACKENDS)> MODEL=<$(MODELS)> STACK=<today|2024> TASK= PROFILE=<$(PROFILES)> VARIANT= STEPS= REPEATS= RESUME=1 IGNORE_PLAN=1 JOBS= RESULTS=$(RESULTS)"
+	@echo "Variables: BACKEND=<$(BACKENDS)> MODEL=<$(MODELS)> STACK=<today|2024> ENV=current TASK= PROFILE=<$(PROFILES)> VARIANT= STEPS= REPEATS= RESUME=1 IGNORE_PLAN=1 JOBS= RESULTS=$(RESULTS)"
 	@echo "The 2024 stack (keras-benchmarks v0.0.5's pins): make envs STACK=2024; make bench BACKEND=jax MODEL=bert STACK=2024"
 	@echo "make grid: GRID=<cpu|full|lengths|sample|smoke> MODEL=<bert,distilbert,gpt2,distilgpt2,roberta,xlnet,xlm> BACKEND=<native-torch,tf-transformers,jax,tensorflow,torch or a column>"
 
@@ -68,11 +71,19 @@ bench-cpu-full: DOCTOR_ARGS = --results-dir "$(CPU_FULL_RESULTS)" --profile cpu
 doctor: ## Preflight (stdlib, < 2 s): Python 3.11, GNU make, C compiler, disk, memory, NVIDIA driver; FAIL stops make
 	@$(PYTHON) -m bench doctor $(DOCTOR_ARGS)
 
-bench: doctor ## Run every task of MODEL on BACKEND (preflight, then builds the env): make bench BACKEND=jax MODEL=bert
-	@test -n "$(BACKEND)" -a -n "$(MODEL)" || { echo "usage: make bench BACKEND=<$(BACKENDS)> MODEL=<model> [TASK= PROFILE= STEPS= REPEATS= RESUME=1]" >&2; exit 2; }
+# ENV=current runs in the Python that runs make (a user's own environment, unlocked): no env is built, and the
+# doctor, whose checks are for building the locked envs (Python 3.11 among them), is not asked.
+bench: $(if $(filter current,$(ENV)),,doctor) ## Run every task of MODEL on BACKEND (preflight, then builds the env; ENV=current: this Python, no env built): make bench BACKEND=jax MODEL=bert
+	@test -n "$(BACKEND)" -a -n "$(MODEL)" || { echo "usage: make bench BACKEND=<$(BACKENDS)> MODEL=<model> [ENV=current TASK= PROFILE= STEPS= REPEATS= RESUME=1]" >&2; exit 2; }
+ifeq ($(ENV),current)
+	$(PYTHON) -m bench run --env current --backend $(BACKEND) --model $(MODEL) $(RUN_ARGS)
+	$(PYTHON) -m bench table --results-dir "$(RESULTS)/env-current"
+else
+	@test -z "$(ENV)" -o "$(ENV)" = locked || { echo "error: ENV=$(ENV): valid values are current (this Python, unlocked) or locked (the default)" >&2; exit 2; }
 	@$(MAKE) --no-print-directory env BACKEND=$(BACKEND) STACK=$(STACK)
 	@$(MAKE) --no-print-directory env-tools
 	$(TOOLS_PY) -m bench run --backend $(BACKEND) --model $(MODEL) $(RUN_ARGS)
+endif
 
 bench-all: doctor envs ## Run the whole matrix (every backend x model x task of the published table) on STACK
 	$(TOOLS_PY) -m bench run $(RUN_ARGS)
@@ -104,6 +115,15 @@ bench-cpu-full: doctor envs ## Every published cell at full size on this CPU (ba
 	$(TOOLS_PY) -m bench run --profile cpu --steps $(or $(STEPS),2) --warmup 0 --timeout $(or $(TIMEOUT),3600) --resume \
 		$(if $(MODEL),--model $(MODEL)) $(if $(BACKEND),--backend $(BACKEND)) $(if $(TASK),--task $(TASK)) $(if $(BATCH),--batch-size $(BATCH)) \
 		--results-dir "$(CPU_FULL_RESULTS)"
+
+# The offline wheel bundle for a box that has its frameworks (docs/OWN_ENVIRONMENT.md): PYTHON_VERSION= (default 3.12).
+PYTHON_VERSION ?= 3.12
+wheelhouse: ## Download, hash-checked at the locked versions, the workloads' libraries (no frameworks) for PYTHON_VERSION= (3.12) -> wheelhouse/
+	$(PYTHON) -m bench.envs.wheelhouse --python-version $(PYTHON_VERSION)
+
+# The checks only a GPU can answer, in 15 minutes (bench/gpucheck.py); refused in one line on a machine without one.
+gpu-check: ## On one GPU, <= 15 min: device sync vs CUDA events, CUDA graph replays, peak memory vs plan, short paper cells (ENV=current too)
+	$(if $(filter current,$(ENV)),$(PYTHON),$(TOOLS_PY)) -m bench gpu-check $(if $(filter current,$(ENV)),--env current) --results-dir $(RESULTS)
 
 plan: env-tools ## Per cell: parameters, memory (weights, grads, optimizer, est. activations), fits A100/H100/RAM? PROFILE= (default paper) BATCH=
 	$(TOOLS_PY) -m bench plan --profile $(or $(PROFILE),paper) --results-dir "$(RESULTS)" $(if $(BATCH),--batch-size $(BATCH))

@@ -55,6 +55,9 @@ STACKS: dict[str, Stack] = {
     )
 }
 DEFAULT_STACK = "today"
+# Not a stack of locked envs: the interpreter that runs the command, with whatever it has installed (--env current,
+# docs/OWN_ENVIRONMENT.md). Its cells are named and filed apart and never built, locked or checked as envs.
+UNLOCKED_STACK = Stack("current", "", "the environment that ran the command, unlocked")
 
 
 def lookup(table: dict, name: str, what: str):
@@ -66,7 +69,7 @@ def lookup(table: dict, name: str, what: str):
 
 
 def get_stack(name: str) -> Stack:
-    return lookup(STACKS, name, "stack")
+    return UNLOCKED_STACK if name == UNLOCKED_STACK.name else lookup(STACKS, name, "stack")
 
 
 def env_name(backend: str, stack: str = DEFAULT_STACK) -> str:

@@ -82,6 +82,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--jobs", type=positive_int, default=1, help="cells in parallel, one GPU each (needs a GPU per job)")
     run.add_argument("--stack", default="today", help="the software stack: today (default) or 2024 (keras-benchmarks v0.0.5's pins; envs/<backend>-2024)")
     run.add_argument("--ignore-plan", action="store_true", help="run cells that <results-dir>/plan-<profile>.json predicts will not fit (oom-predicted)")
+    run.add_argument("--env", choices=("locked", "current"), default="locked",
+                     help="locked (default): each backend's built env (.venvs/<backend>); current: this interpreter, unlocked, whatever it has "
+                          "installed (docs/OWN_ENVIRONMENT.md); results under <results-dir>/env-current/<environment>/")
 
     plan = sub.add_parser("plan", help="every cell's parameters and memory, predicted without allocating a model")
     plan.add_argument("--profile", default="paper", help="paper or smoke (default: paper)")
@@ -122,6 +125,9 @@ def build_parser() -> argparse.ArgumentParser:
     comp.add_argument("b", type=Path, help="results folder B")
     comp.add_argument("--out-dir", type=Path, default=Path("compare"), help="writes compare.md and compare.png here (default: ./compare)")
     comp.add_argument("--out", type=Path, help="the Markdown file instead (its PNG beside it)")
+    gpu = sub.add_parser("gpu-check", help="on one GPU, <= 15 min: sync vs CUDA events, CUDA graph replays, peak memory vs plan, short paper cells")
+    gpu.add_argument("--env", choices=("locked", "current"), default="locked", help="the built envs (default) or this interpreter, unlocked")
+    gpu.add_argument("--results-dir", type=Path, default=DEFAULT_RESULTS, help="writes gpu-check/<machine>/ here; reads plan-paper.json from here")
     cluster_cli.add_parsers(sub, csv_list, positive_int, non_negative_int, DEFAULT_RESULTS)  # submit, submit-status
     return parser
 
@@ -168,6 +174,17 @@ def cmd_run(args: argparse.Namespace) -> int:
         profile, why = default_profile(machine_info())
         choice = f"default: {why}"
     print(f"profile: {profile} ({choice})", flush=True)
+    stack, results_dir = args.stack, args.results_dir
+    if args.env == "current":  # the unlocked route: apart from every locked result, one folder per environment
+        from bench.backends import UNLOCKED_STACK
+        from bench.ownenv import describe_environment, environment_slug
+        from bench.provenance import unlocked_environment
+
+        if args.stack != "today":
+            raise BenchError(f"--env current runs this interpreter's own packages; --stack {args.stack} names locked envs: use one or the other")
+        environment = unlocked_environment()
+        stack, results_dir = UNLOCKED_STACK.name, args.results_dir / "env-current" / environment_slug(environment)
+        print(f"environment: {describe_environment(environment)}", flush=True)
     cells = plan_cells(
         profile,
         backends=args.backend,
@@ -177,7 +194,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         variants=args.variant,
         timed_steps=args.steps,
         warmup_steps=args.warmup,
-        stack=args.stack,
+        stack=stack,
     )
     if not cells:
         raise BenchError("no cells match the given backend/model/task/variant")
@@ -195,10 +212,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.jobs > 1:  # one GPU per cell, or a one-line refusal (bench/cluster/parallel.py)
         from bench.cluster.parallel import run_cells_parallel
 
-        results = run_cells_parallel(cells, args.results_dir, args.jobs, repeats=args.repeats, timeout_s=args.timeout, profile_choice=choice,
+        results = run_cells_parallel(cells, results_dir, args.jobs, repeats=args.repeats, timeout_s=args.timeout, profile_choice=choice,
                                      resume=args.resume, ignore_plan=args.ignore_plan)
     else:
-        results = run_cells(cells, args.results_dir, repeats=args.repeats, timeout_s=args.timeout, profile_choice=choice, resume=args.resume,
+        results = run_cells(cells, results_dir, repeats=args.repeats, timeout_s=args.timeout, profile_choice=choice, resume=args.resume,
                             ignore_plan=args.ignore_plan)
     return 0 if all(r.status in ("ok", "unsupported") for r in results) else 1
 
@@ -301,4 +318,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"run": cmd_run, "grid": cmd_grid, "cell": cmd_cell, "validate": cmd_validate, "table": cmd_table, "doctor": cmd_doctor, "export": cmd_export, "plan": cmd_plan, "compare": cmd_compare, **cluster_cli.COMMANDS}
+def cmd_gpu_check(args: argparse.Namespace) -> int:
+    from bench.gpucheck import run
+
+    signal.signal(signal.SIGTERM, interrupt)
+    return run(args.results_dir, env=args.env)
+
+
+COMMANDS = {"gpu-check": cmd_gpu_check, "run": cmd_run, "grid": cmd_grid, "cell": cmd_cell, "validate": cmd_validate, "table": cmd_table, "doctor": cmd_doctor, "export": cmd_export, "plan": cmd_plan, "compare": cmd_compare, **cluster_cli.COMMANDS}

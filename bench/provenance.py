@@ -215,6 +215,31 @@ def peak_rss_gib() -> float:
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, 3)
 
 
+UNLOCKED_FRAMEWORKS = ("torch", "jax", "tensorflow", "tensorflow-cpu", "keras")  # what names an unlocked env
+
+
+def distributions_sha256(found: dict[str, str]) -> str:
+    """An unlocked environment's fingerprint, in place of a lock's sha256: over its sorted name==version lines."""
+    import hashlib
+
+    return hashlib.sha256("".join(f"{name}=={version}\n" for name, version in sorted(found.items())).encode()).hexdigest()
+
+
+def unlocked_environment() -> dict[str, Any]:
+    """Provenance of an environment no lock built (--env current, bench/ownenv.py): that it is unlocked, the
+    interpreter, every installed distribution with its version and the sha256 over that list. The framework builds
+    (CUDA, cuDNN) are recorded per run by the cell process, as in the locked envs."""
+    found = packages()
+    return {
+        "unlocked": True,
+        "interpreter": sys.executable,
+        "python": platform.python_version(),
+        "distributions": found,
+        "distributions_sha256": distributions_sha256(found),
+        "frameworks": {name: found[name] for name in UNLOCKED_FRAMEWORKS if name in found},
+    }
+
+
 def process_provenance() -> dict[str, Any]:
     """Everything knowable without importing a framework: the interpreter, its env, its variables."""
     return {

@@ -24,7 +24,7 @@ HISTORY = "history"  # earlier results of the same cell, moved aside rather than
 # Folders under results/ that hold no current result of the published table (slurm: job files; grid: the
 # inference grid study's own results, read by bench/report/grid.py; tuning: the tuning study's own results folder,
 # `make tuning`, rendered on its own by `make table`).
-NOT_RESULTS = {HISTORY, "logs", "figures", "slurm", "grid", "tuning", "quarantine"}
+NOT_RESULTS = {HISTORY, "logs", "figures", "slurm", "grid", "tuning", "quarantine", "gpu-check"}  # gpu-check: its own report and short cells
 QUARANTINE = "quarantine"  # where `bench validate --quarantine` moves unreadable result files
 
 

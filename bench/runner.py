@@ -19,13 +19,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from bench.backends import cell_environment, make_env_command
+from bench.backends import UNLOCKED_STACK, cell_environment, make_env_command
 from bench.errors import BenchError
 from bench.drift import reference_ms
 from bench.failures import PeakMemory, crash_status, oom_kill_count
 from bench.plan import load_cells as load_plan_cells, plan_figures, predicted_oom, ram_gib
 from bench.progress import Progress, hms, status_counts
-from bench.provenance import ENV_STAMP, REPO_ROOT, env_stamp, git_info, machine_info, machine_label, now_utc
+from bench.ownenv import why_not_here
+from bench.provenance import ENV_STAMP, REPO_ROOT, env_stamp, git_info, machine_info, machine_label, now_utc, unlocked_environment
 from bench.runlock import hold as hold_results_folder, release as release_results_folder
 from bench.results import Result, Run, load, load_each, result_path, task_unit, unreadable_error
 from bench.registry import Cell, get_model
@@ -253,9 +254,12 @@ def already_measured(cell: Cell, results_dir: Path, machine: dict, repeats: int)
         return False
     result = load(path)
     if result.status == "unsupported":
-        return bool(get_model(cell.model).why_cell_unsupported(cell))
+        return bool(get_model(cell.model).why_cell_unsupported(cell) or why_not_here(cell))
     if result.status != "ok" or len(result.runs) < repeats:
         return False
+    if cell.stack == UNLOCKED_STACK.name:  # an unlocked env's fingerprint stands for the lock's
+        fingerprint = (result.provenance.get("environment") or {}).get("distributions_sha256")
+        return fingerprint is not None and fingerprint == unlocked_environment()["distributions_sha256"]
     try:
         _, stamp = built_env(cell.env)
     except BenchError:
@@ -304,7 +308,7 @@ class Prepared:
 
     def not_run(self, cell: Cell) -> Run | None:
         """The status that stands for a cell that no process runs: unsupported (as published), oom-predicted."""
-        reason = get_model(cell.model).why_cell_unsupported(cell)
+        reason = get_model(cell.model).why_cell_unsupported(cell) or why_not_here(cell)  # as published; not installed here
         if reason:
             return Run(status="unsupported", message=reason)
         if cell.key in self.predicted:
@@ -312,6 +316,8 @@ class Prepared:
         return None
 
     def result(self, cell: Cell, runs: list[Run], profile_choice: str, repeats: int, **provenance) -> Result:
+        if cell.stack == UNLOCKED_STACK.name:  # no lock: the interpreter and every distribution it has
+            provenance.setdefault("environment", unlocked_environment())
         return Result(
             cell=cell,
             runs=runs,
@@ -336,7 +342,8 @@ def prepare(cells: list[Cell], results_dir: Path, repeats: int, resume: bool = F
         skipped, cells = len(cells) - len(todo), todo
     plans = {p: load_plan_cells(results_dir, p) for p in {c.profile for c in cells}}
     predicted = {} if ignore_plan else {c.key: why for c in cells if (why := predicted_oom(c, plans[c.profile], machine))}
-    pythons = {c.env: env_python(c.env) for c in cells if not get_model(c.model).why_cell_unsupported(c) and c.key not in predicted}
+    pythons = {c.env: sys.executable if c.stack == UNLOCKED_STACK.name else env_python(c.env)  # unlocked: the interpreter running this
+               for c in cells if not get_model(c.model).why_cell_unsupported(c) and not why_not_here(c) and c.key not in predicted}
     check_writable(results_dir)
     hold_results_folder(results_dir)  # one run at a time per results folder (bench/runlock.py), until this process ends
     return Prepared(cells, predicted, pythons, git_info(), machine, skipped, plans)

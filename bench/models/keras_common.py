@@ -81,23 +81,85 @@ def assert_keras_major(model: Any, keras_major: int) -> None:
             raise RuntimeError(f"{type(model).__name__} is not a Keras 3 model; its classes come from {sorted(modules)}")
 
 
-def repeated_batch(inputs: Any, targets: Any = None):
-    """A tf.data pipeline that yields the same synthetic batch forever (Keras accepts it on every backend)."""
-    import tensorflow as tf
+# The published runs fed fit/predict through tf.data (keras-benchmarks v0.0.5); what a result's settings say when a
+# cell fed Keras otherwise (the unlocked route on an image without TensorFlow, docs/OWN_ENVIRONMENT.md).
+OWN_INPUT = "keras.utils.PyDataset (TensorFlow is not installed; the published runs fed tf.data)"
 
+
+def repeated_batch(inputs: Any, targets: Any = None):
+    """The same synthetic batch forever: a tf.data pipeline as published (Keras accepts it on every backend), or,
+    where TensorFlow is not installed (Keras 3 on JAX or torch in a user's own environment), the same batch
+    through Keras's own input path (its `replaces_tf_data` says so)."""
     data = inputs if targets is None else (inputs, targets)
+    try:
+        import tensorflow as tf
+    except ImportError:
+        return same_batch_dataset(data)
     return tf.data.Dataset.from_tensors(data).repeat()
+
+
+def same_batch_dataset(data: Any):
+    """A Keras 3 PyDataset of endless length whose every item is `data` (fit/predict are given their step counts)."""
+    import keras
+
+    class SameBatch(keras.utils.PyDataset):
+        replaces_tf_data = OWN_INPUT
+
+        def __init__(self):
+            super().__init__(workers=1, use_multiprocessing=False)
+
+        @property
+        def num_batches(self):
+            return None  # endless, as tf.data's .repeat()
+
+        def __getitem__(self, index):
+            return data
+
+    return SameBatch()
 
 
 def rng(seed: int = SEED) -> np.random.Generator:
     return np.random.default_rng(seed)
 
 
+PIPELINE_BYPASS = ("; keras-hub's PipelineModel.fit/predict (which wrap any input in tf.data or grain, even with no "
+                   "preprocessor) bypassed for keras.Model's own, the same step without the wrapping")
+
+
+def bypass_pipeline_input(model: Any) -> bool:
+    """keras-hub's task models (PipelineModel) turn every input into a tf.data or grain dataset to map their
+    preprocessor over it, even when that preprocessor is None, as in these benchmarks: without TensorFlow (and
+    grain), give this model keras.Model's own fit/predict, which run the same train/predict step. True if done."""
+    import types
+
+    import keras
+
+    pipeline = any(c.__name__ == "PipelineModel" and c.__module__.startswith("keras_hub") for c in type(model).__mro__)
+    if not pipeline or getattr(model, "preprocessor", None) is not None:
+        return False
+    model.fit = types.MethodType(keras.Model.fit, model)
+    model.predict = types.MethodType(keras.Model.predict, model)
+    return True
+
+
 class KerasWorkload(Workload):
     """Base of every Keras implementation: `model` (with `data` for the fit/predict loops)."""
 
     model: Any = None
-    data: Any = None
+    _data: Any = None
+    _input_path: str | None = None  # set only where the input path differs from the published runs' tf.data
+
+    @property
+    def data(self) -> Any:
+        return self._data
+
+    @data.setter
+    def data(self, value: Any) -> None:
+        # Every workload sets its model, then its data: where the data replaces tf.data (no TensorFlow here), the
+        # model's fit/predict must take it as it is.
+        self._data = value
+        if getattr(value, "replaces_tf_data", None):
+            self._input_path = value.replaces_tf_data + (PIPELINE_BYPASS if bypass_pipeline_input(self.model) else "")
 
     def __init__(self, cell, shape):
         super().__init__(cell, shape)
@@ -121,6 +183,11 @@ class KerasWorkload(Workload):
     def settings(self) -> dict[str, Any]:
         model = self.model
         policy = getattr(model, "dtype_policy", None) or getattr(model, "_dtype_policy", None)
+        if self._input_path:  # said only where the input path differs from published
+            return {**self._settings(model, policy), "input_pipeline": self._input_path}
+        return self._settings(model, policy)
+
+    def _settings(self, model: Any, policy: Any) -> dict[str, Any]:
         return {
             "keras_version": self.keras.__version__,
             "keras_backend": self.cell.backend if self.keras_major == 3 else f"tensorflow ({self.keras.__package_root__})",

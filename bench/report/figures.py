@@ -2,8 +2,10 @@
 every backend per row. PNGs are written without a timestamp so renders are byte-for-byte repeatable."""
 from __future__ import annotations
 
+import importlib.util
 import os
 import statistics
+import sys
 from pathlib import Path
 
 from bench.errors import BenchError
@@ -26,6 +28,9 @@ def figures_section(table: TableAnalysis, page: Page) -> list[str]:
     """Draw the figures (recording them on the page) and list them with links relative to RESULTS.md."""
     if not table.rows:  # a table of a study's workloads only: its own section shows them
         return []
+    if table.group.environment and importlib.util.find_spec("matplotlib") is None:
+        # `make table ENV=current` renders in the user's own environment, which need not have matplotlib
+        return [f"- not drawn: matplotlib is not installed in this environment ({sys.executable})."]
     page.figures = draw_figures(table, page.fig_dir)
     lines = []
     for kind in FIGURE_KINDS:

@@ -10,8 +10,9 @@ from functools import cache
 from pathlib import Path
 from typing import Iterable
 
-from bench.backends import BACKENDS, STACKS, keras3_backends
+from bench.backends import BACKENDS, STACKS, UNLOCKED_STACK, keras3_backends
 from bench.errors import BenchError
+from bench.ownenv import describe_environment
 from bench.provenance import machine_label, machine_slug
 from bench.results import Result, load, load_each, placement_problems, result_files, unreadable_error
 from bench.profiles import get_profile
@@ -90,16 +91,21 @@ class Group:
     machine: str
     items: list[Loaded] = field(default_factory=list)
     stack: str = "today"
+    environment: str = ""  # an unlocked environment's fingerprint (distributions sha256): one table per environment
 
     @property
     def slug(self) -> str:
         slug = f"{self.profile}__{machine_slug(self.items[0].result.provenance.get('machine', {}))}"
-        return slug if self.stack == "today" else f"{slug}__stack-{self.stack}"
+        slug = slug if self.stack == "today" else f"{slug}__stack-{self.stack}"
+        return f"{slug}-{self.environment[:12]}" if self.environment else slug
 
     @property
     def title(self) -> str:
-        """How a table is named: profile and machine, and its stack where that is not today's."""
+        """How a table is named: profile and machine, and its stack where that is not today's (an unlocked
+        environment by its interpreter, Python, frameworks and fingerprint)."""
         title = f"{self.profile} profile{profile_scope(self.profile)} — {self.machine}"
+        if self.stack == UNLOCKED_STACK.name:
+            return f"{title} — {describe_environment(self.items[0].result.provenance.get('environment') or {})}"
         return title if self.stack == "today" else f"{title} — {self.stack} stack ({STACKS[self.stack].description})" \
             if self.stack in STACKS else f"{title} — {self.stack} stack"
 
@@ -129,15 +135,17 @@ def load_results(results_dir: Path) -> list[Loaded]:
 
 
 def group_results(items: list[Loaded]) -> list[Group]:
-    """One group per (profile, machine, stack): two stacks' numbers never share a table (nor overwrite each other)."""
-    groups: dict[tuple[str, str, str], Group] = {}
+    """One group per (profile, machine, stack, unlocked environment): two stacks' or two environments' numbers never
+    share a table (nor overwrite each other)."""
+    groups: dict[tuple[str, str, str, str], Group] = {}
     for item in items:
         profile = item.result.cell.profile
         label = machine_label(item.result.provenance.get("machine", {}))
         stack = getattr(item.result.cell, "stack", "today")
-        groups.setdefault((profile, label, stack), Group(profile, label, stack=stack)).items.append(item)
+        environment = (item.result.provenance.get("environment") or {}).get("distributions_sha256") or "" if stack == UNLOCKED_STACK.name else ""
+        groups.setdefault((profile, label, stack, environment), Group(profile, label, stack=stack, environment=environment)).items.append(item)
     rank = lambda g: (PROFILE_ORDER.index(g.profile) if g.profile in PROFILE_ORDER else len(PROFILE_ORDER), g.profile, g.machine,
-                      g.stack != "today", g.stack)
+                      g.stack != "today", g.stack, g.environment)
     return sorted(groups.values(), key=rank)
 
 

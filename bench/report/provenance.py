@@ -105,6 +105,10 @@ def env_table(group: Group) -> str:
     rows = [
         row("Python", lambda b: from_runs(b, lambda run: (run.process or {}).get("python"))),
         row("Env lock sha256", lambda b: from_runs(b, lock)),
+        # the unlocked route (--env current): no lock, the fingerprint of every installed distribution in its place
+        row("Unlocked env: distributions sha256", lambda b: joined(str((r.provenance.get("environment") or {}).get("distributions_sha256") or "")[:12] or None
+                                                                   for r in by_backend[b])),
+        row("Input pipeline (where not the published tf.data)", lambda b: from_runs(b, lambda run: (run.settings or {}).get("input_pipeline"))),
         *[row(name, packages(name)) for name in PACKAGES],
         row("CUDA / cuDNN build", lambda b: from_runs(b, cuda_build)),
         row("JAX CUDA plugin", lambda b: from_runs(b, lambda run: (run.framework or {}).get("cuda_plugin"))),

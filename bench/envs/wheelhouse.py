@@ -1,0 +1,188 @@
+"""An offline wheel bundle for a box that already has its frameworks (`make wheelhouse`, docs/OWN_ENVIRONMENT.md):
+the libraries the workloads need, at the locked versions, hash-checked, for another Python (3.12 by default) on
+manylinux x86_64. Stdlib only; the download is pip's (`pip download --only-binary=:all: --no-deps`).
+
+The list: every distribution the workload libraries (WORKLOAD_ROOTS) need in today's locks of the TensorFlow-free
+backends (LOCK_ENVS), found through each uv.lock's dependency graph, without the frameworks and what comes with them
+(FRAMEWORK_OWNED, never entered). A version is the locks' (they must agree); a pure-Python wheel must have a hash the
+lock has (`--require-hashes`). A compiled wheel for another Python is no file the lock (resolved for Python 3.11)
+names: it is downloaded at the locked version, checked against the index's hash by pip, and its sha256 recorded.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import subprocess
+import sys
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bench.atomic import write_text_atomic
+from bench.envs.common import ROOT, EnvError, say
+
+LOCK_ENVS = ("jax", "torch", "native-torch")  # today's backends that run without TensorFlow
+# The libraries the Keras 3 and native workloads import (bench/ownenv.py MODEL_NEEDS), and tabulate for the table.
+WORKLOAD_ROOTS = ("keras", "keras-hub", "keras-cv", "transformers", "diffusers", "peft", "accelerate", "segment-anything", "tabulate")
+TABLE_LOCK = "tools"  # tabulate's lock: `make table ENV=current` renders in the user's own Python
+# The frameworks and what they bring: the box has its own, matched to its CUDA; never bundled, never walked into.
+FRAMEWORK_OWNED = re.compile(
+    r"^(torch|torchvision|torchaudio|triton|jax|jaxlib|jax-cuda\d+-.*|tensorflow.*|tf-keras|tensorboard.*|keras-nlp|"
+    r"nvidia-.*|numpy|ml-dtypes|scipy|opt-einsum|sympy|mpmath|networkx|setuptools|wheel|pip)$"
+)
+DEFAULT_PYTHON = "3.12"
+PLATFORMS = ("manylinux2014_x86_64", "manylinux_2_17_x86_64", "manylinux_2_28_x86_64")
+BUDGET_MB = 100  # the bundle must stay well under this: no framework wheels
+
+
+def canon(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+@dataclass
+class Pin:
+    name: str
+    version: str
+    hashes: set[str] = field(default_factory=set)  # the locks' sha256s of this version's files
+    pure: bool = False  # the lock has a py3-none-any wheel: one file for every Python
+    envs: list[str] = field(default_factory=list)
+
+
+def lock_packages(env: str) -> dict[str, dict]:
+    lock = tomllib.loads((ROOT / "envs" / env / "uv.lock").read_text())
+    return {canon(p["name"]): p for p in lock["package"]}
+
+
+def requirement_hashes(env: str) -> dict[str, tuple[str, set[str]]]:
+    """name -> (version, its sha256s) from envs/<env>/requirements.txt (what the env is built from)."""
+    out: dict[str, tuple[str, set[str]]] = {}
+    current = None
+    for line in (ROOT / "envs" / env / "requirements.txt").read_text().splitlines():
+        if m := re.match(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])?==([^\s;\\]+)", line):
+            current = canon(m.group(1))
+            out[current] = (m.group(2), set())
+        for digest in re.findall(r"--hash=sha256:([0-9a-f]{64})", line):
+            if current:
+                out[current][1].add(digest)
+    return out
+
+
+def closure(packages: dict[str, dict], roots: tuple[str, ...]) -> list[str]:
+    """The roots this lock has and everything they depend on, not entering the frameworks' own."""
+    seen: list[str] = []
+    todo = [canon(r) for r in roots if canon(r) in packages]
+    while todo:
+        name = todo.pop()
+        if name in seen or FRAMEWORK_OWNED.match(name):
+            continue
+        seen.append(name)
+        package = packages[name]
+        todo.extend(canon(d["name"]) for d in package.get("dependencies", []) if canon(d["name"]) in packages)
+    return seen
+
+
+def plan(envs: tuple[str, ...] = LOCK_ENVS, roots: tuple[str, ...] = WORKLOAD_ROOTS) -> list[Pin]:
+    """Every distribution of the bundle with its locked version and hashes; refuses locks that disagree."""
+    pins: dict[str, Pin] = {}
+    for env in (*envs, TABLE_LOCK):
+        packages, hashes = lock_packages(env), requirement_hashes(env)
+        for name in closure(packages, ("tabulate",) if env == TABLE_LOCK else roots):
+            version = packages[name]["version"]
+            pin = pins.setdefault(name, Pin(name, version))
+            if pin.version != version:
+                raise EnvError(f"the locks disagree on {name}: {pin.version} ({', '.join(pin.envs)}) vs {version} ({env})")
+            pin.envs.append(env)
+            pin.hashes |= hashes.get(name, ("", set()))[1]
+            pin.pure |= any(w["url"].endswith("-none-any.whl") for w in packages[name].get("wheels", []))
+    return sorted(pins.values(), key=lambda p: p.name)
+
+
+def sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def download(pins: list[Pin], out: Path, python_version: str) -> list[dict]:
+    """pip download, wheels only, for python_version on manylinux x86_64, no dependency resolution: the pure wheels
+    with the locks' hashes required, then the compiled ones at the locked versions (pip checks the index's hash)."""
+    out.mkdir(parents=True, exist_ok=True)
+    target = ["--only-binary=:all:", "--no-deps", "--python-version", python_version, "--implementation", "cp",
+              *(f"--platform={p}" for p in PLATFORMS), "-d", str(out)]
+    pure = [p for p in pins if p.pure]
+    compiled = [p for p in pins if not p.pure]
+    pure_req = out / ".pure-requirements.txt"
+    pure_req.write_text("".join(f"{p.name}=={p.version} " + " ".join(f"--hash=sha256:{h}" for h in sorted(p.hashes)) + "\n" for p in pure))
+    for args in (["-r", str(pure_req), "--require-hashes"], [f"{p.name}=={p.version}" for p in compiled]):
+        if args:
+            proc = subprocess.run([sys.executable, "-m", "pip", "download", "-q", *target, *args])
+            if proc.returncode:
+                raise EnvError(f"pip download failed (exit {proc.returncode}); nothing of this bundle is to be trusted: remove {out}")
+    pure_req.unlink()
+    files = {canon(f.name.split("-")[0]): f for f in out.glob("*.whl")}
+    rows = []
+    for pin in pins:
+        path = files.get(canon(pin.name))
+        if path is None:
+            raise EnvError(f"pip download left no wheel for {pin.name}=={pin.version} in {out}")
+        wheel_version = path.name.split("-")[1]
+        if wheel_version != pin.version:
+            raise EnvError(f"{path.name} is not the locked {pin.name}=={pin.version}")
+        digest = sha256(path)
+        if pin.pure and digest not in pin.hashes:
+            raise EnvError(f"{path.name}: sha256 {digest} is none of the lock's")
+        rows.append({"name": pin.name, "version": pin.version, "file": path.name, "sha256": digest, "bytes": path.stat().st_size,
+                     "hash_source": "lock" if digest in pin.hashes else f"index (the lock was resolved for Python 3.11: no {python_version} file in it)",
+                     "locks": pin.envs})
+    return rows
+
+
+def install_command(out: Path) -> str:
+    return f"python -m pip install --no-index --no-deps --find-links {out} -r {out / 'requirements.txt'}"
+
+
+def build(out: Path, python_version: str = DEFAULT_PYTHON) -> dict:
+    pins = plan()
+    rows = download(pins, out, python_version)
+    total = sum(r["bytes"] for r in rows)
+    # --no-deps on install too: the box's frameworks stay as they are, and keras-hub's tensorflow-text (a TensorFlow
+    # wheel, for its tokenizers' preprocessing, which the benchmarks never use) is not asked for.
+    write_text_atomic(out / "requirements.txt", "".join(f"{r['name']}=={r['version']} --hash=sha256:{r['sha256']}\n" for r in rows))
+    manifest = {"python_version": python_version, "platforms": list(PLATFORMS), "locks": [*LOCK_ENVS, TABLE_LOCK], "bytes": total,
+                "wheels": rows, "install": install_command(out)}
+    write_text_atomic(out / "manifest.json", json.dumps(manifest, indent=2) + "\n")
+    if total >= BUDGET_MB * 2**20:
+        raise EnvError(f"the bundle is {total / 2**20:.1f} MiB, over its {BUDGET_MB} MB budget: a framework's wheel got in?")
+    return manifest
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m bench.envs.wheelhouse", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--python-version", default=DEFAULT_PYTHON, help=f"the target box's Python (default {DEFAULT_PYTHON})")
+    parser.add_argument("--out", type=Path, help="folder (default: wheelhouse/py<version>)")
+    parser.add_argument("--list", action="store_true", help="print the planned name==version list (offline) and exit")
+    args = parser.parse_args(argv)
+    try:
+        if args.list:
+            for pin in plan():
+                say(f"{pin.name}=={pin.version}  ({'pure' if pin.pure else 'compiled'}; {', '.join(pin.envs)})")
+            return 0
+        out = args.out or ROOT / "wheelhouse" / f"py{args.python_version}"
+        if out.exists() and any(out.iterdir()):
+            raise EnvError(f"{out} is not empty: remove it first (a bundle is built whole, never on top of another)")
+        manifest = build(out, args.python_version)
+    except EnvError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    say(f"wrote {len(manifest['wheels'])} wheels, {manifest['bytes'] / 2**20:.1f} MiB, to {out} (manifest.json says where each hash came from)")
+    say(f"on the box, in its Python {args.python_version} environment: {manifest['install']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

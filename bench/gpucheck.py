@@ -1,0 +1,306 @@
+"""`make gpu-check`: on one GPU, in at most 15 minutes, the checks only a GPU can answer, as a report beside the
+results (results/gpu-check/<machine>/GPU-CHECK.md and gpu-check.json). In the locked envs or with --env current.
+
+1. device sync against an external clock, per framework present: a known-long GPU op dispatched just before a
+   window must stay out of it (the window's start waits for it), and the same op inside a window must be covered by
+   it, against the op's time by CUDA events (torch) or by a blocking call's wall clock (JAX, TensorFlow: no
+   CUDA-event API of their own);
+2. the compiled native cells' CUDA graphs replayed: inductor's cudagraph counters, as the cell recorded them
+   (run.framework["inductor_cudagraphs"]: recordings, skips, skip_reasons; "not recorded by this version" where absent);
+3. peak device memory of those cells (run.device_memory) beside the plan's figure (results/plan-paper.json);
+4. one short paper-shape cell per framework present, with fewer timed steps than the paper profile, said so.
+
+Without a GPU it says so in one line and exits non-zero, running nothing. Everything but the GPU work itself (the
+selection of checks, the verdicts, the report) is plain functions of plain data, tested on a CPU with fakes.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bench.atomic import write_text_atomic
+from bench.backends import UNLOCKED_STACK, cell_environment
+from bench.errors import BenchError
+from bench.provenance import REPO_ROOT, machine_info, machine_label, machine_slug, now_utc
+
+BUDGET_S = 15 * 60
+CHECK_TIMED_STEPS = 5  # the paper profile times more; each short cell's result records its own counts
+CHECK_WARMUP_STEPS = 2
+SYNC_PROBE_TIMEOUT_S = 180
+SYNC_PROBE_SIZE = 8192  # a chain of 8192x8192 matmuls: tens to hundreds of ms on one GPU
+# framework -> the backend whose env (locked route) runs its probe and cells
+FRAMEWORK_BACKEND = {"torch": "native-torch", "jax": "jax", "tensorflow": "tensorflow"}
+# (backend, model, task, variant, batch or None for the paper's smallest published batch of the row)
+SHORT_CELLS = (
+    ("native-torch", "bert", "predict", "eager", None),
+    ("native-torch", "bert", "predict", "compiled", None),
+    ("native-torch", "bert", "fit", "eager", None),
+    ("jax", "bert", "predict", "default", None),
+    ("native-torch", "gemma", "generate", "eager", 1),
+)
+MEMORY_RATIO_FLAG = 1.5  # a measured peak beyond 1.5x the plan's figure (or under 1/1.5 of it) is worth a look
+
+
+def refusal(machine: dict) -> str | None:
+    """Why this machine cannot run the check (one line), or None."""
+    if machine.get("gpus"):
+        return None
+    return "gpu-check: no NVIDIA GPU visible (nvidia-smi lists none): nothing run"
+
+
+# --------------------------------------------------------------------------- what runs where
+
+def frameworks_present(env: str) -> dict[str, str]:
+    """framework -> the interpreter that has it: each built locked env (env == "locked"), or this interpreter for
+    each framework it can import (env == "current")."""
+    from bench.ownenv import installed
+
+    if env == "current":
+        dists = {"torch": ("torch",), "jax": ("jax",), "tensorflow": ("tensorflow", "tensorflow-cpu")}
+        return {fw: sys.executable for fw, names in dists.items() if any(installed(n) for n in names)}
+    from bench.runner import env_python
+
+    found = {}
+    for framework, backend in FRAMEWORK_BACKEND.items():
+        try:
+            found[framework] = env_python(backend)
+        except BenchError:  # not built (or stale): that framework is not present for this check
+            pass
+    return found
+
+
+def short_cells(frameworks: dict[str, str], env: str) -> list:
+    """The short paper-shape cells whose framework is present, fewer timed steps than the paper profile."""
+    from bench.backends import get_backend
+    from bench.registry import plan_cells
+
+    stack = UNLOCKED_STACK.name if env == "current" else "today"
+    cells = []
+    for backend, model, task, variant, batch in SHORT_CELLS:
+        if get_backend(backend).framework not in frameworks:
+            continue
+        found = plan_cells("paper", backends=[backend], models=[model], tasks=[task], variants=[variant], batch_size=batch,
+                           timed_steps=CHECK_TIMED_STEPS, warmup_steps=CHECK_WARMUP_STEPS, stack=stack)
+        cells.append(min(found, key=lambda c: c.batch_size))  # the row's smallest published batch
+    return cells
+
+
+# --------------------------------------------------------------------------- 1. sync against an external clock
+
+SYNC_PROBE = r"""
+import json, sys, time
+framework = sys.argv[1]
+from bench.frameworks import device_for
+from bench.timing import StepTimer, WindowPlan
+clock = time.perf_counter
+N = int(sys.argv[2])  # the GPU's size; the CPU test runs the same code smaller (tests/test_ownenv.py)
+if framework == "torch":
+    import torch
+    cuda = torch.cuda.is_available()
+    x = torch.randn(N, N, device="cuda" if cuda else "cpu")
+    slow = lambda a: torch.tanh(a @ a @ a @ a @ a @ a @ a @ a)
+    fast = lambda a: a[:8, :8] + 1
+    def external_ms():  # CUDA events on the stream the op runs on: the GPU's own clock
+        if not cuda:
+            t = clock(); slow(x); return (clock() - t) * 1e3, "wall clock (CPU: torch runs synchronously)"
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record(); slow(x); end.record(); torch.cuda.synchronize()
+        return start.elapsed_time(end), "CUDA events"
+    wait = lambda r: torch.cuda.synchronize() if cuda else None
+elif framework == "jax":
+    import jax, jax.numpy as jnp
+    x = jax.random.normal(jax.random.PRNGKey(0), (N, N))
+    slow = jax.jit(lambda a: jnp.tanh(a @ a @ a @ a @ a @ a @ a @ a))
+    fast = jax.jit(lambda a: a[:8, :8] + 1)
+    wait = lambda r: jax.block_until_ready(r)
+    def external_ms():
+        t = clock(); wait(slow(x)); return (clock() - t) * 1e3, "wall clock around a blocking call"
+else:
+    import tensorflow as tf
+    with tf.device("/GPU:0" if tf.config.list_physical_devices("GPU") else "/CPU:0"):
+        x = tf.random.normal((N, N))
+    slow = tf.function(lambda a: tf.tanh(a @ a @ a @ a @ a @ a @ a @ a))
+    fast = tf.function(lambda a: a[:8, :8] + 1)
+    wait = lambda r: r.numpy()
+    def external_ms():
+        t = clock(); wait(slow(x)); return (clock() - t) * 1e3, "wall clock around a blocking call"
+wait(slow(x)); wait(fast(x))  # compiled outside
+measured = [external_ms() for _ in range(3)]
+op_ms, clock_name = min(m[0] for m in measured), measured[0][1]
+device = device_for(framework)
+
+def before():  # dispatched just before a window: must stay out of it
+    timer = StepTimer(device, WindowPlan(0, 1))
+    start = clock()
+    pending = slow(x)
+    timer.begin(); timer.end(fast(x)); timer.begin(); timer.end(fast(x))
+    total = (clock() - start) * 1e3
+    wait(pending)
+    return {"window_ms": timer.windows_ms[0], "total_ms": total}
+
+def inside():  # dispatched inside a window: must be covered by it
+    timer = StepTimer(device, WindowPlan(0, 1))
+    timer.begin(); timer.end(slow(x)); timer.begin(); timer.end(fast(x))
+    return {"window_ms": timer.windows_ms[0]}
+
+print("PROBE " + json.dumps({"framework": framework, "op_ms": op_ms, "clock": clock_name, "before": before(), "inside": inside()}))
+"""
+
+
+def judge_sync(probe: dict) -> dict:
+    """The verdict on one framework's probe: earlier work kept out of the window, work inside it covered."""
+    op, before, inside = probe["op_ms"], probe["before"], probe["inside"]
+    problems = []
+    if op < 5:
+        problems.append(f"the probe op took {op:.2f} ms: too short to tell anything")
+    if before["window_ms"] >= op / 3:
+        problems.append(f"work dispatched before the window leaked into it ({before['window_ms']:.2f} ms window vs a {op:.2f} ms op)")
+    if before["total_ms"] < 0.8 * op:
+        problems.append(f"the window's start did not wait for earlier work ({before['total_ms']:.2f} ms in all vs a {op:.2f} ms op)")
+    if inside["window_ms"] < 0.9 * op:
+        problems.append(f"a window does not cover the work inside it ({inside['window_ms']:.2f} ms vs {op:.2f} ms by {probe['clock']})")
+    return {"framework": probe["framework"], "ok": not problems, "problems": problems, "op_ms": op, "clock": probe["clock"],
+            "window_before_ms": before["window_ms"], "window_inside_ms": inside["window_ms"]}
+
+
+def run_sync_probe(framework: str, python: str, timeout_s: float, size: int = SYNC_PROBE_SIZE) -> dict:
+    backend = FRAMEWORK_BACKEND[framework]
+    env = {**os.environ, **cell_environment(backend)}
+    try:
+        out = subprocess.run([python, "-c", SYNC_PROBE, framework, str(size)], cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        return {"framework": framework, "ok": False, "problems": [f"the probe did not finish in {timeout_s:.0f} s"]}
+    line = next((line for line in out.stdout.splitlines() if line.startswith("PROBE ")), None)
+    if out.returncode or line is None:
+        return {"framework": framework, "ok": False, "problems": [f"the probe failed (exit {out.returncode}): {out.stderr.strip()[-500:]}"]}
+    return judge_sync(json.loads(line[len("PROBE "):]))
+
+
+# --------------------------------------------------------------------------- 2, 3, 4: the short cells' results
+
+def judge_cell(result, plan_entry: dict | None) -> dict:
+    """One short cell's result: its figure, steps, CUDA graph counters (compiled native cells) and peak device
+    memory beside the plan's figure."""
+    from bench.profiles import get_profile
+
+    cell, run = result.cell, (result.runs[0] if result.runs else None)
+    paper_steps = get_profile("paper").timed_steps
+    row = {"cell": cell.key, "status": result.status, "message": result.message if result.status != "ok" else None,
+           "timed_steps": cell.timed_steps, "paper_timed_steps": paper_steps,
+           "median": round(result.summary().median, 3) if result.status == "ok" else None, "unit": result.unit}
+    if cell.variant == "compiled":
+        graphs = (run.framework or {}).get("inductor_cudagraphs") if run else None
+        if graphs is None:
+            row["cudagraphs"] = {"verdict": "not recorded by this version"}
+        else:
+            replayed = not graphs.get("skips") and bool(graphs.get("recordings"))  # bench/frameworks.py inductor_cudagraphs
+            row["cudagraphs"] = {"verdict": "replayed" if replayed else "NOT replayed (skipped or never recorded)", "counters": graphs}
+    memory = getattr(run, "device_memory", None) if run else None
+    planned = (plan_entry or {}).get("memory_gib")
+    row["memory"] = {"measured": memory or "not recorded by this version", "plan_gib": planned}
+    if memory and planned:
+        peak = memory.get("peak_allocated_gib")
+        if isinstance(peak, (int, float)) and peak > 0:
+            ratio = peak / planned
+            row["memory"]["ratio"] = round(ratio, 3)
+            row["memory"]["verdict"] = "within the plan's range" if 1 / MEMORY_RATIO_FLAG <= ratio <= MEMORY_RATIO_FLAG else "far from the plan: look"
+    return row
+
+
+# --------------------------------------------------------------------------- the report
+
+@dataclass
+class Report:
+    machine: dict
+    env: str
+    started: str
+    budget_s: float
+    sync: list[dict] = field(default_factory=list)
+    cells: list[dict] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)  # what the budget left out, named
+    environment: dict | None = None
+    elapsed_s: float = 0.0
+
+    def to_dict(self) -> dict:
+        return {"kind": "gpu-check", "machine": self.machine, "env": self.env, "environment": self.environment, "started": self.started,
+                "budget_s": self.budget_s, "elapsed_s": round(self.elapsed_s, 1), "sync": self.sync, "cells": self.cells, "skipped": self.skipped}
+
+    def markdown(self) -> str:
+        env = "unlocked (--env current): " + (self.environment or {}).get("interpreter", "?") if self.env == "current" else "the locked envs"
+        lines = [f"# GPU check — {machine_label(self.machine)}", "",
+                 f"Run {self.started} in {env}; {self.elapsed_s:.0f} s of a {self.budget_s:.0f} s budget. Every figure is this GPU's, none tuned.", "",
+                 "## 1. Device sync against an external clock", ""]
+        for s in self.sync:
+            verdict = "ok" if s["ok"] else "FAILED: " + "; ".join(s["problems"])
+            figures = f" (op {s['op_ms']:.1f} ms by {s['clock']}; window with earlier work {s['window_before_ms']:.2f} ms, with the op inside {s['window_inside_ms']:.1f} ms)" if "op_ms" in s else ""
+            lines.append(f"- {s['framework']}: {verdict}{figures}")
+        lines += ["", "## 2-4. Short paper-shape cells: CUDA graphs, peak device memory against the plan", "",
+                  f"Each with {CHECK_TIMED_STEPS} timed steps after {CHECK_WARMUP_STEPS} warm-up steps, fewer than the paper profile's: "
+                  "a check that the cell runs and what it holds, not a published figure.", "",
+                  "| cell | status | median | timed steps (paper's) | CUDA graphs | peak device memory | plan |", "|---|---|---|---|---|---|---|"]
+        for c in self.cells:
+            median = f"{c['median']} {c['unit']}" if c["median"] is not None else (c["message"] or "—")
+            graphs = c.get("cudagraphs", {}).get("verdict", "—")
+            measured = c["memory"]["measured"]
+            peak = f"{measured.get('peak_allocated_gib')} GiB allocated ({measured.get('source')})" if isinstance(measured, dict) else measured
+            plan = f"{c['memory']['plan_gib']:.2f} GiB" if c["memory"]["plan_gib"] else "no plan figure"
+            if "verdict" in c["memory"]:
+                plan += f" (x{c['memory']['ratio']}: {c['memory']['verdict']})"
+            lines.append(f"| `{c['cell']}` | {c['status']} | {median} | {c['timed_steps']} ({c['paper_timed_steps']}) | {graphs} | {peak} | {plan} |")
+        if self.skipped:
+            lines += ["", "Not run within the budget: " + ", ".join(f"`{s}`" for s in self.skipped) + "."]
+        return "\n".join(lines) + "\n"
+
+    def write(self, folder: Path) -> list[Path]:
+        folder.mkdir(parents=True, exist_ok=True)
+        md, js = folder / "GPU-CHECK.md", folder / "gpu-check.json"
+        write_text_atomic(js, json.dumps(self.to_dict(), indent=2) + "\n")
+        write_text_atomic(md, self.markdown())
+        return [md, js]
+
+
+def run(results_dir: Path, env: str = "locked", budget_s: float = BUDGET_S, echo=print) -> int:
+    machine = machine_info()
+    why = refusal(machine)
+    if why:
+        print(why, file=sys.stderr)
+        return 2
+    from bench.plan import load_cells
+    from bench.runner import run_cells
+
+    started, clock = now_utc(), time.monotonic()
+    deadline = clock + budget_s
+    environment = None
+    if env == "current":
+        from bench.provenance import unlocked_environment
+
+        environment = unlocked_environment()
+    report = Report(machine, env, started, budget_s, environment=environment)
+    folder = results_dir / "gpu-check" / machine_slug(machine)
+    frameworks = frameworks_present(env)
+    for framework, python in frameworks.items():
+        left = deadline - time.monotonic()
+        if left < 30:
+            report.skipped.append(f"sync probe ({framework})")
+            continue
+        echo(f"sync probe: {framework}")
+        report.sync.append(run_sync_probe(framework, python, min(SYNC_PROBE_TIMEOUT_S, left)))
+    plan = load_cells(results_dir, "paper")
+    for cell in short_cells(frameworks, env):
+        left = deadline - time.monotonic()
+        if left < 60:
+            report.skipped.append(cell.key)
+            continue
+        result = run_cells([cell], folder / "cells", timeout_s=left, profile_choice="gpu-check (short paper-shape cell)", echo=echo)[0]
+        report.cells.append(judge_cell(result, plan.get(cell.key.removesuffix(f"__stack-{UNLOCKED_STACK.name}"))))  # the plan names today's keys
+    report.elapsed_s = time.monotonic() - clock
+    paths = report.write(folder)
+    echo("wrote " + " and ".join(str(p) for p in paths))
+    failed = [s for s in report.sync if not s["ok"]] + [c for c in report.cells if c["status"] not in ("ok", "unsupported")]
+    return 1 if failed else 0

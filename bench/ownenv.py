@@ -1,0 +1,84 @@
+"""The unlocked route (`--env current`, docs/OWN_ENVIRONMENT.md): cells run in the interpreter that runs the
+command, with whatever it has installed. Stdlib only: the orchestrator asks this before any framework is imported.
+
+What a cell needs installed is said here once: a backend's framework (and Keras), a model's libraries. A cell whose
+needs are missing is NA (status unsupported) naming the missing distribution, never an error of the whole run.
+"""
+from __future__ import annotations
+
+import re
+import sys
+from importlib import metadata
+
+from bench.backends import UNLOCKED_STACK, get_backend
+
+# Each need is a tuple of alternatives: any one installed distribution satisfies it.
+TENSORFLOW = ("tensorflow", "tensorflow-cpu")
+KERAS3_NLP = ("keras-hub", "keras-nlp")  # keras-nlp where keras-hub is absent (bench/models/keras_common.py)
+FRAMEWORK_NEEDS: dict[str, tuple[tuple[str, ...], ...]] = {
+    "keras2": (TENSORFLOW, ("tf-keras",)),  # its model libraries: keras-nlp (BERT, LLMs), keras-cv (SAM, SD), below
+    "tensorflow": (TENSORFLOW, ("keras",)),
+    "jax": (("jax",), ("jaxlib",), ("keras",)),
+    "torch": (("torch",), ("keras",)),
+    "native-torch": (("torch",),),
+}
+# (family, model) -> the model's own libraries (bench/models/<model>/{keras,native_torch}.py and what they import).
+MODEL_NEEDS: dict[tuple[str, str], tuple[tuple[str, ...], ...]] = {
+    ("keras", "bert"): (KERAS3_NLP,),
+    ("keras", "gemma"): (KERAS3_NLP,),
+    ("keras", "gemma_2b"): (KERAS3_NLP,),
+    ("keras", "mistral"): (KERAS3_NLP,),
+    ("keras", "sam"): (("keras-hub", "keras-cv"),),  # keras-hub on Keras 3, keras-cv on Keras 2
+    # keras-cv refuses to import without TensorFlow ("KerasCV uses TensorFlow for its preprocessing layers"): its
+    # StableDiffusion cannot run without it, whatever feeds its input.
+    ("keras", "stable_diffusion"): (("keras-cv",), TENSORFLOW),
+    ("keras", "vit"): (),  # keras's own layers (torch only for the loader-workers tuning variants, a torch backend's)
+    ("native-torch", "vit"): (),
+    ("native-torch", "bert"): (("transformers",),),
+    ("native-torch", "gemma"): (("transformers",), ("peft",)),
+    ("native-torch", "gemma_2b"): (("transformers",), ("peft",)),
+    ("native-torch", "mistral"): (("transformers",), ("peft",)),
+    ("native-torch", "sam"): (("segment-anything",),),
+    ("native-torch", "stable_diffusion"): (("diffusers",), ("transformers",)),
+}
+
+
+def installed(name: str) -> str | None:
+    """The installed version of a distribution in this interpreter, or None."""
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def missing_distributions(backend: str, model: str) -> list[str]:
+    """What a cell of this backend and model needs and this interpreter lacks, one entry per need
+    ("tensorflow or tensorflow-cpu" where either would do)."""
+    family = get_backend(backend).family
+    needs = (*FRAMEWORK_NEEDS[backend], *MODEL_NEEDS[(family, model)])
+    return [" or ".join(need) for need in needs if not any(installed(name) for name in need)]
+
+
+def why_not_here(cell) -> str | None:
+    """For an unlocked cell: why this interpreter cannot run it (an NA's message), or None."""
+    if cell.stack != UNLOCKED_STACK.name:
+        return None
+    missing = missing_distributions(cell.backend, cell.model)
+    if not missing:
+        return None
+    return f"not installed in this environment ({sys.executable}): {', '.join(missing)}"
+
+
+def describe_environment(record: dict) -> str:
+    """The environment in a few words, for a table's title: Python, its frameworks, its fingerprint."""
+    frameworks = ", ".join(f"{name} {version}" for name, version in (record.get("frameworks") or {}).items())
+    return (f"unlocked environment {record.get('interpreter')} (Python {record.get('python')}"
+            + (f"; {frameworks}" if frameworks else "") + f"; distributions sha256 {str(record.get('distributions_sha256'))[:12]})")
+
+
+def environment_slug(record: dict) -> str:
+    """A folder name for an unlocked environment's results: Python, frameworks, fingerprint
+    (py3.12-torch2.9.1-jax0.9.2-1a2b3c4d): two environments never share one."""
+    frameworks = "-".join(f"{name}{version}" for name, version in (record.get("frameworks") or {}).items() if name != "keras")
+    slug = f"py{'.'.join(str(record.get('python')).split('.')[:2])}-{frameworks}-{str(record.get('distributions_sha256'))[:8]}"
+    return re.sub(r"[^A-Za-z0-9.+-]+", "-", slug.replace("--", "-"))
