@@ -144,7 +144,17 @@ def die_with_parent(out: Path, interval_s: float = 0.5) -> threading.Thread:
     return watcher
 
 
-def main(cell: Cell, out: Path) -> int:
+def check_config(cell: Cell, config: dict | None) -> None:
+    """Run what the orchestrator resolved, or nothing: a configuration whose cell, shape or window plan differs from
+    what this process would run (another version of the code, an edit on the way) fails the cell."""
+    from bench.config import mismatches
+
+    if config is not None and (wrong := mismatches(config, cell)):
+        raise RuntimeError(f"the orchestrator's configuration of this cell differs from this process's in {', '.join(wrong)}: "
+                           "the orchestrator and the cell run different code (update the env or the checkout)")
+
+
+def main(cell: Cell, out: Path, config: dict | None = None) -> int:
     pin_cpus()  # first: threads started later (the parent watch, the frameworks' pools) inherit the affinity
     die_with_parent(out)
     for key, value in cell_environment(cell.env).items():
@@ -158,6 +168,7 @@ def main(cell: Cell, out: Path) -> int:
     offline.install_guard()
     started = time.perf_counter()
     try:
+        check_config(cell, config)
         run = measure(cell)
         code = 0
     except Exception as exc:  # recorded as the cell's status, never silenced: the traceback goes to the log

@@ -94,6 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
     cell = sub.add_parser("cell", help="(internal) measure one cell in this process")
     cell.add_argument("--cell", required=True, help="the cell as JSON")
     cell.add_argument("--out", required=True, type=Path)
+    cell.add_argument("--config", help="the cell's resolved configuration as JSON (bench/config.py): the cell refuses to run anything else")
 
     val = sub.add_parser("validate", help="check every result file under a results folder")
     val.add_argument("--results-dir", type=Path, default=DEFAULT_RESULTS)
@@ -243,7 +244,7 @@ def cmd_cell(args: argparse.Namespace) -> int:
     from bench.cell import main as cell_main
     from bench.registry import Cell
 
-    return cell_main(Cell.from_dict(json.loads(args.cell)), args.out)
+    return cell_main(Cell.from_dict(json.loads(args.cell)), args.out, json.loads(args.config) if args.config else None)
 
 
 def cmd_validate(args: argparse.Namespace) -> int:

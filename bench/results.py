@@ -99,6 +99,7 @@ class Result:
     unit: str
     provenance: dict[str, Any]
     created_at: str
+    config: dict[str, Any] | None = None  # the cell's resolved configuration and each value's source (bench/config.py)
 
     @property
     def status(self) -> str:
@@ -140,6 +141,7 @@ class Result:
             "runs": [r.to_dict() for r in self.runs],
             "provenance": self.provenance,
             "created_at": self.created_at,
+            **({"config": self.config} if self.config is not None else {}),
         }
 
     @classmethod
@@ -162,7 +164,7 @@ class Result:
             raise ValueError("no runs")
         check_cell_schema(data["cell"])
         runs = [Run.from_dict(r) for r in data["runs"]]  # a version-1 run lacks the new fields: they take defaults
-        result = cls(Cell.from_dict(data["cell"], validate=False), runs, data["unit"], data["provenance"], data["created_at"])
+        result = cls(Cell.from_dict(data["cell"], validate=False), runs, data["unit"], data["provenance"], data["created_at"], data.get("config"))
         if result.status != data["status"]:
             raise ValueError(f"status {data['status']!r} disagrees with its runs ({result.status!r})")
         result.summary()  # validates the raw step times

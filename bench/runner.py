@@ -167,8 +167,8 @@ def gpu_id(gpu: dict | None) -> str | None:
 class CellProcess:
     """One cell run in a child process group, its output teed to a log and the console."""
 
-    def __init__(self, cell: Cell, python: str, log_path: Path, git: dict, echo: Callable[[str], None]):
-        self.cell, self.python, self.log_path, self.echo = cell, python, log_path, echo
+    def __init__(self, cell: Cell, python: str, log_path: Path, git: dict, echo: Callable[[str], None], config: dict | None = None):
+        self.cell, self.python, self.log_path, self.echo, self.config = cell, python, log_path, echo, config
         self.tail: deque[str] = deque(maxlen=LOG_TAIL_LINES)
         self.env = {**os.environ, **cell_environment(cell.env), "PYTHONUNBUFFERED": "1", "BENCH_GIT_COMMIT": git.get("commit") or "",
                     "BENCH_ORCHESTRATOR_PID": str(os.getpid())}  # the cell dies with it (bench/cell.py die_with_parent)
@@ -178,6 +178,8 @@ class CellProcess:
         with tempfile.TemporaryDirectory(prefix="bench-cell-") as scratch:  # its name: bench/cell.py SCRATCH_PREFIX
             out = Path(scratch) / "run.json"
             cmd = [self.python, "-m", "bench", "cell", "--cell", json.dumps(self.cell.to_dict()), "--out", str(out)]
+            if self.config is not None:
+                cmd += ["--config", json.dumps(self.config)]
             self.log_path.parent.mkdir(parents=True, exist_ok=True)
             started = time.perf_counter()
             oom_kills_before = oom_kill_count()
@@ -279,22 +281,26 @@ class Prepared:
     machine: dict
     skipped: int = 0
     plans: dict[str, dict[str, dict]] = field(default_factory=dict)  # profile -> the plan's cells by key (may be empty)
+    configs: dict[str, dict] = field(default_factory=dict)  # cell key -> its resolved configuration (bench/config.py)
 
     def attempt(self, cell: Cell, repeat: int, results_dir: Path, timeout_s: float | None, echo: Callable[[str], None],
                 env: dict[str, str] | None = None, gpu: dict | None | bool = True) -> Run:
         """One process of a cell (for a cell that `not_run` does not answer for), on `gpu` (a machine["gpus"] entry;
         True: the first visible GPU, if any), with the GPU's clocks, power and throttle reasons read as it starts
-        and ends, and its peak device memory beside the plan's figure."""
-        from bench.cluster.estimate import cell_timeout_s
+        and ends, and its peak device memory beside the plan's figure. Its configuration is resolved here, once
+        (bench/config.py), passed to the process and kept for the result."""
+        from bench.config import resolve
         from bench.provenance import gpu_state
 
         if gpu is True:
             gpu = (self.machine.get("gpus") or [None])[0]
+        config = resolve(cell, timeout_s, {**(env or {}), **gpu_environment(gpu)})
+        self.configs[cell.key] = config.to_dict()
         log = new_log_path(results_dir, cell, repeat)
-        process = CellProcess(cell, self.pythons[cell.env], log, self.git, echo)
-        process.env.update({**(env or {}), **gpu_environment(gpu)})
+        process = CellProcess(cell, self.pythons[cell.env], log, self.git, echo, config=self.configs[cell.key])
+        process.env.update(config.environment)
         state_at_start = gpu_state([gpu_id(gpu)]) if gpu else None
-        run = process.run(timeout_s or cell_timeout_s(cell))
+        run = process.run(config.timeout_s)
         run.process = {**run.process, "log": str(log.relative_to(results_dir))}  # the result, in history/ too, names its log
         if gpu:
             state_at_end = gpu_state([gpu_id(gpu)])
@@ -316,11 +322,14 @@ class Prepared:
         return None
 
     def result(self, cell: Cell, runs: list[Run], profile_choice: str, repeats: int, **provenance) -> Result:
+        from bench.config import resolve
+
         if cell.stack == UNLOCKED_STACK.name:  # no lock: the interpreter and every distribution it has
             provenance.setdefault("environment", unlocked_environment())
         return Result(
             cell=cell,
             runs=runs,
+            config=self.configs.get(cell.key) or resolve(cell).to_dict(),  # a cell no process ran: what it would have run
             unit=task_unit(cell),
             provenance={"git": self.git, "machine": self.machine, "profile_choice": profile_choice, "orchestrator": sys.argv,
                         "repeats_planned": repeats, **provenance,

@@ -44,7 +44,8 @@ if mode == "ok":
            "settings": {{}}, "framework": {{"framework": "fake"}},
            "process": {{"environment": json.load(open(os.path.join(venv, {stamp!r}))),
                        "variables": {{k: v for k, v in os.environ.items() if k.startswith(("CUDA_", "OMP_", "MKL_", "BENCH_CPU", "TORCHINDUCTOR_", "TF_NUM_", "XLA_"))}},
-                       "cpu_affinity": sorted(os.sched_getaffinity(0))}}}}
+                       "cpu_affinity": sorted(os.sched_getaffinity(0)),
+                       "config": json.loads(args[args.index("--config") + 1]) if "--config" in args else None}}}}
     with open(out, "w") as f:
         json.dump(run, f)
 elif mode == "sleep":
