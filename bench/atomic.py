@@ -41,3 +41,15 @@ def write_text_atomic(path: Path, text: str) -> None:
 def write_json_atomic(path: Path, data: Any) -> None:
     """JSON with one-space indents and no NaN (the result files' format)."""
     write_text_atomic(path, json.dumps(data, indent=1, sort_keys=False, allow_nan=False) + "\n")
+
+
+def claim_new_file(candidates, mode: int = 0o644) -> Path | None:
+    """The first of `candidates` (paths, in order) that did not exist, created empty with O_EXCL so that no other
+    process or run can take the same name; None when every candidate exists."""
+    for path in candidates:
+        try:
+            os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, mode))
+            return path
+        except FileExistsError:
+            continue
+    return None

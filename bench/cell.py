@@ -19,6 +19,7 @@ from bench.drivers import DERIVATIONS, drive
 from bench.timing import Split, StepTimer, Stopwatch
 from bench.profiles import get_profile
 from bench.registry import Cell, get_model
+from bench.runlock import alive
 
 def log(message: str) -> None:
     print(f"[cell] {message}", flush=True)
@@ -109,16 +110,6 @@ def parse_cpu_list(spec: str) -> set[int]:
 # the cell first looked at its parent has already been re-parented, so the parent's PID alone would not tell.
 PARENT_PID_VARIABLE = "BENCH_ORCHESTRATOR_PID"
 SCRATCH_PREFIX = "bench-cell-"  # the orchestrator's private folder for a cell's result (bench/runner.py)
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # someone else's process: alive
-        pass
-    return True
 
 
 def die_with_parent(out: Path, interval_s: float = 0.5) -> threading.Thread:

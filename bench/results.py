@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench.atomic import write_json_atomic  # noqa: F401  (also imported from here by the cell and the cluster code)
+from bench.atomic import claim_new_file, write_json_atomic  # noqa: F401  (also imported from here by the cell and the cluster code)
 from bench.errors import BenchError
 from bench.provenance import machine_slug
 from bench.schema import validate_result
@@ -223,14 +223,10 @@ def reserve_new_name(folder: Path, stem: str) -> Path:
     """A file name in `folder` that nothing else has or will take: created empty with O_EXCL, the first free of
     <stem>.json, <stem>.1.json, ... (created_at has one-second resolution; two results can share a second)."""
     folder.mkdir(parents=True, exist_ok=True)
-    for n in range(1_000_000):
-        candidate = folder / (f"{stem}.json" if n == 0 else f"{stem}.{n}.json")
-        try:
-            os.close(os.open(candidate, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
-            return candidate
-        except FileExistsError:
-            continue
-    raise BenchError(f"no free history name for {stem} in {folder}")
+    path = claim_new_file(folder / (f"{stem}.json" if n == 0 else f"{stem}.{n}.json") for n in range(1_000_000))
+    if path is None:
+        raise BenchError(f"no free history name for {stem} in {folder}")
+    return path
 
 
 CELL_TEXT_FIELDS = ("backend", "model", "task", "profile", "variant")

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from bench.atomic import claim_new_file
 from bench.backends import UNLOCKED_STACK, cell_environment, make_env_command
 from bench.errors import BenchError
 from bench.drift import reference_ms
@@ -102,14 +103,10 @@ def new_log_path(results_dir: Path, cell: Cell, repeat: int) -> Path:
     folder = results_dir / "logs" / cell.profile
     folder.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-    for n in range(1000):
-        path = folder / f"{cell.key}.{stamp}{f'-{n}' if n else ''}.{repeat}.log"
-        try:
-            os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666))
-            return path
-        except FileExistsError:
-            continue
-    raise BenchError(f"no free log name for {cell.key} in {folder}")
+    path = claim_new_file((folder / f"{cell.key}.{stamp}{f'-{n}' if n else ''}.{repeat}.log" for n in range(1000)), 0o666)
+    if path is None:
+        raise BenchError(f"no free log name for {cell.key} in {folder}")
+    return path
 
 
 def write_or_show(result: Result, results_dir: Path, echo: Callable[[str], None], kept: int, of: int) -> Path:

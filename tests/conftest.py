@@ -42,3 +42,12 @@ def pytest_collection_modifyitems(items):
         return float(marker.args[0]) if marker else 0.0
 
     items.sort(key=lambda item: -hint(item))  # stable: equal hints keep their order
+
+
+@pytest.fixture
+def venvs(tmp_path):
+    """Fake envs of every backend (tests/fakes.py): the orchestrator's tests without a framework."""
+    from bench.backends import BACKENDS
+    from fakes import make_fake_envs
+
+    return make_fake_envs(tmp_path / "venvs", list(BACKENDS))

@@ -95,6 +95,13 @@ def write_memory_events(path: Path, oom_kill: int) -> Path:
     return path
 
 
+def run_bench(args, env, timeout=120):
+    """`python -m bench ARGS` from the repository, as a user runs it."""
+    import subprocess
+
+    return subprocess.run([sys.executable, "-m", "bench", *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout)
+
+
 def bench_env(venvs: Path, **modes) -> dict:
     env = {**os.environ, "BENCH_VENVS_DIR": str(venvs)}
     env.update({f"FAKE_MODE_{k.upper()}": v for k, v in modes.items()})

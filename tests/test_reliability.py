@@ -15,18 +15,12 @@ from bench import results as results_module, runner
 from bench.backends import BACKENDS
 from bench.results import load_all
 from bench.registry import plan_cells
-from fakes import bench_env, make_fake_envs
+from fakes import bench_env, make_fake_envs, run_bench
 
 REPO = Path(__file__).resolve().parent.parent
 
 
-def bench(args, env, timeout=120):
-    return subprocess.run([sys.executable, "-m", "bench", *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout)
-
-
-@pytest.fixture
-def venvs(tmp_path):
-    return make_fake_envs(tmp_path / "venvs", list(BACKENDS))
+bench = run_bench
 
 
 def bert_cells():

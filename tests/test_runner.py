@@ -14,18 +14,12 @@ import pytest
 from bench.backends import BACKENDS
 
 from bench.results import load, load_all
-from fakes import bench_env, make_fake_envs, write_memory_events
+from fakes import bench_env, make_fake_envs, run_bench, write_memory_events
 
 REPO = Path(__file__).resolve().parent.parent
 
 
-def bench(args, env, timeout=120):
-    return subprocess.run([sys.executable, "-m", "bench", *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout)
-
-
-@pytest.fixture
-def venvs(tmp_path):
-    return make_fake_envs(tmp_path / "venvs", list(BACKENDS))
+bench = run_bench
 
 
 def run_args(results, *extra):
