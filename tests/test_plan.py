@@ -13,6 +13,7 @@ from bench.doctor import largest_cell_gib
 from bench.plan import DEVICES, available_device, cell_entry, gib_of, predicted_oom, table, write_plan
 from bench.plan.memory import GIB, figures, fits, lora_parameters
 from bench.results import load_all
+from bench.profiles import get_profile
 from bench.registry import Cell, get_model, plan_cells
 from fakes import bench_env, make_fake_envs
 
@@ -257,9 +258,12 @@ def test_make_bench_cpu_full_runs_the_published_cells_at_full_size_resumably_int
     plan = next(l for l in lines if "-m bench plan" in l)
     run = next(l for l in lines if "-m bench run" in l)
     assert '--profile cpu --results-dir "/r/cpu-full" --batch-size 1' in " ".join(plan.split())  # its cells are in the plan
-    for words in ("--profile cpu", "--steps 2", "--warmup 0", "--timeout 3600", "--resume", "--model gemma", "--task fit",
-                  "--batch-size 1", '--results-dir "/r/cpu-full"'):
+    for words in ("--profile cpu", "--resume", "--model gemma", "--task fit", "--batch-size 1", '--results-dir "/r/cpu-full"'):
         assert words in " ".join(run.split()), (words, run)
+    # the steps and the hour are the cpu profile's own (bench/profiles.toml), not flags of the Makefile's
+    assert not any(flag in run for flag in ("--steps", "--warmup", "--timeout")), run
+    cpu = get_profile("cpu")
+    assert (cpu.warmup_steps, cpu.timed_steps, cpu.timeout_s) == (0, 2, 3600)
     cells = plan_cells(profile="cpu", models=["gemma"], tasks=["fit"], backends=["jax"], batch_size=1)
     assert [c.batch_size for c in cells] == [1]
     assert get_model("gemma").shape("cpu").num_layers == get_model("gemma").shape("paper").num_layers == 28  # full size
