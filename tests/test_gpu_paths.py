@@ -242,13 +242,40 @@ def test_a_compiled_cell_whose_cuda_graphs_did_not_replay_is_unsteady(monkeypatc
     assert run.timed_ms == [] and len(run.windows_ms) == 1 + run.steadiness["warmup_steps_run"] + cell.timed_steps
 
 
+STATIC_CACHE_PROBE = r"""
+import json, sys
+sys.path.insert(0, sys.argv[1])
+import torch
+torch.compile = lambda fn, **kw: fn  # the compiled variant's code path, without inductor's minutes on a CPU
+from bench.registry import plan_cells, get_model
+cell = [c for c in plan_cells("smoke", backends=["native-torch"], models=["gemma"], tasks=["generate"], variants=["compiled"]) if c.batch_size == 1][0]
+workload = get_model("gemma").implementation("native-torch").create(cell, get_model("gemma").shape("smoke"))
+workload.setup()
+seen = []
+generate = workload.model.generate
+def recording(**kw):
+    cache = kw.get("past_key_values")
+    seen.append({"id": id(cache), "type": type(cache).__name__, "implementation": workload.model.generation_config.cache_implementation})
+    return generate(**kw)
+workload.model.generate = recording
+workload.step(); workload.step()
+print("PROBE " + json.dumps({"calls": seen, "setting": workload.settings()["static_cache"]}))
+"""
+
+
+@pytest.mark.envs
 def test_the_compiled_native_generate_passes_one_static_cache_to_every_call():
-    """transformers creates a static cache inside generate() on each call (new tensors: no CUDA-graph replay);
-    the workload makes one and passes it, reset, to each call."""
-    source = (REPO / "bench" / "models" / "torch_llm.py").read_text()
-    step = source[source.index("    def step(self)"):source.index("    def check(self)")]
-    assert "past_key_values" in step and "static_cache.reset()" in step
-    assert 'config.cache_implementation = "static"' in source.split("if self.static_cache is None:")[1].splitlines()[1]
+    """transformers makes a new static cache inside generate() on every call (new tensors: CUDA graphs cannot replay);
+    the compiled workload makes one and passes it, reset, to each call."""
+    env = {**os.environ, "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1"}
+    out = subprocess.run([str(env_python("native-torch")), "-c", STATIC_CACHE_PROBE, str(REPO)], cwd=REPO, env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    got = json.loads(next(line for line in out.stdout.splitlines() if line.startswith("PROBE "))[len("PROBE "):])
+    first, second = got["calls"]
+    assert first["type"] == "StaticCache" and first["id"] == second["id"]  # one cache object, passed to both calls
+    assert first["implementation"] is None  # not also asked of generate(), which would make its own
+    assert got["setting"] == "made once in setup, reset before each call"
 
 
 # 6. Parallel cells: a share of the cores each, and the drift probe kept.
