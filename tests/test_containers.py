@@ -13,6 +13,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -163,3 +164,23 @@ def test_image_builds_reproducibly_and_runs(tmp_path):
     assert result.status == "ok" and result.cell.backend == CONTAINER_BACKEND, result.message
     variables = result.runs[0].process["variables"]
     assert variables["BENCH_IMAGE"] == f"{image}@{ids[0]}", variables  # the image's ID beside the number
+
+
+def test_the_env_layer_has_every_module_its_build_imports(tmp_path):
+    """The image's env layer copies only a few files of bench/ (so that editing the benchmark code does not rebuild
+    a multi-GB layer): scripts/envs.py must run from those alone (bench/errors.py was once missing)."""
+    text = CONTAINERFILE.read_text()
+    env_layer = text[: text.index("COPY bench/ bench/")]
+    for line in re.findall(r"^COPY (.+)$", env_layer, re.M):
+        *sources, dest = line.split()
+        for source in sources:
+            source = source.replace("${BACKEND}", "jax")
+            target = tmp_path / source
+            if (REPO / source).is_dir():
+                shutil.copytree(REPO / source, target, dirs_exist_ok=True)
+            else:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy(REPO / source, target)
+    out = subprocess.run([sys.executable, "scripts/envs.py", "vars", "jax"], cwd=tmp_path, capture_output=True, text=True,
+                         env={"PATH": os.environ["PATH"], "PYTHONPATH": ""})
+    assert out.returncode == 0 and "KERAS_BACKEND=jax" in out.stdout, out.stderr[-2000:]
