@@ -10,27 +10,33 @@ count, taken within a time budget (about a second in all on a CPU): short enough
 - triad: a = b + s c over float32 arrays much larger than any cache (64 MiB each on a CPU, 1 GiB on a GPU): three
   arrays moved (two read, one written), as STREAM counts it.
 """
+
 from __future__ import annotations
 
 import json
+import os
 import statistics
 import sys
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 PREFIX = "CEILINGS "
-BUDGET_S = 0.25  # per figure: the probe is a few of these
+# per figure (the probe is a few of these); BENCH_PROBE_BUDGET_S stretches it (make ceilings: a loaded machine's
+# median needs more repeats)
+BUDGET_S = 0.25
 MIN_REPEATS = 3
 CPU_MATMUL, GPU_MATMUL = 1024, 8192
 CPU_TRIAD, GPU_TRIAD = 2**24, 2**28  # float32 elements per array
 TRIAD_SCALAR = 3.0
 
 
-def timed(run: Callable[[], Any], sync: Callable[[Any], None], work: float, budget_s: float = BUDGET_S) -> dict:
+def timed(run: Callable[[], Any], sync: Callable[[Any], None], work: float, budget_s: float | None = None) -> dict:
     """Work per second of `run` (synchronised by `sync`): median, p10, p90 and the count of timed repeats, after one
     untimed call (compilation, first-touch page faults)."""
     sync(run())
     rates: list[float] = []
+    budget_s = float(os.environ.get("BENCH_PROBE_BUDGET_S") or BUDGET_S) if budget_s is None else budget_s
     deadline = time.perf_counter() + budget_s
     while len(rates) < MIN_REPEATS or time.perf_counter() < deadline:
         started = time.perf_counter()
@@ -53,16 +59,25 @@ def probe_numpy() -> dict:
     import numpy as np
 
     rng = np.random.default_rng(0)
-    a, b = rng.random((CPU_MATMUL, CPU_MATMUL), dtype=np.float32), rng.random((CPU_MATMUL, CPU_MATMUL), dtype=np.float32)
-    out = {"device": "cpu", "matmul": {"float32": {**timed(lambda: a @ b, lambda _: None, matmul_flops(CPU_MATMUL)), "size": CPU_MATMUL}}}
+    a, b = (
+        rng.random((CPU_MATMUL, CPU_MATMUL), dtype=np.float32),
+        rng.random((CPU_MATMUL, CPU_MATMUL), dtype=np.float32),
+    )
+    out = {
+        "device": "cpu",
+        "matmul": {"float32": {**timed(lambda: a @ b, lambda _: None, matmul_flops(CPU_MATMUL)), "size": CPU_MATMUL}},
+    }
     x, y, z = (np.ones(CPU_TRIAD, dtype=np.float32) for _ in range(3))
 
     def triad():  # in place, no temporary: one pass reading y and z, writing x (the scale then the add, fused by out=)
         np.multiply(z, TRIAD_SCALAR, out=x)
         np.add(x, y, out=x)
 
-    out["triad"] = {**timed(triad, lambda _: None, triad_bytes(CPU_TRIAD)), "size": CPU_TRIAD,
-                    "note": "NumPy's triad is two passes (scale into a, then add): it moves 5 arrays and is counted as 3"}
+    out["triad"] = {
+        **timed(triad, lambda _: None, triad_bytes(CPU_TRIAD)),
+        "size": CPU_TRIAD,
+        "note": "NumPy's triad is two passes (scale into a, then add): it moves 5 arrays and is counted as 3",
+    }
     return out
 
 
@@ -73,13 +88,16 @@ def probe_torch() -> dict:
     dev = torch.device("cuda" if cuda else "cpu")
     sync = (lambda _: torch.cuda.synchronize()) if cuda else (lambda _: None)
     n = GPU_MATMUL if cuda else CPU_MATMUL
-    out: dict[str, Any] = {"device": torch.cuda.get_device_name(0) if cuda else "cpu", "matmul": {},
-                           "precision": {"cuda_matmul_allow_tf32": torch.backends.cuda.matmul.allow_tf32}}
+    out: dict[str, Any] = {
+        "device": torch.cuda.get_device_name(0) if cuda else "cpu",
+        "matmul": {},
+        "precision": {"cuda_matmul_allow_tf32": torch.backends.cuda.matmul.allow_tf32},
+    }
     for dtype in ("float32", "bfloat16"):
         a = torch.randn(n, n, device=dev, dtype=getattr(torch, dtype))
         b = torch.randn(n, n, device=dev, dtype=getattr(torch, dtype))
         with torch.no_grad():
-            out["matmul"][dtype] = {**timed(lambda: a @ b, sync, matmul_flops(n)), "size": n}
+            out["matmul"][dtype] = {**timed(lambda a=a, b=b: a @ b, sync, matmul_flops(n)), "size": n}
         del a, b
     m = GPU_TRIAD if cuda else CPU_TRIAD
     x, y, z = (torch.ones(m, device=dev) for _ in range(3))
@@ -93,14 +111,20 @@ def probe_jax() -> dict:
 
     gpu = next((d for d in jax.devices() if d.platform == "gpu"), None)
     n = GPU_MATMUL if gpu else CPU_MATMUL
-    out: dict[str, Any] = {"device": gpu.device_kind if gpu else "cpu", "matmul": {},
-                           "precision": {"default_matmul_precision": str(jax.config.jax_default_matmul_precision)}}
+    out: dict[str, Any] = {
+        "device": gpu.device_kind if gpu else "cpu",
+        "matmul": {},
+        "precision": {"default_matmul_precision": str(jax.config.jax_default_matmul_precision)},
+    }
     matmul = jax.jit(lambda a, b: a @ b)
     key = jax.random.PRNGKey(0)
     for dtype in ("float32", "bfloat16"):
         a = jax.random.normal(key, (n, n), dtype=getattr(jnp, dtype))
         b = jax.random.normal(key, (n, n), dtype=getattr(jnp, dtype))
-        out["matmul"][dtype] = {**timed(lambda: matmul(a, b), jax.block_until_ready, matmul_flops(n)), "size": n}
+        out["matmul"][dtype] = {
+            **timed(lambda a=a, b=b: matmul(a, b), jax.block_until_ready, matmul_flops(n)),
+            "size": n,
+        }
         del a, b
     m = GPU_TRIAD if gpu else CPU_TRIAD
     y, z = jnp.ones(m, dtype=jnp.float32), jnp.ones(m, dtype=jnp.float32)
@@ -128,12 +152,15 @@ def probe_tensorflow() -> dict:
             tf.test.experimental.sync_devices()
         # on a CPU, TensorFlow's eager ops return when done
 
-    out: dict[str, Any] = {"device": "gpu" if gpu else "cpu", "matmul": {},
-                           "precision": {"tf32_execution": tf.config.experimental.tensor_float_32_execution_enabled()}}
+    out: dict[str, Any] = {
+        "device": "gpu" if gpu else "cpu",
+        "matmul": {},
+        "precision": {"tf32_execution": tf.config.experimental.tensor_float_32_execution_enabled()},
+    }
     for dtype in ("float32", "bfloat16"):
         a = tf.random.normal((n, n), dtype=getattr(tf, dtype))
         b = tf.random.normal((n, n), dtype=getattr(tf, dtype))
-        out["matmul"][dtype] = {**timed(lambda: tf.linalg.matmul(a, b), sync, matmul_flops(n)), "size": n}
+        out["matmul"][dtype] = {**timed(lambda a=a, b=b: tf.linalg.matmul(a, b), sync, matmul_flops(n)), "size": n}
     m = GPU_TRIAD if gpu else CPU_TRIAD
     y, z = tf.ones(m, dtype=tf.float32), tf.ones(m, dtype=tf.float32)
     triad = tf.function(lambda y, z: y + TRIAD_SCALAR * z, jit_compile=True)  # XLA fuses it into one pass
