@@ -239,7 +239,7 @@ def result_with(ceilings, backend="jax", model="bert", task="predict", ms=10.0, 
 
     cell = Cell(backend, model, task, 2, "smoke", "default" if backend != "native-torch" else "eager", 1, 3)
     run = Run(status="ok", timed_ms=[ms] * 3, framework={"precision": precision or {}})
-    return Result(cell, [run], "ms/step", {"git": {}, "machine": {}, "ceilings": ceilings}, "now")
+    return Result(cell, [run], "ms/step", {"git": {}, "machine": {}, "ceilings": ceilings}, "2026-11-25T03:00:00+00:00")
 
 
 def test_mfu_is_taken_against_the_cells_framework_at_its_dtype():
@@ -296,3 +296,18 @@ def test_the_report_has_the_published_section_and_every_models_rule_is_in_its_fo
     for model in MODELS:
         rule = REPO / "bench" / "models" / model / "work.py"
         assert rule.exists() or model == "vit", model
+
+
+def test_compare_divides_each_machines_speed_out_of_the_move(tmp_path):
+    from bench.compare import compare, markdown
+
+    def ceilings(flops):
+        return {"host": {"matmul": {"float32": {"median": flops}}, "triad": {"median": 1e9}}}
+
+    # B is twice as slow on a machine whose measured ceiling is 3/4 of A's: of the 2x, 1.5x is left once each
+    # machine's speed is divided out (A's MFU / B's MFU = (1 / 2) / (3 / 4) ... = 2 x 0.75)
+    result_with(ceilings(2e9), backend="torch", ms=10.0).write(tmp_path / "a")
+    result_with(ceilings(1.5e9), backend="torch", ms=20.0).write(tmp_path / "b")
+    (pair,) = compare(tmp_path / "a", tmp_path / "b").pairs
+    assert pair.ratio == pytest.approx(2.0) and pair.mfu_ratio == pytest.approx(1.5)
+    assert "2.00× (2.00–2.00) · MFU 1.50×" in markdown(compare(tmp_path / "a", tmp_path / "b"))
