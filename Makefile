@@ -145,8 +145,9 @@ compare: env-tools ## Per cell, B's median / A's median with its interval: make 
 ceilings: env-tools ## This machine's ceilings (matmul FLOP/s per dtype, triad GB/s) in every built env: results/ceilings/<machine>.json (docs/ROOFLINE.md)
 	$(TOOLS_PY) -m bench.roofline.ceilings --results-dir "$(RESULTS)"
 
-flops-check: ## The FLOP formulas against torch's FlopCounterMode on the native models (PROFILE=paper on the meta device; smoke too)
+flops-check: ## The FLOP formulas against torch's FlopCounterMode (PROFILE=paper, on the meta device) and XLA's cost analysis of Keras on JAX (smoke)
 	$(VENVS)/native-torch/bin/python -m bench.roofline.counter $(or $(PROFILE),paper)
+	$(VENVS)/jax/bin/python -m bench.roofline.xla_counter smoke
 
 bench-overhead: env-tools ## Measure the harness's own per-step overhead on a trivial step
 	$(TOOLS_PY) scripts/harness_overhead.py

@@ -158,6 +158,26 @@ def test_the_formulas_agree_with_torchs_flop_counter():
         assert abs(c["ratio"] - 1) <= tolerance, c
 
 
+@pytest.mark.envs
+def test_xla_counts_at_least_the_model_flops_of_the_keras_step():
+    """XLA's cost analysis counts elementwise work too: its count is the larger, by under 20% at the smoke shape."""
+    python = REPO / ".venvs" / "jax" / "bin" / "python"
+    if not python.exists():
+        pytest.skip("jax env not built")
+    out = subprocess.run(
+        [str(python), "-m", "bench.roofline.xla_counter", "smoke", "bert"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    line = next(text for text in out.stdout.splitlines() if text.startswith("XLACHECK "))
+    checks = json.loads(line[len("XLACHECK ") :])["checks"]
+    assert len(checks) == 2
+    for c in checks:
+        assert "error" not in c and 0.8 <= c["ratio"] <= 1.0, c
+
+
 # ---------------------------------------------------------------- ceilings
 
 

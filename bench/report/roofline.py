@@ -9,6 +9,8 @@ The counts are bench/roofline/work.py's (each model's bench/models/<name>/work.p
 
 from __future__ import annotations
 
+import json
+
 from bench.backends import BACKENDS
 from bench.published import PUBLISHED_COLUMNS, published_rows
 from bench.registry import get_model
@@ -146,8 +148,9 @@ def published_findings(cells: list[PublishedCell]) -> list[str]:
 MACHINE_TITLE = "Against the machine's limits: MFU and bandwidth use"
 
 
-def table_uses(table, results_dir) -> dict:
-    """(row key, column) -> Use, for every ok cell with a count; machine ceilings files read once per machine."""
+def table_uses(table, results_dir) -> tuple[dict, list[dict]]:
+    """(row key, column) -> Use for every ok cell with a count, and the machine ceilings files read (once per
+    machine) for results that recorded no ceilings of their own."""
     from bench.report.load import COLUMNS
     from bench.roofline.ceilings import load_machine_file
     from bench.roofline.utilisation import use_of
@@ -160,14 +163,13 @@ def table_uses(table, results_dir) -> dict:
             if item is None or item.result.status != "ok":
                 continue
             machine = item.result.provenance.get("machine") or {}
-            key = repr(sorted(machine.items()))[:400]
+            key = json.dumps(machine, sort_keys=True, default=str)
             if key not in files:
-                loaded = load_machine_file(results_dir, machine)
-                files[key] = (loaded or {}).get("ceilings")
-            use = use_of(item.result, files[key])
+                files[key] = load_machine_file(results_dir, machine)
+            use = use_of(item.result, (files[key] or {}).get("ceilings"))
             if use is not None:
                 out[(facts.key, column)] = use
-    return out
+    return out, [f for f in files.values() if f]
 
 
 def use_text(use) -> str:
@@ -188,7 +190,7 @@ def machine_section(table, page) -> list[str]:
     from bench.report.load import COLUMNS
 
     results_dir = page.fig_dir.parent
-    uses = table_uses(table, results_dir)
+    uses, machine_files = table_uses(table, results_dir)
     if not uses:
         return []
     columns = [c for c in COLUMNS if any(col == c for _, col in uses)]
@@ -207,6 +209,13 @@ def machine_section(table, page) -> list[str]:
             ]
         )
     sources = sorted({u.ceiling.what for u in uses.values() if u.ceiling.flops})
+    if any("ceilings file" in u.ceiling.what for u in uses.values()):
+        sources += [
+            f"the machine's ceilings file measured {f.get('created_at')} at a load average of "
+            f"{(f.get('load_average') or ['?'])[0]} (`make ceilings`; the cells ran at other times, under other "
+            "loads, so a share above 100% is possible)"
+            for f in machine_files
+        ]
     sheets = sorted({u.ceiling.datasheet_mode for u in uses.values() if u.ceiling.datasheet_flops})
     if sheets:
         sources.append("the GPU's datasheet (bench/roofline/hardware.py) at " + ", ".join(sheets))
