@@ -212,8 +212,8 @@ def machine_section(table, page) -> list[str]:
     if any("ceilings file" in u.ceiling.what for u in uses.values()):
         sources += [
             f"the machine's ceilings file measured {f.get('created_at')} at a load average of "
-            f"{float((f.get('load_average') or [0])[0]):.1f} (`make ceilings`; the cells ran at other times, under other "
-            "loads, so a share above 100% is possible)"
+            f"{float((f.get('load_average') or [0])[0]):.1f} (`make ceilings`; the cells ran at other times, under "
+            "other loads, so a share above 100% is possible)"
             for f in machine_files
         ]
     sheets = sorted({u.ceiling.datasheet_mode for u in uses.values() if u.ceiling.datasheet_flops})
