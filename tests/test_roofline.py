@@ -116,6 +116,16 @@ def test_stable_diffusion_walks_the_v1_architecture_to_its_parameter_count():
     assert cell_work("stable_diffusion", "native-torch", "predict", 3, s).flops == 3 * step.flops
 
 
+def test_stable_diffusion_counts_a_one_channel_vae_encoder_by_hand():
+    s = shape("stable_diffusion", resolution=8, vae_block_out_channels=[1, 1, 1, 1])
+    conv = lambda side, c_in=1, c_out=1: 2 * side * side * 9 * c_in * c_out  # noqa: E731  (3x3)
+    levels = sum(4 * conv(side) for side in (8, 4, 2, 1)) + conv(4) + conv(2) + conv(1)  # 2 resnets a level; 3 downs
+    mid = 2 * 2 * conv(1) + 4 * 2 + 4  # 2 resnets; q, k, v, out of one token and one channel; scores and A V
+    forward = conv(8, 3) + levels + mid + conv(1, 1, 8)
+    assert forward == 10182
+    assert cell_work("stable_diffusion", "native-torch", "fit", 1, s).flops == 3 * forward - conv(8, 3)
+
+
 @pytest.mark.parametrize("profile", ["smoke", "paper"])
 def test_every_supported_cell_of_the_matrix_has_a_count(profile):
     for cell in plan_cells(profile):
