@@ -57,7 +57,7 @@ $(UV): containers/uv-requirements.txt
 	@mkdir -p $(dir $(UV))
 	$(PYTHON) containers/install-uv.py containers/uv-requirements.txt $(dir $(UV))
 
-.PHONY: help wheelhouse gpu-check bench bench-all bench-cpu-full grid tuning plan table test test-extended test-stack2024 test-fast lint docs check bench-overhead clean-results doctor export compare submit submit-status
+.PHONY: help wheelhouse gpu-check bench bench-all bench-cpu-full grid tuning plan table test test-extended test-stack2024 test-fast lint docs check ceilings flops-check bench-overhead clean-results doctor export compare submit submit-status
 
 help: ## List every target with one line each
 	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | sort -u | awk 'BEGIN{FS=":.*## "}{printf "  %-18s %s\n", $$1, $$2}'
@@ -142,6 +142,13 @@ export: env-tools ## Every current result under RESULTS as one CSV ($(RESULTS)/r
 compare: env-tools ## Per cell, B's median / A's median with its interval: make compare A=<dir> B=<dir> [OUT=file.md]
 	@test -n "$(A)" -a -n "$(B)" || { echo "usage: make compare A=<results dir> B=<results dir> [OUT=compare/compare.md]" >&2; exit 2; }
 	$(TOOLS_PY) -m bench compare $(A) $(B) $(if $(OUT),--out $(OUT))
+
+ceilings: env-tools ## This machine's ceilings (matmul FLOP/s per dtype, triad GB/s) in every built env: results/ceilings/<machine>.json (docs/ROOFLINE.md)
+	$(TOOLS_PY) -m bench.roofline.ceilings --results-dir "$(RESULTS)"
+
+flops-check: ## The FLOP formulas against torch's FlopCounterMode (PROFILE=paper, on the meta device) and XLA's cost analysis of Keras on JAX (smoke)
+	$(VENVS)/native-torch/bin/python -m bench.roofline.counter $(or $(PROFILE),paper)
+	$(VENVS)/jax/bin/python -m bench.roofline.xla_counter smoke
 
 bench-overhead: env-tools ## Measure the harness's own per-step overhead on a trivial step
 	$(TOOLS_PY) scripts/harness_overhead.py

@@ -6,6 +6,11 @@ in both, the ratio is B's median / A's median (> 1: B is slower), with the inter
 overlap, i.e. the move is within the noise. Output: Markdown in the published table's layout (rows = model /
 task / batch in the published order, one column per backend; bench/report/load.py's COLUMNS and order_rows) and a
 PNG of the ratios. Where one folder holds the same cell from two machines, the newest file is used.
+
+Beside the raw ratio, the ratio of MFU (docs/ROOFLINE.md): A's MFU / B's MFU, each against its own machine's
+ceilings (the run's probe, else the folder's `make ceilings` file), which is B's median / A's median times B's
+ceiling / A's ceiling: what is left of the move once each machine's speed is divided out (> 1: B further from its
+machine's limit). Where either side has no ceiling, no MFU ratio.
 """
 from __future__ import annotations
 
@@ -18,6 +23,8 @@ from bench.errors import BenchError
 from bench.results import Result
 from bench.report.load import COLUMNS, Column, RowKey, load_results, order_rows
 from bench.report.text import fmt_x, github_table, md, status_label, write_text_atomic
+from bench.roofline.ceilings import load_machine_file
+from bench.roofline.utilisation import use_of
 
 
 class CellKey(NamedTuple):
@@ -58,6 +65,18 @@ class Pair:
     key: CellKey
     a: Result
     b: Result
+    a_ceilings: dict | None = None  # the side's machine file (bench/roofline/ceilings.py), for a run without its own
+    b_ceilings: dict | None = None
+
+    @property
+    def mfu_ratio(self) -> float | None:
+        """A's MFU / B's MFU, each against its own machine's ceilings; None where either has none."""
+        if not self.comparable:
+            return None
+        a, b = use_of(self.a, self.a_ceilings), use_of(self.b, self.b_ceilings)
+        if a is None or b is None or not a.mfu or not b.mfu:
+            return None
+        return a.mfu / b.mfu
 
     @property
     def comparable(self) -> bool:
@@ -96,6 +115,8 @@ class Pair:
             text += f" ({interval[0]:.2f}–{interval[1]:.2f})"
         if self.same:
             text += " same"
+        if (mfu := self.mfu_ratio) is not None:
+            text += f" · MFU {fmt_x(mfu)}"
         if self.a.unit != self.b.unit:
             text += f" [units differ: {self.a.unit} vs {self.b.unit}]"
         return text
@@ -131,9 +152,15 @@ def newest_by_cell(results_dir: Path) -> dict[CellKey, Result]:
     return cells
 
 
+def folder_ceilings(results_dir: Path, result: Result) -> dict | None:
+    """The machine file a folder keeps for the machine a result ran on (make ceilings RESULTS=<dir>), if any."""
+    return (load_machine_file(results_dir, result.provenance.get("machine") or {}) or {}).get("ceilings")
+
+
 def compare(a_dir: Path, b_dir: Path) -> Comparison:
     a, b = newest_by_cell(a_dir), newest_by_cell(b_dir)
-    pairs = [Pair(k, a[k], b[k]) for k in sorted(a.keys() & b.keys())]
+    keys = sorted(a.keys() & b.keys())
+    pairs = [Pair(k, a[k], b[k], folder_ceilings(a_dir, a[k]), folder_ceilings(b_dir, b[k])) for k in keys]
     return Comparison(a_dir, b_dir, pairs, sorted(a.keys() - b.keys()), sorted(b.keys() - a.keys()))
 
 
@@ -151,7 +178,9 @@ def markdown(comparison: Comparison, figure: str | None = None) -> str:
         f"# Comparison: B = `{comparison.b_dir}` over A = `{comparison.a_dir}`",
         "",
         "Each cell: B's median / A's median (> 1: B is slower), with the range [B.p10 / A.p90, B.p90 / A.p10]; "
-        "**same** where the two p10–p90 intervals overlap (the move is within the step-to-step noise).",
+        "**same** where the two p10–p90 intervals overlap (the move is within the step-to-step noise); "
+        "**MFU**: A's MFU / B's MFU, each against its own machine's measured ceilings (> 1: B further from its "
+        "machine's limit; docs/ROOFLINE.md), the move with each machine's speed divided out.",
         f"{len(comparison.pairs)} cells in both, {sum(p.same for p in comparison.pairs)} the same, "
         f"{len(comparison.only_a)} only in A, {len(comparison.only_b)} only in B.",
     ]

@@ -10,11 +10,13 @@ from pathlib import Path
 from typing import Any
 
 from bench.atomic import claim_new_file, write_json_atomic  # noqa: F401  (also imported from here by the cell and the cluster code)
+from bench.backends import get_backend
 from bench.errors import BenchError
 from bench.provenance import machine_slug
 from bench.schema import validate_result
 from bench.timing import Stats
 from bench.registry import Cell, get_model
+from bench.roofline.work import cell_work
 
 SCHEMA_VERSION = 2  # 2 added first_step_contains, steadiness, compile_events, derived, reference; killed, unsteady
 # (and later, optional: device_memory, gpu_state)
@@ -24,7 +26,8 @@ HISTORY = "history"  # earlier results of the same cell, moved aside rather than
 # Folders under results/ that hold no current result of the published table (slurm: job files; grid: the
 # inference grid study's own results, read by bench/report/grid.py; tuning: the tuning study's own results folder,
 # `make tuning`, rendered on its own by `make table`).
-NOT_RESULTS = {HISTORY, "logs", "figures", "slurm", "grid", "tuning", "quarantine", "gpu-check"}  # gpu-check: its own report and short cells
+# gpu-check: its own report and short cells; ceilings: `make ceilings`' machine files (bench/roofline/ceilings.py)
+NOT_RESULTS = {HISTORY, "logs", "figures", "slurm", "grid", "tuning", "quarantine", "gpu-check", "ceilings"}
 QUARANTINE = "quarantine"  # where `bench validate --quarantine` moves unreadable result files
 
 
@@ -142,7 +145,19 @@ class Result:
             "provenance": self.provenance,
             "created_at": self.created_at,
             **({"config": self.config} if self.config is not None else {}),
+            **({"work": work} if (work := self.work_counts()) else {}),
         }
+
+    def work_counts(self) -> dict[str, Any] | None:
+        """One step's FLOPs and least bytes, counted from the cell's shape (bench/roofline/work.py; recomputed, never
+        read back); None where the model has no rule or today's registry no longer knows the cell."""
+        cell = self.cell
+        try:
+            shape = get_model(cell.model).shape(cell.profile)
+            work = cell_work(cell.model, get_backend(cell.backend).family, cell.task, cell.batch_size, shape)
+        except (BenchError, KeyError):
+            return None
+        return work.to_dict() if work else None
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "Result":

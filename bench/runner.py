@@ -23,6 +23,7 @@ from bench.atomic import claim_new_file
 from bench.backends import UNLOCKED_STACK, cell_environment, make_env_command
 from bench.errors import BenchError
 from bench.drift import reference_ms
+from bench.roofline.ceilings import measure_run as measure_ceilings
 from bench.failures import PeakMemory, crash_status, oom_kill_count
 from bench.plan import load_cells as load_plan_cells, plan_figures, predicted_oom, ram_gib
 from bench.progress import Progress, hms, status_counts
@@ -381,11 +382,13 @@ def run_cells(
     number = {cell.key: i for i, cell in enumerate((c for row in rows for c in row), 1)}
     reference = {"start_ms": reference_ms()}
     latest = reference["start_ms"]
+    # the machine's ceilings, once per run (bench/roofline/ceilings.py): the host's always, each framework's on a GPU
+    ceilings = measure_ceilings({c.backend: prepared.pythons[c.env] for c in cells if c.env in prepared.pythons}, prepared.machine, echo)
     done: list[Result] = []
     started = time.perf_counter()
 
     def finish(cell: Cell, runs: list[Run]) -> None:
-        result = prepared.result(cell, runs, profile_choice, repeats, reference={**reference, "at_write_ms": latest})
+        result = prepared.result(cell, runs, profile_choice, repeats, reference={**reference, "at_write_ms": latest}, ceilings=ceilings)
         path = write_or_show(result, results_dir, echo, kept=len(done), of=len(cells))
         done.append(result)
         line = f"{result.describe()}  [{path.relative_to(results_dir)}]"

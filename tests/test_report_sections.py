@@ -22,13 +22,14 @@ def test_a_registered_section_is_numbered_and_leaves_other_tables_byte_identical
     before, after = (sections((tmp_path / name).read_text()) for name in ("before.md", "after.md"))
     assert before.keys() == after.keys()
     paper = next(head for head in after if "paper" in head)
-    assert "### 1.5 Inference grid\n\n1 rows analysed once, read here.\n\n<details>" in after[paper]
-    assert after[paper].replace("### 1.5 Inference grid\n\n1 rows analysed once, read here.\n\n", "") == before[paper]
+    assert "### 1.6 Inference grid\n\n1 rows analysed once, read here.\n\n<details>" in after[paper]
+    assert after[paper].replace("### 1.6 Inference grid\n\n1 rows analysed once, read here.\n\n", "") == before[paper]
     assert all(after[head] == before[head] for head in before if head != paper)
 
 
 def test_the_registry_lists_every_built_in_renderer_once():
     assert [s.title for s in SECTIONS] == [None, "Where these numbers come from", "Derived findings and comparison with the published numbers",
-                                           "Beside today's stack", "Figures", "Inference grid study: then and now",
+                                           "Beside today's stack", "Figures", "Against the machine's limits: MFU and bandwidth use",
+                                           "Inference grid study: then and now",
                                            "Tuning study: variants and the published findings (issue 15)", "What each cell cost to run", None]
     assert len({s.render for s in SECTIONS}) == len(SECTIONS)

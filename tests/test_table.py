@@ -226,6 +226,7 @@ def test_profiles_and_machines_get_separate_tables_paper_first(rendered):
         "1. paper profile — 1x NVIDIA A100-SXM4-40GB",
         "2. paper profile — 1x NVIDIA H100 80GB HBM3",
         "3. smoke profile — CPU AMD EPYC (2 cores)",
+        "The published table against the A100's limits",  # after every table: it needs no result (issue 31)
     ]
     h100 = sections(rendered[1])[heads[1]].split("### ")[0]
     assert "150.0" in h100 and "244.6" not in h100 and "386.9" not in h100  # no A100 number in the H100 table
@@ -239,6 +240,7 @@ def test_a_full_size_cpu_profile_table_says_so_in_its_title(tmp_path):
     assert list(sections((tmp_path / "RESULTS.md").read_text())) == [
         "1. smoke profile — CPU AMD EPYC (2 cores)",
         "2. cpu profile (full size: paper shapes, batch ≤ 2) — CPU AMD EPYC (2 cores)",
+        "The published table against the A100's limits",
     ]
 
 
@@ -384,9 +386,13 @@ def png_size(path):
 def test_figures_are_pngs_linked_relatively(rendered):
     results, text = rendered
     links = re.findall(r"\]\((figures/[^)]+\.png)\)", text)
-    assert len(links) == 6  # A100: 3; H100: 1 (no Keras 2, no native PyTorch); smoke: 2 (native PyTorch failed)
+    # A100: 3; H100: 1 (no Keras 2, no native PyTorch); smoke: 2 (native PyTorch failed); and each table's roofline
+    assert len(links) == 6 + 3
     for link in links:
         width, height = png_size(results / link)  # fixed sizes: 7x4 in (speedups), wider with more rows (per-row)
+        if link.endswith("-roofline.png"):
+            assert (width, height) == (750, 500)
+            continue
         assert (width, height) == (700, 400) if "speedup" in link else width >= 700 and height == 500
     assert {p.name for p in (results / "figures").iterdir()} == {Path(l).name for l in links}
     assert "paper__1x-nvidia-a100-sxm4-40gb-speedup-keras2.png" in text

@@ -34,11 +34,12 @@ from bench.report.grid import grid_section
 from bench.report.markdown import details_section, head_section
 from bench.report.provenance import provenance_section
 from bench.report.readme import README_END, README_START, update_readme
+from bench.report.roofline import MACHINE_TITLE, PUBLISHED_TITLE, machine_section, published_section
 from bench.report.sections import Page, Section, render_table
 from bench.report.stacks import stacks_section
 from bench.report.text import md, plural, write_text_atomic
 from bench.report.tuning import tuning_section
-from bench.published import REFERENCE_CSV
+from bench.published import REFERENCE_CSV, published_rows
 
 __all__ = ["README_END", "README_START", "SECTIONS", "Report", "Section", "analyse", "render"]
 
@@ -49,11 +50,13 @@ SECTIONS: list[Section] = [
     Section("Derived findings and comparison with the published numbers", findings_section),
     Section("Beside today's stack", stacks_section),
     Section("Figures", figures_section),
+    Section(MACHINE_TITLE, machine_section),
     Section("Inference grid study: then and now", grid_section),
     Section("Tuning study: variants and the published findings (issue 15)", tuning_section),
     Section("What each cell cost to run", costs_section),
     Section(None, details_section),
 ]
+PUBLISHED_MODELS = {row.model for row in published_rows()}
 TUNING_FILE = "TUNING.md"  # beside RESULTS.md: the tuning study's section of every table that has one
 
 
@@ -86,6 +89,8 @@ def render(results_dir: Path, out: Path, readme: Path | None = None, sections: l
         lines += [f"{p.index}. {t.group.title} ({len(t.group.items)} cells)" for p, t in zip(pages, report.tables)] + [""]
         for page, table in zip(pages, report.tables):
             lines += render_table(table, page, SECTIONS if sections is None else sections)
+        if any(f.key.model in PUBLISHED_MODELS for t in report.tables for f in t.rows):  # not a study's own folder
+            lines += [f"## {PUBLISHED_TITLE}", "", *published_section(), ""]
     if report.retired:
         lines += ["## Results of cells no longer in the registry", "", "Kept and readable, but not tabled: today's registry (models, tasks, profiles) no longer has their cells.", ""]
         lines += [f"- `{item.path}`: {md(why)}" for item, why in report.retired] + [""]

@@ -22,6 +22,7 @@ CAPTIONS = {  # kind -> caption; the kinds are also the file name suffixes clear
     "per-row": "Every backend per row, median ms/step (log scale)",
 }
 FIGURE_KINDS = tuple(CAPTIONS)
+OTHER_KINDS = ("roofline",)  # drawn by another section (bench/report/roofline.py), cleared here with the rest
 
 
 def figures_section(table: TableAnalysis, page: Page) -> list[str]:
@@ -130,5 +131,5 @@ def clear_old_figures(fig_dir: Path, keep: set[Path]) -> None:
     if not fig_dir.is_dir():
         return
     for path in fig_dir.glob("*__*-*.png"):
-        if path not in keep and any(path.name.endswith(f"-{kind}.png") for kind in FIGURE_KINDS):
+        if path not in keep and any(path.name.endswith(f"-{kind}.png") for kind in FIGURE_KINDS + OTHER_KINDS):
             path.unlink()

@@ -1,0 +1,11 @@
+"""Gemma's XLA cost-analysis checks (bench/roofline/xla_counter.py): the causal LMs'
+shared checks on its Keras model."""
+
+from __future__ import annotations
+
+
+def checks(s) -> list:
+    from bench.models.gemma.keras import GemmaKeras
+    from bench.roofline.xla_checks import causal_lm_xla_checks
+
+    return causal_lm_xla_checks(GemmaKeras, s)

@@ -1,0 +1,10 @@
+"""Gemma's FLOP-counter checks (bench/roofline/counter.py): the causal LMs' shared checks on its native model."""
+
+from __future__ import annotations
+
+from bench.models.gemma.native_torch import GemmaTorch
+from bench.roofline.torch_checks import causal_lm_checks
+
+
+def checks(s, device: str) -> list:
+    return causal_lm_checks(GemmaTorch, s, device)

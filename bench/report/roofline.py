@@ -1,0 +1,303 @@
+"""Every number against the machine's limit (issue 31; docs/ROOFLINE.md): the published table against the A100's
+datasheet peaks (a section of its own, needing no result), and per table each ok cell's achieved FLOP/s, its MFU and,
+for decode, its memory-bandwidth use, with a roofline figure.
+
+The counts are bench/roofline/work.py's (each model's bench/models/<name>/work.py), the ceilings a run's own probe
+(bench/roofline/probe.py, recorded in the result's provenance), a machine's ceilings file measured later
+(results/ceilings/<machine>.json, `make ceilings`), or a known GPU's datasheet (bench/roofline/hardware.py).
+"""
+
+from __future__ import annotations
+
+import json
+
+from bench.backends import BACKENDS
+from bench.published import PUBLISHED_COLUMNS, published_rows
+from bench.registry import get_model
+from bench.report.text import github_table
+from bench.roofline.hardware import A100_40GB
+from bench.roofline.published import PublishedCell, backend_medians, published_cells, tensor_mode
+
+PUBLISHED_TITLE = "The published table against the A100's limits"
+MODE_TEXT = {"bfloat16": "bfloat16", "tf32": "TF32", "float32": "FP32"}
+
+
+def tflops(value: float) -> str:
+    return f"{value / 1e12:.1f}" if value >= 1e12 else f"{value / 1e12:.2f}"
+
+
+def pct(value: float) -> str:
+    return f"{100 * value:.1f}%" if value < 0.1 else f"{100 * value:.0f}%"
+
+
+def scaled(value: float, unit: str) -> str:
+    """1.19e13, "FLOP" -> "11.9 TFLOP": three significant figures at the nearest SI prefix."""
+    for factor, prefix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if value >= factor:
+            return f"{value / factor:.3g} {prefix}{unit}"
+    return f"{value:.3g} {unit}"
+
+
+def work_text(flops: float, nbytes: float) -> str:
+    return f"{scaled(flops, 'FLOP')}, {scaled(nbytes, 'B')}"
+
+
+def compute_text(cell: PublishedCell) -> str:
+    """Achieved TFLOP/s and MFU; a float32 cell below the FP32 peak could be running full-float32 matmuls, so its
+    share of that peak is shown too."""
+    text = f"{tflops(cell.flops_per_s)} · {pct(cell.mfu(A100_40GB))}"
+    if cell.work.dtype == "float32" and cell.flops_per_s < A100_40GB.flops["float32"]:
+        text += f" ({pct(cell.mfu(A100_40GB, 'float32'))} of FP32)"
+    return text
+
+
+def published_section() -> list[str]:
+    """The whole section (a '## ' heading of RESULTS.md), from the published CSV and the counts alone."""
+    cells = published_cells()
+    if not cells:
+        return []
+    sheet = A100_40GB
+    by_row: dict[tuple[str, str, int], dict[str, PublishedCell]] = {}
+    for c in cells:
+        by_row.setdefault((c.model, c.task, c.batch_size), {})[c.backend] = c
+    backends = list(PUBLISHED_COLUMNS)
+    headers = ["Model / task", "Batch", "work per step"] + [BACKENDS[b].display for b in backends]
+    compute, decode = [], []
+    for row in published_rows():
+        found = by_row.get((row.model, row.task, row.batch_size))
+        if not found:
+            continue
+        first = next(iter(found.values()))
+        label = f"{get_model(row.model).display} {row.task}"
+        if first.decode:
+            cells_text = [
+                f"{found[b].bytes_per_s / 1e9:.0f} GB/s · {pct(found[b].bandwidth_use(sheet))}" if b in found else "NA"
+                for b in backends
+            ]
+            decode.append([label, str(row.batch_size), work_text(first.work.flops, first.work.bytes)] + cells_text)
+        else:
+            cells_text = [compute_text(found[b]) if b in found else "NA" for b in backends]
+            compute.append(
+                [label + f" ({first.work.dtype})", str(row.batch_size), work_text(first.work.flops, first.work.bytes)]
+                + cells_text
+            )
+    peaks = ", ".join(f"{MODE_TEXT[m]} {v / 1e12:g} TFLOP/s" for m, v in sheet.flops.items())
+    lines = [
+        f"The published ms/step (an {sheet.name}) over our count of each step's work (docs/ROOFLINE.md: model FLOPs "
+        "of the matrix products and convolutions, and the least bytes a step must move, from the paper shapes, as the "
+        "Keras models compute them), against the card's datasheet: "
+        f"{peaks}, {sheet.bandwidth / 1e9:,.0f} GB/s ({sheet.source}). No GPU is needed for this section.",
+        "",
+        "**Compute (fit and predict)**: achieved TFLOP/s · MFU, the share of the peak of the dtype the step computes "
+        "in (bfloat16 at 312; float32 at its tensor-core rate, TF32 156, which TensorFlow and JAX use by default on "
+        "an A100). A float32 cell slower than the FP32 peak (19.5) also shows its share of that: PyTorch keeps "
+        "float32 matrix products in full FP32 by default (`allow_tf32` False; its convolutions take TF32).",
+        "",
+        github_table(compute, headers),
+        "",
+        "**Decode (generate)**: the least bytes of a call (every weight read once per forward pass, the KV cache "
+        "read by each decode step) over the published ms/call, GB/s · its share of the card's bandwidth. The whole "
+        "call is timed (prefill included), so this is a lower bound on the decode steps' own bandwidth use.",
+        "",
+        github_table(decode, headers),
+        "",
+        *published_findings(cells),
+    ]
+    return lines
+
+
+def published_findings(cells: list[PublishedCell]) -> list[str]:
+    sheet = A100_40GB
+    compute = sorted((c for c in cells if not c.decode), key=lambda c: c.mfu(sheet))
+    decode = sorted((c for c in cells if c.decode), key=lambda c: c.bandwidth_use(sheet))
+    name = lambda c: f"{get_model(c.model).display} {c.task} at batch {c.batch_size} on {BACKENDS[c.backend].display}"  # noqa: E731
+    out = ["What it shows (computed from the tables above):", ""]
+    if compute:
+        low, high = compute[:3], compute[-1]
+        out.append(
+            "- Furthest from the hardware among fit and predict: "
+            + "; ".join(f"{name(c)}, {pct(c.mfu(sheet))}" for c in low)
+            + f". Nearest: {name(high)}, {pct(high.mfu(sheet))} of the {MODE_TEXT[tensor_mode(high.work.dtype)]} peak."
+        )
+        medians = sorted(backend_medians(cells, sheet).items(), key=lambda kv: kv[1][0])
+        out.append(
+            "- Median MFU of each framework's fit and predict cells (least first: the most left on the table): "
+            + ", ".join(f"{BACKENDS[b].display} {pct(m)} ({n} cells)" for b, (m, n) in medians)
+            + "."
+        )
+        fp32 = [c for c in compute if c.work.dtype == "float32" and c.flops_per_s < sheet.flops["float32"]]
+        if fp32:
+            out.append(
+                f"- {len(fp32)} float32 cells ran below the FP32 peak, at "
+                f"{pct(min(c.mfu(sheet, 'float32') for c in fp32))} to "
+                f"{pct(max(c.mfu(sheet, 'float32') for c in fp32))} of it: "
+                + ", ".join(name(c) for c in fp32)
+                + ". Every other float32 cell went faster than FP32 allows, so it used TF32."
+            )
+    if decode:
+        near, far = decode[-1], decode[0]
+        out.append(
+            f"- Decode nearest the bandwidth floor: {name(near)}, {pct(near.bandwidth_use(sheet))} of "
+            f"{sheet.bandwidth / 1e9:,.0f} GB/s; furthest: {name(far)}, {pct(far.bandwidth_use(sheet))}."
+        )
+    return out
+
+
+# --- per table: every ok cell against its machine's ceilings ---
+
+MACHINE_TITLE = "Against the machine's limits: MFU and bandwidth use"
+
+
+def table_uses(table, results_dir) -> tuple[dict, list[dict]]:
+    """(row key, column) -> Use for every ok cell with a count, and the machine ceilings files read (once per
+    machine) for results that recorded no ceilings of their own."""
+    from bench.report.load import COLUMNS
+    from bench.roofline.ceilings import load_machine_file
+    from bench.roofline.utilisation import use_of
+
+    files: dict[str, dict | None] = {}
+    out = {}
+    for facts in table.rows:
+        for column in COLUMNS:
+            item = facts.cells.get(column)
+            if item is None or item.result.status != "ok":
+                continue
+            machine = item.result.provenance.get("machine") or {}
+            key = json.dumps(machine, sort_keys=True, default=str)
+            if key not in files:
+                files[key] = load_machine_file(results_dir, machine)
+            use = use_of(item.result, (files[key] or {}).get("ceilings"))
+            if use is not None:
+                out[(facts.key, column)] = use
+    return out, [f for f in files.values() if f]
+
+
+def use_text(use) -> str:
+    flops = scaled(use.flops_per_s, "FLOP/s")
+    text = f"{pct(use.mfu)} · {flops}" if use.mfu is not None else flops
+    if use.decode and use.bandwidth_use is not None:
+        text += f" · BW {pct(use.bandwidth_use)}"
+    if use.datasheet_mfu is not None:
+        text += f" (sheet {pct(use.datasheet_mfu)}" + (
+            f", BW {pct(use.datasheet_bandwidth_use)})" if use.decode else ")"
+        )
+    return text
+
+
+def machine_section(table, page) -> list[str]:
+    """Per ok cell: MFU against the ceiling of its framework and dtype, achieved GFLOP/s, decode's bandwidth use;
+    the roofline figure; which ceilings were used."""
+    from bench.report.load import COLUMNS
+
+    results_dir = page.fig_dir.parent
+    uses, machine_files = table_uses(table, results_dir)
+    if not uses:
+        return []
+    columns = [c for c in COLUMNS if any(col == c for _, col in uses)]
+    body = []
+    for facts in table.rows:
+        if not any((facts.key, c) in uses for c in columns):
+            continue
+        work = next(uses[(facts.key, c)].work for c in columns if (facts.key, c) in uses)
+        label = f"{facts.key.label()}" + (f" ({facts.unit})" if facts.unit else "")
+        body.append(
+            [
+                label,
+                str(facts.key.batch_size),
+                work_text(work.flops, work.bytes),
+                *(use_text(uses[(facts.key, c)]) if (facts.key, c) in uses else "" for c in columns),
+            ]
+        )
+    sources = sorted({u.ceiling.what for u in uses.values() if u.ceiling.flops})
+    if any("ceilings file" in u.ceiling.what for u in uses.values()):
+        sources += [
+            f"the machine's ceilings file measured {f.get('created_at')} at a load average of "
+            f"{float((f.get('load_average') or [0])[0]):.1f} (`make ceilings`; the cells ran at other times, under "
+            "other loads, so a share above 100% is possible)"
+            for f in machine_files
+        ]
+    sheets = sorted({u.ceiling.datasheet_mode for u in uses.values() if u.ceiling.datasheet_flops})
+    if sheets:
+        sources.append("the GPU's datasheet (bench/roofline/hardware.py) at " + ", ".join(sheets))
+    lines = [
+        "Each ok cell's median over its step's work (docs/ROOFLINE.md; model FLOPs and the least bytes, counted from "
+        "the "
+        "shape it ran): **MFU** (its achieved FLOP/s over the ceiling of its framework's matmul in the step's dtype) · "
+        "achieved GFLOP/s; for generate, **BW**: the least bytes of a call over the whole call's time, against the "
+        "triad's bandwidth (the generate split of prefill and decode is not used: a lower bound on decode's own use)"
+        + (
+            "; on a known GPU, its datasheet's fractions in brackets"
+            if any(u.datasheet_mfu for u in uses.values())
+            else ""
+        )
+        + ". A CPU's measured ceiling moves with the machine's load, which the drift probe records.",
+        "",
+        github_table(body, ["Model / task", "Batch", "work per step"] + [c.header for c in columns]),
+        "",
+        "Ceilings used: " + ("; ".join(sources) if sources else "none recorded, so achieved FLOP/s alone") + ".",
+    ]
+    figure = draw_roofline(table, uses, page)
+    if figure is not None:
+        import os
+        from pathlib import Path
+
+        lines += ["", f"![Roofline: every ok cell]({Path(os.path.relpath(figure, page.out_dir)).as_posix()})"]
+    return lines
+
+
+def draw_roofline(table, uses: dict, page):
+    """Arithmetic intensity (FLOP/byte) against achieved FLOP/s, log-log, one point per cell coloured by its column;
+    the ceilings drawn: each measured matmul peak (flat) and the measured bandwidth (the slope)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.style
+    from matplotlib.figure import Figure
+
+    points = [(use.work.intensity, use.flops_per_s, column) for (_, column), use in uses.items()]
+    if not points:
+        return None
+    measured = [u for u in uses.values() if u.ceiling.flops]
+    if measured:  # the run's (or the machine file's) measured ceilings; else a known GPU's datasheet
+        flops_ceilings = sorted({(u.ceiling.flops, u.ceiling.what.split(" matmul")[0]) for u in measured})
+        bandwidths = sorted({u.ceiling.bandwidth for u in measured if u.ceiling.bandwidth})
+    else:
+        sheet = [u for u in uses.values() if u.ceiling.datasheet_flops]
+        flops_ceilings = sorted({(u.ceiling.datasheet_flops, f"datasheet {u.ceiling.datasheet_mode}") for u in sheet})
+        bandwidths = sorted({u.ceiling.datasheet_bandwidth for u in sheet if u.ceiling.datasheet_bandwidth})
+    page.fig_dir.mkdir(parents=True, exist_ok=True)
+    path = page.fig_dir / f"{table.group.slug}-roofline.png"
+    with matplotlib.style.context("default"), matplotlib.rc_context({"font.size": 9}):
+        fig = Figure(figsize=(7.5, 5))
+        ax = fig.add_subplot()
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        xs = [p[0] for p in points]
+        lo, hi = min(xs) / 3, max(xs) * 3
+        if bandwidths and flops_ceilings:
+            bw, peak = max(bandwidths), max(f for f, _ in flops_ceilings)
+            ridge = peak / bw
+            grid = [lo, min(max(ridge, lo), hi), hi]
+            ax.plot(
+                grid,
+                [min(x * bw, peak) for x in grid],
+                color="black",
+                linewidth=1.2,
+                label=f"roofline: {bw / 1e9:.3g} GB/s, {peak / 1e9:.3g} GFLOP/s",
+            )
+        for flops, dtype in flops_ceilings:
+            ax.axhline(flops, color="gray", linewidth=0.6, linestyle=":")
+            ax.text(hi, flops, f" {dtype} {flops / 1e9:.4g} GFLOP/s", fontsize=6, va="bottom", ha="right", color="gray")
+        seen = set()
+        for x, y, column in sorted(points, key=lambda p: (p[2].backend, p[2].variant, p[0])):
+            ax.scatter([x], [y], s=18, color=column.color, label=None if column in seen else column.header, zorder=3)
+            seen.add(column)
+        ax.set_xlim(lo, hi)
+        ax.set_xlabel("arithmetic intensity (FLOP per byte of the step's least traffic)")
+        ax.set_ylabel("achieved FLOP/s")
+        ax.set_title(f"Roofline: every ok cell, {table.group.profile} profile, {table.group.machine}")
+        ax.legend(loc="lower right", fontsize=7)
+        fig.tight_layout()
+        fig.savefig(path, format="png", dpi=100, metadata={"Software": None})
+    page.figures["roofline"] = path
+    return path

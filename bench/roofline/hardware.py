@@ -1,0 +1,48 @@
+"""The datasheet peaks of the GPUs this suite knows, and which a machine's GPU name is.
+
+Dense (no structured sparsity) figures, from NVIDIA's datasheets:
+- A100 40GB (SXM4, what the published table ran on: GCP a2-highgpu-1g): "NVIDIA A100 Tensor Core GPU" datasheet
+  (nvidia.com, 2020; table "A100 40GB SXM"): FP32 19.5 TFLOPS, TF32 Tensor Core 156, BFLOAT16 Tensor Core 312,
+  GPU memory bandwidth 1,555 GB/s.
+- H100 SXM (80GB HBM3): "NVIDIA H100 Tensor Core GPU" datasheet (nvidia.com, 2023; "H100 SXM" column, whose
+  tensor figures are given with sparsity: half of each is dense): FP32 67 TFLOPS, TF32 Tensor Core 494.5 (989 with
+  sparsity), BFLOAT16 Tensor Core 989.5 (1,979 with sparsity), GPU memory bandwidth 3.35 TB/s.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Datasheet:
+    name: str
+    flops: dict[str, float]  # compute mode -> peak FLOP/s: "float32" (no tensor cores), "tf32", "bfloat16"
+    bandwidth: float  # bytes/s of device memory
+    source: str
+    matches: tuple[str, ...]  # every one of these (case-insensitive) is in the GPU's name
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "flops": dict(self.flops), "bandwidth": self.bandwidth, "source": self.source}
+
+
+A100_40GB = Datasheet(
+    "NVIDIA A100 40GB (SXM4)",
+    {"float32": 19.5e12, "tf32": 156e12, "bfloat16": 312e12},
+    1555e9,
+    "NVIDIA A100 Tensor Core GPU datasheet (2020), A100 40GB SXM: dense peaks",
+    ("a100", "40gb"),
+)
+H100_SXM = Datasheet(
+    "NVIDIA H100 SXM (80GB HBM3)",
+    {"float32": 67e12, "tf32": 494.5e12, "bfloat16": 989.5e12},
+    3.35e12,
+    "NVIDIA H100 Tensor Core GPU datasheet (2023), H100 SXM: dense peaks (half the sparsity figures)",
+    ("h100", "hbm3"),
+)
+DATASHEETS = (A100_40GB, H100_SXM)
+
+
+def datasheet_for(gpu_name: str | None) -> Datasheet | None:
+    """The datasheet of a GPU by its name (nvidia-smi's, e.g. "NVIDIA A100-SXM4-40GB"); None when unknown."""
+    name = (gpu_name or "").lower()
+    return next((d for d in DATASHEETS if name and all(m in name for m in d.matches)), None)
