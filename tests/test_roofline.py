@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from committed import committed_results
 from fakes import bench_env, make_fake_envs
 
 from bench.backends import BACKENDS
@@ -296,7 +297,7 @@ def test_on_a_known_gpu_the_datasheet_fraction_follows_the_recorded_float32_mode
 
 
 def test_an_old_result_without_ceilings_or_work_is_read_and_counted(tmp_path):
-    old = json.loads(next((REPO / "results" / "cpu-full").rglob("jax__bert__fit__bs2__default.json")).read_text())
+    old = json.loads(next((committed_results() / "cpu-full").rglob("jax__bert__fit__bs2__default.json")).read_text())  # HEAD's
     assert "work" not in old and "ceilings" not in old["provenance"]
     result = Result.from_dict(old)
     assert use_of(result, {"host": {"matmul": {"float32": {"median": 1e11}}, "triad": {"median": 1e10}}}).mfu > 0
