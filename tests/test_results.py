@@ -113,7 +113,8 @@ def test_version_1_files_are_migrated_on_load(tmp_path):
     del data["cell"]["max_warmup_steps"]
     del data["cell"]["stack"]  # version 1 predates stacks
     for run in data["runs"]:
-        for new in ("first_step_contains", "steadiness", "compile_events", "derived", "reference", "device_memory", "gpu_state"):
+        for new in ("first_step_contains", "steadiness", "compile_events", "derived", "reference", "device_memory",
+                    "gpu_state", "generate_split"):
             del run[new]
     path = tmp_path / "v1.json"
     path.write_text(json.dumps(data))
