@@ -31,6 +31,7 @@ from bench.report.costs import costs_section
 from bench.report.figures import FIGURES, clear_old_figures, figures_section
 from bench.report.findings import findings_section
 from bench.report.grid import grid_section
+from bench.report.overhead import overhead_section
 from bench.report.markdown import details_section, head_section
 from bench.report.provenance import provenance_section
 from bench.report.readme import README_END, README_START, update_readme
@@ -51,6 +52,7 @@ SECTIONS: list[Section] = [
     Section("Figures", figures_section),
     Section("Inference grid study: then and now", grid_section),
     Section("Tuning study: variants and the published findings (issue 15)", tuning_section),
+    Section("Framework-overhead study (issue 30)", overhead_section),
     Section("What each cell cost to run", costs_section),
     Section(None, details_section),
 ]
