@@ -2,6 +2,7 @@
 fake clock (known prefill and per-token costs), without a framework; the smoke cells check real ones
 (tests/test_matrix.py)."""
 
+import re
 from types import SimpleNamespace
 
 import pytest
@@ -108,3 +109,92 @@ def test_result_split_takes_the_runs_median_and_old_results_have_none():
     split = result_split(SimpleNamespace(runs=runs))
     assert split["ttft_ms"] == 2.0 and split["agreement_error"] == 0.2 and split["agrees"] is False
     assert result_split(SimpleNamespace(runs=[SimpleNamespace(generate_split=None)])) is None
+
+
+def split_of(ttft_ms, tpot_ms, positions, error=0.02):
+    return {
+        "method": "test",
+        "new_tokens": 6,
+        "split_tokens": [1, 3],
+        "windows_ms": [1.0],
+        "tags": [1],
+        "ttft_ms": ttft_ms,
+        "tpot_ms": tpot_ms,
+        "decode_tokens_per_s": 1000 / tpot_ms,
+        "prefill_share": 0.5,
+        "prompt_tokens": 6,
+        "prefill_positions": positions,
+        "decode_attends_over": [12],
+        "agreement": {"relative_error": error, "agrees": error <= TOLERANCE},
+    }
+
+
+def rendered_split(tmp_path, keras_torch_ttft):
+    """Keras-on-torch (100 ms a call) beside native eager (20 ms, TTFT 5) and Keras-on-JAX (5 ms), every one split."""
+    from test_table import CPU, make, write_all
+
+    from bench.report import render
+
+    kw = dict(profile="smoke", machine=CPU, unit="ms/call", tokens=6)
+    cells = [
+        (
+            make("torch", "mistral", "generate", 1, 100.0, **kw),
+            split_of(keras_torch_ttft, (100 - keras_torch_ttft) / 5, 12),
+        ),
+        (make("native-torch", "mistral", "generate", 1, 20.0, variant="eager", **kw), split_of(5.0, 3.0, 6)),
+        (make("jax", "mistral", "generate", 1, 5.0, **kw), split_of(1.0, 0.8, 12, error=0.3)),
+    ]
+    for result, split in cells:
+        result.runs[0].generate_split = split
+    write_all(tmp_path, [r for r, _ in cells])
+    render(tmp_path, tmp_path / "RESULTS.md")
+    return re.sub(" +", " ", (tmp_path / "RESULTS.md").read_text())  # table cells without their padding
+
+
+def test_results_show_the_split_and_say_where_keras_torch_loses(tmp_path):
+    page = rendered_split(tmp_path / "decode", keras_torch_ttft=10.0)
+    assert "Generate split: time to first token and time per output token" in page
+    assert "| Mistral batch 1 | Keras 3 (PyTorch) | 100.0 | 10.00 | 18.00 | 55.6 | 50% | 12 (6) | 2.0% agrees |" in page
+    assert (
+        "| Keras 3 (JAX) | 5.000 | 1.000 | 0.800 | 1250.0 | 50% | 12 (6) | 30.0% off |" in page
+    )  # the check, per result
+    assert "-generate-split.png" in page  # the TTFT/TPOT figure
+    assert "**the decode loop** makes most of the difference" in page
+    # the published Table 2 ratio beside ours (100 / 5 = 20x), recomputed from bench/data
+    assert "| Table 2: Keras-torch / Keras-JAX generate, mistral batch 1 (A100)" in page and "| 20.00x |" in page
+    page = rendered_split(tmp_path / "prefill", keras_torch_ttft=85.0)
+    assert "**the padded prefill** makes most of the difference" in page
+
+
+def test_results_without_a_split_render_as_before(tmp_path):
+    from test_table import CPU, make, write_all
+
+    from bench.report import render
+
+    write_all(
+        tmp_path,
+        [make("torch", "mistral", "generate", 1, 100.0, profile="smoke", machine=CPU, unit="ms/call", tokens=6)],
+    )
+    render(tmp_path, tmp_path / "RESULTS.md")
+    assert "Generate split" not in (tmp_path / "RESULTS.md").read_text()
+
+
+def test_export_and_compare_carry_the_split(tmp_path):
+    from test_table import CPU, make, write_all
+
+    from bench import compare, export
+
+    kw = dict(profile="smoke", machine=CPU, unit="ms/call", tokens=6)
+    for folder, ttft in (("a", 10.0), ("b", 30.0)):
+        result = make("torch", "mistral", "generate", 1, 100.0, **kw)
+        result.runs[0].generate_split = split_of(ttft, 18.0, 12)
+        write_all(tmp_path / folder, [result, make("jax", "bert", "fit", 2, 5.0, profile="smoke", machine=CPU)])
+    rows = {r["model"]: r for r in export.rows(tmp_path / "a")}
+    assert (rows["mistral"]["ttft_ms"], rows["mistral"]["tpot_ms"], rows["mistral"]["prefill_positions"]) == (
+        10.0,
+        18.0,
+        12,
+    )
+    assert rows["mistral"]["split_agreement_error"] == 0.02 and rows["bert"]["ttft_ms"] == ""  # not a generate cell
+    text = compare.markdown(compare.compare(tmp_path / "a", tmp_path / "b"))
+    assert "## Generate split" in text and "| 10 → 30 | 3.00×" in re.sub(" +", " ", text)

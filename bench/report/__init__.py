@@ -30,6 +30,7 @@ from bench.report.analysis import Report, analyse
 from bench.report.costs import costs_section
 from bench.report.figures import FIGURES, clear_old_figures, figures_section
 from bench.report.findings import findings_section
+from bench.report.generate import generate_section
 from bench.report.grid import grid_section
 from bench.report.overhead import overhead_section
 from bench.report.markdown import details_section, head_section
@@ -50,6 +51,7 @@ SECTIONS: list[Section] = [
     Section("Derived findings and comparison with the published numbers", findings_section),
     Section("Beside today's stack", stacks_section),
     Section("Figures", figures_section),
+    Section("Generate split: time to first token and time per output token (issue 30)", generate_section),
     Section("Inference grid study: then and now", grid_section),
     Section("Tuning study: variants and the published findings (issue 15)", tuning_section),
     Section("Framework-overhead study (issue 30)", overhead_section),
