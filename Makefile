@@ -57,7 +57,7 @@ $(UV): containers/uv-requirements.txt
 	@mkdir -p $(dir $(UV))
 	$(PYTHON) containers/install-uv.py containers/uv-requirements.txt $(dir $(UV))
 
-.PHONY: help wheelhouse gpu-check bench bench-all bench-cpu-full grid tuning plan table test test-extended test-stack2024 test-fast lint docs check ceilings flops-check bench-overhead clean-results doctor export compare submit submit-status
+.PHONY: help wheelhouse gpu-check bench bench-all bench-cpu-full grid tuning overhead plan table test test-extended test-stack2024 test-fast lint docs check ceilings flops-check bench-overhead clean-results doctor export compare submit submit-status
 
 help: ## List every target with one line each
 	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | sort -u | awk 'BEGIN{FS=":.*## "}{printf "  %-18s %s\n", $$1, $$2}'
@@ -104,6 +104,14 @@ tuning: doctor envs ## Run the tuning study (ViT: default vs sdpa, attention-dro
 		--variant default,eager,compiled,sdpa,attention-dropout-0,matmul-high,loader-workers-0,loader-workers-2 \
 		$(if $(filter cpu,$(TUNING_PROFILE)),--warmup 1 --steps $(or $(STEPS),5) --timeout 1800,$(if $(STEPS),--steps $(STEPS))) \
 		$(call flag,RESUME,--resume) --results-dir "$(TUNING_RESULTS)"
+
+# The framework-overhead study (issue 30, bench/overhead/): keras#22561 / #22660's small CNN and 2-layer LM on eight
+# columns (pure PyTorch eager/compile, Keras on torch eager/compile, pure JAX eager/jit, Keras on JAX eager/jit), one
+# worker per env (torch, jax) -> $(RESULTS)/overhead/, $(RESULTS)/OVERHEAD.md. SIZE=smoke: toy shapes (the tests).
+overhead: doctor ## Framework-overhead study (keras#22561/#22660: Keras vs pure torch/JAX) -> $(RESULTS)/OVERHEAD.md; SIZE=default|smoke
+	@for e in torch jax; do $(MAKE) --no-print-directory env BACKEND=$$e; done
+	@$(MAKE) --no-print-directory env-tools
+	$(TOOLS_PY) -m bench.overhead.run $(if $(SIZE),--size $(SIZE)) --results-dir "$(RESULTS)"
 
 # Issue 11: every cell of the published table at full size on this CPU, by the cpu profile alone (bench/profiles.toml:
 # paper shapes, each batch capped at 2, a first step and 2 timed steps, an hour per cell), into a folder of its own.

@@ -75,7 +75,18 @@ def measure(cell: Cell) -> Run:
         framework=frameworks.framework_info(backend.framework),
         process={**provenance.process_provenance(), "peak_rss_gib": provenance.peak_rss_gib()},
         device_memory=frameworks.device_memory(backend.framework),
+        generate_split=generate_split(workload, cell, split.timed_ms),
     )
+
+
+def generate_split(workload, cell: Cell, whole_timed_ms: list[float]) -> dict | None:
+    """The prefill/decode split of a generate cell whose driver took one (bench/drivers.py drive_generate)."""
+    if getattr(workload, "split_timer", None) is None:
+        return None
+    from bench.generate_split import split_record
+
+    return split_record(workload.split_timer, whole_timed_ms, workload.shape.new_tokens, cell.batch_size,
+                        workload.generate_work())
 
 
 def figures(timer: StepTimer, derivation: str | None) -> tuple[Split, bool]:

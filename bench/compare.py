@@ -20,6 +20,7 @@ from typing import NamedTuple
 
 from bench.backends import DEFAULT_STACK
 from bench.errors import BenchError
+from bench.generate_split import result_split
 from bench.results import Result
 from bench.report.load import COLUMNS, Column, RowKey, load_results, order_rows
 from bench.report.text import fmt_x, github_table, md, status_label, write_text_atomic
@@ -191,12 +192,30 @@ def markdown(comparison: Comparison, figure: str | None = None) -> str:
             for row, cells in ordered_pairs(comparison, (profile, stack))
         ]
         lines += ["", f"## {profile} profile" + ("" if stack == DEFAULT_STACK else f", stack {stack}"), "", github_table(body, headers)]
+    lines += split_lines(comparison)
     for name, keys in (("A", comparison.only_a), ("B", comparison.only_b)):
         if keys:
             lines += ["", f"## Only in {name}", ""] + [f"- {k.text()}" for k in keys]
     if figure:
         lines += ["", f"![B / A per cell]({figure})"]
     return "\n".join(lines) + "\n"
+
+
+def split_lines(comparison: Comparison) -> list[str]:
+    """Generate cells split in both sets (bench/generate_split.py): B / A of TTFT and of TPOT, so a move is placed
+    in the prefill or the decode."""
+    body = []
+    for pair in comparison.pairs:
+        a, b = result_split(pair.a), result_split(pair.b)
+        if not pair.comparable or not a or not b:
+            continue
+        ratios = [fmt_x(b[k] / a[k]) if a.get(k) and b.get(k) and a[k] > 0 else "n/a" for k in ("ttft_ms", "tpot_ms")]
+        tpot = f"{a['tpot_ms']:.4g} → {b['tpot_ms']:.4g}" if None not in (a.get("tpot_ms"), b.get("tpot_ms")) else ""
+        body.append([md(pair.key.text()), f"{a['ttft_ms']:.4g} → {b['ttft_ms']:.4g}", ratios[0], tpot, ratios[1]])
+    if not body:
+        return []
+    return ["", "## Generate split: time to first token and time per output token, B / A", "",
+            github_table(body, ["cell", "TTFT ms (A → B)", "TTFT B / A", "TPOT ms (A → B)", "TPOT B / A"])]
 
 
 def draw(comparison: Comparison, path: Path) -> Path | None:

@@ -9,8 +9,10 @@ on all three. The loops are started with the plan's largest step count and stopp
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Callable
 
+from bench.generate_split import split_lengths
 from bench.timing import StepTimer
 
 
@@ -19,6 +21,28 @@ def drive_steps(workload, timer: StepTimer) -> None:
     timer.begin()
     while timer.lap(workload.step()):
         pass
+
+
+def drive_generate(workload, timer: StepTimer) -> None:
+    """Generate, split into prefill and decode (bench/generate_split.py): per step, the whole call in `timer`'s
+    window (the published ms/call figure, as the "steps" driver times it), then the one-new-token and partial
+    calls in a second timer's windows (`workload.split_timer`), alternating their order step by step. Each timer
+    keeps its own warm-up; the loop goes on until both have their windows, so every part is timed interleaved with
+    the whole calls and the machine's drift touches them alike."""
+    lengths = split_lengths(workload.shape.new_tokens)
+    plan = replace(timer.plan, windows_per_step=len(lengths))
+    parts = StepTimer(workload.timing_device, plan, clock=timer._clock)  # one clock for both timers
+    workload.split_timer = parts
+    step = 0
+    while not (timer.done and parts.done):
+        if not timer.done:
+            timer.begin()
+            timer.end(workload.step())
+        if not parts.done:
+            for tokens in lengths if step % 2 == 0 else lengths[::-1]:
+                parts.begin()
+                parts.end(workload.generate(tokens), tag=tokens)
+        step += 1
 
 
 def drive_step_pairs(workload, timer: StepTimer) -> None:
@@ -137,6 +161,7 @@ DERIVATIONS: dict[str, Callable[[list[float], list[Any]], list[float]]] = {"pair
 
 DRIVERS: dict[str, Callable[[Any, StepTimer], None]] = {
     "steps": drive_steps,
+    "generate": drive_generate,
     "step-pairs": drive_step_pairs,
     "keras-fit": drive_keras_fit,
     "keras-predict": drive_keras_predict,

@@ -10,6 +10,7 @@ import io
 from pathlib import Path
 from typing import Any
 
+from bench.generate_split import result_split
 from bench.provenance import machine_label
 from bench.report.load import load_results
 from bench.errors import BenchError
@@ -18,6 +19,9 @@ from bench.results import Result
 COLUMNS = (
     "profile", "machine", "stack", "backend", "model", "task", "batch", "variant", "status", "unit",
     "median", "p10", "p90", "repeats", "repeat_cv", "tokens_per_s", "commit", "lock_sha256", "file",
+    # generate only (bench/generate_split.py): time to first token, time per output token, decode tokens/s, the
+    # prefill's positions (padding included), the agreement check's largest relative error over the runs
+    "ttft_ms", "tpot_ms", "decode_tokens_per_s", "prefill_positions", "split_agreement_error",
 )
 
 
@@ -53,7 +57,17 @@ def row(result: Result, file: str) -> dict[str, Any]:
         "commit": (result.provenance.get("git") or {}).get("commit") or "",
         "lock_sha256": lock_sha256(result),
         "file": file,
+        **split_columns(result),
     }
+
+
+def split_columns(result: Result) -> dict[str, Any]:
+    """The generate split's columns, empty for every other cell and for results written before it."""
+    split = result_split(result) or {}
+    return {"ttft_ms": split.get("ttft_ms") or "", "tpot_ms": split.get("tpot_ms") or "",
+            "decode_tokens_per_s": split.get("decode_tokens_per_s") or "",
+            "prefill_positions": split.get("prefill_positions") or "",
+            "split_agreement_error": "" if split.get("agreement_error") is None else split["agreement_error"]}
 
 
 def rows(results_dir: Path) -> list[dict[str, Any]]:

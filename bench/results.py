@@ -19,15 +19,16 @@ from bench.registry import Cell, get_model
 from bench.roofline.work import cell_work
 
 SCHEMA_VERSION = 2  # 2 added first_step_contains, steadiness, compile_events, derived, reference; killed, unsteady
-# (and later, optional: device_memory, gpu_state)
+# (and later, optional: device_memory, gpu_state, generate_split)
 READABLE_VERSIONS = (1, 2)  # older files are migrated on load (the new fields take their defaults)
 STATUSES = ("ok", "oom", "timeout", "error", "unsupported", "killed", "unsteady", "oom-predicted")
 HISTORY = "history"  # earlier results of the same cell, moved aside rather than overwritten
 # Folders under results/ that hold no current result of the published table (slurm: job files; grid: the
 # inference grid study's own results, read by bench/report/grid.py; tuning: the tuning study's own results folder,
 # `make tuning`, rendered on its own by `make table`).
-# gpu-check: its own report and short cells; ceilings: `make ceilings`' machine files (bench/roofline/ceilings.py)
-NOT_RESULTS = {HISTORY, "logs", "figures", "slurm", "grid", "tuning", "quarantine", "gpu-check", "ceilings"}
+# gpu-check: its own report and short cells; ceilings: `make ceilings`' machine files (bench/roofline/ceilings.py);
+# overhead: the framework-overhead study (bench/overhead/, make overhead)
+NOT_RESULTS = {HISTORY, "logs", "figures", "slurm", "grid", "tuning", "quarantine", "gpu-check", "ceilings", "overhead"}
 QUARANTINE = "quarantine"  # where `bench validate --quarantine` moves unreadable result files
 
 
@@ -71,6 +72,9 @@ class Run:
     # "source", "plan_gib"}): present whenever the framework used a GPU (bench/frameworks.py device_memory).
     device_memory: dict[str, Any] | None = None
     gpu_state: dict[str, Any] | None = None  # the cell's GPU as it started and ended: {"gpu", "start", "end"} (clocks, power, throttle)
+    # generate only: the call split into prefill and decode (TTFT, TPOT, the agreement check) with the raw windows of
+    # its one-token and partial calls (bench/generate_split.py); absent in results written before it
+    generate_split: dict[str, Any] | None = None
 
     def stats(self) -> Stats | None:
         return Stats.of(self.timed_ms, allow_negative=self.derived) if self.status == "ok" and self.timed_ms else None

@@ -22,7 +22,7 @@ MODELS_DIR = Path(__file__).resolve().parent / "models"
 WORKLOAD_FILE = "workload.toml"  # a folder of MODELS_DIR holding one is a model
 TASKS = ("fit", "predict", "generate")
 # How a task's steps are driven and timed (bench/drivers.py holds one function per name).
-DRIVERS = ("steps", "keras-fit", "keras-predict", "trainer", "step-pairs")
+DRIVERS = ("steps", "keras-fit", "keras-predict", "trainer", "step-pairs", "generate")
 
 
 @dataclass(frozen=True)

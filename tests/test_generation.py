@@ -80,7 +80,24 @@ try:
     caught = None
 except GenerationCheckError as e:
     caught = str(e)
-print("GENERATE " + json.dumps({"calls": len(outputs), "tokens_per_step": workload.tokens_per_step(), "caught": caught}))
+outputs[-1] = last
+# the split's one-token and partial calls (issue 30) are checked too: one token short fails
+split_tokens = sorted(workload.split_outputs)
+one = workload.split_outputs[1]
+if isinstance(one, dict):
+    cut = dict(one)
+    cut["padding_mask"] = cut["padding_mask"].copy()
+    cut["padding_mask"][0, -1] = False
+else:
+    cut = one[:, :-1]
+workload.split_outputs[1] = cut
+try:
+    workload.check()
+    split_caught = None
+except GenerationCheckError as e:
+    split_caught = str(e)
+print("GENERATE " + json.dumps({"calls": len(outputs), "tokens_per_step": workload.tokens_per_step(), "caught": caught,
+                                "split_tokens": split_tokens, "split_caught": split_caught}))
 """
 
 
@@ -95,3 +112,4 @@ def test_real_generate_passes_and_a_short_one_fails(backend):
     assert got["calls"] == 3  # 1 first + 2 timed
     assert got["tokens_per_step"] == 2 * 6  # batch 2 x (12 - 6: BOS + 5 words) new tokens in the smoke shape
     assert got["caught"] and ("unfilled" in got["caught"] or "shape (2, 11)" in got["caught"]), got
+    assert got["split_tokens"] == [1, 3] and got["split_caught"], got  # smoke: 6 new tokens, so k = 3

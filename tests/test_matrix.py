@@ -106,8 +106,24 @@ def test_smoke_cell(cell, tmp_path):
         shape: CausalLMShape = get_model(cell.model).shape("smoke")
         assert r.unit == "ms/call" and run.tokens_per_step == cell.batch_size * shape.new_tokens
         assert r.tokens_per_s() > 0
+        assert_generate_split(run, shape, backend.family)
     if cell.model == "stable_diffusion" and cell.task == "predict":
         assert r.unit == "ms/denoising step" and run.derived and len(run.windows_ms) == 2 * steps_run
     if getattr(get_model(cell.model).shape("smoke"), "dtype", None) == "bfloat16":
         dtypes = settings.get("parameter_dtypes") or [settings["backbone_dtype_policy"]]
         assert any("bfloat16" in d for d in dtypes), dtypes
+
+
+def assert_generate_split(run, shape, family: str) -> None:
+    """Issue 30: every generate result carries TTFT, TPOT and the agreement check, from raw windows it keeps, and
+    the work each phase did (keras-hub's prefill computes the whole padded length, transformers' the prompt)."""
+    split = run.generate_split
+    assert split and split["ttft_ms"] > 0 and split["tpot_ms"] is not None, split
+    assert split["whole_call_ms"] == run.stats().median  # the published ms/call figure is the whole call's, unchanged
+    agreement = split["agreement"]
+    assert agreement["tolerance"] > 0 and agreement["relative_error"] >= 0 and isinstance(agreement["agrees"], bool)
+    parts = len(split["split_tokens"])
+    assert len(split["windows_ms"]) == len(split["tags"]) == parts * (1 + split["warmup_steps_run"] + len(run.timed_ms))
+    assert split["prompt_tokens"] == shape.prompt_length
+    assert split["prefill_positions"] == (shape.generate_length if family == "keras" else shape.prompt_length)
+    assert len(split["decode_attends_over"]) == split["decode_steps_per_call"]

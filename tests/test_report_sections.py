@@ -30,6 +30,8 @@ def test_a_registered_section_is_numbered_and_leaves_other_tables_byte_identical
 def test_the_registry_lists_every_built_in_renderer_once():
     assert [s.title for s in SECTIONS] == [None, "Where these numbers come from", "Derived findings and comparison with the published numbers",
                                            "Beside today's stack", "Figures", "Against the machine's limits: MFU and bandwidth use",
+                                           "Generate split: time to first token and time per output token (issue 30)",
                                            "Inference grid study: then and now",
-                                           "Tuning study: variants and the published findings (issue 15)", "What each cell cost to run", None]
+                                           "Tuning study: variants and the published findings (issue 15)",
+                                           "Framework-overhead study (issue 30)", "What each cell cost to run", None]
     assert len({s.render for s in SECTIONS}) == len(SECTIONS)

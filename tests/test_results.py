@@ -114,7 +114,8 @@ def test_version_1_files_are_migrated_on_load(tmp_path):
     del data["cell"]["stack"]  # version 1 predates stacks
     del data["work"]  # and the work counts (issue 31)
     for run in data["runs"]:
-        for new in ("first_step_contains", "steadiness", "compile_events", "derived", "reference", "device_memory", "gpu_state"):
+        for new in ("first_step_contains", "steadiness", "compile_events", "derived", "reference", "device_memory",
+                    "gpu_state", "generate_split"):
             del run[new]
     path = tmp_path / "v1.json"
     path.write_text(json.dumps(data))

@@ -25,6 +25,8 @@ class Workload(abc.ABC):
         self.task = cell.task_spec
         self.driver = self.task.driver(get_backend(cell.backend).family)
         self.steps_run = 0  # set after the driver ran: the number of steps (first + warm-up + timed) it took
+        # the "generate" driver's timer of the one-token and partial calls (bench/generate_split.py)
+        self.split_timer = None
 
     @property
     def unit(self) -> str:
@@ -47,6 +49,17 @@ class Workload(abc.ABC):
 
     def call(self, num_steps: int) -> Any:
         raise NotImplementedError(f"{type(self).__name__} has no call() for the 'step-pairs' driver")
+
+    def generate(self, new_tokens: int) -> Any:
+        """One generate call writing `new_tokens` new tokens per sequence on the whole call's prompt, padded length
+        and compiled function: the "generate" driver's one-token and partial calls (bench/generate_split.py)."""
+        raise NotImplementedError(f"{type(self).__name__} has no generate() for the 'generate' driver")
+
+    def generate_work(self) -> dict[str, Any]:
+        """What each phase of a generate call computes in this library (the run's generate_split): `prompt_tokens`,
+        `prefill_positions` (padding included), `decode_steps_per_call`, `decode_attends_over` (per decode step,
+        the key/value length its attention spans) and `split_calls` (how the one-token and partial calls ran)."""
+        return {}
 
     def tokens_per_step(self) -> int | None:
         """Generated tokens per step, for generate tasks (reported as tokens/s)."""

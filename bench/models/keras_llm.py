@@ -26,6 +26,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from bench.generate_split import split_lengths
 from bench.models.llm import GenerationCheckError, check_generated, prompt_ids
 from bench.models.keras_common import (
     KerasWorkload,
@@ -112,6 +113,7 @@ class KerasCausalLM(KerasWorkload):
         if self.keras_major != 3:
             raise RuntimeError(f"{self.task_class} needs Keras 3 (keras-hub); {cell.backend} is Keras {self.keras_major}")
         self.outputs: list[Any] = []
+        self.split_outputs: dict[int, Any] = {}
 
     @classmethod
     def parameter_counts(cls, s, keras_major: int = 3) -> dict[str, int]:
@@ -157,6 +159,7 @@ class KerasCausalLM(KerasWorkload):
             padding_mask = np.zeros((bs, s.generate_length), dtype=bool)
             padding_mask[:, : s.prompt_length] = True
             self.inputs = {"token_ids": token_ids, "padding_mask": padding_mask}
+            self.split_inputs = self.split_call_inputs(token_ids, r)
             self.no_stop_tokens = {"stop_token_ids": None} if "stop_token_ids" in inspect.signature(self.model.generate).parameters else {}
 
     def step(self) -> Any:
@@ -167,9 +170,52 @@ class KerasCausalLM(KerasWorkload):
         self.outputs.append(output)
         return output
 
+    def split_call_inputs(self, token_ids: np.ndarray, r) -> dict[int, dict[str, np.ndarray]]:
+        """The one-token and partial calls' inputs (bench/generate_split.py): k new tokens on the same
+        `generate_length` positions, the prompt taken to `generate_length - k` real ids (the whole call's prompt,
+        then seeded ids). keras-hub's prefill (`_build_cache`) computes every position of the padded input whatever
+        the prompt, and its sampler writes from the first unmasked position to the end, so each such call runs
+        the whole call's prefill and its first k decode steps over the same cache; made here, outside any window."""
+        s, bs = self.shape, self.cell.batch_size
+        out = {}
+        for tokens in split_lengths(s.new_tokens):
+            prompt = s.generate_length - tokens
+            ids = token_ids.copy()
+            filler = r.integers(1, s.vocabulary_size, (bs, prompt - s.prompt_length), dtype="int32")
+            ids[:, s.prompt_length : prompt] = filler
+            mask = np.zeros((bs, s.generate_length), dtype=bool)
+            mask[:, :prompt] = True
+            out[tokens] = {"token_ids": ids, "padding_mask": mask}
+        return out
+
+    def generate(self, new_tokens: int) -> Any:
+        output = self.model.generate(dict(self.split_inputs[new_tokens]), **self.no_stop_tokens)
+        self.split_outputs[new_tokens] = output  # the last of each kind, checked after the run
+        return output
+
+    def generate_work(self) -> dict[str, Any]:
+        s = self.shape
+        return {
+            "prompt_tokens": s.prompt_length,
+            # keras-hub packs the prompt to the full length and computes all of it
+            "prefill_positions": s.generate_length,
+            # the sampler's first step recomputes the last prompt position: n decode steps for n new tokens
+            "decode_steps_per_call": s.new_tokens,
+            "decode_attends_over": [s.generate_length] * s.new_tokens,  # the cache is the whole padded length
+            "split_calls": "same padded length, the prompt taken to generate_length - k real ids: "
+                           "the whole call's prefill + its first k decode steps",
+        }
+
     def check(self) -> None:
         if self.cell.task != "generate":
             return
+        for tokens, output in self.split_outputs.items():
+            ids = np.asarray(output["token_ids"])
+            filled = np.asarray(output["padding_mask"]).all()
+            if ids.shape != (self.cell.batch_size, self.shape.generate_length) or not filled:
+                raise GenerationCheckError(f"the {tokens}-new-token call returned {ids.shape} token ids, unfilled ones")
+            if not np.array_equal(ids[:, : self.shape.prompt_length], self.prompt_ids):
+                raise GenerationCheckError(f"the {tokens}-new-token call overwrote the prompt's token ids")
         for output in self.outputs:
             if not isinstance(output, dict) or not {"token_ids", "padding_mask"} <= set(output):
                 raise GenerationCheckError(f"generate returned {type(output).__name__}, not a dict of token_ids and padding_mask")

@@ -113,6 +113,7 @@ class TorchCausalLM(TorchWorkload):
     def __init__(self, cell, shape):
         super().__init__(cell, shape)
         self.outputs: list[torch.Tensor] = []
+        self.split_outputs: dict[int, torch.Tensor] = {}
 
     def setup(self) -> None:
         s, bs = self.shape, self.cell.batch_size
@@ -170,21 +171,44 @@ class TorchCausalLM(TorchWorkload):
     def optim(self) -> str:
         return "sgd" if self.shape.optimizer == "sgd" else "adamw_torch"
 
-    @torch.inference_mode()
     def step(self) -> torch.Tensor:
-        n = self.shape.new_tokens
+        out = self.generate_call(self.shape.new_tokens)
+        self.outputs.append(out)  # checked after the run: a copy to the host here would sit inside the window
+        return out
+
+    def generate(self, new_tokens: int) -> torch.Tensor:
+        out = self.generate_call(new_tokens)
+        self.split_outputs[new_tokens] = out  # the last of each kind, checked after the run
+        return out
+
+    def generate_work(self) -> dict[str, Any]:
+        s = self.shape
+        static = self.static_cache is not None or self.model.generation_config.cache_implementation == "static"
+        return {
+            "prompt_tokens": s.prompt_length,
+            "prefill_positions": s.prompt_length,  # the prefill runs on the prompt alone and gives the first token
+            "decode_steps_per_call": s.new_tokens - 1,
+            # the static cache (compiled) spans generate_length positions, masked; the dynamic one grows a token a step
+            "decode_attends_over": [s.generate_length if static else s.prompt_length + i
+                                    for i in range(1, s.new_tokens)],
+            "split_calls": "the same prompt and cache, max_new_tokens = min_new_tokens = k",
+        }
+
+    @torch.inference_mode()
+    def generate_call(self, n: int) -> torch.Tensor:
         cache = {}
         if self.static_cache is not None:
             self.static_cache.reset()  # in place: the same tensors, so the recorded CUDA graphs stay valid
             cache = {"past_key_values": self.static_cache}
-        out = self.model.generate(**self.inputs, max_new_tokens=n, min_new_tokens=n, do_sample=False, **cache)
-        self.outputs.append(out)  # checked after the run: a copy to the host here would sit inside the window
-        return out
+        return self.model.generate(**self.inputs, max_new_tokens=n, min_new_tokens=n, do_sample=False, **cache)
 
     def check(self) -> None:
         if self.cell.task == "generate":
             calls = [(out.cpu().numpy(), None) for out in self.outputs]
             check_generated(calls, self.inputs["input_ids"].cpu().numpy(), self.shape.generate_length, self.steps_run)
+            for tokens, out in self.split_outputs.items():
+                prompt = self.inputs["input_ids"].cpu().numpy()
+                check_generated([(out.cpu().numpy(), None)], prompt, self.shape.prompt_length + tokens, 1)
         super().check()
 
     def settings(self) -> dict[str, Any]:

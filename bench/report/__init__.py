@@ -30,7 +30,9 @@ from bench.report.analysis import Report, analyse
 from bench.report.costs import costs_section
 from bench.report.figures import FIGURES, clear_old_figures, figures_section
 from bench.report.findings import findings_section
+from bench.report.generate import generate_section
 from bench.report.grid import grid_section
+from bench.report.overhead import overhead_section
 from bench.report.markdown import details_section, head_section
 from bench.report.provenance import provenance_section
 from bench.report.readme import README_END, README_START, update_readme
@@ -51,8 +53,10 @@ SECTIONS: list[Section] = [
     Section("Beside today's stack", stacks_section),
     Section("Figures", figures_section),
     Section(MACHINE_TITLE, machine_section),
+    Section("Generate split: time to first token and time per output token (issue 30)", generate_section),
     Section("Inference grid study: then and now", grid_section),
     Section("Tuning study: variants and the published findings (issue 15)", tuning_section),
+    Section("Framework-overhead study (issue 30)", overhead_section),
     Section("What each cell cost to run", costs_section),
     Section(None, details_section),
 ]

@@ -1,0 +1,243 @@
+"""The framework-overhead study's report (issue 30): <results>/OVERHEAD.md from its result files
+(<results>/overhead/, written by bench/overhead/run.py), and a Section of RESULTS.md (registered in
+bench/report/__init__.py SECTIONS) with its verdicts for the table's machine.
+
+One page part per (size, machine): numbers from different hardware never share a table.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bench.overhead.spec import (
+    BENCHMARKS,
+    COLUMNS,
+    FINDINGS,
+    HOLDS_FACTOR,
+    SOURCES,
+    STUDY_DIR,
+    TOLERANCE,
+    holds,
+    published,
+    published_ratio,
+)
+from bench.provenance import machine_label
+from bench.report import text
+from bench.report.text import write_text_atomic
+from bench.results import HISTORY, Result, load
+
+PAGE = "OVERHEAD.md"
+
+
+@dataclass
+class OverheadGroup:
+    size: str
+    machine: str
+    results: list[Result] = field(default_factory=list)
+
+    def ms(self, benchmark: str, column: str) -> float | None:
+        for r in self.results:
+            if r.cell.model == benchmark and r.cell.variant == column and r.status == "ok":
+                return r.summary().median
+        return None
+
+    def result(self, benchmark: str, column: str) -> Result | None:
+        return next((r for r in self.results if r.cell.model == benchmark and r.cell.variant == column), None)
+
+    def ratio(self, benchmark: str, numerator: str, denominator: str) -> float | None:
+        a, b = self.ms(benchmark, numerator), self.ms(benchmark, denominator)
+        return a / b if a and b else None
+
+
+def load_overhead(results_dir: Path) -> list[OverheadGroup]:
+    """Every current overhead result, grouped by (size, machine label); an unreadable file raises, naming itself."""
+    root = Path(results_dir) / STUDY_DIR
+    groups: dict[tuple[str, str], OverheadGroup] = {}
+    for path in sorted(root.rglob("*.json")) if root.is_dir() else []:
+        if HISTORY in path.relative_to(root).parts or path.name.startswith("."):
+            continue
+        result = load(path)
+        key = (result.cell.profile.removeprefix("overhead-"), machine_label(result.provenance.get("machine", {})))
+        groups.setdefault(key, OverheadGroup(*key)).results.append(result)
+    return list(groups.values())
+
+
+def cell_text(result: Result | None) -> str:
+    if result is None:
+        return ""
+    if result.status != "ok":
+        return result.status
+    s = result.summary()
+    return f"{text.fmt_ms(s.median)} ({text.fmt_ms(s.p10)}–{text.fmt_ms(s.p90)})"
+
+
+def fmt_ratio(value: float | None) -> str:
+    return f"{value:.2f}x" if value else "–"
+
+
+def verdict(ours: float | None, claimed: float) -> str:
+    held = holds(ours, claimed)
+    return "not measured" if held is None else "holds" if held else "does not hold"
+
+
+def findings_table(group: OverheadGroup) -> list[str]:
+    rows = []
+    for f in FINDINGS:
+        ours = group.ratio(f.benchmark, f.numerator, f.denominator)
+        rows.append(
+            [f.text, SOURCES[f.source], fmt_ratio(published_ratio(f)), fmt_ratio(ours), verdict(ours, f.claimed)]
+        )
+    return [
+        text.tabulate(
+            rows,
+            headers=["published finding", "source", "published ratio", "ours", f"verdict (within {HOLDS_FACTOR:g}x)"],
+            tablefmt="github",
+            disable_numparse=True,
+        )
+    ]
+
+
+def group_lines(group: OverheadGroup) -> list[str]:
+    columns = list(COLUMNS)
+    lines = [
+        f"Median ms per call (p10–p90) over each column's timed calls; {group.results[0].cell.timed_steps} timed calls "
+        "per column, "
+        "the columns of one env called round-robin in one process.",
+        "",
+    ]
+    rows = [[BENCHMARKS[b].display] + [cell_text(group.result(b, c)) for c in columns] for b in BENCHMARKS]
+    lines += [
+        text.tabulate(
+            rows,
+            headers=["benchmark"] + [COLUMNS[c].display for c in columns],
+            tablefmt="github",
+            disable_numparse=True,
+        ),
+        "",
+    ]
+    lines += ["The published figures (Apple MPS; `bench/data/keras_overhead_2026.csv`), ms per call:", ""]
+    figures = published()
+    rows = [
+        [f"{BENCHMARKS[b].display}, {SOURCES[s]}"]
+        + [text.fmt_ms(v) if (v := figures.get((s, b, c))) else "–" for c in columns]
+        for b in BENCHMARKS
+        for s in SOURCES
+    ]
+    lines += [
+        text.tabulate(
+            rows,
+            headers=["benchmark, source"] + [COLUMNS[c].display for c in columns],
+            tablefmt="github",
+            disable_numparse=True,
+        ),
+        "",
+    ]
+    keras = [c for c, spec in COLUMNS.items() if spec.keras]
+    lines += [
+        "Overhead: each Keras column's ms per call over its plain framework's (the pull request's overhead analysis); "
+        "ours, then the pull request's and the issue's:",
+        "",
+    ]
+    rows = []
+    for b in BENCHMARKS:
+        row = [BENCHMARKS[b].display]
+        for c in keras:
+            base = COLUMNS[c].baseline
+            pub = [
+                figures.get((s, b, c)) and figures.get((s, b, base)) and figures[(s, b, c)] / figures[(s, b, base)]
+                for s in SOURCES
+            ]
+            row.append(f"{fmt_ratio(group.ratio(b, c, base))} ({' / '.join(fmt_ratio(p) for p in reversed(pub))})")
+        rows.append(row)
+    headers = ["benchmark"] + [f"{COLUMNS[c].display} / {COLUMNS[COLUMNS[c].baseline].display}" for c in keras]
+    lines += [text.tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True), ""]
+    lines += [
+        "Published findings re-tested on this machine (a finding holds when our ratio is within "
+        f"{HOLDS_FACTOR:g}x of the published one, either way):",
+        "",
+    ]
+    lines += findings_table(group) + [""]
+    mismatched = [r for r in group.results if r.status == "error" and "not the same computation" in (r.message or "")]
+    compared = [
+        r
+        for r in group.results
+        if r.status == "ok" and r.runs[0].settings.get("parity") in ("within tolerance", "same token ids")
+    ]
+    lines.append(
+        f"Same computation: {len(compared)} of {len(group.results)} columns' outputs equal PyTorch eager's "
+        "(forward within "
+        f"{TOLERANCE:g} of its largest magnitude, generate the same token ids); "
+        + (
+            f"{len(mismatched)} differ: " + ", ".join(f"{r.cell.model} {r.cell.variant}" for r in mismatched)
+            if mismatched
+            else "none differs."
+        )
+    )
+    failed = [r for r in group.results if r.status != "ok" and r not in mismatched]
+    if failed:
+        lines += [""] + [f"- {r.cell.model} {r.cell.variant}: {r.status}: {text.md(r.message or '')}" for r in failed]
+    first = [
+        [BENCHMARKS[b].display]
+        + [
+            text.fmt_ms(r.runs[0].first_step_ms) if (r := group.result(b, c)) and r.runs[0].first_step_ms else ""
+            for c in columns
+        ]
+        for b in BENCHMARKS
+    ]
+    lines += [
+        "",
+        "First call (trace, compile) apart, ms:",
+        "",
+        text.tabulate(
+            first,
+            headers=["benchmark"] + [COLUMNS[c].display for c in columns],
+            tablefmt="github",
+            disable_numparse=True,
+        ),
+    ]
+    return lines
+
+
+def render_overhead(results_dir: Path) -> Path:
+    """Write <results_dir>/OVERHEAD.md from the study's result files; returns its path."""
+    groups = load_overhead(results_dir)
+    lines = [
+        "# Framework-overhead study (issue 30)",
+        "",
+        "Rendered by `make overhead` (`python -m bench.overhead.run`) from the result files under "
+        f"`{STUDY_DIR}/`: keras-team/keras issue #22561 and pull request #22660's workload (bench/overhead/spec.py) on "
+        "eight columns, the same seeded weights in every column and every output compared with PyTorch eager's. "
+        "One table per size and machine.",
+        "",
+    ]
+    if not groups:
+        lines += ["No results yet: run `make overhead`.", ""]
+    for group in groups:
+        lines += [f"## {group.size} — {group.machine}", ""]
+        if group.size != "default":
+            lines += [
+                f"The `{group.size}` size: toy shapes that run the same code; its figures say nothing about the "
+                "frameworks.",
+                "",
+            ]
+        lines += group_lines(group) + [""]
+    out = Path(results_dir) / PAGE
+    write_text_atomic(out, "\n".join(lines).rstrip("\n") + "\n")
+    return out
+
+
+def overhead_section(table, page) -> list[str]:
+    """RESULTS.md's section: the study's verdicts for this table's machine (the published size only), linking
+    OVERHEAD.md. No such result: no lines, so the section leaves no trace."""
+    results_dir = page.fig_dir.parent
+    groups = [g for g in load_overhead(results_dir) if g.machine == table.group.machine and g.size == "default"]
+    lines = []
+    for group in groups:
+        lines += [
+            "The framework-overhead study on this machine (keras#22561 / #22660's workload; all columns and figures in "
+            f"[{PAGE}]({PAGE})):",
+            "",
+        ]
+        lines += findings_table(group) + [""]
+    return lines
