@@ -18,7 +18,8 @@ REPO = Path(__file__).resolve().parent.parent
 # tuning study's (its own folder).
 # HEAD's files, not what a user's own run left in results/ (tests/committed.py).
 RESULTS = committed_results()
-COMMITTED = (result_files(RESULTS) + sorted(p for p in (RESULTS / "grid").rglob("*.json") if "history" not in p.parts)
+COMMITTED = (result_files(RESULTS) + sorted(p for study in ("grid", "overhead") for p in (RESULTS / study).rglob("*.json")
+                                            if "history" not in p.parts)
              + result_files(RESULTS / "tuning"))
 OK_FILE = RESULTS / "smoke" / "cpu-amd-epyc-2-cores" / "jax__bert__fit__bs2__default.json"  # a schema 1 file
 
