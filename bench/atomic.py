@@ -27,7 +27,9 @@ def write_text_atomic(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        os.fchmod(fd, 0o666 & ~current_umask())  # mkstemp makes 0600: a shared results folder's other users must read it
+        os.fchmod(
+            fd, 0o666 & ~current_umask()
+        )  # mkstemp makes 0600: a shared results folder's other users must read it
         with os.fdopen(fd, "w") as f:
             f.write(text)
             f.flush()

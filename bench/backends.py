@@ -114,21 +114,57 @@ BACKENDS: dict[str, Backend] = {
             {"TF_USE_LEGACY_KERAS": "1", "KERAS_BACKEND": "tensorflow"},
             short="Keras 2",
         ),
-        Backend("tensorflow", "Keras 3 (TensorFlow)", "keras", "tensorflow", 3, {"KERAS_BACKEND": "tensorflow"}, short="TF",
-                shared_pins=KERAS3_PINS),
+        Backend(
+            "tensorflow",
+            "Keras 3 (TensorFlow)",
+            "keras",
+            "tensorflow",
+            3,
+            {"KERAS_BACKEND": "tensorflow"},
+            short="TF",
+            shared_pins=KERAS3_PINS,
+        ),
         # torch here only for the tuning study's DataLoader (envs/jax/pyproject.toml), the same torch as the torch envs;
         # the 2024 stack's jax env has none (the study runs on today's stack).
         # JAX preallocates this fraction of the GPU and can use no more; the plan compares a JAX cell with it
         # (bench/plan.py usable_gib). Its default, 0.75, leaves a quarter of the card unused, and the plan's estimate
         # for SAM fit (33.5 GiB) would then skip a cell the published table ran on an A100 40GB: set, and recorded,
         # at 0.90 (docs/DEVIATIONS.md row 43; the pool's size, not how fast it is used).
-        Backend("jax", "Keras 3 (JAX)", "keras", "jax", 3, {"KERAS_BACKEND": "jax", "XLA_PYTHON_CLIENT_MEM_FRACTION": "0.90"}, short="JAX",
-                shared_pins=KERAS3_PINS, optional_shared_pins=("torch",), tensorflow_cpu_only=True),
+        Backend(
+            "jax",
+            "Keras 3 (JAX)",
+            "keras",
+            "jax",
+            3,
+            {"KERAS_BACKEND": "jax", "XLA_PYTHON_CLIENT_MEM_FRACTION": "0.90"},
+            short="JAX",
+            shared_pins=KERAS3_PINS,
+            optional_shared_pins=("torch",),
+            tensorflow_cpu_only=True,
+        ),
         # The same torch as native-torch: the two PyTorch columns compare implementations, not torch builds.
-        Backend("torch", "Keras 3 (PyTorch)", "keras", "torch", 3, {"KERAS_BACKEND": "torch"}, short="PyTorch",
-                shared_pins=(*KERAS3_PINS, "torch"), tensorflow_cpu_only=True),
-        Backend("native-torch", "Native PyTorch", "native-torch", "torch", None, {}, short="Native PyTorch",
-                variants=("eager", "compiled"), shared_pins=("torch",)),
+        Backend(
+            "torch",
+            "Keras 3 (PyTorch)",
+            "keras",
+            "torch",
+            3,
+            {"KERAS_BACKEND": "torch"},
+            short="PyTorch",
+            shared_pins=(*KERAS3_PINS, "torch"),
+            tensorflow_cpu_only=True,
+        ),
+        Backend(
+            "native-torch",
+            "Native PyTorch",
+            "native-torch",
+            "torch",
+            None,
+            {},
+            short="Native PyTorch",
+            variants=("eager", "compiled"),
+            shared_pins=("torch",),
+        ),
     )
 }
 

@@ -12,14 +12,15 @@ import traceback
 from pathlib import Path
 
 from bench.backends import cell_environment, get_backend
-from bench.failures import classify
-from bench.provenance import gpus
-from bench.results import Run, write_json_atomic
 from bench.drivers import DERIVATIONS, drive
-from bench.timing import Split, StepTimer, Stopwatch
+from bench.failures import classify
 from bench.profiles import get_profile
+from bench.provenance import gpus
 from bench.registry import Cell, get_model
+from bench.results import Run, write_json_atomic
 from bench.runlock import alive
+from bench.timing import Split, StepTimer, Stopwatch
+
 
 def log(message: str) -> None:
     print(f"[cell] {message}", flush=True)
@@ -44,7 +45,9 @@ def measure(cell: Cell) -> Run:
     workload.setup()
     setup_s = wall.seconds()
     plan = cell.window_plan()
-    log(f"set up in {setup_s:.1f} s; running 1 first + {cell.warmup_steps} warm-up (up to {plan.warmup_cap}) + {cell.timed_steps} timed steps ({workload.driver} driver)")
+    log(
+        f"set up in {setup_s:.1f} s; running 1 first + {cell.warmup_steps} warm-up (up to {plan.warmup_cap}) + {cell.timed_steps} timed steps ({workload.driver} driver)"
+    )
     timer = StepTimer(workload.timing_device, plan)
     drive(workload, timer)
     workload.steps_run = timer.steps_done
@@ -53,10 +56,19 @@ def measure(cell: Cell) -> Run:
     steadiness = timer.steadiness(split.timed_ms)
     status, message = "ok", None
     if derived and statistics.median(split.timed_ms) <= 0:
-        status, message = "unsteady", "the derived per-step median is zero or negative: the noise between the paired calls is larger than their difference (raw windows kept)"
+        status, message = (
+            "unsteady",
+            "the derived per-step median is zero or negative: the noise between the paired calls is larger than their difference (raw windows kept)",
+        )
     elif problems := workload.cuda_graph_problems(steadiness):
-        status, message = "unsteady", f"compiled with CUDA graphs (mode=reduce-overhead), but {'; '.join(problems)} (raw windows kept)"
-    log(f"warm-up took {steadiness.warmup_steps_run} steps; " + ("steady" if steadiness.steady else "unsteady: " + "; ".join(steadiness.reasons)))
+        status, message = (
+            "unsteady",
+            f"compiled with CUDA graphs (mode=reduce-overhead), but {'; '.join(problems)} (raw windows kept)",
+        )
+    log(
+        f"warm-up took {steadiness.warmup_steps_run} steps; "
+        + ("steady" if steadiness.steady else "unsteady: " + "; ".join(steadiness.reasons))
+    )
     return Run(
         status=status,
         message=message,
@@ -85,8 +97,9 @@ def generate_split(workload, cell: Cell, whole_timed_ms: list[float]) -> dict | 
         return None
     from bench.generate_split import split_record
 
-    return split_record(workload.split_timer, whole_timed_ms, workload.shape.new_tokens, cell.batch_size,
-                        workload.generate_work())
+    return split_record(
+        workload.split_timer, whole_timed_ms, workload.shape.new_tokens, cell.batch_size, workload.generate_work()
+    )
 
 
 def figures(timer: StepTimer, derivation: str | None) -> tuple[Split, bool]:
@@ -109,7 +122,7 @@ def pin_cpus() -> None:
 
 
 def parse_cpu_list(spec: str) -> set[int]:
-    """"0-3,8" -> {0, 1, 2, 3, 8} (the kernel's cpulist format)."""
+    """ "0-3,8" -> {0, 1, 2, 3, 8} (the kernel's cpulist format)."""
     cpus: set[int] = set()
     for part in filter(None, (p.strip() for p in spec.split(","))):
         low, _, high = part.partition("-")
@@ -152,8 +165,10 @@ def check_config(cell: Cell, config: dict | None) -> None:
     from bench.config import mismatches
 
     if config is not None and (wrong := mismatches(config, cell)):
-        raise RuntimeError(f"the orchestrator's configuration of this cell differs from this process's in {', '.join(wrong)}: "
-                           "the orchestrator and the cell run different code (update the env or the checkout)")
+        raise RuntimeError(
+            f"the orchestrator's configuration of this cell differs from this process's in {', '.join(wrong)}: "
+            "the orchestrator and the cell run different code (update the env or the checkout)"
+        )
 
 
 def main(cell: Cell, out: Path, config: dict | None = None) -> int:

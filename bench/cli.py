@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 
 from bench.backends import BACKENDS
-from bench.errors import BenchError
 from bench.cluster import cli as cluster_cli
+from bench.errors import BenchError
 from bench.profiles import profiles
 from bench.provenance import REPO_ROOT
 from bench.registry import MODELS
@@ -71,40 +71,87 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--task", type=csv_list, help=f"{listing(TASKS)} (default: every task of the model)")
     run.add_argument("--variant", type=csv_list, help=f"{VARIANT_HELP} (default: each backend's own)")
     run.add_argument("--batch-size", type=positive_int, help="override the profile's batch size")
-    run.add_argument("--profile", help=f"{listing(profiles(), 'or')} (default: paper when a CUDA GPU is visible, else smoke)")
+    run.add_argument(
+        "--profile", help=f"{listing(profiles(), 'or')} (default: paper when a CUDA GPU is visible, else smoke)"
+    )
     run.add_argument("--steps", type=positive_int, help="timed steps (default: the profile's)")
     run.add_argument("--warmup", type=non_negative_int, help="warm-up steps after the first (default: the profile's)")
     run.add_argument("--repeats", type=positive_int, default=1, help="whole-process repeats per cell (default: 1)")
     run.add_argument("--timeout", type=positive_int, help="seconds per cell process (default: the profile's)")
     run.add_argument("--results-dir", type=Path, default=DEFAULT_RESULTS)
-    run.add_argument("--resume", action="store_true", help="skip cells whose current result is ok (or NA) and measured with the env lock current now")
+    run.add_argument(
+        "--resume",
+        action="store_true",
+        help="skip cells whose current result is ok (or NA) and measured with the env lock current now",
+    )
     run.add_argument("--dry-run", action="store_true", help="list the cells and exit")
-    run.add_argument("--jobs", type=positive_int, default=1, help="cells in parallel, one GPU each (needs a GPU per job)")
-    run.add_argument("--stack", default="today", help="the software stack: today (default) or 2024 (keras-benchmarks v0.0.5's pins; envs/<backend>-2024)")
-    run.add_argument("--ignore-plan", action="store_true", help="run cells that <results-dir>/plan-<profile>.json predicts will not fit (oom-predicted)")
-    run.add_argument("--env", choices=("locked", "current"), default="locked",
-                     help="locked (default): each backend's built env (.venvs/<backend>); current: this interpreter, unlocked, whatever it has "
-                          "installed (docs/OWN_ENVIRONMENT.md); results under <results-dir>/env-current/<environment>/")
+    run.add_argument(
+        "--jobs", type=positive_int, default=1, help="cells in parallel, one GPU each (needs a GPU per job)"
+    )
+    run.add_argument(
+        "--stack",
+        default="today",
+        help="the software stack: today (default) or 2024 (keras-benchmarks v0.0.5's pins; envs/<backend>-2024)",
+    )
+    run.add_argument(
+        "--ignore-plan",
+        action="store_true",
+        help="run cells that <results-dir>/plan-<profile>.json predicts will not fit (oom-predicted)",
+    )
+    run.add_argument(
+        "--env",
+        choices=("locked", "current"),
+        default="locked",
+        help="locked (default): each backend's built env (.venvs/<backend>); current: this interpreter, unlocked, whatever it has "
+        "installed (docs/OWN_ENVIRONMENT.md); results under <results-dir>/env-current/<environment>/",
+    )
 
     plan = sub.add_parser("plan", help="every cell's parameters and memory, predicted without allocating a model")
     plan.add_argument("--profile", default="paper", help="paper or smoke (default: paper)")
-    plan.add_argument("--results-dir", type=Path, default=DEFAULT_RESULTS, help="writes plan-<profile>.json and plan.json here")
-    plan.add_argument("--batch-size", type=positive_int, help="also plan every cell at this batch (what `bench run --batch-size` will run)")
+    plan.add_argument(
+        "--results-dir", type=Path, default=DEFAULT_RESULTS, help="writes plan-<profile>.json and plan.json here"
+    )
+    plan.add_argument(
+        "--batch-size",
+        type=positive_int,
+        help="also plan every cell at this batch (what `bench run --batch-size` will run)",
+    )
 
     cell = sub.add_parser("cell", help="(internal) measure one cell in this process")
     cell.add_argument("--cell", required=True, help="the cell as JSON")
     cell.add_argument("--out", required=True, type=Path)
-    cell.add_argument("--config", help="the cell's resolved configuration as JSON (bench/config.py): the cell refuses to run anything else")
+    cell.add_argument(
+        "--config",
+        help="the cell's resolved configuration as JSON (bench/config.py): the cell refuses to run anything else",
+    )
 
     val = sub.add_parser("validate", help="check every result file under a results folder")
     val.add_argument("--results-dir", type=Path, default=DEFAULT_RESULTS)
-    val.add_argument("--quarantine", action="store_true", help="move every unreadable result file to <results-dir>/quarantine/ (at its own relative path)")
+    val.add_argument(
+        "--quarantine",
+        action="store_true",
+        help="move every unreadable result file to <results-dir>/quarantine/ (at its own relative path)",
+    )
 
-    grid = sub.add_parser("grid", help="the inference grid study (HF 2019 PyTorch vs TensorFlow, with Keras 3): run, then render GRID.md")
-    grid.add_argument("--grid", default=None, help="cpu (default: every length at batch 1, a capped corner above), full (the published grid, 30 repeats), "
-                      "lengths (batch 1 and 8 at every length), sample (batch 1 at 8, 128, 512) or smoke (tiny models, the tests')")
-    grid.add_argument("--model", type=csv_list, help="grid models (default: all): bert, distilbert, gpt2, distilgpt2, roberta, xlnet, xlm")
-    grid.add_argument("--backend", type=csv_list, help="envs or columns (default: all): native-torch, tf-transformers, jax, tensorflow, torch, or a column name")
+    grid = sub.add_parser(
+        "grid", help="the inference grid study (HF 2019 PyTorch vs TensorFlow, with Keras 3): run, then render GRID.md"
+    )
+    grid.add_argument(
+        "--grid",
+        default=None,
+        help="cpu (default: every length at batch 1, a capped corner above), full (the published grid, 30 repeats), "
+        "lengths (batch 1 and 8 at every length), sample (batch 1 at 8, 128, 512) or smoke (tiny models, the tests')",
+    )
+    grid.add_argument(
+        "--model",
+        type=csv_list,
+        help="grid models (default: all): bert, distilbert, gpt2, distilgpt2, roberta, xlnet, xlm",
+    )
+    grid.add_argument(
+        "--backend",
+        type=csv_list,
+        help="envs or columns (default: all): native-torch, tf-transformers, jax, tensorflow, torch, or a column name",
+    )
     grid.add_argument("--results-dir", type=Path, default=DEFAULT_RESULTS)
     grid.add_argument("--dry-run", action="store_true", help="list the points and columns and exit")
     table = sub.add_parser("table", help="render RESULTS.md and figures from the result files")
@@ -112,10 +159,19 @@ def build_parser() -> argparse.ArgumentParser:
     table.add_argument("--out", type=Path, help="Markdown file (default: <results-dir>/RESULTS.md)")
     table.add_argument("--readme", type=Path, help="also fill this file's marked results section with the first table")
 
-    doctor = sub.add_parser("doctor", help="preflight: Python, make, compiler, disk, memory, NVIDIA driver (stdlib only)")
-    doctor.add_argument("--plan", type=Path, help="per-cell memory figures to compare RAM with (default: <results-dir>/plan-<profile>.json)")
+    doctor = sub.add_parser(
+        "doctor", help="preflight: Python, make, compiler, disk, memory, NVIDIA driver (stdlib only)"
+    )
+    doctor.add_argument(
+        "--plan",
+        type=Path,
+        help="per-cell memory figures to compare RAM with (default: <results-dir>/plan-<profile>.json)",
+    )
     doctor.add_argument("--results-dir", type=Path, default=DEFAULT_RESULTS)
-    doctor.add_argument("--profile", help="the profile about to run, whose plan is compared with RAM (default: paper when an NVIDIA GPU is seen, else smoke)")
+    doctor.add_argument(
+        "--profile",
+        help="the profile about to run, whose plan is compared with RAM (default: paper when an NVIDIA GPU is seen, else smoke)",
+    )
 
     export = sub.add_parser("export", help="every current result file as one flat CSV")
     export.add_argument("--results-dir", type=Path, default=DEFAULT_RESULTS)
@@ -124,11 +180,29 @@ def build_parser() -> argparse.ArgumentParser:
     comp = sub.add_parser("compare", help="per cell in both, B's median / A's median with an interval; Markdown + PNG")
     comp.add_argument("a", type=Path, help="results folder A (the baseline)")
     comp.add_argument("b", type=Path, help="results folder B")
-    comp.add_argument("--out-dir", type=Path, default=Path("compare"), help="writes compare.md and compare.png here (default: ./compare)")
+    comp.add_argument(
+        "--out-dir",
+        type=Path,
+        default=Path("compare"),
+        help="writes compare.md and compare.png here (default: ./compare)",
+    )
     comp.add_argument("--out", type=Path, help="the Markdown file instead (its PNG beside it)")
-    gpu = sub.add_parser("gpu-check", help="on one GPU, <= 15 min: sync vs CUDA events, CUDA graph replays, peak memory vs plan, short paper cells")
-    gpu.add_argument("--env", choices=("locked", "current"), default="locked", help="the built envs (default) or this interpreter, unlocked")
-    gpu.add_argument("--results-dir", type=Path, default=DEFAULT_RESULTS, help="writes gpu-check/<machine>/ here; reads plan-paper.json from here")
+    gpu = sub.add_parser(
+        "gpu-check",
+        help="on one GPU, <= 15 min: sync vs CUDA events, CUDA graph replays, peak memory vs plan, short paper cells",
+    )
+    gpu.add_argument(
+        "--env",
+        choices=("locked", "current"),
+        default="locked",
+        help="the built envs (default) or this interpreter, unlocked",
+    )
+    gpu.add_argument(
+        "--results-dir",
+        type=Path,
+        default=DEFAULT_RESULTS,
+        help="writes gpu-check/<machine>/ here; reads plan-paper.json from here",
+    )
     cluster_cli.add_parsers(sub, csv_list, positive_int, non_negative_int, DEFAULT_RESULTS)  # submit, submit-status
     return parser
 
@@ -164,9 +238,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     # SIGTERM (kill, timeout, a scheduler, docker stop) stops a run as Ctrl-C does: the running cell's process
     # group is ended with it (it runs in a session of its own, so no signal reaches it otherwise).
     signal.signal(signal.SIGTERM, interrupt)
-    from bench.runner import default_profile, run_cells
     from bench.profiles import get_profile
     from bench.registry import plan_cells
+    from bench.runner import default_profile, run_cells
 
     if args.profile:
         get_profile(args.profile)
@@ -182,7 +256,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         from bench.provenance import unlocked_environment
 
         if args.stack != "today":
-            raise BenchError(f"--env current runs this interpreter's own packages; --stack {args.stack} names locked envs: use one or the other")
+            raise BenchError(
+                f"--env current runs this interpreter's own packages; --stack {args.stack} names locked envs: use one or the other"
+            )
         environment = unlocked_environment()
         stack, results_dir = UNLOCKED_STACK.name, args.results_dir / "env-current" / environment_slug(environment)
         print(f"environment: {describe_environment(environment)}", flush=True)
@@ -213,17 +289,33 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.jobs > 1:  # one GPU per cell, or a one-line refusal (bench/cluster/parallel.py)
         from bench.cluster.parallel import run_cells_parallel
 
-        results = run_cells_parallel(cells, results_dir, args.jobs, repeats=args.repeats, timeout_s=args.timeout, profile_choice=choice,
-                                     resume=args.resume, ignore_plan=args.ignore_plan)
+        results = run_cells_parallel(
+            cells,
+            results_dir,
+            args.jobs,
+            repeats=args.repeats,
+            timeout_s=args.timeout,
+            profile_choice=choice,
+            resume=args.resume,
+            ignore_plan=args.ignore_plan,
+        )
     else:
-        results = run_cells(cells, results_dir, repeats=args.repeats, timeout_s=args.timeout, profile_choice=choice, resume=args.resume,
-                            ignore_plan=args.ignore_plan)
+        results = run_cells(
+            cells,
+            results_dir,
+            repeats=args.repeats,
+            timeout_s=args.timeout,
+            profile_choice=choice,
+            resume=args.resume,
+            ignore_plan=args.ignore_plan,
+        )
     return 0 if all(r.status in ("ok", "unsupported") for r in results) else 1
 
 
 def cmd_grid(args: argparse.Namespace) -> int:
     from bench.grid.run import run_grid
-    from bench.grid.spec import DEFAULT_GRID, MODELS as GRID_MODELS, columns_for_envs, get_grid, select
+    from bench.grid.spec import DEFAULT_GRID, columns_for_envs, get_grid, select
+    from bench.grid.spec import MODELS as GRID_MODELS
     from bench.report.grid import render_grid
 
     signal.signal(signal.SIGTERM, interrupt)
@@ -259,12 +351,16 @@ def cmd_validate(args: argparse.Namespace) -> int:
         why = result.cell.why_not_in_registry()
         if why:  # archived results stay valid; the registry has moved on since they were measured
             print(f"{path}: no longer in the registry: {why}")
-    problems = ([str(unreadable_error(errors, args.results_dir))] if errors else []) + placement_problems(loaded, args.results_dir)
+    problems = ([str(unreadable_error(errors, args.results_dir))] if errors else []) + placement_problems(
+        loaded, args.results_dir
+    )
     if problems:  # every bad file at once, each with what is wrong and the fix
         print("error: " + "\n".join(problems), file=sys.stderr)
         return 2
     print(f"{len(loaded)} result files under {args.results_dir} are valid")
-    from bench.report.grid import load_grid  # the inference grid's own files (results/grid/), each loaded and schema-checked
+    from bench.report.grid import (
+        load_grid,  # the inference grid's own files (results/grid/), each loaded and schema-checked
+    )
 
     grid_files = sum(len(group.results) for group in load_grid(args.results_dir))
     if grid_files:
@@ -287,7 +383,8 @@ def cmd_table(args: argparse.Namespace) -> int:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
-    from bench.doctor import Probes, main as doctor_main, profile_plan
+    from bench.doctor import Probes, profile_plan
+    from bench.doctor import main as doctor_main
 
     return doctor_main(Probes(plan_path=args.plan or profile_plan(args.results_dir, args.profile)))
 
@@ -326,4 +423,16 @@ def cmd_gpu_check(args: argparse.Namespace) -> int:
     return run(args.results_dir, env=args.env)
 
 
-COMMANDS = {"gpu-check": cmd_gpu_check, "run": cmd_run, "grid": cmd_grid, "cell": cmd_cell, "validate": cmd_validate, "table": cmd_table, "doctor": cmd_doctor, "export": cmd_export, "plan": cmd_plan, "compare": cmd_compare, **cluster_cli.COMMANDS}
+COMMANDS = {
+    "gpu-check": cmd_gpu_check,
+    "run": cmd_run,
+    "grid": cmd_grid,
+    "cell": cmd_cell,
+    "validate": cmd_validate,
+    "table": cmd_table,
+    "doctor": cmd_doctor,
+    "export": cmd_export,
+    "plan": cmd_plan,
+    "compare": cmd_compare,
+    **cluster_cli.COMMANDS,
+}

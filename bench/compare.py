@@ -21,9 +21,9 @@ from typing import NamedTuple
 from bench.backends import DEFAULT_STACK
 from bench.errors import BenchError
 from bench.generate_split import result_split
-from bench.results import Result
 from bench.report.load import COLUMNS, Column, RowKey, load_results, order_rows
 from bench.report.text import fmt_x, github_table, md, status_label, write_text_atomic
+from bench.results import Result
 from bench.roofline.ceilings import load_machine_file
 from bench.roofline.utilisation import use_of
 
@@ -38,7 +38,7 @@ class CellKey(NamedTuple):
     stack: str = DEFAULT_STACK  # two stacks' cells never pair with each other
 
     @classmethod
-    def of(cls, result: Result) -> "CellKey":
+    def of(cls, result: Result) -> CellKey:
         c = result.cell
         return cls(c.backend, c.model, c.task, c.batch_size, c.variant, c.profile, c.stack)
 
@@ -214,8 +214,12 @@ def split_lines(comparison: Comparison) -> list[str]:
         body.append([md(pair.key.text()), f"{a['ttft_ms']:.4g} → {b['ttft_ms']:.4g}", ratios[0], tpot, ratios[1]])
     if not body:
         return []
-    return ["", "## Generate split: time to first token and time per output token, B / A", "",
-            github_table(body, ["cell", "TTFT ms (A → B)", "TTFT B / A", "TPOT ms (A → B)", "TPOT B / A"])]
+    return [
+        "",
+        "## Generate split: time to first token and time per output token, B / A",
+        "",
+        github_table(body, ["cell", "TTFT ms (A → B)", "TTFT B / A", "TPOT ms (A → B)", "TPOT B / A"]),
+    ]
 
 
 def draw(comparison: Comparison, path: Path) -> Path | None:
@@ -227,23 +231,38 @@ def draw(comparison: Comparison, path: Path) -> Path | None:
     from matplotlib.figure import Figure
     from matplotlib.ticker import FuncFormatter, NullFormatter
 
-    rows = [(row, c, cells[c]) for p in comparison.tables() for row, cells in ordered_pairs(comparison, p)
-            for c in COLUMNS if c in cells and cells[c].ratio is not None]
+    rows = [
+        (row, c, cells[c])
+        for p in comparison.tables()
+        for row, cells in ordered_pairs(comparison, p)
+        for c in COLUMNS
+        if c in cells and cells[c].ratio is not None
+    ]
     if not rows:
         return None
     with matplotlib.style.context("default"), matplotlib.rc_context({"font.size": 8}):
         fig = Figure(figsize=(8, 1.5 + 0.22 * len(rows)))
         ax = fig.add_subplot()
         ax.set_xscale("log")
-        for y, (row, column, pair) in enumerate(rows):
+        for y, (_row, column, pair) in enumerate(rows):
             low, high = pair.interval or (pair.ratio, pair.ratio)
             color = column.color
-            ax.errorbar(pair.ratio, y, xerr=[[pair.ratio - low], [high - pair.ratio]], fmt="o", color=color,
-                        mfc="white" if pair.same else color, capsize=2, markersize=4)
+            ax.errorbar(
+                pair.ratio,
+                y,
+                xerr=[[pair.ratio - low], [high - pair.ratio]],
+                fmt="o",
+                color=color,
+                mfc="white" if pair.same else color,
+                capsize=2,
+                markersize=4,
+            )
         ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}×"))
         ax.xaxis.set_minor_formatter(NullFormatter())
         ax.axvline(1.0, color="black", linewidth=0.8, linestyle="--")
-        ax.set_yticks(range(len(rows)), [f"{row.label()} b{row.batch_size} · {c.header}" for row, c, _ in rows], fontsize=6)
+        ax.set_yticks(
+            range(len(rows)), [f"{row.label()} b{row.batch_size} · {c.header}" for row, c, _ in rows], fontsize=6
+        )
         ax.invert_yaxis()
         ax.set_xlabel("B median / A median (log scale); > 1: B slower; hollow: the same within p10–p90")
         ax.set_title(f"B = {comparison.b_dir} over A = {comparison.a_dir}")

@@ -46,8 +46,12 @@ def shape_of(cell: Cell) -> dict[str, Any]:
 
 def window_plan_of(cell: Cell) -> dict[str, int | None]:
     plan = cell.window_plan()
-    return {"warmup_steps": plan.warmup_steps, "max_warmup_steps": plan.max_warmup_steps, "timed_steps": plan.timed_steps,
-            "windows_per_step": plan.windows_per_step}
+    return {
+        "warmup_steps": plan.warmup_steps,
+        "max_warmup_steps": plan.max_warmup_steps,
+        "timed_steps": plan.timed_steps,
+        "windows_per_step": plan.windows_per_step,
+    }
 
 
 def resolve(cell: Cell, timeout_s: float | None = None, environment: dict[str, str] | None = None) -> CellConfig:
@@ -62,11 +66,17 @@ def resolve(cell: Cell, timeout_s: float | None = None, environment: dict[str, s
     sources: dict[str, str] = {}
     for name, planned in (("warmup_steps", profile.warmup_steps), ("timed_steps", profile.timed_steps)):
         sources[name] = f"{at} {name}" if getattr(cell, name) == planned else COMMAND_LINE
-    sources["max_warmup_steps"] = f"{at} max_warmup_steps" if cell.max_warmup_steps == max(cell.warmup_steps, profile.max_warmup_steps) else COMMAND_LINE
+    sources["max_warmup_steps"] = (
+        f"{at} max_warmup_steps"
+        if cell.max_warmup_steps == max(cell.warmup_steps, profile.max_warmup_steps)
+        else COMMAND_LINE
+    )
     published = [r.batch_size for r in published_rows() if (r.model, r.task) == (cell.model, cell.task)]
     own = [r.batch_size for r in spec.rows() if r.task == cell.task]
     if any(profile.batch_size(b) == cell.batch_size for b in published):
-        sources["batch_size"] = f"{REFERENCE_CSV.name} (the published table)" + (f", capped at {profile.max_batch_size} by {at}" if profile.max_batch_size else "")
+        sources["batch_size"] = f"{REFERENCE_CSV.name} (the published table)" + (
+            f", capped at {profile.max_batch_size} by {at}" if profile.max_batch_size else ""
+        )
     elif any(profile.batch_size(b) == cell.batch_size for b in own):
         sources["batch_size"] = f"bench/models/{cell.model}/__init__.py (the model's own rows)"
     else:
@@ -78,12 +88,16 @@ def resolve(cell: Cell, timeout_s: float | None = None, environment: dict[str, s
     else:
         resolved_timeout = float(cell_timeout_s(cell))
         costed = cell_cost(cell) is not None and resolved_timeout > profile.timeout_s
-        sources["timeout_s"] = ("bench/cluster/estimate.py cell_timeout_s (a multiple of the cell's cost at the published speed)"
-                                if costed else f"{at} timeout_s")
+        sources["timeout_s"] = (
+            "bench/cluster/estimate.py cell_timeout_s (a multiple of the cell's cost at the published speed)"
+            if costed
+            else f"{at} timeout_s"
+        )
     extra = dict(environment or {})
     variables = {**cell_environment(cell.env), **extra}
     sources["environment"] = "bench/backends.py (the backend's variables)" + (
-        f"; the orchestrator: {', '.join(sorted(extra))}" if extra else "")
+        f"; the orchestrator: {', '.join(sorted(extra))}" if extra else ""
+    )
     return CellConfig(cell.to_dict(), shape_of(cell), window_plan_of(cell), resolved_timeout, variables, sources)
 
 

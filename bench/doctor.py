@@ -13,11 +13,10 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, List, Mapping, Optional, Set, Tuple
 
-from bench.backends import BACKENDS
 from bench.provenance import ENV_STAMP, NO_GPU_VALUES, REPO_ROOT
 
 GB = 10**9
@@ -50,7 +49,7 @@ class Check:
         return text + (f"\n      fix: {self.fix}" if self.fix else "")
 
 
-def _command_output(cmd: List[str]) -> Optional[str]:
+def _command_output(cmd: list[str]) -> str | None:
     """stdout of a command, or None when it is missing, fails or hangs."""
     try:
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=PROBE_TIMEOUT_S)
@@ -59,7 +58,7 @@ def _command_output(cmd: List[str]) -> Optional[str]:
     return out.stdout if out.returncode == 0 else None
 
 
-def _total_memory_bytes() -> Optional[int]:
+def _total_memory_bytes() -> int | None:
     try:
         for line in Path("/proc/meminfo").read_text().splitlines():
             if line.startswith("MemTotal:"):
@@ -81,7 +80,7 @@ def _free_disk_bytes(path: Path) -> int:
     return shutil.disk_usage(_existing(path)).free
 
 
-def _nvidia_driver() -> Optional[str]:
+def _nvidia_driver() -> str | None:
     """The driver version nvidia-smi reports; "" when nvidia-smi exists but fails; None without nvidia-smi."""
     if shutil.which("nvidia-smi") is None:
         return None
@@ -89,11 +88,11 @@ def _nvidia_driver() -> Optional[str]:
     return out.strip().splitlines()[0].strip() if out and out.strip() else ""
 
 
-def _built_envs(venvs: Path) -> Set[str]:
+def _built_envs(venvs: Path) -> set[str]:
     return {name for name in ENV_DISK_GB if (venvs / name / ENV_STAMP).exists()}
 
 
-def _read_plan(path: Path) -> Optional[dict]:
+def _read_plan(path: Path) -> dict | None:
     try:
         return json.loads(path.read_text())
     except (OSError, ValueError):
@@ -106,14 +105,14 @@ class Probes:
 
     venvs: Path = field(default_factory=lambda: Path(os.environ.get("BENCH_VENVS_DIR", REPO_ROOT / ".venvs")))
     plan_path: Path = REPO_ROOT / "results" / "plan.json"
-    python_version: Callable[[], Tuple[int, ...]] = lambda: tuple(sys.version_info[:3])
-    which: Callable[[str], Optional[str]] = shutil.which
-    make_version: Callable[[], Optional[str]] = lambda: _command_output(["make", "--version"])
+    python_version: Callable[[], tuple[int, ...]] = lambda: tuple(sys.version_info[:3])
+    which: Callable[[str], str | None] = shutil.which
+    make_version: Callable[[], str | None] = lambda: _command_output(["make", "--version"])
     free_disk_bytes: Callable[[Path], int] = _free_disk_bytes
-    total_memory_bytes: Callable[[], Optional[int]] = _total_memory_bytes
-    nvidia_driver: Callable[[], Optional[str]] = _nvidia_driver
-    built_envs: Callable[[Path], Set[str]] = _built_envs
-    read_plan: Callable[[Path], Optional[dict]] = _read_plan
+    total_memory_bytes: Callable[[], int | None] = _total_memory_bytes
+    nvidia_driver: Callable[[], str | None] = _nvidia_driver
+    built_envs: Callable[[Path], set[str]] = _built_envs
+    read_plan: Callable[[Path], dict | None] = _read_plan
     environ: Mapping[str, str] = field(default_factory=lambda: os.environ)  # for CC
 
 
@@ -144,8 +143,12 @@ def check_compiler(p: Probes) -> Check:
         path = p.which(name)
         if path:
             return Check("C compiler", OK, path)
-    return Check("C compiler", FAIL, f"none of {', '.join(names)} on PATH (torch.compile builds its CPU kernels with one)",
-                 "install one: `apt-get install gcc`")
+    return Check(
+        "C compiler",
+        FAIL,
+        f"none of {', '.join(names)} on PATH (torch.compile builds its CPU kernels with one)",
+        "install one: `apt-get install gcc`",
+    )
 
 
 def check_disk(p: Probes) -> Check:
@@ -158,7 +161,12 @@ def check_disk(p: Probes) -> Check:
         return Check("disk (envs)", OK, f"{where} (all {len(ENV_DISK_GB)} envs built)")
     value = f"{where} for {len(missing)} env(s) to build: {', '.join(missing)}"
     if free < need:
-        return Check("disk (envs)", FAIL, value, f"free {need - free:.1f} GB more on that filesystem, or point .venvs at a larger one")
+        return Check(
+            "disk (envs)",
+            FAIL,
+            value,
+            f"free {need - free:.1f} GB more on that filesystem, or point .venvs at a larger one",
+        )
     return Check("disk (envs)", OK, value)
 
 
@@ -168,21 +176,26 @@ def check_container_disk(p: Probes) -> Check:
     images = int(free // IMAGE_DISK_GB)
     value = f"{free:.1f} GB free for {CONTAINER_STORAGE}: room for {images} image(s) of ~{IMAGE_DISK_GB:.0f} GB (one per backend, 5 in all)"
     if images < 1:
-        return Check("disk (images)", WARN, value, f"only for `make image`: free at least {IMAGE_DISK_GB:.0f} GB per image")
+        return Check(
+            "disk (images)", WARN, value, f"only for `make image`: free at least {IMAGE_DISK_GB:.0f} GB per image"
+        )
     return Check("disk (images)", OK, value)
 
 
-def largest_cell_gib(plan: dict) -> Optional[Tuple[str, float]]:
+def largest_cell_gib(plan: dict) -> tuple[str, float] | None:
     """The plan's largest per-cell memory. The plan (results/plan.json, issue 11) is read as
     {"cells": [{"key": "<cell key>", "memory_gib": <GiB the cell needs>}, ...]}; cells without a figure are skipped."""
     sizes = [
         (str(c.get("key", "?")), float(c["memory_gib"]))
-        for c in plan.get("cells", []) if isinstance(c, dict) and isinstance(c.get("memory_gib"), (int, float))
+        for c in plan.get("cells", [])
+        if isinstance(c, dict) and isinstance(c.get("memory_gib"), (int, float))
     ]
     return max(sizes, key=lambda kv: kv[1]) if sizes else None
 
 
-def profile_plan(results_dir: Path, profile: Optional[str], nvidia_driver: Callable[[], Optional[str]] = _nvidia_driver) -> Path:
+def profile_plan(
+    results_dir: Path, profile: str | None, nvidia_driver: Callable[[], str | None] = _nvidia_driver
+) -> Path:
     """The plan of the profile about to run (bench plan writes <results>/plan-<profile>.json): plan.json is the last
     profile planned, and a smoke run warned by the paper plan's 33 GiB cells warns of what will not run. Without a
     profile, the run's own default: paper where a GPU is seen, else smoke (bench/runner.py default_profile)."""
@@ -207,7 +220,7 @@ def check_memory(p: Probes) -> Check:
     return Check("memory", OK, value)
 
 
-def driver_major(version: str) -> Optional[int]:
+def driver_major(version: str) -> int | None:
     match = re.match(r"\s*(\d+)", version)
     return int(match.group(1)) if match else None
 
@@ -218,26 +231,46 @@ def check_driver(p: Probes) -> Check:
         return Check("NVIDIA driver", OK, "no nvidia-smi: CPU only (the smoke profile)")
     hidden = p.environ.get("CUDA_VISIBLE_DEVICES")
     if hidden is not None and hidden.strip().lower() in NO_GPU_VALUES:  # the advice below, taken: the GPUs are not used
-        return Check("NVIDIA driver", OK, f"{version or 'present'}, but CUDA_VISIBLE_DEVICES={hidden!r} hides every GPU: CPU only (the smoke profile)")
+        return Check(
+            "NVIDIA driver",
+            OK,
+            f"{version or 'present'}, but CUDA_VISIBLE_DEVICES={hidden!r} hides every GPU: CPU only (the smoke profile)",
+        )
     major = driver_major(version)
     if major is None:
-        return Check("NVIDIA driver", WARN, f"nvidia-smi present but reports no driver ({version or 'it failed'})",
-                     "check the driver with `nvidia-smi`; without one the cells run on CPU")
+        return Check(
+            "NVIDIA driver",
+            WARN,
+            f"nvidia-smi present but reports no driver ({version or 'it failed'})",
+            "check the driver with `nvidia-smi`; without one the cells run on CPU",
+        )
     if major < MIN_DRIVER:
-        return Check("NVIDIA driver", FAIL, f"{version}: the CUDA 12 wheels need >= {MIN_DRIVER}",
-                     f"upgrade the NVIDIA driver to >= {MIN_DRIVER}, or hide the GPU (CUDA_VISIBLE_DEVICES=) to run on CPU")
+        return Check(
+            "NVIDIA driver",
+            FAIL,
+            f"{version}: the CUDA 12 wheels need >= {MIN_DRIVER}",
+            f"upgrade the NVIDIA driver to >= {MIN_DRIVER}, or hide the GPU (CUDA_VISIBLE_DEVICES=) to run on CPU",
+        )
     return Check("NVIDIA driver", OK, f"{version} (>= {MIN_DRIVER})")
 
 
-CHECKS: List[Callable[[Probes], Check]] = [check_python, check_make, check_compiler, check_disk, check_container_disk, check_memory, check_driver]
+CHECKS: list[Callable[[Probes], Check]] = [
+    check_python,
+    check_make,
+    check_compiler,
+    check_disk,
+    check_container_disk,
+    check_memory,
+    check_driver,
+]
 
 
-def diagnose(probes: Optional[Probes] = None) -> List[Check]:
+def diagnose(probes: Probes | None = None) -> list[Check]:
     probes = probes or Probes()
     return [check(probes) for check in CHECKS]
 
 
-def main(probes: Optional[Probes] = None, out: Callable[[str], None] = print) -> int:
+def main(probes: Probes | None = None, out: Callable[[str], None] = print) -> int:
     """Print one line per check; 1 when any check FAILs (so make stops before building anything)."""
     checks = diagnose(probes)
     for check in checks:

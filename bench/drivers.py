@@ -9,8 +9,9 @@ on all three. The loops are started with the plan's largest step count and stopp
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
-from typing import Any, Callable
+from typing import Any
 
 from bench.generate_split import split_lengths
 from bench.timing import StepTimer
@@ -140,8 +141,10 @@ def refuse_data_parallel(n_gpu: int) -> None:
     by the GPU count, while the cell says one GPU at its batch size: refuse rather than measure another cell. (The
     orchestrator gives every cell exactly one GPU: bench/runner.py gpu_environment.)"""
     if n_gpu > 1:
-        raise RuntimeError(f"the transformers Trainer sees {n_gpu} GPUs and would train on all of them (DataParallel, batch x {n_gpu}); "
-                           "a cell runs on one GPU: set CUDA_VISIBLE_DEVICES to one GPU (the orchestrator does)")
+        raise RuntimeError(
+            f"the transformers Trainer sees {n_gpu} GPUs and would train on all of them (DataParallel, batch x {n_gpu}); "
+            "a cell runs on one GPU: set CUDA_VISIBLE_DEVICES to one GPU (the orchestrator does)"
+        )
 
 
 def pair_difference(windows_ms: list[float], tags: list[Any]) -> list[float]:
@@ -173,4 +176,6 @@ def drive(workload, timer: StepTimer) -> None:
     """Run the workload's task by the driver its task spec declares for its family, until the timer is done."""
     DRIVERS[workload.driver](workload, timer)
     if not timer.done:
-        raise RuntimeError(f"the {workload.driver!r} driver stopped after {timer.steps_done} steps, before the timer had its windows")
+        raise RuntimeError(
+            f"the {workload.driver!r} driver stopped after {timer.steps_done} steps, before the timer had its windows"
+        )

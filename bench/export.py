@@ -10,10 +10,10 @@ import io
 from pathlib import Path
 from typing import Any
 
+from bench.errors import BenchError
 from bench.generate_split import result_split
 from bench.provenance import machine_label
 from bench.report.load import load_results
-from bench.errors import BenchError
 from bench.results import Result
 
 COLUMNS = (

@@ -86,14 +86,19 @@ def crash_status(exit_code: int, output: str, oom_kills_before: int | None, oom_
         return ("oom" if marker else "error"), f"exited with status {exit_code} and no result"
     name = signal_name(number)
     if oom_kills_before is not None and oom_kills_after is not None and oom_kills_after > oom_kills_before:
-        return "oom", f"killed by {name}: the kernel's OOM killer (memory.events oom_kill {oom_kills_before} -> {oom_kills_after})"
+        return (
+            "oom",
+            f"killed by {name}: the kernel's OOM killer (memory.events oom_kill {oom_kills_before} -> {oom_kills_after})",
+        )
     if marker:
         return "oom", f"killed by {name} after reporting an out-of-memory error"
     if number != signal.SIGKILL:
         return "killed", f"killed by {name}"
     if peak_rss_gib is not None and ram_gib and peak_rss_gib >= RAM_EXHAUSTED_SHARE * ram_gib:
-        return "oom", (f"killed by {name} while its processes held {peak_rss_gib:.1f} GiB of the machine's {ram_gib:.1f} GiB "
-                       f"of RAM (sampled each second): out of host memory")
+        return "oom", (
+            f"killed by {name} while its processes held {peak_rss_gib:.1f} GiB of the machine's {ram_gib:.1f} GiB "
+            f"of RAM (sampled each second): out of host memory"
+        )
     if oom_kills_before is None or oom_kills_after is None:
         return "killed", f"killed by {name} (no sign of the OOM killer: memory.events cannot be read)"
     return "killed", f"killed by {name} (no sign of the OOM killer: memory.events oom_kill unchanged)"
@@ -131,7 +136,7 @@ class PeakMemory:
     def peak_gib(self) -> float | None:
         return self.peak_bytes / 2**30 if self.peak_bytes else None
 
-    def __enter__(self) -> "PeakMemory":
+    def __enter__(self) -> PeakMemory:
         self._thread.start()
         return self
 

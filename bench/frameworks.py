@@ -4,7 +4,8 @@ Each imports its framework lazily."""
 from __future__ import annotations
 
 import os
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 
 class JaxDevice:
@@ -98,7 +99,13 @@ def inductor_cudagraphs() -> dict[str, Any]:
     from torch._dynamo import utils
 
     get_metrics = getattr(utils, "get_compilation_metrics", None)
-    reasons = sorted({m.cudagraph_skip_reason for m in (get_metrics() if get_metrics else []) if getattr(m, "cudagraph_skip_reason", None)})
+    reasons = sorted(
+        {
+            m.cudagraph_skip_reason
+            for m in (get_metrics() if get_metrics else [])
+            if getattr(m, "cudagraph_skip_reason", None)
+        }
+    )
     return {
         "recordings": TorchDevice._recordings if _torch_callback_module() is not None else None,
         "skips": int(utils.counters["inductor"].get("cudagraph_skips", 0)),
@@ -151,26 +158,35 @@ def gpu_devices(framework: str) -> tuple[list[str], str]:
             import torch
 
             count = torch.cuda.device_count() if torch.cuda.is_available() else 0
-            return [f"cuda:{i}" for i in range(count)], f"torch {torch.__version__} (CUDA build {torch.version.cuda}): {count} CUDA device(s)"
+            return [
+                f"cuda:{i}" for i in range(count)
+            ], f"torch {torch.__version__} (CUDA build {torch.version.cuda}): {count} CUDA device(s)"
         if framework == "jax":
             import jax
 
             devices = jax.devices()
-            return [str(d) for d in devices if d.platform == "gpu"], f"jax {jax.__version__}: {', '.join(str(d) for d in devices)}"
+            return [
+                str(d) for d in devices if d.platform == "gpu"
+            ], f"jax {jax.__version__}: {', '.join(str(d) for d in devices)}"
         import tensorflow as tf
 
         found = tf.config.list_physical_devices()
-        return [d.name for d in found if d.device_type == "GPU"], (f"tensorflow {tf.__version__} (built with CUDA: "
-                                                                    f"{tf.test.is_built_with_cuda()}): {', '.join(d.name for d in found)}")
+        return [d.name for d in found if d.device_type == "GPU"], (
+            f"tensorflow {tf.__version__} (built with CUDA: "
+            f"{tf.test.is_built_with_cuda()}): {', '.join(d.name for d in found)}"
+        )
     except Exception as e:  # e.g. JAX_PLATFORMS=cuda with no usable CUDA plugin: "Unable to initialize backend 'cuda'"
-        return [], f"{framework} failed to list its devices: {str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__}"
+        return (
+            [],
+            f"{framework} failed to list its devices: {str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__}",
+        )
 
 
 LIKELY_CAUSE = {
     "torch": "a CPU-only torch wheel (CUDA build None), a driver older than the wheel's CUDA, or CUDA_VISIBLE_DEVICES",
     "jax": "no jax CUDA plugin (jax-cuda12-plugin), a driver older than its CUDA, or CUDA_VISIBLE_DEVICES",
     "tensorflow": "a CPU-only TensorFlow (tensorflow-cpu), GPU libraries that failed to load (TF_CPP_MIN_LOG_LEVEL=0 "
-                  "shows 'Cannot dlopen some GPU libraries'), or CUDA_VISIBLE_DEVICES",
+    "shows 'Cannot dlopen some GPU libraries'), or CUDA_VISIBLE_DEVICES",
 }
 
 
@@ -181,8 +197,10 @@ def require_gpu(framework: str, machine_gpus: list[dict]) -> None:
     if machine_gpus and not seen:
         names = ", ".join(g.get("name", "GPU") for g in machine_gpus)
         visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-        raise GpuNotVisible(f"{framework} sees no GPU ({what}) while nvidia-smi lists {names} for this cell "
-                            f"(CUDA_VISIBLE_DEVICES={visible if visible is not None else 'unset'}); likely cause: {LIKELY_CAUSE[framework]}")
+        raise GpuNotVisible(
+            f"{framework} sees no GPU ({what}) while nvidia-smi lists {names} for this cell "
+            f"(CUDA_VISIBLE_DEVICES={visible if visible is not None else 'unset'}); likely cause: {LIKELY_CAUSE[framework]}"
+        )
 
 
 def device_memory(framework: str) -> dict[str, Any] | None:
@@ -193,9 +211,13 @@ def device_memory(framework: str) -> dict[str, Any] | None:
 
         if not torch.cuda.is_available() or not torch.cuda.is_initialized():
             return None
-        return {"framework": "torch", "device": "cuda:0", "peak_allocated_gib": gib(torch.cuda.max_memory_allocated(0)),
-                "peak_reserved_gib": gib(torch.cuda.max_memory_reserved(0)),
-                "source": "torch.cuda.max_memory_allocated / max_memory_reserved"}
+        return {
+            "framework": "torch",
+            "device": "cuda:0",
+            "peak_allocated_gib": gib(torch.cuda.max_memory_allocated(0)),
+            "peak_reserved_gib": gib(torch.cuda.max_memory_reserved(0)),
+            "source": "torch.cuda.max_memory_allocated / max_memory_reserved",
+        }
     if framework == "jax":
         import jax
 
@@ -203,16 +225,26 @@ def device_memory(framework: str) -> dict[str, Any] | None:
         stats = gpus[0].memory_stats() if gpus else None
         if not stats:
             return None
-        return {"framework": "jax", "device": str(gpus[0]), "peak_allocated_gib": gib(stats.get("peak_bytes_in_use")),
-                "peak_reserved_gib": gib(stats.get("peak_pool_bytes", stats.get("pool_bytes"))), "limit_gib": gib(stats.get("bytes_limit")),
-                "source": "jax Device.memory_stats(): peak_bytes_in_use, bytes_limit"}
+        return {
+            "framework": "jax",
+            "device": str(gpus[0]),
+            "peak_allocated_gib": gib(stats.get("peak_bytes_in_use")),
+            "peak_reserved_gib": gib(stats.get("peak_pool_bytes", stats.get("pool_bytes"))),
+            "limit_gib": gib(stats.get("bytes_limit")),
+            "source": "jax Device.memory_stats(): peak_bytes_in_use, bytes_limit",
+        }
     import tensorflow as tf
 
     if not tf.config.list_logical_devices("GPU"):
         return None
     info = tf.config.experimental.get_memory_info("GPU:0")
-    return {"framework": "tensorflow", "device": "GPU:0", "peak_allocated_gib": gib(info.get("peak")), "peak_reserved_gib": None,
-            "source": "tf.config.experimental.get_memory_info('GPU:0')['peak']"}
+    return {
+        "framework": "tensorflow",
+        "device": "GPU:0",
+        "peak_allocated_gib": gib(info.get("peak")),
+        "peak_reserved_gib": None,
+        "source": "tf.config.experimental.get_memory_info('GPU:0')['peak']",
+    }
 
 
 def device_for(framework: str):
@@ -259,8 +291,10 @@ def _jax_info() -> dict[str, Any]:
         "cuda_plugin": _dist_version("jax-cuda12-plugin"),
         "devices": [str(d) for d in devices],
         "gpus": [d.device_kind for d in devices if d.platform == "gpu"],
-        "precision": {"default_matmul_precision": str(setting),
-                      "float32_matmul": resolved_float32_matmul(capability, str(setting).lower() not in ("highest", "float32"))},
+        "precision": {
+            "default_matmul_precision": str(setting),
+            "float32_matmul": resolved_float32_matmul(capability, str(setting).lower() not in ("highest", "float32")),
+        },
         "compute_capability": capability,
     }
 
@@ -282,7 +316,9 @@ def _torch_info() -> dict[str, Any]:
             "float32_matmul_precision": torch.get_float32_matmul_precision(),
             "cuda_matmul_allow_tf32": torch.backends.cuda.matmul.allow_tf32,
             "cudnn_allow_tf32": torch.backends.cudnn.allow_tf32,
-            "float32_matmul": resolved_float32_matmul(capability, torch.get_float32_matmul_precision() != "highest" and torch.backends.cuda.matmul.allow_tf32),
+            "float32_matmul": resolved_float32_matmul(
+                capability, torch.get_float32_matmul_precision() != "highest" and torch.backends.cuda.matmul.allow_tf32
+            ),
             "float32_convolution": resolved_float32_matmul(capability, torch.backends.cudnn.allow_tf32),
         },
         "compute_capability": capability,

@@ -22,7 +22,6 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from bench.atomic import write_text_atomic
 from bench.backends import UNLOCKED_STACK, cell_environment
@@ -85,8 +84,17 @@ def short_cells(frameworks: dict[str, str], env: str) -> list:
     for backend, model, task, variant, batch in SHORT_CELLS:
         if get_backend(backend).framework not in frameworks:
             continue
-        found = plan_cells("paper", backends=[backend], models=[model], tasks=[task], variants=[variant], batch_size=batch,
-                           timed_steps=CHECK_TIMED_STEPS, warmup_steps=CHECK_WARMUP_STEPS, stack=stack)
+        found = plan_cells(
+            "paper",
+            backends=[backend],
+            models=[model],
+            tasks=[task],
+            variants=[variant],
+            batch_size=batch,
+            timed_steps=CHECK_TIMED_STEPS,
+            warmup_steps=CHECK_WARMUP_STEPS,
+            stack=stack,
+        )
         cells.append(min(found, key=lambda c: c.batch_size))  # the row's smallest published batch
     return cells
 
@@ -160,29 +168,54 @@ def judge_sync(probe: dict) -> dict:
     if op < 5:
         problems.append(f"the probe op took {op:.2f} ms: too short to tell anything")
     if before["window_ms"] >= op / 3:
-        problems.append(f"work dispatched before the window leaked into it ({before['window_ms']:.2f} ms window vs a {op:.2f} ms op)")
+        problems.append(
+            f"work dispatched before the window leaked into it ({before['window_ms']:.2f} ms window vs a {op:.2f} ms op)"
+        )
     if before["total_ms"] < 0.8 * op:
-        problems.append(f"the window's start did not wait for earlier work ({before['total_ms']:.2f} ms in all vs a {op:.2f} ms op)")
+        problems.append(
+            f"the window's start did not wait for earlier work ({before['total_ms']:.2f} ms in all vs a {op:.2f} ms op)"
+        )
     if inside["window_ms"] < 0.9 * op:
-        problems.append(f"a window does not cover the work inside it ({inside['window_ms']:.2f} ms vs {op:.2f} ms by {probe['clock']})")
-    return {"framework": probe["framework"], "ok": not problems, "problems": problems, "op_ms": op, "clock": probe["clock"],
-            "window_before_ms": before["window_ms"], "window_inside_ms": inside["window_ms"]}
+        problems.append(
+            f"a window does not cover the work inside it ({inside['window_ms']:.2f} ms vs {op:.2f} ms by {probe['clock']})"
+        )
+    return {
+        "framework": probe["framework"],
+        "ok": not problems,
+        "problems": problems,
+        "op_ms": op,
+        "clock": probe["clock"],
+        "window_before_ms": before["window_ms"],
+        "window_inside_ms": inside["window_ms"],
+    }
 
 
 def run_sync_probe(framework: str, python: str, timeout_s: float, size: int = SYNC_PROBE_SIZE) -> dict:
     backend = FRAMEWORK_BACKEND[framework]
     env = {**os.environ, **cell_environment(backend)}
     try:
-        out = subprocess.run([python, "-c", SYNC_PROBE, framework, str(size)], cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=timeout_s)
+        out = subprocess.run(
+            [python, "-c", SYNC_PROBE, framework, str(size)],
+            cwd=REPO_ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+        )
     except subprocess.TimeoutExpired:
         return {"framework": framework, "ok": False, "problems": [f"the probe did not finish in {timeout_s:.0f} s"]}
     line = next((line for line in out.stdout.splitlines() if line.startswith("PROBE ")), None)
     if out.returncode or line is None:
-        return {"framework": framework, "ok": False, "problems": [f"the probe failed (exit {out.returncode}): {out.stderr.strip()[-500:]}"]}
-    return judge_sync(json.loads(line[len("PROBE "):]))
+        return {
+            "framework": framework,
+            "ok": False,
+            "problems": [f"the probe failed (exit {out.returncode}): {out.stderr.strip()[-500:]}"],
+        }
+    return judge_sync(json.loads(line[len("PROBE ") :]))
 
 
 # --------------------------------------------------------------------------- 2, 3, 4: the short cells' results
+
 
 def judge_cell(result, plan_entry: dict | None) -> dict:
     """One short cell's result: its figure, steps, CUDA graph counters (compiled native cells) and peak device
@@ -191,16 +224,27 @@ def judge_cell(result, plan_entry: dict | None) -> dict:
 
     cell, run = result.cell, (result.runs[0] if result.runs else None)
     paper_steps = get_profile("paper").timed_steps
-    row = {"cell": cell.key, "status": result.status, "message": result.message if result.status != "ok" else None,
-           "timed_steps": cell.timed_steps, "paper_timed_steps": paper_steps,
-           "median": round(result.summary().median, 3) if result.status == "ok" else None, "unit": result.unit}
+    row = {
+        "cell": cell.key,
+        "status": result.status,
+        "message": result.message if result.status != "ok" else None,
+        "timed_steps": cell.timed_steps,
+        "paper_timed_steps": paper_steps,
+        "median": round(result.summary().median, 3) if result.status == "ok" else None,
+        "unit": result.unit,
+    }
     if cell.variant == "compiled":
         graphs = (run.framework or {}).get("inductor_cudagraphs") if run else None
         if graphs is None:
             row["cudagraphs"] = {"verdict": "not recorded by this version"}
         else:
-            replayed = not graphs.get("skips") and bool(graphs.get("recordings"))  # bench/frameworks.py inductor_cudagraphs
-            row["cudagraphs"] = {"verdict": "replayed" if replayed else "NOT replayed (skipped or never recorded)", "counters": graphs}
+            replayed = not graphs.get("skips") and bool(
+                graphs.get("recordings")
+            )  # bench/frameworks.py inductor_cudagraphs
+            row["cudagraphs"] = {
+                "verdict": "replayed" if replayed else "NOT replayed (skipped or never recorded)",
+                "counters": graphs,
+            }
     memory = getattr(run, "device_memory", None) if run else None
     planned = (plan_entry or {}).get("memory_gib")
     row["memory"] = {"measured": memory or "not recorded by this version", "plan_gib": planned}
@@ -209,11 +253,16 @@ def judge_cell(result, plan_entry: dict | None) -> dict:
         if isinstance(peak, (int, float)) and peak > 0:
             ratio = peak / planned
             row["memory"]["ratio"] = round(ratio, 3)
-            row["memory"]["verdict"] = "within the plan's range" if 1 / MEMORY_RATIO_FLAG <= ratio <= MEMORY_RATIO_FLAG else "far from the plan: look"
+            row["memory"]["verdict"] = (
+                "within the plan's range"
+                if 1 / MEMORY_RATIO_FLAG <= ratio <= MEMORY_RATIO_FLAG
+                else "far from the plan: look"
+            )
     return row
 
 
 # --------------------------------------------------------------------------- the report
+
 
 @dataclass
 class Report:
@@ -228,31 +277,66 @@ class Report:
     elapsed_s: float = 0.0
 
     def to_dict(self) -> dict:
-        return {"kind": "gpu-check", "machine": self.machine, "env": self.env, "environment": self.environment, "started": self.started,
-                "budget_s": self.budget_s, "elapsed_s": round(self.elapsed_s, 1), "sync": self.sync, "cells": self.cells, "skipped": self.skipped}
+        return {
+            "kind": "gpu-check",
+            "machine": self.machine,
+            "env": self.env,
+            "environment": self.environment,
+            "started": self.started,
+            "budget_s": self.budget_s,
+            "elapsed_s": round(self.elapsed_s, 1),
+            "sync": self.sync,
+            "cells": self.cells,
+            "skipped": self.skipped,
+        }
 
     def markdown(self) -> str:
-        env = "unlocked (--env current): " + (self.environment or {}).get("interpreter", "?") if self.env == "current" else "the locked envs"
-        lines = [f"# GPU check — {machine_label(self.machine)}", "",
-                 f"Run {self.started} in {env}; {self.elapsed_s:.0f} s of a {self.budget_s:.0f} s budget. Every figure is this GPU's, none tuned.", "",
-                 "## 1. Device sync against an external clock", ""]
+        env = (
+            "unlocked (--env current): " + (self.environment or {}).get("interpreter", "?")
+            if self.env == "current"
+            else "the locked envs"
+        )
+        lines = [
+            f"# GPU check — {machine_label(self.machine)}",
+            "",
+            f"Run {self.started} in {env}; {self.elapsed_s:.0f} s of a {self.budget_s:.0f} s budget. Every figure is this GPU's, none tuned.",
+            "",
+            "## 1. Device sync against an external clock",
+            "",
+        ]
         for s in self.sync:
             verdict = "ok" if s["ok"] else "FAILED: " + "; ".join(s["problems"])
-            figures = f" (op {s['op_ms']:.1f} ms by {s['clock']}; window with earlier work {s['window_before_ms']:.2f} ms, with the op inside {s['window_inside_ms']:.1f} ms)" if "op_ms" in s else ""
+            figures = (
+                f" (op {s['op_ms']:.1f} ms by {s['clock']}; window with earlier work {s['window_before_ms']:.2f} ms, with the op inside {s['window_inside_ms']:.1f} ms)"
+                if "op_ms" in s
+                else ""
+            )
             lines.append(f"- {s['framework']}: {verdict}{figures}")
-        lines += ["", "## 2-4. Short paper-shape cells: CUDA graphs, peak device memory against the plan", "",
-                  f"Each with {CHECK_TIMED_STEPS} timed steps after {CHECK_WARMUP_STEPS} warm-up steps, fewer than the paper profile's: "
-                  "a check that the cell runs and what it holds, not a published figure.", "",
-                  "| cell | status | median | timed steps (paper's) | CUDA graphs | peak device memory | plan |", "|---|---|---|---|---|---|---|"]
+        lines += [
+            "",
+            "## 2-4. Short paper-shape cells: CUDA graphs, peak device memory against the plan",
+            "",
+            f"Each with {CHECK_TIMED_STEPS} timed steps after {CHECK_WARMUP_STEPS} warm-up steps, fewer than the paper profile's: "
+            "a check that the cell runs and what it holds, not a published figure.",
+            "",
+            "| cell | status | median | timed steps (paper's) | CUDA graphs | peak device memory | plan |",
+            "|---|---|---|---|---|---|---|",
+        ]
         for c in self.cells:
             median = f"{c['median']} {c['unit']}" if c["median"] is not None else (c["message"] or "—")
             graphs = c.get("cudagraphs", {}).get("verdict", "—")
             measured = c["memory"]["measured"]
-            peak = f"{measured.get('peak_allocated_gib')} GiB allocated ({measured.get('source')})" if isinstance(measured, dict) else measured
+            peak = (
+                f"{measured.get('peak_allocated_gib')} GiB allocated ({measured.get('source')})"
+                if isinstance(measured, dict)
+                else measured
+            )
             plan = f"{c['memory']['plan_gib']:.2f} GiB" if c["memory"]["plan_gib"] else "no plan figure"
             if "verdict" in c["memory"]:
                 plan += f" (x{c['memory']['ratio']}: {c['memory']['verdict']})"
-            lines.append(f"| `{c['cell']}` | {c['status']} | {median} | {c['timed_steps']} ({c['paper_timed_steps']}) | {graphs} | {peak} | {plan} |")
+            lines.append(
+                f"| `{c['cell']}` | {c['status']} | {median} | {c['timed_steps']} ({c['paper_timed_steps']}) | {graphs} | {peak} | {plan} |"
+            )
         if self.skipped:
             lines += ["", "Not run within the budget: " + ", ".join(f"`{s}`" for s in self.skipped) + "."]
         return "\n".join(lines) + "\n"
@@ -297,10 +381,16 @@ def run(results_dir: Path, env: str = "locked", budget_s: float = BUDGET_S, echo
         if left < 60:
             report.skipped.append(cell.key)
             continue
-        result = run_cells([cell], folder / "cells", timeout_s=left, profile_choice="gpu-check (short paper-shape cell)", echo=echo)[0]
-        report.cells.append(judge_cell(result, plan.get(cell.key.removesuffix(f"__stack-{UNLOCKED_STACK.name}"))))  # the plan names today's keys
+        result = run_cells(
+            [cell], folder / "cells", timeout_s=left, profile_choice="gpu-check (short paper-shape cell)", echo=echo
+        )[0]
+        report.cells.append(
+            judge_cell(result, plan.get(cell.key.removesuffix(f"__stack-{UNLOCKED_STACK.name}")))
+        )  # the plan names today's keys
     report.elapsed_s = time.monotonic() - clock
     paths = report.write(folder)
     echo("wrote " + " and ".join(str(p) for p in paths))
-    failed = [s for s in report.sync if not s["ok"]] + [c for c in report.cells if c["status"] not in ("ok", "unsupported")]
+    failed = [s for s in report.sync if not s["ok"]] + [
+        c for c in report.cells if c["status"] not in ("ok", "unsupported")
+    ]
     return 1 if failed else 0

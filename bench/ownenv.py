@@ -72,13 +72,18 @@ def why_not_here(cell) -> str | None:
 def describe_environment(record: dict) -> str:
     """The environment in a few words, for a table's title: Python, its frameworks, its fingerprint."""
     frameworks = ", ".join(f"{name} {version}" for name, version in (record.get("frameworks") or {}).items())
-    return (f"unlocked environment {record.get('interpreter')} (Python {record.get('python')}"
-            + (f"; {frameworks}" if frameworks else "") + f"; distributions sha256 {str(record.get('distributions_sha256'))[:12]})")
+    return (
+        f"unlocked environment {record.get('interpreter')} (Python {record.get('python')}"
+        + (f"; {frameworks}" if frameworks else "")
+        + f"; distributions sha256 {str(record.get('distributions_sha256'))[:12]})"
+    )
 
 
 def environment_slug(record: dict) -> str:
     """A folder name for an unlocked environment's results: Python, frameworks, fingerprint
     (py3.12-torch2.9.1-jax0.9.2-1a2b3c4d): two environments never share one."""
-    frameworks = "-".join(f"{name}{version}" for name, version in (record.get("frameworks") or {}).items() if name != "keras")
+    frameworks = "-".join(
+        f"{name}{version}" for name, version in (record.get("frameworks") or {}).items() if name != "keras"
+    )
     slug = f"py{'.'.join(str(record.get('python')).split('.')[:2])}-{frameworks}-{str(record.get('distributions_sha256'))[:8]}"
     return re.sub(r"[^A-Za-z0-9.+-]+", "-", slug.replace("--", "-"))

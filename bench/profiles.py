@@ -20,11 +20,19 @@ class Profile:
     timeout_s: int
     max_batch_size: int  # 0: use the published batch sizes unchanged
     max_warmup_steps: int  # warm-up goes on past warmup_steps, up to this, while steps still compile
-    shapes_from: str = ""  # a profile whose model shapes this one runs (a workload.toml table of its own overrides fields)
+    shapes_from: str = (
+        ""  # a profile whose model shapes this one runs (a workload.toml table of its own overrides fields)
+    )
     gpu: bool = False  # a GPU profile: where the machine has a GPU, a cell whose framework sees none fails at set-up
 
     def __post_init__(self) -> None:
-        if self.timed_steps < 1 or self.warmup_steps < 0 or self.timeout_s < 1 or self.max_batch_size < 0 or self.max_warmup_steps < self.warmup_steps:
+        if (
+            self.timed_steps < 1
+            or self.warmup_steps < 0
+            or self.timeout_s < 1
+            or self.max_batch_size < 0
+            or self.max_warmup_steps < self.warmup_steps
+        ):
             raise BenchError(f"profile {self.name!r} has invalid values: {self}")
         if self.shapes_from == self.name:
             raise BenchError(f"profile {self.name!r} cannot borrow its own shapes")

@@ -17,7 +17,8 @@ import statistics
 import sys
 import time
 from collections import Counter
-from typing import Any, Callable, Iterable, TextIO
+from collections.abc import Callable, Iterable
+from typing import Any, TextIO
 
 
 def hms(seconds: float) -> str:
@@ -146,7 +147,8 @@ class Progress:
     def _start_live(self) -> None:
         from rich.console import Console, Group
         from rich.live import Live
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress as Bar, ProgressColumn, TextColumn, TimeElapsedColumn
+        from rich.progress import BarColumn, MofNCompleteColumn, ProgressColumn, TextColumn, TimeElapsedColumn
+        from rich.progress import Progress as Bar
         from rich.text import Text
 
         progress = self
@@ -166,13 +168,28 @@ class Progress:
                 return Group(progress._bar.get_renderable(), now)
 
         self.console = self.console or Console(file=self.out)
-        self._bar = Bar(TextColumn("cells"), BarColumn(), MofNCompleteColumn(), TextColumn("elapsed"), TimeElapsedColumn(), EtaColumn(),
-                        console=self.console, get_time=self.clock)
+        self._bar = Bar(
+            TextColumn("cells"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("elapsed"),
+            TimeElapsedColumn(),
+            EtaColumn(),
+            console=self.console,
+            get_time=self.clock,
+        )
         self._task = self._bar.add_task("cells", total=len(self.cells))
         # sys.stdout/stderr are left alone: the orchestrator prints through this object, and an interrupted run
         # must not leave them redirected
-        self._live = Live(View(), console=self.console, auto_refresh=self.auto_refresh, refresh_per_second=2,
-                          transient=False, redirect_stdout=False, redirect_stderr=False)
+        self._live = Live(
+            View(),
+            console=self.console,
+            auto_refresh=self.auto_refresh,
+            refresh_per_second=2,
+            transient=False,
+            redirect_stdout=False,
+            redirect_stderr=False,
+        )
         self._live.start()
 
     def _print(self, line: str) -> None:

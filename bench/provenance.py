@@ -10,7 +10,7 @@ import platform
 import re
 import subprocess
 import sys
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -26,7 +26,7 @@ BEHAVIOUR_VARIABLE = re.compile(
 
 
 def now_utc() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def _run(cmd: list[str], cwd: Path | None = None) -> str | None:
@@ -109,12 +109,20 @@ def visible_gpu_selection(all_gpus: list[dict[str, str]], visible: str | None) -
     migs = None
     for entry in (part.strip() for part in visible.split(",")):
         if entry.isdigit():
-            match = [g for g in all_gpus if g.get("index") == entry] if all(g.get("index") for g in all_gpus) else all_gpus[int(entry):int(entry) + 1]
+            match = (
+                [g for g in all_gpus if g.get("index") == entry]
+                if all(g.get("index") for g in all_gpus)
+                else all_gpus[int(entry) : int(entry) + 1]
+            )
         elif entry.startswith("MIG-"):
             migs = _mig_devices() if migs is None else migs
             match = [{**g, "mig": entry} for g in all_gpus if g.get("uuid") == migs.get(entry)]
         else:
-            match = [g for g in all_gpus if g.get("uuid", "").startswith(entry if entry.startswith("GPU-") else f"GPU-{entry}")]
+            match = [
+                g
+                for g in all_gpus
+                if g.get("uuid", "").startswith(entry if entry.startswith("GPU-") else f"GPU-{entry}")
+            ]
         if len(match) != 1 or match[0] in chosen:
             break  # CUDA ignores everything from an invalid (or repeated) entry on
         chosen.append(match[0])
@@ -133,12 +141,18 @@ def gpus(visible: str | None | bool = True) -> list[dict[str, str]]:
     found = []
     for row in rows:
         memory = row.get("memory.total", "")
-        found.append({
-            "index": row.get("index", ""), "uuid": row.get("uuid", ""), "name": row.get("name", ""),
-            "driver": row.get("driver_version", ""), "memory": f"{memory} MiB" if memory.replace(".", "").isdigit() else memory,
-            "pci_bus_id": row.get("pci.bus_id", ""), "compute_capability": row.get("compute_cap", ""),
-            "driver_cuda": match.group(1) if match else None,
-        })
+        found.append(
+            {
+                "index": row.get("index", ""),
+                "uuid": row.get("uuid", ""),
+                "name": row.get("name", ""),
+                "driver": row.get("driver_version", ""),
+                "memory": f"{memory} MiB" if memory.replace(".", "").isdigit() else memory,
+                "pci_bus_id": row.get("pci.bus_id", ""),
+                "compute_capability": row.get("compute_cap", ""),
+                "driver_cuda": match.group(1) if match else None,
+            }
+        )
     if visible is True:
         visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     return visible_gpu_selection(found, visible if isinstance(visible, str) else None)
@@ -222,7 +236,9 @@ def distributions_sha256(found: dict[str, str]) -> str:
     """An unlocked environment's fingerprint, in place of a lock's sha256: over its sorted name==version lines."""
     import hashlib
 
-    return hashlib.sha256("".join(f"{name}=={version}\n" for name, version in sorted(found.items())).encode()).hexdigest()
+    return hashlib.sha256(
+        "".join(f"{name}=={version}\n" for name, version in sorted(found.items())).encode()
+    ).hexdigest()
 
 
 def unlocked_environment() -> dict[str, Any]:

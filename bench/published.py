@@ -11,7 +11,12 @@ from pathlib import Path
 
 REFERENCE_CSV = Path(__file__).resolve().parent / "data" / "keras3_benchmarks_2024.csv"
 # The published table's figure column of each backend it has (native PyTorch has none).
-PUBLISHED_COLUMNS = {"keras2": "keras2_tensorflow", "tensorflow": "keras3_tensorflow", "jax": "keras3_jax", "torch": "keras3_torch"}
+PUBLISHED_COLUMNS = {
+    "keras2": "keras2_tensorflow",
+    "tensorflow": "keras3_tensorflow",
+    "jax": "keras3_jax",
+    "torch": "keras3_torch",
+}
 
 
 @dataclass(frozen=True)
@@ -42,5 +47,9 @@ def published_rows() -> tuple[Row, ...]:
 def published_ms() -> dict[tuple[str, str, int], dict[str, float | None]]:
     """(model, task, batch size) -> {backend: published ms/step, or None where the table says NA}, for the
     backends of PUBLISHED_COLUMNS."""
-    return {(r["model"], r["task"], int(r["batch_size"])): {b: None if r[c].strip() == "NA" else float(r[c]) for b, c in PUBLISHED_COLUMNS.items()}
-            for r in _records()}
+    return {
+        (r["model"], r["task"], int(r["batch_size"])): {
+            b: None if r[c].strip() == "NA" else float(r[c]) for b, c in PUBLISHED_COLUMNS.items()
+        }
+        for r in _records()
+    }

@@ -20,6 +20,7 @@ from bench.profiles import get_profile
 from bench.published import published_rows
 from bench.spec import MODELS_DIR, WORKLOAD_FILE, ModelSpec, TaskSpec
 
+
 def discover_models(models_dir: Path = MODELS_DIR) -> tuple[str, ...]:
     """Every folder of models_dir with a workload.toml: the published table's models in its row order, then the
     rest by name."""
@@ -73,8 +74,12 @@ class Cell:
         _check_positive("batch size", self.batch_size)
         _check_positive("timed steps", self.timed_steps)
         _check_positive("warm-up steps", self.warmup_steps, minimum=0)
-        if self.max_warmup_steps is not None and (not isinstance(self.max_warmup_steps, int) or self.max_warmup_steps < self.warmup_steps):
-            raise BenchError(f"max warm-up steps must be an integer >= warm-up steps ({self.warmup_steps}), got {self.max_warmup_steps!r}")
+        if self.max_warmup_steps is not None and (
+            not isinstance(self.max_warmup_steps, int) or self.max_warmup_steps < self.warmup_steps
+        ):
+            raise BenchError(
+                f"max warm-up steps must be an integer >= warm-up steps ({self.warmup_steps}), got {self.max_warmup_steps!r}"
+            )
         variant_rules.check(backend.name, self.model, self.task, self.variant)
 
     @property
@@ -101,9 +106,12 @@ class Cell:
         return dataclasses.asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any], validate: bool = True) -> "Cell":
+    def from_dict(cls, data: dict[str, Any], validate: bool = True) -> Cell:
         """validate=False restores an archived cell as it was written, even if today's registry no longer has it."""
-        values = {f.name: data[f.name] if f.default is dataclasses.MISSING else data.get(f.name, f.default) for f in dataclasses.fields(cls)}
+        values = {
+            f.name: data[f.name] if f.default is dataclasses.MISSING else data.get(f.name, f.default)
+            for f in dataclasses.fields(cls)
+        }
         if validate:
             return cls(**values)
         cell = object.__new__(cls)
@@ -139,11 +147,15 @@ def plan_cells(
     specs = [get_model(m) for m in (models or paper_models())]
     for variant in variants or []:
         if not variant_rules.known(variant):
-            raise BenchError(f"unknown variant {variant!r}; valid variants: {', '.join(sorted(variant_rules.all_names()))}")
+            raise BenchError(
+                f"unknown variant {variant!r}; valid variants: {', '.join(sorted(variant_rules.all_names()))}"
+            )
     for task in tasks or []:
         if not any(task in s.tasks() for s in specs):
             valid = sorted({t for s in specs for t in s.tasks()})
-            raise BenchError(f"unknown task {task!r} for {', '.join(s.name for s in specs)}; valid tasks: {', '.join(valid)}")
+            raise BenchError(
+                f"unknown task {task!r} for {', '.join(s.name for s in specs)}; valid tasks: {', '.join(valid)}"
+            )
     warm = prof.warmup_steps if warmup_steps is None else warmup_steps
     cells = []
     for backend in chosen:
@@ -154,7 +166,9 @@ def plan_cells(
                     continue
                 bs = batch_size if batch_size is not None else prof.batch_size(row.batch_size)
                 for variant in variants or backend.variants:
-                    if variant not in backend.variants and not variant_rules.applies(variant, backend.name, spec.name, row.task):
+                    if variant not in backend.variants and not variant_rules.applies(
+                        variant, backend.name, spec.name, row.task
+                    ):
                         continue
                     cell = Cell(
                         backend=backend.name,
@@ -177,5 +191,7 @@ def plan_cells(
                 where = variant_rules.tuning_variant(variant).where()
                 raise BenchError(f"variant {variant!r} applies to none of the chosen cells: it applies to {where}")
             owners = [b.name for b in BACKENDS.values() if variant in b.variants]
-            raise BenchError(f"variant {variant!r} applies to none of the chosen cells: it is a variant of {', '.join(owners)}")
+            raise BenchError(
+                f"variant {variant!r} applies to none of the chosen cells: it is a variant of {', '.join(owners)}"
+            )
     return cells

@@ -13,10 +13,10 @@ from bench.atomic import claim_new_file, write_json_atomic  # noqa: F401  (also 
 from bench.backends import get_backend
 from bench.errors import BenchError
 from bench.provenance import machine_slug
-from bench.schema import validate_result
-from bench.timing import Stats
 from bench.registry import Cell, get_model
 from bench.roofline.work import cell_work
+from bench.schema import validate_result
+from bench.timing import Stats
 
 SCHEMA_VERSION = 2  # 2 added first_step_contains, steadiness, compile_events, derived, reference; killed, unsteady
 # (and later, optional: device_memory, gpu_state, generate_split)
@@ -64,14 +64,14 @@ class Run:
     process: dict[str, Any] = field(default_factory=dict)
     exit_code: int | None = None
     first_step_contains: str | None = None  # what the first window holds, e.g. "trace + compile + the first step"
-    steadiness: dict[str, Any] | None = None  # {"steady", "reasons", "warmup_steps_run", "compile_events_timed", "outliers"}
+    steadiness: dict[str, Any] | None = None
     compile_events: list[int] | None = None  # compile/retrace events per raw window
     derived: bool = False  # timed_ms derived from windows_ms: may be zero or negative under noise, raw windows never
-    reference: dict[str, float] | None = None  # the drift probe just before/after this process: {"before_ms", "after_ms"}
+    reference: dict[str, float] | None = None
     # The framework's own peak device memory ({"framework", "device", "peak_allocated_gib", "peak_reserved_gib",
     # "source", "plan_gib"}): present whenever the framework used a GPU (bench/frameworks.py device_memory).
     device_memory: dict[str, Any] | None = None
-    gpu_state: dict[str, Any] | None = None  # the cell's GPU as it started and ended: {"gpu", "start", "end"} (clocks, power, throttle)
+    gpu_state: dict[str, Any] | None = None
     # generate only: the call split into prefill and decode (TTFT, TPOT, the agreement check) with the raw windows of
     # its one-token and partial calls (bench/generate_split.py); absent in results written before it
     generate_split: dict[str, Any] | None = None
@@ -84,7 +84,7 @@ class Run:
         return {**self.__dict__, "stats": stats.to_dict() if stats else None}
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "Run":
+    def from_dict(cls, data: dict[str, Any]) -> Run:
         data = dict(data)
         data.pop("stats", None)
         run = cls(**data)
@@ -127,7 +127,11 @@ class Result:
     def repeat_spread(self) -> Stats | None:
         """Spread of the per-process medians: how much a whole re-run moves the figure."""
         medians = [r.stats().median for r in self.runs if r.stats()]
-        return Stats.of(medians, allow_negative=any(r.derived for r in self.runs)) if self.status == "ok" and len(medians) > 1 else None
+        return (
+            Stats.of(medians, allow_negative=any(r.derived for r in self.runs))
+            if self.status == "ok" and len(medians) > 1
+            else None
+        )
 
     def tokens_per_s(self) -> float | None:
         summary = self.summary()
@@ -164,14 +168,16 @@ class Result:
         return work.to_dict() if work else None
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "Result":
+    def from_dict(cls, data: dict[str, Any]) -> Result:
         """Validates the schema only, never today's registry: an archived cell stays readable after the registry
         (profiles.toml, the reference CSV, the models) has moved on."""
         if not isinstance(data, dict):
             raise ValueError("not a JSON object")
         version = data.get("schema_version")
         if isinstance(version, int) and not isinstance(version, bool) and version > SCHEMA_VERSION:
-            raise NewerSchema(f"schema_version {version} is newer than this code reads ({SCHEMA_VERSION}); update the code")
+            raise NewerSchema(
+                f"schema_version {version} is newer than this code reads ({SCHEMA_VERSION}); update the code"
+            )
         if version not in READABLE_VERSIONS:
             raise ValueError(f"schema_version {version!r}, expected one of {READABLE_VERSIONS}")
         missing = {"cell", "status", "unit", "runs", "provenance", "created_at"} - set(data)
@@ -183,7 +189,14 @@ class Result:
             raise ValueError("no runs")
         check_cell_schema(data["cell"])
         runs = [Run.from_dict(r) for r in data["runs"]]  # a version-1 run lacks the new fields: they take defaults
-        result = cls(Cell.from_dict(data["cell"], validate=False), runs, data["unit"], data["provenance"], data["created_at"], data.get("config"))
+        result = cls(
+            Cell.from_dict(data["cell"], validate=False),
+            runs,
+            data["unit"],
+            data["provenance"],
+            data["created_at"],
+            data.get("config"),
+        )
         if result.status != data["status"]:
             raise ValueError(f"status {data['status']!r} disagrees with its runs ({result.status!r})")
         result.summary()  # validates the raw step times
@@ -266,11 +279,15 @@ def check_cell_schema(cell: Any) -> None:
             raise ValueError(f"cell {name.replace('_', ' ')} must be an integer >= {minimum}, got {value!r}")
 
 
-def check_stored_figures(data: dict[str, Any], result: "Result") -> None:
+def check_stored_figures(data: dict[str, Any], result: Result) -> None:
     """The statistics a file stores must be those of its raw step times: the table and the export recompute from
     the raw times, so a file whose summary says otherwise (NaN, -1, an edited median) would show another figure."""
     pairs = [("summary", data.get("summary"), result.summary())]
-    pairs += [(f"runs[{i}].stats", raw["stats"], run.stats()) for i, (raw, run) in enumerate(zip(data["runs"], result.runs)) if "stats" in raw]
+    pairs += [
+        (f"runs[{i}].stats", raw["stats"], run.stats())
+        for i, (raw, run) in enumerate(zip(data["runs"], result.runs))
+        if "stats" in raw
+    ]
     for where, stored, computed in pairs:
         if computed is None:
             if stored is not None:
@@ -280,8 +297,14 @@ def check_stored_figures(data: dict[str, Any], result: "Result") -> None:
             raise ValueError(f"{where} is {stored!r}, but the raw step times give a median of {computed.median!r}")
         for name, value in computed.to_dict().items():
             kept = stored.get(name)
-            if isinstance(kept, bool) or not isinstance(kept, (int, float)) or not math.isclose(kept, value, rel_tol=1e-9, abs_tol=1e-9):
-                raise ValueError(f"{where} {name} is {kept!r}, but the raw step times give {value!r}: the file and the table would disagree")
+            if (
+                isinstance(kept, bool)
+                or not isinstance(kept, (int, float))
+                or not math.isclose(kept, value, rel_tol=1e-9, abs_tol=1e-9)
+            ):
+                raise ValueError(
+                    f"{where} {name} is {kept!r}, but the raw step times give {value!r}: the file and the table would disagree"
+                )
 
 
 def task_unit(cell: Cell) -> str:
@@ -306,8 +329,13 @@ def result_files(results_dir: Path) -> list[Path]:
     a sub-folder with results of its own such as cpu-full/)."""
     if not results_dir.exists():
         return []
-    return sorted(p for p in results_dir.rglob("*.json") if not NOT_RESULTS & set(p.relative_to(results_dir).parts) and not p.name.startswith(".")
-                  and not (p.name == "plan.json" or p.name.startswith("plan-")))
+    return sorted(
+        p
+        for p in results_dir.rglob("*.json")
+        if not NOT_RESULTS & set(p.relative_to(results_dir).parts)
+        and not p.name.startswith(".")
+        and not (p.name == "plan.json" or p.name.startswith("plan-"))
+    )
 
 
 def load_each(results_dir: Path) -> tuple[list[tuple[Path, Result]], list[CorruptResult | NewerSchema]]:
@@ -327,8 +355,10 @@ def unreadable_error(errors: list[CorruptResult | NewerSchema], results_dir: Pat
     if all(isinstance(e, NewerSchema) for e in errors):  # not broken: written by newer code ("update the code")
         return NewerSchema("\n".join(lines))
     them = "it" if len(errors) == 1 else f"these {len(errors)} files"
-    lines.append(f"fix: move {them} out of {results_dir}, or run `python -m bench validate --results-dir {results_dir} --quarantine` "
-                 f"to move every unreadable result file to {results_dir / QUARANTINE}/")
+    lines.append(
+        f"fix: move {them} out of {results_dir}, or run `python -m bench validate --results-dir {results_dir} --quarantine` "
+        f"to move every unreadable result file to {results_dir / QUARANTINE}/"
+    )
     return CorruptResult("\n".join(lines))
 
 
@@ -359,11 +389,15 @@ def placement_problems(loaded: list[tuple[Path, Result]], results_dir: Path) -> 
     for path, result in loaded:
         expected = result.relative_path()
         relative = path.relative_to(results_dir)
-        if relative.parts[-len(expected.parts):] != expected.parts:
-            prefix = relative.parts[:-len(expected.parts)] if len(relative.parts) > len(expected.parts) else ()
-            problems.append(f"{path}: misplaced: its cell's result belongs at {results_dir.joinpath(*prefix) / expected}; move it there, or out of {results_dir}")
+        if relative.parts[-len(expected.parts) :] != expected.parts:
+            prefix = relative.parts[: -len(expected.parts)] if len(relative.parts) > len(expected.parts) else ()
+            problems.append(
+                f"{path}: misplaced: its cell's result belongs at {results_dir.joinpath(*prefix) / expected}; move it there, or out of {results_dir}"
+            )
         key = (result.cell.key, getattr(result.cell, "stack", "today"), result.cell.profile, str(expected.parent))
         if key in seen:
-            problems.append(f"{path}: a second result of the cell of {seen[key]}: keep one (move the other out of {results_dir})")
+            problems.append(
+                f"{path}: a second result of the cell of {seen[key]}: keep one (move the other out of {results_dir})"
+            )
         seen.setdefault(key, path)
     return problems

@@ -13,8 +13,9 @@ import json
 import os
 import socket
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Callable
+from typing import IO
 
 from bench.errors import BenchError
 from bench.provenance import now_utc
@@ -74,8 +75,10 @@ def hold(results_dir: Path, echo: Callable[[str], None] = print) -> None:
             fcntl.flock(f, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
         except BlockingIOError:
             f.close()
-            raise BenchError(f"another run is writing to {results_dir} ({describe(previous)}): wait for it to end, or give this run "
-                             f"another results folder (RESULTS= / --results-dir)") from None
+            raise BenchError(
+                f"another run is writing to {results_dir} ({describe(previous)}): wait for it to end, or give this run "
+                f"another results folder (RESULTS= / --results-dir)"
+            ) from None
         except OSError:  # a file system without flock (some network mounts): the holder's PID is all there is
             if previous and previous.get("host") == socket.gethostname() and alive(previous["pid"]):
                 f.close()
@@ -90,7 +93,16 @@ def hold(results_dir: Path, echo: Callable[[str], None] = print) -> None:
         echo(f"took over the lock of {results_dir} left by a run that no longer runs ({describe(previous)})")
     f.seek(0)
     f.truncate()
-    f.write(json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "started": now_utc(), "command": " ".join(["python -m bench", *sys.argv[1:]])}))
+    f.write(
+        json.dumps(
+            {
+                "pid": os.getpid(),
+                "host": socket.gethostname(),
+                "started": now_utc(),
+                "command": " ".join(["python -m bench", *sys.argv[1:]]),
+            }
+        )
+    )
     f.flush()
 
 
@@ -98,7 +110,9 @@ def release(results_dir: Path) -> None:
     f, shared = _HELD.pop(results_dir.resolve(), (None, True))
     if f is None:
         return
-    if not shared:  # removed while still held (so whoever opens it next opens a new file): one left means its holder died
+    if (
+        not shared
+    ):  # removed while still held (so whoever opens it next opens a new file): one left means its holder died
         (results_dir.resolve() / LOCK_NAME).unlink(missing_ok=True)
     f.close()  # closing releases the flock
 

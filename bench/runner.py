@@ -15,23 +15,34 @@ import tempfile
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from bench.atomic import claim_new_file
 from bench.backends import UNLOCKED_STACK, cell_environment, make_env_command
-from bench.errors import BenchError
 from bench.drift import reference_ms
-from bench.roofline.ceilings import measure_run as measure_ceilings
+from bench.errors import BenchError
 from bench.failures import PeakMemory, crash_status, oom_kill_count
-from bench.plan import load_cells as load_plan_cells, plan_figures, predicted_oom, ram_gib
-from bench.progress import Progress, hms, status_counts
 from bench.ownenv import why_not_here
-from bench.provenance import ENV_STAMP, REPO_ROOT, env_stamp, git_info, machine_info, machine_label, now_utc, unlocked_environment
-from bench.runlock import hold as hold_results_folder, release as release_results_folder
-from bench.results import Result, Run, load, load_each, result_path, task_unit, unreadable_error
+from bench.plan import load_cells as load_plan_cells
+from bench.plan import plan_figures, predicted_oom, ram_gib
+from bench.progress import Progress, hms, status_counts
+from bench.provenance import (
+    ENV_STAMP,
+    REPO_ROOT,
+    env_stamp,
+    git_info,
+    machine_info,
+    machine_label,
+    now_utc,
+    unlocked_environment,
+)
 from bench.registry import Cell, get_model
+from bench.results import Result, Run, load, load_each, result_path, task_unit, unreadable_error
+from bench.roofline.ceilings import measure_run as measure_ceilings
+from bench.runlock import hold as hold_results_folder
+from bench.runlock import release as release_results_folder
 
 VENVS_DIR = Path(os.environ.get("BENCH_VENVS_DIR", REPO_ROOT / ".venvs"))
 LOG_TAIL_LINES = 30
@@ -55,7 +66,9 @@ def built_env(backend: str) -> tuple[str, dict | None]:
         return str(venv / "bin" / "python"), env_stamp(venv)
     if (env_stamp() or {}).get("backend") == backend:
         return sys.executable, env_stamp()  # e.g. inside the container image
-    raise BenchError(f"the {backend!r} environment is not built (no {venv / ENV_STAMP}): run `{make_env_command(backend)}`")
+    raise BenchError(
+        f"the {backend!r} environment is not built (no {venv / ENV_STAMP}): run `{make_env_command(backend)}`"
+    )
 
 
 def env_python(backend: str) -> str:
@@ -94,8 +107,10 @@ class RunStopped(BenchError):
 def check_free_space(results_dir: Path, kept: int, of: int) -> None:
     free = shutil.disk_usage(results_dir).free
     if free < MIN_FREE_BYTES:
-        raise RunStopped(f"only {free / 2**20:.1f} MiB free in {results_dir} (a cell needs {MIN_FREE_BYTES // 2**20} MiB for its log "
-                         f"and result): stopped before the next cell; {kept} of {of} cells kept. Free some space and rerun with --resume")
+        raise RunStopped(
+            f"only {free / 2**20:.1f} MiB free in {results_dir} (a cell needs {MIN_FREE_BYTES // 2**20} MiB for its log "
+            f"and result): stopped before the next cell; {kept} of {of} cells kept. Free some space and rerun with --resume"
+        )
 
 
 def new_log_path(results_dir: Path, cell: Cell, repeat: int) -> Path:
@@ -104,7 +119,9 @@ def new_log_path(results_dir: Path, cell: Cell, repeat: int) -> Path:
     folder = results_dir / "logs" / cell.profile
     folder.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-    path = claim_new_file((folder / f"{cell.key}.{stamp}{f'-{n}' if n else ''}.{repeat}.log" for n in range(1000)), 0o666)
+    path = claim_new_file(
+        (folder / f"{cell.key}.{stamp}{f'-{n}' if n else ''}.{repeat}.log" for n in range(1000)), 0o666
+    )
     if path is None:
         raise BenchError(f"no free log name for {cell.key} in {folder}")
     return path
@@ -119,14 +136,18 @@ def write_or_show(result: Result, results_dir: Path, echo: Callable[[str], None]
         target = results_dir / result.relative_path()
         text = json.dumps(result.to_dict(), allow_nan=False)
         echo(f"    could not write {target}: {e.strerror or e}; the result, so that it is not lost:\n{text}")
-        log = results_dir / (result.runs[-1].process.get("log") or f"logs/{result.cell.profile}/{result.cell.key}.unwritten.log")
+        log = results_dir / (
+            result.runs[-1].process.get("log") or f"logs/{result.cell.profile}/{result.cell.key}.unwritten.log"
+        )
         try:
             with log.open("a") as f:
                 f.write(f"\n[bench] could not write {target}: {e.strerror or e}; the result:\n{text}\n")
         except OSError:
             pass  # the log is on the same full disk: the console has it
         why = "the disk is full" if e.errno == errno.ENOSPC else "a result could not be written"
-        raise RunStopped(f"{why} ({target}: {e.strerror or e}): stopped; {kept} of {of} cells kept, this one's result shown above") from None
+        raise RunStopped(
+            f"{why} ({target}: {e.strerror or e}): stopped; {kept} of {of} cells kept, this one's result shown above"
+        ) from None
 
 
 def check_results_readable(cells: list[Cell], results_dir: Path, machine: dict) -> None:
@@ -137,8 +158,12 @@ def check_results_readable(cells: list[Cell], results_dir: Path, machine: dict) 
     if blocking := [e for e in errors if e.path in touched]:
         raise unreadable_error(blocking, results_dir)
     if errors:
-        print("warning: " + str(unreadable_error(errors, results_dir)).replace("\n", "\nwarning: ")
-              + "\nwarning: no cell of this run writes there: it goes on", flush=True)
+        print(
+            "warning: "
+            + str(unreadable_error(errors, results_dir)).replace("\n", "\nwarning: ")
+            + "\nwarning: no cell of this run writes there: it goes on",
+            flush=True,
+        )
 
 
 def default_profile(machine: dict) -> tuple[str, str]:
@@ -154,7 +179,10 @@ def gpu_environment(gpu: dict | None) -> dict[str, str]:
     CUDA_VISIBLE_DEVICES hid them all, which the cell then inherits)."""
     if not gpu:
         return {}
-    return {"CUDA_VISIBLE_DEVICES": gpu.get("mig") or gpu.get("uuid") or gpu["index"], "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
+    return {
+        "CUDA_VISIBLE_DEVICES": gpu.get("mig") or gpu.get("uuid") or gpu["index"],
+        "CUDA_DEVICE_ORDER": "PCI_BUS_ID",
+    }
 
 
 def gpu_id(gpu: dict | None) -> str | None:
@@ -165,11 +193,24 @@ def gpu_id(gpu: dict | None) -> str | None:
 class CellProcess:
     """One cell run in a child process group, its output teed to a log and the console."""
 
-    def __init__(self, cell: Cell, python: str, log_path: Path, git: dict, echo: Callable[[str], None], config: dict | None = None):
+    def __init__(
+        self,
+        cell: Cell,
+        python: str,
+        log_path: Path,
+        git: dict,
+        echo: Callable[[str], None],
+        config: dict | None = None,
+    ):
         self.cell, self.python, self.log_path, self.echo, self.config = cell, python, log_path, echo, config
         self.tail: deque[str] = deque(maxlen=LOG_TAIL_LINES)
-        self.env = {**os.environ, **cell_environment(cell.env), "PYTHONUNBUFFERED": "1", "BENCH_GIT_COMMIT": git.get("commit") or "",
-                    "BENCH_ORCHESTRATOR_PID": str(os.getpid())}  # the cell dies with it (bench/cell.py die_with_parent)
+        self.env = {
+            **os.environ,
+            **cell_environment(cell.env),
+            "PYTHONUNBUFFERED": "1",
+            "BENCH_GIT_COMMIT": git.get("commit") or "",
+            "BENCH_ORCHESTRATOR_PID": str(os.getpid()),
+        }  # the cell dies with it (bench/cell.py die_with_parent)
 
     def run(self, timeout_s: float) -> Run:
         # A private folder for the cell's result: whatever a killed cell leaves half-written goes with it.
@@ -182,7 +223,15 @@ class CellProcess:
             started = time.perf_counter()
             oom_kills_before = oom_kill_count()
             with self.log_path.open("w") as log:
-                proc = subprocess.Popen(cmd, cwd=REPO_ROOT, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+                proc = subprocess.Popen(
+                    cmd,
+                    cwd=REPO_ROOT,
+                    env=self.env,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT,
+                    text=True,
+                    start_new_session=True,
+                )
                 reader = threading.Thread(target=self._pump, args=(proc, log), daemon=True)
                 reader.start()
                 timed_out = False
@@ -196,12 +245,22 @@ class CellProcess:
                     reader.join(timeout=10)
             wall = round(time.perf_counter() - started, 3)
             if timed_out:
-                return Run(status="timeout", message=f"no result after {timeout_s:.0f} s; killed", wall_s=wall, exit_code=proc.returncode)
+                return Run(
+                    status="timeout",
+                    message=f"no result after {timeout_s:.0f} s; killed",
+                    wall_s=wall,
+                    exit_code=proc.returncode,
+                )
             if out.exists():
                 try:
                     run = Run.from_dict(json.loads(out.read_text()))
                 except (ValueError, TypeError) as e:
-                    return Run(status="error", message=f"the cell wrote an unreadable run: {e}", wall_s=wall, exit_code=proc.returncode)
+                    return Run(
+                        status="error",
+                        message=f"the cell wrote an unreadable run: {e}",
+                        wall_s=wall,
+                        exit_code=proc.returncode,
+                    )
                 run.exit_code = proc.returncode
                 return run
             return self._crashed(proc.returncode, wall, oom_kills_before, memory.peak_gib)
@@ -233,7 +292,9 @@ class CellProcess:
         """The child died without writing its result: say how, from its exit status, the cgroup's OOM-kill
         count, the most RAM its processes held and its last lines."""
         last = " | ".join(line for line in list(self.tail)[-5:] if line)
-        status, how = crash_status(code, "\n".join(self.tail), oom_kills_before, oom_kill_count(), peak_rss_gib, ram_gib())
+        status, how = crash_status(
+            code, "\n".join(self.tail), oom_kills_before, oom_kill_count(), peak_rss_gib, ram_gib()
+        )
         return Run(status=status, message=f"{how}; last output: {last}", wall_s=wall, exit_code=code)
 
 
@@ -272,6 +333,7 @@ def already_measured(cell: Cell, results_dir: Path, machine: dict, repeats: int)
 class Prepared:
     """What every way of running cells (one after another, or one per GPU) settles before the first cell: the
     cells still to run, the plan's oom-predicted verdicts, each backend's Python, the commit and the machine."""
+
     cells: list[Cell]
     predicted: dict[str, str]
     pythons: dict[str, str]
@@ -281,8 +343,16 @@ class Prepared:
     plans: dict[str, dict[str, dict]] = field(default_factory=dict)  # profile -> the plan's cells by key (may be empty)
     configs: dict[str, dict] = field(default_factory=dict)  # cell key -> its resolved configuration (bench/config.py)
 
-    def attempt(self, cell: Cell, repeat: int, results_dir: Path, timeout_s: float | None, echo: Callable[[str], None],
-                env: dict[str, str] | None = None, gpu: dict | None | bool = True) -> Run:
+    def attempt(
+        self,
+        cell: Cell,
+        repeat: int,
+        results_dir: Path,
+        timeout_s: float | None,
+        echo: Callable[[str], None],
+        env: dict[str, str] | None = None,
+        gpu: dict | None | bool = True,
+    ) -> Run:
         """One process of a cell (for a cell that `not_run` does not answer for), on `gpu` (a machine["gpus"] entry;
         True: the first visible GPU, if any), with the GPU's clocks, power and throttle reasons read as it starts
         and ends, and its peak device memory beside the plan's figure. Its configuration is resolved here, once
@@ -299,10 +369,17 @@ class Prepared:
         process.env.update(config.environment)
         state_at_start = gpu_state([gpu_id(gpu)]) if gpu else None
         run = process.run(config.timeout_s)
-        run.process = {**run.process, "log": str(log.relative_to(results_dir))}  # the result, in history/ too, names its log
+        run.process = {
+            **run.process,
+            "log": str(log.relative_to(results_dir)),
+        }  # the result, in history/ too, names its log
         if gpu:
             state_at_end = gpu_state([gpu_id(gpu)])
-            run.gpu_state = {"gpu": gpu_id(gpu), "start": (state_at_start or [None])[0], "end": (state_at_end or [None])[0]}
+            run.gpu_state = {
+                "gpu": gpu_id(gpu),
+                "start": (state_at_start or [None])[0],
+                "end": (state_at_end or [None])[0],
+            }
         figures = plan_figures(cell, self.plans.get(cell.profile, {}), self.machine)
         if run.status == "oom" and figures:
             run.message = f"{run.message} ({figures[2]})"  # an oom the plan did not predict: its figures beside it
@@ -312,7 +389,9 @@ class Prepared:
 
     def not_run(self, cell: Cell) -> Run | None:
         """The status that stands for a cell that no process runs: unsupported (as published), oom-predicted."""
-        reason = get_model(cell.model).why_cell_unsupported(cell) or why_not_here(cell)  # as published; not installed here
+        reason = get_model(cell.model).why_cell_unsupported(cell) or why_not_here(
+            cell
+        )  # as published; not installed here
         if reason:
             return Run(status="unsupported", message=reason)
         if cell.key in self.predicted:
@@ -327,16 +406,25 @@ class Prepared:
         return Result(
             cell=cell,
             runs=runs,
-            config=self.configs.get(cell.key) or resolve(cell).to_dict(),  # a cell no process ran: what it would have run
+            config=self.configs.get(cell.key)
+            or resolve(cell).to_dict(),  # a cell no process ran: what it would have run
             unit=task_unit(cell),
-            provenance={"git": self.git, "machine": self.machine, "profile_choice": profile_choice, "orchestrator": sys.argv,
-                        "repeats_planned": repeats, **provenance,
-                        **({"slurm_task": os.environ["BENCH_SLURM_TASK"]} if os.environ.get("BENCH_SLURM_TASK") else {})},  # bench/cluster/task.py
+            provenance={
+                "git": self.git,
+                "machine": self.machine,
+                "profile_choice": profile_choice,
+                "orchestrator": sys.argv,
+                "repeats_planned": repeats,
+                **provenance,
+                **({"slurm_task": os.environ["BENCH_SLURM_TASK"]} if os.environ.get("BENCH_SLURM_TASK") else {}),
+            },  # bench/cluster/task.py
             created_at=now_utc(),
         )
 
 
-def prepare(cells: list[Cell], results_dir: Path, repeats: int, resume: bool = False, ignore_plan: bool = False) -> Prepared:
+def prepare(
+    cells: list[Cell], results_dir: Path, repeats: int, resume: bool = False, ignore_plan: bool = False
+) -> Prepared:
     """Refuse bad input before any cell runs: a bad repeat count, an unreadable result file (named), a missing or
     stale env, a results folder that cannot be written (an hour of measuring must not end in a failed write)."""
     if repeats < 1:
@@ -348,9 +436,16 @@ def prepare(cells: list[Cell], results_dir: Path, repeats: int, resume: bool = F
         todo = [c for c in cells if not already_measured(c, results_dir, machine, repeats)]
         skipped, cells = len(cells) - len(todo), todo
     plans = {p: load_plan_cells(results_dir, p) for p in {c.profile for c in cells}}
-    predicted = {} if ignore_plan else {c.key: why for c in cells if (why := predicted_oom(c, plans[c.profile], machine))}
-    pythons = {c.env: sys.executable if c.stack == UNLOCKED_STACK.name else env_python(c.env)  # unlocked: the interpreter running this
-               for c in cells if not get_model(c.model).why_cell_unsupported(c) and not why_not_here(c) and c.key not in predicted}
+    predicted = (
+        {} if ignore_plan else {c.key: why for c in cells if (why := predicted_oom(c, plans[c.profile], machine))}
+    )
+    pythons = {
+        c.env: sys.executable
+        if c.stack == UNLOCKED_STACK.name
+        else env_python(c.env)  # unlocked: the interpreter running this
+        for c in cells
+        if not get_model(c.model).why_cell_unsupported(c) and not why_not_here(c) and c.key not in predicted
+    }
     check_writable(results_dir)
     hold_results_folder(results_dir)  # one run at a time per results folder (bench/runlock.py), until this process ends
     return Prepared(cells, predicted, pythons, git_info(), machine, skipped, plans)
@@ -383,12 +478,16 @@ def run_cells(
     reference = {"start_ms": reference_ms()}
     latest = reference["start_ms"]
     # the machine's ceilings, once per run (bench/roofline/ceilings.py): the host's always, each framework's on a GPU
-    ceilings = measure_ceilings({c.backend: prepared.pythons[c.env] for c in cells if c.env in prepared.pythons}, prepared.machine, echo)
+    ceilings = measure_ceilings(
+        {c.backend: prepared.pythons[c.env] for c in cells if c.env in prepared.pythons}, prepared.machine, echo
+    )
     done: list[Result] = []
     started = time.perf_counter()
 
     def finish(cell: Cell, runs: list[Run]) -> None:
-        result = prepared.result(cell, runs, profile_choice, repeats, reference={**reference, "at_write_ms": latest}, ceilings=ceilings)
+        result = prepared.result(
+            cell, runs, profile_choice, repeats, reference={**reference, "at_write_ms": latest}, ceilings=ceilings
+        )
         path = write_or_show(result, results_dir, echo, kept=len(done), of=len(cells))
         done.append(result)
         line = f"{result.describe()}  [{path.relative_to(results_dir)}]"
@@ -431,12 +530,19 @@ def run_cells(
         if progress:
             progress.close()
     end_ms = reference_ms()
-    echo(f"reference probe (bench/drift.py): {reference['start_ms']:.3f} ms at the start, {end_ms:.3f} ms at the end (x{end_ms / reference['start_ms']:.2f})")
-    echo(f"{len(done)} cells in {hms(time.perf_counter() - started)}: " + ", ".join(f"{n} {s}" for s, n in status_counts(done).items()))
+    echo(
+        f"reference probe (bench/drift.py): {reference['start_ms']:.3f} ms at the start, {end_ms:.3f} ms at the end (x{end_ms / reference['start_ms']:.2f})"
+    )
+    echo(
+        f"{len(done)} cells in {hms(time.perf_counter() - started)}: "
+        + ", ".join(f"{n} {s}" for s, n in status_counts(done).items())
+    )
     return done
 
 
-def warn_over_timeout(cells: list[Cell], results_dir: Path, machine: dict, timeout_s: float | None, echo: Callable[[str], None]) -> None:
+def warn_over_timeout(
+    cells: list[Cell], results_dir: Path, machine: dict, timeout_s: float | None, echo: Callable[[str], None]
+) -> None:
     """A step count whose run cannot end within the timeout is said before it starts (--steps 1000000000 would
     otherwise run for the whole timeout and end as `timeout`). The estimate: the published ms/step of a paper cell
     (time_estimates), else the cell's current result's median, times the steps asked for."""
@@ -454,8 +560,10 @@ def warn_over_timeout(cells: list[Cell], results_dir: Path, machine: dict, timeo
             seconds = summary.median * (1 + cell.warmup_steps + cell.timed_steps) / 1000 if summary else None
         limit = timeout_s or cell_timeout_s(cell)
         if seconds is not None and seconds > limit:
-            echo(f"warning: {cell.key} is estimated at {hms(seconds)} ({cell.timed_steps} timed steps), over its {hms(limit)} timeout: "
-                 f"it will end as timeout (fewer --steps, or a longer --timeout)")
+            echo(
+                f"warning: {cell.key} is estimated at {hms(seconds)} ({cell.timed_steps} timed steps), over its {hms(limit)} timeout: "
+                f"it will end as timeout (fewer --steps, or a longer --timeout)"
+            )
 
 
 def time_estimates(cells: list[Cell]) -> dict[str, float]:

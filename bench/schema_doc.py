@@ -5,11 +5,11 @@ markers of docs/RESULT_FORMAT.md; tests/test_result_format.py fails when a field
 A field is a property of the schema, named by its path (`runs[].timed_ms`); a property whose value is a shared
 definition ($defs: the statistics) is one row, and the definition's own fields have a table of their own.
 """
+
 from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
 from bench.atomic import write_text_atomic
@@ -58,7 +58,11 @@ def fields(schema: dict[str, Any]) -> list[tuple[str, str, str | None]]:
 
     def walk(node: dict, path: str) -> None:
         for alt in [node, *node.get("anyOf", []), *node.get("oneOf", [])]:
-            target = defs[alt["$ref"].split("/")[-1]] if "$ref" in alt and alt["$ref"].split("/")[-1] in EXPANDED_DEFS else alt
+            target = (
+                defs[alt["$ref"].split("/")[-1]]
+                if "$ref" in alt and alt["$ref"].split("/")[-1] in EXPANDED_DEFS
+                else alt
+            )
             for name, prop in target.get("properties", {}).items():
                 where = f"{path}.{name}" if path else name
                 rows.append((where, _type(prop, defs), prop.get("description")))
@@ -84,16 +88,34 @@ def markdown(version: int = VERSIONS[-1]) -> str:
     defs = schema.get("$defs", {})
     head = ["| field | type | what |", "|---|---|---|"]
     cell = lambda text: (text or "").replace("|", "\\|").replace("\n", " ")
-    top = [f"| `{path}` | {cell(kind)} | {cell(text)} |" for path, kind, text in fields(schema) if path.split(".")[0].split("[")[0] not in defs or path in schema["properties"]]
-    lines = [f"Schema version {version} (`docs/schema/result-v{version}.schema.json`): {schema.get('description', '')}", "", *head, *top]
+    top = [
+        f"| `{path}` | {cell(kind)} | {cell(text)} |"
+        for path, kind, text in fields(schema)
+        if path.split(".")[0].split("[")[0] not in defs or path in schema["properties"]
+    ]
+    lines = [
+        f"Schema version {version} (`docs/schema/result-v{version}.schema.json`): {schema.get('description', '')}",
+        "",
+        *head,
+        *top,
+    ]
     for name, definition in defs.items():
         if name in EXPANDED_DEFS:
             continue
         users = [path for path, kind, _ in fields(schema) if name in kind.split(" or ")]
         if not users:  # a definition no field uses (kept for older readers) needs no table
             continue
-        lines += ["", f"`{name}` ({', '.join(f'`{u}`' for u in users)}): {definition.get('description', '')}", "", *head,
-                  *(f"| `{path.split('.', 1)[1]}` | {cell(kind)} | {cell(text)} |" for path, kind, text in fields(schema) if path.startswith(f"{name}."))]
+        lines += [
+            "",
+            f"`{name}` ({', '.join(f'`{u}`' for u in users)}): {definition.get('description', '')}",
+            "",
+            *head,
+            *(
+                f"| `{path.split('.', 1)[1]}` | {cell(kind)} | {cell(text)} |"
+                for path, kind, text in fields(schema)
+                if path.startswith(f"{name}.")
+            ),
+        ]
     return "\n".join(lines)
 
 

@@ -9,9 +9,10 @@ import dataclasses
 import importlib
 import importlib.util
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from bench.backends import get_backend
 from bench.errors import BenchError
@@ -40,7 +41,9 @@ class TaskSpec:
     def __post_init__(self) -> None:
         unknown = set(self.drivers.values()) - set(DRIVERS)
         if self.name not in TASKS or unknown:
-            raise BenchError(f"task {self.name!r}: unknown task or driver(s) {sorted(unknown)}; drivers: {', '.join(DRIVERS)}")
+            raise BenchError(
+                f"task {self.name!r}: unknown task or driver(s) {sorted(unknown)}; drivers: {', '.join(DRIVERS)}"
+            )
 
     def driver(self, family: str) -> str:
         try:
@@ -74,8 +77,15 @@ class CellRule:
     variant: str | None = None
 
     def matches(self, cell) -> bool:
-        return all(want is None or want == getattr(cell, name) for name, want in
-                   (("stack", self.stack), ("backend", self.backend), ("task", self.task), ("variant", self.variant)))
+        return all(
+            want is None or want == getattr(cell, name)
+            for name, want in (
+                ("stack", self.stack),
+                ("backend", self.backend),
+                ("task", self.task),
+                ("variant", self.variant),
+            )
+        )
 
 
 @dataclass(frozen=True)
@@ -115,7 +125,9 @@ class ModelSpec:
         try:
             return self.task_specs[name]
         except KeyError:
-            raise BenchError(f"unknown task {name!r} for {self.name}; valid tasks: {', '.join(self.task_specs)}") from None
+            raise BenchError(
+                f"unknown task {name!r} for {self.name}; valid tasks: {', '.join(self.task_specs)}"
+            ) from None
 
     def module_name(self, backend: str) -> str:
         return f"bench.models.{self.name}.{get_backend(backend).family.replace('-', '_')}"
@@ -138,12 +150,22 @@ class ModelSpec:
 
     def why_cell_unsupported(self, cell) -> str | None:
         """Why this cell cannot run: its backend's reason, else the first rule of `unsupported_cells` it matches."""
-        return self.why_unsupported(cell.backend) or next((r.reason for r in self.unsupported_cells if r.matches(cell)), None)
+        return self.why_unsupported(cell.backend) or next(
+            (r.reason for r in self.unsupported_cells if r.matches(cell)), None
+        )
 
 
-def load_model_spec(name: str, display: str, shape_type: type, tasks: list[TaskSpec], unsupported: dict[str, str] | None = None,
-                    study: str | None = None, rows: list[tuple[str, int]] | None = None,
-                    unsupported_cells: tuple[CellRule, ...] = (), paper_settings: Callable[[Any, Any], dict[str, Any]] | None = None) -> ModelSpec:
+def load_model_spec(
+    name: str,
+    display: str,
+    shape_type: type,
+    tasks: list[TaskSpec],
+    unsupported: dict[str, str] | None = None,
+    study: str | None = None,
+    rows: list[tuple[str, int]] | None = None,
+    unsupported_cells: tuple[CellRule, ...] = (),
+    paper_settings: Callable[[Any, Any], dict[str, Any]] | None = None,
+) -> ModelSpec:
     """Build a ModelSpec from bench/models/<name>/workload.toml, one table per profile (a profile with
     `shapes_from` borrows another's: a table of its own holds only the fields it changes). A model that is no row of
     the published table gives its own `rows`, as (task, batch size); a study's model gives its study too; `paper_settings(cell, shape)` gives the settings its runs must record (the tests'
@@ -165,8 +187,18 @@ def load_model_spec(name: str, display: str, shape_type: type, tasks: list[TaskS
         raise BenchError(f"{name}: a study's model needs its own rows")
     if rows and any(r.model == name for r in published_rows()):
         raise BenchError(f"{name}: the published table has its rows; it cannot declare its own")
-    spec = ModelSpec(name, display, shape_type, shapes, dict(unsupported or {}), {t.name: t for t in tasks}, study, tuple(rows or ()),
-                     tuple(unsupported_cells), paper_settings)
+    spec = ModelSpec(
+        name,
+        display,
+        shape_type,
+        shapes,
+        dict(unsupported or {}),
+        {t.name: t for t in tasks},
+        study,
+        tuple(rows or ()),
+        tuple(unsupported_cells),
+        paper_settings,
+    )
     published = set(spec.tasks())
     if published != set(spec.task_specs):
         where = "its own rows have" if rows else "the published table has"

@@ -14,8 +14,9 @@ from __future__ import annotations
 import math
 import statistics
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, Protocol
+from typing import Any, Protocol
 
 OUTLIER_FACTOR = 5.0  # a timed step above this multiple of the median is "far above" it
 
@@ -90,7 +91,10 @@ class StepTimer:
 
     @property
     def done(self) -> bool:
-        return self.steps_done >= 1 + (self.warmup_run if self.warmup_run is not None else self.plan.warmup_cap) + self.plan.timed_steps
+        return (
+            self.steps_done
+            >= 1 + (self.warmup_run if self.warmup_run is not None else self.plan.warmup_cap) + self.plan.timed_steps
+        )
 
     @property
     def steps_done(self) -> int:
@@ -143,22 +147,26 @@ class StepTimer:
     def windows_ms(self) -> list[float]:
         return [ns / 1e6 for ns in self.windows_ns]
 
-    def split(self, values: list[float] | None = None) -> "Split":
+    def split(self, values: list[float] | None = None) -> Split:
         """Split per-step values (the windows, or figures derived one per step) into first, warm-up and timed."""
         if not self.done or self.warmup_run is None:
-            raise RuntimeError(f"the driver stopped after {self.steps_done} steps; the plan needs {1 + self.plan.warmup_steps + self.plan.timed_steps} or more")
+            raise RuntimeError(
+                f"the driver stopped after {self.steps_done} steps; the plan needs {1 + self.plan.warmup_steps + self.plan.timed_steps} or more"
+            )
         values = self.windows_ms if values is None else values
         expected = 1 + self.warmup_run + self.plan.timed_steps
         steps = len(self.windows_ns) // self.plan.windows_per_step
         if len(values) != expected or steps != expected:
-            raise RuntimeError(f"expected {expected} steps (1 first + {self.warmup_run} warm-up + {self.plan.timed_steps} timed), got {len(values)}")
+            raise RuntimeError(
+                f"expected {expected} steps (1 first + {self.warmup_run} warm-up + {self.plan.timed_steps} timed), got {len(values)}"
+            )
         return Split(values[0], values[1 : 1 + self.warmup_run], values[1 + self.warmup_run :])
 
     def timed_compile_events(self) -> int:
         per = self.plan.windows_per_step
         return sum(self.compile_events[(1 + (self.warmup_run or 0)) * per :])
 
-    def steadiness(self, timed: list[float]) -> "Steadiness":
+    def steadiness(self, timed: list[float]) -> Steadiness:
         """What in the timed steps says the cell had not reached a steady state."""
         reasons = []
         events = self.timed_compile_events()
@@ -170,7 +178,9 @@ class StepTimer:
             reasons.append(f"warm-up stopped at its cap of {self.plan.warmup_cap} steps while still compiling")
         impossible = [i for i, v in enumerate(timed) if v <= 0]
         if impossible:
-            reasons.append(f"{len(impossible)} derived step figure(s) of zero or less (noise larger than the difference)")
+            reasons.append(
+                f"{len(impossible)} derived step figure(s) of zero or less (noise larger than the difference)"
+            )
         positive = [v for v in timed if v > 0]
         mid = statistics.median(positive) if positive else 0.0
         outliers = [i for i, v in enumerate(timed) if mid > 0 and v > OUTLIER_FACTOR * mid]
@@ -225,7 +235,7 @@ class Stats:
     cv: float
 
     @classmethod
-    def of(cls, values: list[float], allow_negative: bool = False) -> "Stats":
+    def of(cls, values: list[float], allow_negative: bool = False) -> Stats:
         """`allow_negative`: derived figures (a difference of two windows) may be zero or negative under noise."""
         if not values:
             raise ValueError("no values to summarise")

@@ -38,34 +38,59 @@ class Variant:
 
     def applies(self, backend: str, model: str, task: str) -> bool:
         models = dict(self.applies_to).get(backend, ())
-        return backend in self.backends and (models is None or model in models) and (self.tasks is None or task in self.tasks)
+        return (
+            backend in self.backends
+            and (models is None or model in models)
+            and (self.tasks is None or task in self.tasks)
+        )
 
     def where(self) -> str:
         text = "; ".join(f"{b} ({', '.join(models) if models else 'every model'})" for b, models in self.applies_to)
         return text + (f"; tasks {', '.join(self.tasks)}" if self.tasks else "")
 
 
-def on(backends: tuple[str, ...], models: tuple[str, ...] | None = None) -> tuple[tuple[str, tuple[str, ...] | None], ...]:
+def on(
+    backends: tuple[str, ...], models: tuple[str, ...] | None = None
+) -> tuple[tuple[str, tuple[str, ...] | None], ...]:
     return tuple((b, models) for b in backends)
 
 
 TUNING: dict[str, Variant] = {
     v.name: v
     for v in (
-        Variant("sdpa", "attention through torch's scaled_dot_product_attention: Keras ViT's MultiHeadAttention subclass "
-                "(torch backend); native BERT attn_implementation='sdpa' (issue 13)", (("torch", ("vit",)), ("native-torch", ("bert",))),
-                issue="15, 13"),
-        Variant("attention-dropout-0", "ViT's attention dropout 0 instead of 0.1: Keras MultiHeadAttention then calls "
-                "ops.dot_product_attention (fused) instead of its einsum path", on(KERAS3_BACKENDS, ("vit",))),
-        Variant("fused-attention", "keras-hub Gemma/Mistral attention through the fused ops.dot_product_attention "
-                "(keras-hub 0.32's own choice) instead of keras-nlp 0.8.2's einsum path (issue 13)",
-                on(KERAS3_BACKENDS, ("gemma", "mistral", "gemma_2b")), issue="13"),
-        Variant("matmul-high", "torch.set_float32_matmul_precision('high') before the model is built (TF32 on a GPU)",
-                on(("torch", "native-torch"))),
+        Variant(
+            "sdpa",
+            "attention through torch's scaled_dot_product_attention: Keras ViT's MultiHeadAttention subclass "
+            "(torch backend); native BERT attn_implementation='sdpa' (issue 13)",
+            (("torch", ("vit",)), ("native-torch", ("bert",))),
+            issue="15, 13",
+        ),
+        Variant(
+            "attention-dropout-0",
+            "ViT's attention dropout 0 instead of 0.1: Keras MultiHeadAttention then calls "
+            "ops.dot_product_attention (fused) instead of its einsum path",
+            on(KERAS3_BACKENDS, ("vit",)),
+        ),
+        Variant(
+            "fused-attention",
+            "keras-hub Gemma/Mistral attention through the fused ops.dot_product_attention "
+            "(keras-hub 0.32's own choice) instead of keras-nlp 0.8.2's einsum path (issue 13)",
+            on(KERAS3_BACKENDS, ("gemma", "mistral", "gemma_2b")),
+            issue="13",
+        ),
+        Variant(
+            "matmul-high",
+            "torch.set_float32_matmul_precision('high') before the model is built (TF32 on a GPU)",
+            on(("torch", "native-torch")),
+        ),
         # ViT's reference data is the same on every backend: arrays in memory (the TensorFlow env has no torch). The
         # published torch DataLoader is loader-workers-0, on the backends whose env has torch (JAX's has it for this).
-        Variant("loader-workers-N", "ViT's data from a torch DataLoader of random tensors with N worker processes "
-                "(published: N=0) instead of arrays in memory", on(("jax", "torch", "native-torch"), ("vit",))),
+        Variant(
+            "loader-workers-N",
+            "ViT's data from a torch DataLoader of random tensors with N worker processes "
+            "(published: N=0) instead of arrays in memory",
+            on(("jax", "torch", "native-torch"), ("vit",)),
+        ),
     )
 }
 
@@ -103,7 +128,9 @@ def check(backend: str, model: str, task: str, variant: str) -> None:
         valid = ", ".join(b.variants) + "; tuning variants: " + ", ".join(TUNING)
         raise BenchError(f"unknown variant {variant!r} for {backend}; valid variants: {valid}")
     if not tuning.applies(backend, model, task):
-        raise BenchError(f"variant {variant!r} does not apply to {backend} {model} {task}: it applies to {tuning.where()}")
+        raise BenchError(
+            f"variant {variant!r} does not apply to {backend} {model} {task}: it applies to {tuning.where()}"
+        )
 
 
 def known(variant: str) -> bool:

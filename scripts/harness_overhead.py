@@ -19,9 +19,9 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -157,15 +157,19 @@ def keras_driver_trials(pairs: int = PAIRS) -> tuple[list[float], list[float]] |
 def report(name: str, plain: list[float], timed: list[float], steps: int) -> tuple[str, Interval]:
     ci = median_interval(differences(plain, timed))
     share = ci.median / (REFERENCE_STEP_MS * 1000)
-    text = (f"{name}: {statistics.median(plain):.2f} us/step without, {statistics.median(timed):.2f} us/step with; "
-            f"median paired difference {ci.median:+.2f} us/step = {share:.4%} of a {REFERENCE_STEP_MS:.0f} ms step, "
-            f"{ci.coverage:.1%} interval [{ci.low:+.2f}, {ci.high:+.2f}] us "
-            f"({ci.n} interleaved pairs of {steps} steps)\n    ")
+    text = (
+        f"{name}: {statistics.median(plain):.2f} us/step without, {statistics.median(timed):.2f} us/step with; "
+        f"median paired difference {ci.median:+.2f} us/step = {share:.4%} of a {REFERENCE_STEP_MS:.0f} ms step, "
+        f"{ci.coverage:.1%} interval [{ci.low:+.2f}, {ci.high:+.2f}] us "
+        f"({ci.n} interleaved pairs of {steps} steps)\n    "
+    )
     if ci.narrow:
         text += f"interval width {ci.high - ci.low:.2f} us < |median| {abs(ci.median):.2f} us: narrow enough to quote the median"
     else:
-        text += (f"interval width {ci.high - ci.low:.2f} us >= |median| {abs(ci.median):.2f} us: too wide to quote the median; "
-                 f"quote the upper end (< {max(ci.high, 0):.2f} us/step)")
+        text += (
+            f"interval width {ci.high - ci.low:.2f} us >= |median| {abs(ci.median):.2f} us: too wide to quote the median; "
+            f"quote the upper end (< {max(ci.high, 0):.2f} us/step)"
+        )
     return text, ci
 
 
@@ -176,10 +180,16 @@ def main() -> int:
     if keras_trials is None:
         print("keras driver: skipped (the jax env is not built: make env BACKEND=jax)")
     else:
-        text, _ = report("keras fit driver (jax, trivial model, sync at both edges of every step)", *keras_trials, KERAS_STEPS)
+        text, _ = report(
+            "keras fit driver (jax, trivial model, sync at both edges of every step)", *keras_trials, KERAS_STEPS
+        )
         print(text)
     ok = core.high < REFERENCE_STEP_MS * 1000 * 0.01
-    print("goal (< 1% of a 10 ms step, at the interval's upper end) met by the timing core" if ok else "goal NOT met by the timing core")
+    print(
+        "goal (< 1% of a 10 ms step, at the interval's upper end) met by the timing core"
+        if ok
+        else "goal NOT met by the timing core"
+    )
     return 0 if ok else 1
 
 

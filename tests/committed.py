@@ -6,16 +6,18 @@ import shutil
 import subprocess
 import tarfile
 import tempfile
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 
 
-@lru_cache(maxsize=None)
+@cache
 def committed_results() -> Path:
     """A copy of HEAD's results/, extracted once per test process (about 15 MB; under a second)."""
-    archive = subprocess.run(["git", "archive", "--format=tar", "HEAD", "results"], cwd=REPO, capture_output=True, check=True).stdout
+    archive = subprocess.run(
+        ["git", "archive", "--format=tar", "HEAD", "results"], cwd=REPO, capture_output=True, check=True
+    ).stdout
     dest = Path(tempfile.mkdtemp(prefix="committed-results-"))
     atexit.register(shutil.rmtree, dest, True)
     with tarfile.open(fileobj=io.BytesIO(archive)) as tar:

@@ -47,7 +47,8 @@ def pytest_collection_modifyitems(items):
 @pytest.fixture
 def venvs(tmp_path):
     """Fake envs of every backend (tests/fakes.py): the orchestrator's tests without a framework."""
-    from bench.backends import BACKENDS
     from fakes import make_fake_envs
+
+    from bench.backends import BACKENDS
 
     return make_fake_envs(tmp_path / "venvs", list(BACKENDS))

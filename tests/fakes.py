@@ -99,7 +99,9 @@ def run_bench(args, env, timeout=120):
     """`python -m bench ARGS` from the repository, as a user runs it."""
     import subprocess
 
-    return subprocess.run([sys.executable, "-m", "bench", *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "bench", *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout
+    )
 
 
 def bench_env(venvs: Path, **modes) -> dict:
@@ -136,10 +138,24 @@ else:
 
 def a100(index: int, **extra) -> dict:
     """One A100 40GB as nvidia-smi would describe it (every field bench.provenance queries)."""
-    return {"index": str(index), "uuid": f"GPU-a100000{index}-0000-0000-0000-00000000000{index}", "name": "NVIDIA A100-SXM4-40GB",
-            "driver_version": "550.54.15", "memory.total": "40960", "pci.bus_id": f"00000000:0{index}:00.0", "compute_cap": "8.0",
-            "clocks.sm": "1410", "clocks.max.sm": "1410", "clocks.mem": "1215", "clocks.max.mem": "1215", "power.draw": "61.2",
-            "power.limit": "400.00", "temperature.gpu": "31", "clocks_throttle_reasons.active": "0x0000000000000000", **extra}
+    return {
+        "index": str(index),
+        "uuid": f"GPU-a100000{index}-0000-0000-0000-00000000000{index}",
+        "name": "NVIDIA A100-SXM4-40GB",
+        "driver_version": "550.54.15",
+        "memory.total": "40960",
+        "pci.bus_id": f"00000000:0{index}:00.0",
+        "compute_cap": "8.0",
+        "clocks.sm": "1410",
+        "clocks.max.sm": "1410",
+        "clocks.mem": "1215",
+        "clocks.max.mem": "1215",
+        "power.draw": "61.2",
+        "power.limit": "400.00",
+        "temperature.gpu": "31",
+        "clocks_throttle_reasons.active": "0x0000000000000000",
+        **extra,
+    }
 
 
 def install_fake_nvidia_smi(bin_dir: Path, gpus: list[dict], monkeypatch=None) -> dict:

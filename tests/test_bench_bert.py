@@ -1,13 +1,11 @@
 """End to end, as a user runs it: `make bench BACKEND=<each> MODEL=bert` in the smoke profile."""
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
+from conftest import REPO, assert_paper_settings, env_python
 
 from bench.backends import BACKENDS
 from bench.results import load_all
-from conftest import REPO, assert_paper_settings, env_python
 
 pytestmark = [pytest.mark.envs, pytest.mark.slow]
 
@@ -18,8 +16,19 @@ def test_make_bench_bert(backend, tmp_path):
     env_python(backend)  # fails in CI, skips locally, when the env is missing
     results = tmp_path / "results"
     out = subprocess.run(
-        ["make", "--no-print-directory", "bench", f"BACKEND={backend}", "MODEL=bert", "PROFILE=smoke", f"RESULTS={results}"],
-        cwd=REPO, capture_output=True, text=True, timeout=2400,
+        [
+            "make",
+            "--no-print-directory",
+            "bench",
+            f"BACKEND={backend}",
+            "MODEL=bert",
+            "PROFILE=smoke",
+            f"RESULTS={results}",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=2400,
     )
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     found = load_all(results)

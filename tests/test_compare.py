@@ -5,12 +5,12 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from committed import committed_results
 
 from bench import compare
 from bench.errors import BenchError
-from bench.results import Result, Run, load_all
 from bench.report.load import COLUMNS
-from committed import committed_results
+from bench.results import Result, load_all
 
 REPO = Path(__file__).resolve().parent.parent
 COMMITTED = committed_results()  # HEAD's, not what a user's own run left in results/
@@ -104,8 +104,13 @@ def test_markdown_follows_the_published_layout(comparison):
 
 def test_cli_prints_markdown_and_writes_both_files(comparison, tmp_path):
     b_dir = comparison.b_dir
-    out = subprocess.run([sys.executable, "-m", "bench", "compare", str(COMMITTED), str(b_dir), "--out-dir", str(tmp_path / "cmp")],
-                         cwd=REPO, capture_output=True, text=True, timeout=300)
+    out = subprocess.run(
+        [sys.executable, "-m", "bench", "compare", str(COMMITTED), str(b_dir), "--out-dir", str(tmp_path / "cmp")],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout == (tmp_path / "cmp" / "compare.md").read_text() and "3.00×" in out.stdout
     assert (tmp_path / "cmp" / "compare.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

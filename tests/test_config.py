@@ -7,6 +7,7 @@ import subprocess
 
 import pytest
 from committed import committed_results
+from conftest import REPO
 from fakes import make_fake_envs
 
 from bench.cell import check_config
@@ -14,7 +15,6 @@ from bench.config import COMMAND_LINE, resolve
 from bench.profiles import get_profile
 from bench.registry import get_model, plan_cells
 from bench.results import load_all
-from conftest import REPO
 
 
 def run_fake(tmp_path, monkeypatch, cells, **kw):
@@ -39,7 +39,10 @@ def test_each_result_holds_the_config_its_process_was_given(tmp_path, monkeypatc
     sources = config["sources"]
     assert sources["timed_steps"] == "bench/profiles.toml [smoke] timed_steps"
     assert sources["batch_size"].startswith("keras3_benchmarks_2024.csv (the published table), capped at 2")
-    assert sources["shape"] == "bench/models/bert/workload.toml [smoke]" and sources["timeout_s"] == "bench/profiles.toml [smoke] timeout_s"
+    assert (
+        sources["shape"] == "bench/models/bert/workload.toml [smoke]"
+        and sources["timeout_s"] == "bench/profiles.toml [smoke] timeout_s"
+    )
 
 
 def test_a_value_from_the_command_line_says_so(tmp_path, monkeypatch):
@@ -54,7 +57,9 @@ def test_a_value_from_the_command_line_says_so(tmp_path, monkeypatch):
 def test_a_paper_cells_timeout_names_the_estimate():
     cell = plan_cells("paper", backends=["torch"], models=["stable_diffusion"], tasks=["predict"])[0]
     config = resolve(cell)
-    assert config.timeout_s > get_profile("paper").timeout_s and config.sources["timeout_s"].startswith("bench/cluster/estimate.py")
+    assert config.timeout_s > get_profile("paper").timeout_s and config.sources["timeout_s"].startswith(
+        "bench/cluster/estimate.py"
+    )
     assert config.sources["shape"] == "bench/models/stable_diffusion/workload.toml [paper]"
 
 
@@ -64,16 +69,30 @@ def test_a_cell_refuses_a_config_that_is_not_what_it_would_run():
     check_config(cell, json.loads(json.dumps(config)))  # as it travels: JSON
     check_config(cell, None)  # a cell started by hand, with no orchestrator
     with pytest.raises(RuntimeError, match="differs from this process's in shape, window_plan"):
-        check_config(cell, {**config, "shape": {**config["shape"], "hidden_dim": 1}, "window_plan": {**config["window_plan"], "timed_steps": 1}})
+        check_config(
+            cell,
+            {
+                **config,
+                "shape": {**config["shape"], "hidden_dim": 1},
+                "window_plan": {**config["window_plan"], "timed_steps": 1},
+            },
+        )
 
 
 def test_the_full_size_cpu_run_is_the_cpu_profile_alone():
     """make bench-cpu-full passes no step counts or timeout of its own: the profile, the docs and the committed run agree."""
-    dry = subprocess.run(["make", "-n", "bench-cpu-full", "PYTHON=python3"], cwd=REPO, capture_output=True, text=True).stdout
+    dry = subprocess.run(
+        ["make", "-n", "bench-cpu-full", "PYTHON=python3"], cwd=REPO, capture_output=True, text=True
+    ).stdout
     run_line = next(line for line in dry.splitlines() if " -m bench run " in line)
     assert "--profile cpu" in run_line and not re.search(r"--(steps|warmup|timeout)\b", run_line), run_line
     cpu = get_profile("cpu")
-    committed = {(r.cell.warmup_steps, r.cell.timed_steps, r.cell.max_warmup_steps) for r in load_all(committed_results() / "cpu-full")}
+    committed = {
+        (r.cell.warmup_steps, r.cell.timed_steps, r.cell.max_warmup_steps)
+        for r in load_all(committed_results() / "cpu-full")
+    }
     assert committed == {(cpu.warmup_steps, cpu.timed_steps, cpu.max_warmup_steps)}
     docs = (REPO / "docs" / "FULL_SIZE_CPU.md").read_text()
-    assert f"then {cpu.timed_steps} timed steps" in docs and cpu.timeout_s == 3600 and "a one-hour limit per cell" in docs
+    assert (
+        f"then {cpu.timed_steps} timed steps" in docs and cpu.timeout_s == 3600 and "a one-hour limit per cell" in docs
+    )

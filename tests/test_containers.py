@@ -56,8 +56,15 @@ def base_lock() -> dict[str, str]:
 def test_hadolint_clean():
     hadolint = require_tool("hadolint")
     p = subprocess.run(
-        [hadolint, "--config", str(CONTAINERS / ".hadolint.yaml"), str(CONTAINERFILE), str(CONTAINERS / "Containerfile.base")],
-        capture_output=True, text=True,
+        [
+            hadolint,
+            "--config",
+            str(CONTAINERS / ".hadolint.yaml"),
+            str(CONTAINERFILE),
+            str(CONTAINERS / "Containerfile.base"),
+        ],
+        capture_output=True,
+        text=True,
     )
     assert p.returncode == 0, f"hadolint:\n{p.stdout}{p.stderr}"
 
@@ -66,7 +73,7 @@ def test_hadolint_clean():
 def test_containerfile_declares_every_cell_variable(backend):
     """build-image.sh passes `scripts/envs.py vars BACKEND` as build args; each must become an ENV."""
     text = CONTAINERFILE.read_text()
-    env_block = text[text.index("\nENV BENCH_BACKEND="):]
+    env_block = text[text.index("\nENV BENCH_BACKEND=") :]
     for key in cell_environment(backend):
         assert re.search(rf"^ARG {key}(=|$)", text, re.M), f"{key}: no ARG in the Containerfile"
         assert f"{key}=${{{key}}}" in env_block, f"{key}: not set by the ENV instruction"
@@ -85,7 +92,11 @@ def test_base_is_pinned():
 
 def test_context_allowlist_covers_what_is_copied():
     """Every COPY source is let in by Containerfile.dockerignore (and the staged context)."""
-    allowed = [line[1:] for line in (CONTAINERS / "Containerfile.dockerignore").read_text().splitlines() if line.startswith("!")]
+    allowed = [
+        line[1:]
+        for line in (CONTAINERS / "Containerfile.dockerignore").read_text().splitlines()
+        if line.startswith("!")
+    ]
     sources = []
     for m in re.finditer(r"^COPY (.+?) \S+$", CONTAINERFILE.read_text(), re.M):
         sources += m.group(1).split()
@@ -115,19 +126,27 @@ def test_image_builds_reproducibly_and_runs(tmp_path):
     base = f"{pins['BASE_NAME']}:{pins['BASE_TAG']}"
     if subprocess.run([engine, "image", "exists", base]).returncode != 0:
         subprocess.run([str(CONTAINERS / "build-base.sh")], env=env, check=True, timeout=1800)
-    base_id = subprocess.run([engine, "image", "inspect", "--format", "{{.Id}}", base],
-                             capture_output=True, text=True, check=True).stdout.strip()
+    base_id = subprocess.run(
+        [engine, "image", "inspect", "--format", "{{.Id}}", base], capture_output=True, text=True, check=True
+    ).stdout.strip()
     assert base_id == pins["BASE_IMAGE_ID"], "the base image is not the pinned one"
 
     # Two --no-cache builds of one staged context: the same ID.
-    p = subprocess.run([str(CONTAINERS / "build-image.sh"), CONTAINER_BACKEND, "--repro"], env=env,
-                       capture_output=True, text=True, timeout=3600)
+    p = subprocess.run(
+        [str(CONTAINERS / "build-image.sh"), CONTAINER_BACKEND, "--repro"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=3600,
+    )
     ids = re.findall(r"^image-repro \S+: build \d ([0-9a-f]{64})$", p.stdout, re.M)
-    assert p.returncode == 0 and len(ids) == 2 and ids[0] == ids[1], \
+    assert p.returncode == 0 and len(ids) == 2 and ids[0] == ids[1], (
         f"image IDs differ or the build failed:\n{p.stdout}\n{p.stderr[-4000:]}"
+    )
     image = f"localhost/bench:{CONTAINER_BACKEND}"
-    tagged = subprocess.run([engine, "image", "inspect", "--format", "{{.Id}}", image],
-                            capture_output=True, text=True, check=True).stdout.strip()
+    tagged = subprocess.run(
+        [engine, "image", "inspect", "--format", "{{.Id}}", image], capture_output=True, text=True, check=True
+    ).stdout.strip()
     assert tagged.removeprefix("sha256:") == ids[0]
 
     # Smoke: the framework imports and reports its version, with the backend's variables set.
@@ -136,14 +155,16 @@ def test_image_builds_reproducibly_and_runs(tmp_path):
         "import importlib, json, os\n"
         f"m = importlib.import_module({framework!r})\n"
         "env = {k: os.environ.get(k) for k in %r}\n"
-        "print('SMOKE', json.dumps({'version': m.__version__, 'env': env}))\n" % sorted(cell_environment(CONTAINER_BACKEND))
+        "print('SMOKE', json.dumps({'version': m.__version__, 'env': env}))\n"
+        % sorted(cell_environment(CONTAINER_BACKEND))
     )
     run = [engine, "run", "--rm", "--pull=never", "--network=none"]
-    p = subprocess.run([*run, "--entrypoint", "/opt/venv/bin/python", image, "-c", code],
-                       capture_output=True, text=True, timeout=600)
+    p = subprocess.run(
+        [*run, "--entrypoint", "/opt/venv/bin/python", image, "-c", code], capture_output=True, text=True, timeout=600
+    )
     assert p.returncode == 0, p.stderr[-4000:]
     smoke = next(line for line in p.stdout.splitlines() if line.startswith("SMOKE "))
-    got = json.loads(smoke[len("SMOKE "):])
+    got = json.loads(smoke[len("SMOKE ") :])
     assert got["version"], got
     assert got["env"] == cell_environment(CONTAINER_BACKEND)
     print(f"{image}: {framework} {got['version']}")
@@ -156,9 +177,23 @@ def test_image_builds_reproducibly_and_runs(tmp_path):
 
     # A benchmark cell in the image, through the make target, its result written to the host's folder.
     results = tmp_path / "results"
-    p = subprocess.run(["make", "--no-print-directory", "bench-container", f"BACKEND={CONTAINER_BACKEND}", "MODEL=bert",
-                        "TASK=predict", "PROFILE=smoke", f"RESULTS={results}", f"CONTAINER_ENGINE={engine}"],
-                       cwd=REPO, capture_output=True, text=True, timeout=900)
+    p = subprocess.run(
+        [
+            "make",
+            "--no-print-directory",
+            "bench-container",
+            f"BACKEND={CONTAINER_BACKEND}",
+            "MODEL=bert",
+            "TASK=predict",
+            "PROFILE=smoke",
+            f"RESULTS={results}",
+            f"CONTAINER_ENGINE={engine}",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     (result,) = load_all(results)
     assert result.status == "ok" and result.cell.backend == CONTAINER_BACKEND, result.message
@@ -181,6 +216,11 @@ def test_the_env_layer_has_every_module_its_build_imports(tmp_path):
             else:
                 target.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy(REPO / source, target)
-    out = subprocess.run([sys.executable, "scripts/envs.py", "vars", "jax"], cwd=tmp_path, capture_output=True, text=True,
-                         env={"PATH": os.environ["PATH"], "PYTHONPATH": ""})
+    out = subprocess.run(
+        [sys.executable, "scripts/envs.py", "vars", "jax"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={"PATH": os.environ["PATH"], "PYTHONPATH": ""},
+    )
     assert out.returncode == 0 and "KERAS_BACKEND=jax" in out.stdout, out.stderr[-2000:]

@@ -48,7 +48,11 @@ def test_a_healthy_machine_passes_every_check(tmp_path):
 def test_no_disk_fails_with_the_fix_and_a_non_zero_exit(tmp_path):
     probes = healthy(tmp_path, free_disk_bytes=lambda path: 2 * GB)
     check = by_name(probes)["disk (envs)"]
-    assert check.verdict == FAIL and "2.0 GB free" in check.value and f"{sum(ENV_DISK_GB.values()):.1f} GB needed" in check.value
+    assert (
+        check.verdict == FAIL
+        and "2.0 GB free" in check.value
+        and f"{sum(ENV_DISK_GB.values()):.1f} GB needed" in check.value
+    )
     assert f"free {sum(ENV_DISK_GB.values()) - 2.0:.1f} GB more" in check.fix
     assert by_name(probes)["disk (images)"].verdict == WARN  # the container line is never fatal
     lines = []
@@ -95,7 +99,9 @@ def test_no_nvidia_smi_is_fine_and_a_broken_one_warns(tmp_path):
     assert by_name(healthy(tmp_path, nvidia_driver=lambda: ""))["NVIDIA driver"].verdict == WARN
 
 
-@pytest.mark.parametrize("version,verdict", [((3, 10, 12), FAIL), ((3, 8, 0), FAIL), ((3, 12, 1), WARN), ((3, 11, 0), OK)])
+@pytest.mark.parametrize(
+    "version,verdict", [((3, 10, 12), FAIL), ((3, 8, 0), FAIL), ((3, 12, 1), WARN), ((3, 11, 0), OK)]
+)
 def test_wrong_python(tmp_path, version, verdict):
     check = by_name(healthy(tmp_path, python_version=lambda: version))["python"]
     assert check.verdict == verdict
@@ -109,7 +115,12 @@ def test_make_missing_or_not_gnu_fails(tmp_path):
 
 
 def test_memory_against_the_plans_largest_cell(tmp_path):
-    plan = {"cells": [{"key": "jax__gemma__fit__bs8__default", "memory_gib": 80.0}, {"key": "jax__bert__fit", "memory_gib": 4}]}
+    plan = {
+        "cells": [
+            {"key": "jax__gemma__fit__bs8__default", "memory_gib": 80.0},
+            {"key": "jax__bert__fit", "memory_gib": 4},
+        ]
+    }
     check = by_name(healthy(tmp_path, read_plan=lambda path: plan))["memory"]
     assert check.verdict == WARN and "jax__gemma__fit__bs8__default" in check.value and "80.0 GiB" in check.value
     small = {"cells": [{"key": "jax__bert__fit", "memory_gib": 4}]}
@@ -128,7 +139,9 @@ def test_a_real_run_passes_on_this_machine_in_seconds():
     """The system python3 and the CLI, as make runs it (this machine has 3.11, make, cc and room). It takes about
     0.5 s here; the bound leaves room for a loaded machine and still fails if a framework import creeps in."""
     started = time.perf_counter()
-    out = subprocess.run([sys.executable, "-m", "bench", "doctor"], cwd=REPO, capture_output=True, text=True, timeout=30)
+    out = subprocess.run(
+        [sys.executable, "-m", "bench", "doctor"], cwd=REPO, capture_output=True, text=True, timeout=30
+    )
     elapsed = time.perf_counter() - started
     assert out.returncode == 0, out.stdout + out.stderr
     assert out.stdout.splitlines()[-1] == "doctor: ready"
@@ -139,9 +152,15 @@ def test_make_stops_before_building_when_the_doctor_fails():
     """`make -n` shows the doctor first in each target that builds or runs."""
     for target in ("envs", "test", "bench-all", "bench-cpu-full"):
         # --no-print-directory: under `make test` MAKEFLAGS carries -w, which adds "Entering directory" lines.
-        out = subprocess.run(["make", "--no-print-directory", "-n", target], cwd=REPO, capture_output=True, text=True, timeout=30)
+        out = subprocess.run(
+            ["make", "--no-print-directory", "-n", target], cwd=REPO, capture_output=True, text=True, timeout=30
+        )
         assert out.returncode == 0, out.stderr
-        plan = '--results-dir "results/cpu-full" --profile cpu' if target == "bench-cpu-full" else '--results-dir "results"'
+        plan = (
+            '--results-dir "results/cpu-full" --profile cpu'
+            if target == "bench-cpu-full"
+            else '--results-dir "results"'
+        )
         assert out.stdout.splitlines()[0].rstrip().endswith("-m bench doctor " + plan), (target, out.stdout)
 
 
@@ -149,8 +168,13 @@ def test_a_failed_check_stops_make_before_anything_is_built(tmp_path):
     """CC names no compiler: the doctor FAILs and make never reaches the build (here a harmless echo)."""
     uv = tmp_path / "uv"
     uv.write_text("")  # newer than containers/uv-requirements.txt: make does not fetch uv
-    out = subprocess.run(["make", "envs", "CC=no-such-compiler", "ENVS_PY=echo BUILT", f"UV={uv}"],
-                         cwd=REPO, capture_output=True, text=True, timeout=30)
+    out = subprocess.run(
+        ["make", "envs", "CC=no-such-compiler", "ENVS_PY=echo BUILT", f"UV={uv}"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert out.returncode != 0
     assert "FAIL  C compiler" in out.stdout and "BUILT" not in out.stdout
 
@@ -158,7 +182,13 @@ def test_a_failed_check_stops_make_before_anything_is_built(tmp_path):
 def test_cli_reads_the_plan_it_is_given(tmp_path):
     plan = tmp_path / "plan.json"
     plan.write_text('{"cells": [{"key": "jax__gemma__fit__bs8__default", "memory_gib": 100000}]}')
-    out = subprocess.run([sys.executable, "-m", "bench", "doctor", "--plan", str(plan)], cwd=REPO, capture_output=True, text=True, timeout=30)
+    out = subprocess.run(
+        [sys.executable, "-m", "bench", "doctor", "--plan", str(plan)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     line = next(l for l in out.stdout.splitlines() if "memory" in l)
     assert line.startswith("warn") and "jax__gemma__fit__bs8__default" in line and out.returncode == 0
 

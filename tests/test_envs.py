@@ -122,7 +122,9 @@ def test_native_torch_stack():
 @pytest.mark.envs
 @pytest.mark.parametrize("name", ["jax", "torch"])
 def test_tensorflow_is_cpu_only_in(name):
-    out = probe(name, """
+    out = probe(
+        name,
+        """
 import json, importlib.metadata as md
 import tensorflow as tf
 try:
@@ -132,7 +134,8 @@ except md.PackageNotFoundError:
 print(json.dumps({"devices": [f"{d.device_type}:{d.name}" for d in tf.config.list_physical_devices()],
                   "tensorflow_cpu": md.version("tensorflow-cpu"), "tensorflow_dist": gpu_dist,
                   "cuda_build": tf.sysconfig.get_build_info().get("is_cuda_build")}))
-""")
+""",
+    )
     print(f"{name}: TensorFlow sees {out['devices']} (tensorflow-cpu {out['tensorflow_cpu']})")
     assert out["devices"] and all(d.startswith("CPU:") for d in out["devices"]), out
     assert out["tensorflow_dist"] is None, f"the GPU `tensorflow` dist is installed in {name}: {out}"
@@ -206,8 +209,11 @@ def test_unknown_backend_names_the_valid_ones(tmp_path):
     if shutil.which("make"):
         mk = tmp_path / "Makefile"
         mk.write_text(f"PYTHON ?= python3\nBACKEND ?=\ninclude {ROOT}/mk/envs.mk\n")
-        p = subprocess.run(["make", "-s", "-C", str(ROOT), "-f", str(mk), "env", "BACKEND=kears2",
-                            f"PYTHON={sys.executable}"], capture_output=True, text=True)
+        p = subprocess.run(
+            ["make", "-s", "-C", str(ROOT), "-f", str(mk), "env", "BACKEND=kears2", f"PYTHON={sys.executable}"],
+            capture_output=True,
+            text=True,
+        )
         assert p.returncode != 0
         assert "unknown backend 'kears2'" in p.stderr and "native-torch" in p.stderr, p.stderr
 
@@ -242,8 +248,12 @@ def _blocks(text: str, names: set[str]) -> list[str]:
 def test_tampered_hash_refuses_then_correct_file_builds(tmp_path):
     good = "".join(_blocks((ROOT / "envs" / "keras2" / "requirements.txt").read_text(), {"six", "absl-py"}))
     assert len(re.findall(r"^(six|absl-py)==", good, re.M)) == 2 and "--hash=sha256:" in good, good
-    bad = re.sub(r"(six==.*?)(?=\n[a-z]|\Z)",
-                 lambda m: re.sub(r"sha256:[0-9a-f]{64}", "sha256:" + "0" * 64, m.group(1)), good, flags=re.S)
+    bad = re.sub(
+        r"(six==.*?)(?=\n[a-z]|\Z)",
+        lambda m: re.sub(r"sha256:[0-9a-f]{64}", "sha256:" + "0" * 64, m.group(1)),
+        good,
+        flags=re.S,
+    )
     assert bad != good and "absl-py" in bad
     venv = tmp_path / "venv"
     req = tmp_path / "requirements.txt"
@@ -261,8 +271,12 @@ def test_tampered_hash_refuses_then_correct_file_builds(tmp_path):
     assert stamp["lock_sha256"] == hashlib.sha256(good.encode()).hexdigest()
     assert stamp["backend"] == "keras2" and stamp["built_at"]
     # the repo's bench package is importable without an install step
-    q = subprocess.run([str(venv / "bin" / "python"), "-c", "import bench.backends, six, absl; print('ok')"],
-                       capture_output=True, text=True, cwd=tmp_path)
+    q = subprocess.run(
+        [str(venv / "bin" / "python"), "-c", "import bench.backends, six, absl; print('ok')"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
     assert q.stdout.strip() == "ok", q.stderr
 
     t0 = time.monotonic()
@@ -273,10 +287,17 @@ def test_tampered_hash_refuses_then_correct_file_builds(tmp_path):
     # A failed rebuild (the tampered file again) leaves the working env as it was, and says so (issue 32).
     req.write_text(bad)
     p = envs_py("build", "keras2", "--venv", str(venv), "--requirements", str(req))
-    assert p.returncode != 0 and f"is untouched (built from lock sha256 {stamp['lock_sha256'][:12]})" in p.stdout + p.stderr, p.stdout + p.stderr
+    assert (
+        p.returncode != 0
+        and f"is untouched (built from lock sha256 {stamp['lock_sha256'][:12]})" in p.stdout + p.stderr
+    ), p.stdout + p.stderr
     assert json.loads((venv / "bench-env.json").read_text()) == stamp
-    q = subprocess.run([str(venv / "bin" / "python"), "-c", "import bench.backends, six, absl; print('ok')"],
-                       capture_output=True, text=True, cwd=tmp_path)
+    q = subprocess.run(
+        [str(venv / "bin" / "python"), "-c", "import bench.backends, six, absl; print('ok')"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
     assert q.stdout.strip() == "ok", q.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["requirements.txt", "venv"]  # no half-built folder beside it
 
@@ -302,12 +323,21 @@ def test_interrupted_build_is_never_taken_for_complete(tmp_path):
     assert envs_py(*args).returncode == 0 and (venv / "bench-env.json").exists()
     before = json.loads((venv / "bench-env.json").read_text())
 
-    req.write_text(req.read_text() + "".join(_blocks((ROOT / "envs" / "keras2" / "requirements.txt").read_text(), {"absl-py"})))
+    req.write_text(
+        req.read_text() + "".join(_blocks((ROOT / "envs" / "keras2" / "requirements.txt").read_text(), {"absl-py"}))
+    )
     slow_uv = tmp_path / "slow-uv"
     slow_uv.write_text(SLOW_UV.format(uv=real_uv))
     slow_uv.chmod(0o755)
-    proc = subprocess.Popen([sys.executable, str(ENVS_PY), *args], cwd=ROOT, env={**os.environ, "UV": str(slow_uv)},
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, str(ENVS_PY), *args],
+        cwd=ROOT,
+        env={**os.environ, "UV": str(slow_uv)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
     for line in proc.stdout:
         if "SYNCING" in line:
             break
@@ -335,19 +365,24 @@ def test_torch_in_the_jax_env_is_pinned_like_the_torch_envs_where_it_is_there():
         return [p for p in failed if p.startswith("torch ")]
 
     assert problems({"torch": "2.10.0"}) == [] and problems({}) == []
-    assert problems({"torch": "2.9.1"}) == ["torch differs across jax, torch, native-torch: {'jax': '2.9.1', 'torch': '2.10.0', 'native-torch': '2.10.0'}"]
+    assert problems({"torch": "2.9.1"}) == [
+        "torch differs across jax, torch, native-torch: {'jax': '2.9.1', 'torch': '2.10.0', 'native-torch': '2.10.0'}"
+    ]
 
 
 @pytest.mark.envs
 def test_the_jax_env_feeds_keras_from_a_torch_dataloader_without_changing_jax_cuda_libraries():
-    out = probe("jax", """
+    out = probe(
+        "jax",
+        """
 import json, torch, keras
 from torch.utils.data import DataLoader, TensorDataset
 model = keras.Sequential([keras.layers.Flatten(), keras.layers.Dense(3)])
 model.compile("sgd", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
 history = model.fit(DataLoader(TensorDataset(torch.rand(8, 2, 2), torch.randint(0, 3, (8,))), batch_size=4), verbose=0)
 print(json.dumps({"torch": torch.__version__, "backend": keras.backend.backend(), "losses": len(history.history["loss"])}))
-""")
+""",
+    )
     assert out["torch"].startswith("2.10.") and out["backend"] == "jax" and out["losses"] == 1
     lock = (ROOT / "envs" / "jax" / "uv.lock").read_text()
     assert 'name = "nvidia-cudnn-cu12"\nversion = "9.28.0.42"' in lock  # jax[cuda12]'s cuDNN, not torch's 9.10

@@ -5,11 +5,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from committed import committed_results
 
 from bench import export
-from bench.results import CorruptResult, Result, Run, load
 from bench.registry import Cell
-from committed import committed_results
+from bench.results import CorruptResult, Result, Run, load
 
 REPO = Path(__file__).resolve().parent.parent
 COMMITTED = committed_results()  # HEAD's, not what a user's own run left in results/
@@ -34,7 +34,11 @@ def test_the_committed_smoke_results_export_to_72_rows_per_stack(tmp_path):
     assert count == sum(map(len, by_stack.values()))
     assert all(r["file"].startswith("smoke/cpu-amd-epyc-2-cores/stack-2024/") for r in by_stack["2024"])
     # the 2024 stack's smoke matrix (make test-stack2024 KEEP_RESULTS=results): one row per result file
-    assert len(by_stack["2024"]) == len(list((COMMITTED / "smoke" / "cpu-amd-epyc-2-cores" / "stack-2024").glob("*.json"))) >= 71
+    assert (
+        len(by_stack["2024"])
+        == len(list((COMMITTED / "smoke" / "cpu-amd-epyc-2-cores" / "stack-2024").glob("*.json")))
+        >= 71
+    )
     # today's smoke matrix; the full-size CPU run (results/cpu-full, make bench-cpu-full) exports beside it
     assert all(r["file"].startswith("cpu-full/") for r in by_stack["today"] if r["profile"] == "cpu")
     rows = [r for r in by_stack["today"] if r["profile"] == "smoke"]
@@ -83,7 +87,12 @@ def test_an_unreadable_result_is_named(tmp_path):
 def test_cli_writes_the_default_file(tmp_path):
     results = tmp_path / "results"
     make_result().write(results)
-    out = subprocess.run([sys.executable, "-m", "bench", "export", "--results-dir", str(results)], cwd=REPO,
-                         capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-m", "bench", "export", "--results-dir", str(results)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert out.returncode == 0, out.stderr
     assert "(1 rows)" in out.stdout and len(read_back(results / "results.csv")) == 1

@@ -10,18 +10,36 @@ from bench.failures import PeakMemory, classify, crash_status, has_oom_marker, o
 # Real texts: the CPU ones raised by this project's envs (torch 2.10, JAX 0.10, TensorFlow 2.21, NumPy 2) on
 # allocations too large for the machine; the GPU ones as the frameworks' allocators word them.
 REAL_OOM_ERRORS = {
-    "tensorflow": ("ResourceExhaustedError", "{{function_node __wrapped__Fill_device_/job:localhost/replica:0/task:0/device:CPU:0}} OOM when allocating tensor with shape[17592186044416] and type float on /job:localhost/replica:0/task:0/device:CPU:0 by allocator cpu [Op:Fill] name: "),
-    "tensorflow-gpu": ("ResourceExhaustedError", "{{function_node __wrapped__MatMul_device_/job:localhost/replica:0/task:0/device:GPU:0}} OOM when allocating tensor with shape[65536,65536] and type float on /job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc [Op:MatMul] name: "),
+    "tensorflow": (
+        "ResourceExhaustedError",
+        "{{function_node __wrapped__Fill_device_/job:localhost/replica:0/task:0/device:CPU:0}} OOM when allocating tensor with shape[17592186044416] and type float on /job:localhost/replica:0/task:0/device:CPU:0 by allocator cpu [Op:Fill] name: ",
+    ),
+    "tensorflow-gpu": (
+        "ResourceExhaustedError",
+        "{{function_node __wrapped__MatMul_device_/job:localhost/replica:0/task:0/device:GPU:0}} OOM when allocating tensor with shape[65536,65536] and type float on /job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc [Op:MatMul] name: ",
+    ),
     "xla-gpu": ("XlaRuntimeError", "RESOURCE_EXHAUSTED: Out of memory while trying to allocate 17179869184 bytes."),
     "jax": ("JaxRuntimeError", "RESOURCE_EXHAUSTED: Out of memory allocating 70368744177664 bytes."),
-    "torch-cuda": ("OutOfMemoryError", "CUDA out of memory. Tried to allocate 20.00 GiB. GPU 0 has a total capacity of 79.19 GiB of which 2.67 GiB is free. Including non-PyTorch memory, this process has 76.50 GiB memory in use. Of the allocated memory 75.90 GiB is allocated by PyTorch, and 12.00 MiB is reserved by PyTorch but unallocated."),
-    "torch-cpu": ("RuntimeError", "[enforce fail at alloc_cpu.cpp:127] err == 0. DefaultCPUAllocator: can't allocate memory: you tried to allocate 281474976710656 bytes. Error code 12 (Cannot allocate memory)"),
-    "numpy": ("MemoryError", "Unable to allocate 512. TiB for an array with shape (70368744177664,) and data type float64"),
+    "torch-cuda": (
+        "OutOfMemoryError",
+        "CUDA out of memory. Tried to allocate 20.00 GiB. GPU 0 has a total capacity of 79.19 GiB of which 2.67 GiB is free. Including non-PyTorch memory, this process has 76.50 GiB memory in use. Of the allocated memory 75.90 GiB is allocated by PyTorch, and 12.00 MiB is reserved by PyTorch but unallocated.",
+    ),
+    "torch-cpu": (
+        "RuntimeError",
+        "[enforce fail at alloc_cpu.cpp:127] err == 0. DefaultCPUAllocator: can't allocate memory: you tried to allocate 281474976710656 bytes. Error code 12 (Cannot allocate memory)",
+    ),
+    "numpy": (
+        "MemoryError",
+        "Unable to allocate 512. TiB for an array with shape (70368744177664,) and data type float64",
+    ),
 }
 NOT_OOM = [
     ("ValueError", "Input 0 of layer 'dense' is incompatible with the layer: expected axis -1 to have value 768"),
     ("RuntimeError", "Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!"),
-    ("XlaRuntimeError", "INTERNAL: Failed to execute XLA Runtime executable: run time error: custom call 'xla.gpu.all_reduce' failed."),
+    (
+        "XlaRuntimeError",
+        "INTERNAL: Failed to execute XLA Runtime executable: run time error: custom call 'xla.gpu.all_reduce' failed.",
+    ),
 ]
 
 
@@ -34,7 +52,9 @@ def exception(type_name: str, message: str) -> Exception:
 def test_every_frameworks_oom_is_classified_oom(source):
     type_name, message = REAL_OOM_ERRORS[source]
     assert classify(exception(type_name, message)) == "oom"
-    assert has_oom_marker(f"some.module.{type_name}: {message}")  # the traceback's last line, as the orchestrator reads it
+    assert has_oom_marker(
+        f"some.module.{type_name}: {message}"
+    )  # the traceback's last line, as the orchestrator reads it
 
 
 def test_a_bare_python_memory_error_is_oom():
@@ -58,13 +78,43 @@ def test_oom_kill_count_reads_cgroup_v2_memory_events(tmp_path):
 @pytest.mark.parametrize(
     "code,output,before,after,expected",
     [
-        (-signal.SIGKILL, "step 3", 0, 1, ("oom", "killed by SIGKILL: the kernel's OOM killer (memory.events oom_kill 0 -> 1)")),
-        (-signal.SIGKILL, "step 3", 1, 1, ("killed", "killed by SIGKILL (no sign of the OOM killer: memory.events oom_kill unchanged)")),
-        (-signal.SIGKILL, "step 3", None, None, ("killed", "killed by SIGKILL (no sign of the OOM killer: memory.events cannot be read)")),
-        (-signal.SIGKILL, "CUDA out of memory. Tried to allocate 2.00 GiB", None, None, ("oom", "killed by SIGKILL after reporting an out-of-memory error")),
+        (
+            -signal.SIGKILL,
+            "step 3",
+            0,
+            1,
+            ("oom", "killed by SIGKILL: the kernel's OOM killer (memory.events oom_kill 0 -> 1)"),
+        ),
+        (
+            -signal.SIGKILL,
+            "step 3",
+            1,
+            1,
+            ("killed", "killed by SIGKILL (no sign of the OOM killer: memory.events oom_kill unchanged)"),
+        ),
+        (
+            -signal.SIGKILL,
+            "step 3",
+            None,
+            None,
+            ("killed", "killed by SIGKILL (no sign of the OOM killer: memory.events cannot be read)"),
+        ),
+        (
+            -signal.SIGKILL,
+            "CUDA out of memory. Tried to allocate 2.00 GiB",
+            None,
+            None,
+            ("oom", "killed by SIGKILL after reporting an out-of-memory error"),
+        ),
         (-signal.SIGTERM, "step 3", 0, 0, ("killed", "killed by SIGTERM")),
         (-signal.SIGSEGV, "step 3", 0, 0, ("killed", "killed by SIGSEGV")),
-        (1, "RESOURCE_EXHAUSTED: Out of memory while trying to allocate 1 bytes.", 0, 0, ("oom", "exited with status 1 and no result")),
+        (
+            1,
+            "RESOURCE_EXHAUSTED: Out of memory while trying to allocate 1 bytes.",
+            0,
+            0,
+            ("oom", "exited with status 1 and no result"),
+        ),
         (139, "Segmentation fault", 0, 0, ("error", "exited with status 139 and no result")),
     ],
 )
@@ -86,11 +136,16 @@ def test_a_sigkill_at_the_rams_edge_is_oom(code, peak, ram, status):
     got, message = crash_status(code, "step 3", None, None, peak, ram)
     assert got == status, message
     if status == "oom":
-        assert message == "killed by SIGKILL while its processes held 22.0 GiB of the machine's 23.5 GiB of RAM (sampled each second): out of host memory"
+        assert (
+            message
+            == "killed by SIGKILL while its processes held 22.0 GiB of the machine's 23.5 GiB of RAM (sampled each second): out of host memory"
+        )
 
 
 def test_peak_memory_sees_a_process_group_hold_ram():
-    child = subprocess.Popen([sys.executable, "-c", "import time; held = bytearray(200 * 2**20); time.sleep(3)"], start_new_session=True)
+    child = subprocess.Popen(
+        [sys.executable, "-c", "import time; held = bytearray(200 * 2**20); time.sleep(3)"], start_new_session=True
+    )
     with PeakMemory(child.pid, interval_s=0.2) as memory:
         child.wait()
     assert 0.19 < memory.peak_gib < 0.5, memory.peak_gib

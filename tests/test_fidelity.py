@@ -10,9 +10,9 @@ import os
 import subprocess
 
 import pytest
+from conftest import REPO, env_python
 
 from bench.backends import cell_environment
-from conftest import REPO, env_python
 
 pytestmark = [pytest.mark.envs, pytest.mark.slow]  # framework builds, no timing: beside the cells in `make test`
 
@@ -21,7 +21,11 @@ NATIVE_TORCH = {
     "bert": {"backbone": 108_310_272},  # bert-base-cased, BertModel (108.3M)
     "gemma": {"causal_lm": 8_537_680_896},  # google/gemma-7b (8.54B)
     "mistral": {"causal_lm": 7_241_732_096},  # mistralai/Mistral-7B-v0.1 (7.24B)
-    "stable_diffusion": {"unet": 859_520_964, "vae": 83_653_863, "text_encoder": 123_060_480},  # SD v1 (859.5M, 83.7M, 123.1M)
+    "stable_diffusion": {
+        "unet": 859_520_964,
+        "vae": 83_653_863,
+        "text_encoder": 123_060_480,
+    },  # SD v1 (859.5M, 83.7M, 123.1M)
     "sam": {"sam": 641_090_608},  # segment-anything sam_vit_h (641.1M)
 }
 
@@ -53,11 +57,17 @@ print("COUNTS " + json.dumps(out))
 def counts(backend: str, family: str, keras_major: int, models: list[str]) -> dict:
     python = env_python(backend)
     env = {**os.environ, **cell_environment(backend), "JAX_PLATFORMS": "cpu"}
-    out = subprocess.run([str(python), "-c", PROBE, family, str(keras_major), *models], cwd=REPO, env=env,
-                         capture_output=True, text=True, timeout=900)
+    out = subprocess.run(
+        [str(python), "-c", PROBE, family, str(keras_major), *models],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert out.returncode == 0, out.stderr[-4000:]
     line = next(line for line in out.stdout.splitlines() if line.startswith("COUNTS "))
-    return json.loads(line[len("COUNTS "):])
+    return json.loads(line[len("COUNTS ") :])
 
 
 def test_native_torch_models_have_the_published_sizes():
@@ -88,4 +98,3 @@ def test_keras2_models_have_their_presets_sizes():
     published = got.pop("published")
     assert got["bert"]["backbone"] == published["bert"] == 108_310_272
     assert got["sam"]["sam"] == published["sam"] == 641_090_864
-

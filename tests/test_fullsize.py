@@ -7,11 +7,11 @@ import json
 from pathlib import Path
 
 import pytest
+from committed import committed_results
+from conftest import assert_paper_settings
 
 from bench.registry import get_model, plan_cells
 from bench.results import load_all
-from committed import committed_results
-from conftest import assert_paper_settings
 
 REPO = Path(__file__).resolve().parent.parent
 FULL_SIZE = committed_results() / "cpu-full"  # HEAD's, not what a user's own run left in results/
@@ -35,7 +35,9 @@ def test_every_published_cell_has_a_full_size_result():
         return cell.backend, cell.variant, cell.model, cell.task, batch
     unmatched = {key(r.cell, r.cell.batch_size) for r in RESULTS}
     missing = []
-    for cell in sorted(plan_cells("cpu", models=RUN_MODELS), key=lambda c: -c.batch_size):  # exact batches are claimed before batch 1
+    for cell in sorted(
+        plan_cells("cpu", models=RUN_MODELS), key=lambda c: -c.batch_size
+    ):  # exact batches are claimed before batch 1
         found = next((k for k in (key(cell, cell.batch_size), key(cell, 1)) if k in unmatched), None)
         if found:
             unmatched.discard(found)
@@ -58,7 +60,9 @@ def test_each_full_size_cell_that_ran_recorded_the_paper_settings(result):
     run = result.runs[0]
     assert_paper_settings(result.cell, run.settings)
     shape = get_model(result.cell.model).shape("paper")
-    if getattr(shape, "dtype", "float32") == "bfloat16":  # a 7B model never passed through float32 on the host (34 GB for Gemma)
+    if (
+        getattr(shape, "dtype", "float32") == "bfloat16"
+    ):  # a 7B model never passed through float32 on the host (34 GB for Gemma)
         dtypes = run.settings.get("parameter_dtypes")
         if result.cell.task == "fit" and result.cell.backend != "native-torch":
             # Keras 3.15's enable_lora makes float32 LoRA kernels under a bfloat16 policy (docs/DEVIATIONS.md row 19):

@@ -10,10 +10,10 @@ import subprocess
 
 import numpy as np
 import pytest
+from conftest import REPO, env_python
 
 from bench.backends import cell_environment
 from bench.models.llm import GenerationCheckError, check_generated
-from conftest import REPO, env_python
 
 PROMPT = np.array([[5, 6, 7], [8, 9, 10]])
 
@@ -106,9 +106,11 @@ print("GENERATE " + json.dumps({"calls": len(outputs), "tokens_per_step": worklo
 def test_real_generate_passes_and_a_short_one_fails(backend):
     python = env_python(backend)
     env = {**os.environ, **cell_environment(backend), "JAX_PLATFORMS": "cpu"}
-    out = subprocess.run([str(python), "-c", REAL_GENERATE, backend], cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
+    out = subprocess.run(
+        [str(python), "-c", REAL_GENERATE, backend], cwd=REPO, env=env, capture_output=True, text=True, timeout=900
+    )
     assert out.returncode == 0, out.stderr[-4000:]
-    got = json.loads(next(line for line in out.stdout.splitlines() if line.startswith("GENERATE "))[len("GENERATE "):])
+    got = json.loads(next(line for line in out.stdout.splitlines() if line.startswith("GENERATE "))[len("GENERATE ") :])
     assert got["calls"] == 3  # 1 first + 2 timed
     assert got["tokens_per_step"] == 2 * 6  # batch 2 x (12 - 6: BOS + 5 words) new tokens in the smoke shape
     assert got["caught"] and ("unfilled" in got["caught"] or "shape (2, 11)" in got["caught"]), got

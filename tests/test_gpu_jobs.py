@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 from fakes import lock_sha256
 
-from bench.errors import BenchError
 from bench.cluster.gpus import GpuPool, makespan, refuse_jobs, schedule
 from bench.cluster.parallel import run_cells_parallel
-from bench.results import load_all
+from bench.errors import BenchError
 from bench.registry import plan_cells
+from bench.results import load_all
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -39,7 +39,14 @@ def overlaps(intervals):
 
 def test_schedule_fills_the_first_free_gpu_and_never_shares_one():
     slots = schedule([5, 1, 1, 1, 3, 2], [0, 1, 2])
-    assert [(s.gpu, s.start, s.end) for s in slots] == [(0, 0, 5), (1, 0, 1), (2, 0, 1), (1, 1, 2), (2, 1, 4), (1, 2, 4)]
+    assert [(s.gpu, s.start, s.end) for s in slots] == [
+        (0, 0, 5),
+        (1, 0, 1),
+        (2, 0, 1),
+        (1, 1, 2),
+        (2, 1, 4),
+        (1, 2, 4),
+    ]
     for gpu in (0, 1, 2):
         assert not overlaps([(s.start, s.end) for s in slots if s.gpu == gpu])
     assert makespan([5, 1, 1, 1, 3, 2], 3) == 5 and makespan([5, 1, 1, 1, 3, 2], 1) == 13
@@ -64,7 +71,10 @@ def test_gpu_pool_hands_out_the_lowest_free_gpu_and_waits_when_all_are_busy():
 
 def test_jobs_beyond_the_gpus_are_refused():
     assert refuse_jobs(1, 0) is None and refuse_jobs(4, 4) is None
-    assert refuse_jobs(2, 0) == "--jobs 2 needs a GPU per job, and 0 GPUs are visible: parallel cells on a CPU (or sharing a GPU) would disturb each other's timing"
+    assert (
+        refuse_jobs(2, 0)
+        == "--jobs 2 needs a GPU per job, and 0 GPUs are visible: parallel cells on a CPU (or sharing a GPU) would disturb each other's timing"
+    )
     assert "and 1 GPU is visible" in refuse_jobs(3, 1)
 
 
@@ -73,7 +83,9 @@ def test_cli_refuses_jobs_without_gpus_in_one_line(tmp_path):
     out = subprocess.run([sys.executable, "-m", "bench", "run", "--profile", "smoke", "--backend", "jax", "--model", "bert", "--jobs", "2",
                           "--results-dir", str(tmp_path / "r")], cwd=REPO, env=env, capture_output=True, text=True, timeout=60)  # fmt: skip
     assert out.returncode == 2
-    assert out.stderr.strip().splitlines() == ["error: --jobs 2 needs a GPU per job, and 0 GPUs are visible: parallel cells on a CPU (or sharing a GPU) would disturb each other's timing"]
+    assert out.stderr.strip().splitlines() == [
+        "error: --jobs 2 needs a GPU per job, and 0 GPUs are visible: parallel cells on a CPU (or sharing a GPU) would disturb each other's timing"
+    ]
     assert not (tmp_path / "r").exists()
 
 
@@ -85,7 +97,9 @@ def test_parallel_cells_each_get_their_own_gpu(tmp_path, monkeypatch):
         python = venvs / backend / "bin" / "python"
         python.write_text(SLEEPY_PYTHON.format(python=sys.executable))
         python.chmod(python.stat().st_mode | stat.S_IEXEC)
-        (venvs / backend / "bench-env.json").write_text(json.dumps({"backend": backend, "lock_sha256": lock_sha256(backend)}))
+        (venvs / backend / "bench-env.json").write_text(
+            json.dumps({"backend": backend, "lock_sha256": lock_sha256(backend)})
+        )
     from bench import runner
 
     monkeypatch.setattr(runner, "VENVS_DIR", venvs)
@@ -109,7 +123,10 @@ def test_parallel_cells_each_get_their_own_gpu(tmp_path, monkeypatch):
     assert any("gpu 7:" in line for line in lines)
     # --resume, as in run_cells (the same bench.runner.prepare): every cell is measured, none runs again
     again = []
-    assert run_cells_parallel(cells, tmp_path / "results", jobs=2, gpu_indices=[3, 7], echo=again.append, resume=True) == []
+    assert (
+        run_cells_parallel(cells, tmp_path / "results", jobs=2, gpu_indices=[3, 7], echo=again.append, resume=True)
+        == []
+    )
     assert again[0] == "skipped (resume): 6 cells already measured"
 
 

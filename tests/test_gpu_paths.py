@@ -8,7 +8,8 @@ import sys
 import types
 
 import pytest
-from fakes import a100, bench_env, install_fake_nvidia_smi, make_fake_envs
+from conftest import REPO, env_python
+from fakes import a100, install_fake_nvidia_smi, make_fake_envs
 
 from bench.backends import get_backend
 from bench.cluster.estimate import cell_cost, cell_timeout_s, published_ms, units_per_step
@@ -22,7 +23,6 @@ from bench.registry import get_model, plan_cells
 from bench.results import load_all
 from bench.schema import validate_result
 from bench.timing import StepTimer, WindowPlan
-from conftest import REPO, env_python
 
 
 @pytest.fixture
@@ -44,7 +44,12 @@ def test_a_stable_diffusion_predict_step_costs_both_calls_of_its_pair():
     published = published_ms()[(cell.model, cell.task, cell.batch_size)]["torch"]
     # per step: a call at the high and one at the low denoising-step count, whatever each call adds besides
     assert units_per_step(cell) >= shape.denoise_steps_high + shape.denoise_steps_low
-    floor_s = published * (shape.denoise_steps_high + shape.denoise_steps_low) * (1 + cell.warmup_steps + cell.timed_steps) / 1000
+    floor_s = (
+        published
+        * (shape.denoise_steps_high + shape.denoise_steps_low)
+        * (1 + cell.warmup_steps + cell.timed_steps)
+        / 1000
+    )
     assert cost.expected_s >= floor_s > get_profile("paper").timeout_s  # the issue's 4,100 s against the profile's hour
     assert cell_timeout_s(cell) >= 2 * cost.expected_s
     # Slurm's --time covers the same timeout (the orchestrator inside the task kills the cell at it)
@@ -89,8 +94,13 @@ def test_the_trainer_driver_refuses_more_than_one_gpu(monkeypatch):
     fake.Trainer = lambda **kw: types.SimpleNamespace(train=lambda: trained.append(kw))
     fake.TrainerCallback = object
     monkeypatch.setitem(sys.modules, "transformers", fake)
-    workload = types.SimpleNamespace(cell=types.SimpleNamespace(batch_size=8), seed=0, model=None,
-                                     trainer_arguments=lambda: {}, training_dataset=lambda n: [])
+    workload = types.SimpleNamespace(
+        cell=types.SimpleNamespace(batch_size=8),
+        seed=0,
+        model=None,
+        trainer_arguments=lambda: {},
+        training_dataset=lambda n: [],
+    )
     timer = StepTimer(types.SimpleNamespace(), WindowPlan(0, 1))
     with pytest.raises(RuntimeError, match="sees 2 GPUs.*DataParallel"):
         drivers.drive_trainer(workload, timer)
@@ -102,15 +112,26 @@ def test_the_trainer_driver_refuses_more_than_one_gpu(monkeypatch):
 
 
 @pytest.mark.envs
-@pytest.mark.parametrize("backend,model,framework", [("native-torch", "bert", "torch"), ("jax", "bert", "jax"), ("tensorflow", "bert", "tensorflow")])
-def test_a_framework_that_sees_no_gpu_fails_the_cell_instead_of_timing_the_cpu(tmp_path, monkeypatch, two_a100s, backend, model, framework):
+@pytest.mark.parametrize(
+    "backend,model,framework",
+    [("native-torch", "bert", "torch"), ("jax", "bert", "jax"), ("tensorflow", "bert", "tensorflow")],
+)
+def test_a_framework_that_sees_no_gpu_fails_the_cell_instead_of_timing_the_cpu(
+    tmp_path, monkeypatch, two_a100s, backend, model, framework
+):
     python = env_python(backend)
     cell = next(c for c in plan_cells("paper", backends=[backend], models=[model], tasks=["predict"]))
     out = tmp_path / "run.json"
     env = {**os.environ, "CUDA_VISIBLE_DEVICES": two_a100s[0]["uuid"]}
     env.pop("JAX_PLATFORMS", None)
-    proc = subprocess.run([str(python), "-m", "bench", "cell", "--cell", json.dumps(cell.to_dict()), "--out", str(out)],
-                          cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [str(python), "-m", "bench", "cell", "--cell", json.dumps(cell.to_dict()), "--out", str(out)],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     run = json.loads(out.read_text())
     assert proc.returncode == 1 and run["status"] == "error", proc.stdout[-2000:]
     message = run["message"]
@@ -189,10 +210,16 @@ print("PROBE " + json.dumps({"before": before, "after_recording": after_recordin
 @pytest.mark.envs
 def test_cuda_graph_recordings_count_as_compiles_and_skips_are_problems():
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    out = subprocess.run([str(env_python("native-torch")), "-c", CUDAGRAPH_PROBE, str(REPO)], cwd=REPO, env=env,
-                         capture_output=True, text=True, timeout=300)
+    out = subprocess.run(
+        [str(env_python("native-torch")), "-c", CUDAGRAPH_PROBE, str(REPO)],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
-    got = json.loads(next(line for line in out.stdout.splitlines() if line.startswith("PROBE "))[len("PROBE "):])
+    got = json.loads(next(line for line in out.stdout.splitlines() if line.startswith("PROBE "))[len("PROBE ") :])
     assert got["after_recording"] == got["before"] + 1
     assert got["graphs"]["recordings"] == 1 and got["graphs"]["skips"] == 1
     assert any("skipped CUDA graphs 1 time" in p for p in got["problems"])
@@ -231,8 +258,11 @@ def test_a_compiled_cell_whose_cuda_graphs_did_not_replay_is_unsteady(monkeypatc
         def cuda_graph_problems(self, steadiness):
             return ["inductor skipped CUDA graphs 1 time(s): mutated inputs"]
 
-    spec = types.SimpleNamespace(display="Fake", implementation=lambda backend: types.SimpleNamespace(create=Workload),
-                                 shape=lambda profile: None)
+    spec = types.SimpleNamespace(
+        display="Fake",
+        implementation=lambda backend: types.SimpleNamespace(create=Workload),
+        shape=lambda profile: None,
+    )
     monkeypatch.setattr(cell_module, "get_model", lambda name: spec)
     monkeypatch.setattr(frameworks, "framework_info", lambda name: {})
     monkeypatch.setattr(frameworks, "device_memory", lambda name: None)
@@ -268,10 +298,16 @@ def test_the_compiled_native_generate_passes_one_static_cache_to_every_call():
     """transformers makes a new static cache inside generate() on every call (new tensors: CUDA graphs cannot replay);
     the compiled workload makes one and passes it, reset, to each call."""
     env = {**os.environ, "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1"}
-    out = subprocess.run([str(env_python("native-torch")), "-c", STATIC_CACHE_PROBE, str(REPO)], cwd=REPO, env=env,
-                         capture_output=True, text=True, timeout=300)
+    out = subprocess.run(
+        [str(env_python("native-torch")), "-c", STATIC_CACHE_PROBE, str(REPO)],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
-    got = json.loads(next(line for line in out.stdout.splitlines() if line.startswith("PROBE "))[len("PROBE "):])
+    got = json.loads(next(line for line in out.stdout.splitlines() if line.startswith("PROBE "))[len("PROBE ") :])
     first, second = got["calls"]
     assert first["type"] == "StaticCache" and first["id"] == second["id"]  # one cache object, passed to both calls
     assert first["implementation"] is None  # not also asked of generate(), which would make its own
@@ -286,12 +322,22 @@ def test_cpu_shares_are_disjoint_and_cover_one_share_per_job():
     assert cpu_shares(3, list(range(8))) == [[0, 1], [2, 3], [4, 5]]
     assert cpu_shares(4, [0, 1]) == [[0], [1], [0], [1]]  # fewer cores than jobs: one each, shared in turn
     env = cpu_share_environment([4, 5, 6, 7])
-    assert env["BENCH_CPU_AFFINITY"] == "4,5,6,7" and env["OMP_NUM_THREADS"] == "4" and env["TORCHINDUCTOR_COMPILE_THREADS"] == "4"
+    assert (
+        env["BENCH_CPU_AFFINITY"] == "4,5,6,7"
+        and env["OMP_NUM_THREADS"] == "4"
+        and env["TORCHINDUCTOR_COMPILE_THREADS"] == "4"
+    )
 
 
 def test_a_cell_keeps_to_the_cores_it_was_given():
     code = "import os; from bench.cell import pin_cpus; pin_cpus(); print(sorted(os.sched_getaffinity(0)))"
-    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, env={**os.environ, "BENCH_CPU_AFFINITY": "0"}, capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=REPO,
+        env={**os.environ, "BENCH_CPU_AFFINITY": "0"},
+        capture_output=True,
+        text=True,
+    )
     assert out.stdout.strip() == "[0]", out.stderr
 
 
@@ -352,7 +398,9 @@ def test_the_plan_compares_a_cell_with_what_its_framework_can_use():
     jax_cell = plan_cells("paper", backends=["jax"], models=["bert"], tasks=["fit"])[0]
     torch_cell = plan_cells("paper", backends=["torch"], models=["bert"], tasks=["fit"])[0]
     plan = {c.key: {"memory_gib": 37.0, "weights_gib": 1.0} for c in (jax_cell, torch_cell)}
-    assert "more than the 36.00 GiB of NVIDIA A100-SXM4-40GB memory that jax can use" in predicted_oom(jax_cell, plan, a100_machine)
+    assert "more than the 36.00 GiB of NVIDIA A100-SXM4-40GB memory that jax can use" in predicted_oom(
+        jax_cell, plan, a100_machine
+    )
     assert predicted_oom(torch_cell, plan, a100_machine) is None  # 37 of the 39 GiB torch can use
     assert plan_figures(torch_cell, plan, a100_machine)[1] == pytest.approx(39.0)
 
@@ -365,7 +413,13 @@ def gpu_result(**run_fields) -> dict:
     from bench.results import Result, Run
 
     cell = plan_cells("smoke", backends=["native-torch"], models=["bert"], tasks=["predict"], variants=["eager"])[0]
-    run = Run(status="ok", first_step_ms=5.0, warmup_ms=[1.0], timed_ms=[1.0, 1.1], framework={"framework": "torch", "gpus": ["NVIDIA A100-SXM4-40GB"]})
+    run = Run(
+        status="ok",
+        first_step_ms=5.0,
+        warmup_ms=[1.0],
+        timed_ms=[1.0, 1.1],
+        framework={"framework": "torch", "gpus": ["NVIDIA A100-SXM4-40GB"]},
+    )
     for name, value in run_fields.items():
         setattr(run, name, value)
     return Result(cell, [run], "ms/step", {"git": {}, "machine": {}}, "2026-11-25T00:00:00+00:00").to_dict()
@@ -374,8 +428,14 @@ def gpu_result(**run_fields) -> dict:
 def test_a_result_whose_framework_used_a_gpu_must_record_its_device_memory():
     with pytest.raises(Exception, match="device_memory"):
         validate_result(gpu_result())
-    memory = {"framework": "torch", "device": "cuda:0", "peak_allocated_gib": 3.2, "peak_reserved_gib": 3.5,
-              "source": "torch.cuda.max_memory_allocated / max_memory_reserved", "plan_gib": 2.9}
+    memory = {
+        "framework": "torch",
+        "device": "cuda:0",
+        "peak_allocated_gib": 3.2,
+        "peak_reserved_gib": 3.5,
+        "source": "torch.cuda.max_memory_allocated / max_memory_reserved",
+        "plan_gib": 2.9,
+    }
     validate_result(gpu_result(device_memory=memory))
     validate_result(gpu_result(framework={"framework": "torch", "gpus": []}))  # a CPU run needs none
 
@@ -383,11 +443,17 @@ def test_a_result_whose_framework_used_a_gpu_must_record_its_device_memory():
 def test_device_memory_comes_from_the_framework(monkeypatch):
     from bench.frameworks import device_memory
 
-    cuda = types.SimpleNamespace(is_available=lambda: True, is_initialized=lambda: True,
-                                 max_memory_allocated=lambda i: 3 * 2**30, max_memory_reserved=lambda i: 4 * 2**30)
+    cuda = types.SimpleNamespace(
+        is_available=lambda: True,
+        is_initialized=lambda: True,
+        max_memory_allocated=lambda i: 3 * 2**30,
+        max_memory_reserved=lambda i: 4 * 2**30,
+    )
     monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(cuda=cuda))
     got = device_memory("torch")
-    assert got["peak_allocated_gib"] == 3.0 and got["peak_reserved_gib"] == 4.0 and "max_memory_allocated" in got["source"]
+    assert (
+        got["peak_allocated_gib"] == 3.0 and got["peak_reserved_gib"] == 4.0 and "max_memory_allocated" in got["source"]
+    )
     stats = {"peak_bytes_in_use": 5 * 2**30, "bytes_limit": 30 * 2**30}
     gpu = types.SimpleNamespace(platform="gpu", memory_stats=lambda: stats, __str__=lambda self: "cuda:0")
     monkeypatch.setitem(sys.modules, "jax", types.SimpleNamespace(devices=lambda: [gpu]))
@@ -402,8 +468,14 @@ def test_the_orchestrator_puts_the_plans_figure_beside_the_device_memory(tmp_pat
     from bench.results import Run
 
     cell = plan_cells("smoke", backends=["native-torch"], models=["bert"], tasks=["predict"], variants=["eager"])[0]
-    prepared = runner.Prepared([cell], {}, {cell.env: sys.executable}, {}, {"gpus": []}, plans={"smoke": {cell.key: {"memory_gib": 2.5}}})
-    measured = Run(status="ok", timed_ms=[1.0], device_memory={"framework": "torch", "device": "cuda:0", "peak_allocated_gib": 3.0, "source": "x"})
+    prepared = runner.Prepared(
+        [cell], {}, {cell.env: sys.executable}, {}, {"gpus": []}, plans={"smoke": {cell.key: {"memory_gib": 2.5}}}
+    )
+    measured = Run(
+        status="ok",
+        timed_ms=[1.0],
+        device_memory={"framework": "torch", "device": "cuda:0", "peak_allocated_gib": 3.0, "source": "x"},
+    )
     monkeypatch.setattr(runner.CellProcess, "run", lambda self, timeout: measured)
     run = prepared.attempt(cell, 0, tmp_path, None, lambda line: None)
     assert run.device_memory["plan_gib"] == 2.5
@@ -425,7 +497,9 @@ def fake_torch(log):
 
 def fake_jax(log):
     array = type("Array", (), {})
-    jax = types.SimpleNamespace(Array=array, tree_util=types.SimpleNamespace(tree_leaves=lambda r: r if isinstance(r, list) else [r]))
+    jax = types.SimpleNamespace(
+        Array=array, tree_util=types.SimpleNamespace(tree_leaves=lambda r: r if isinstance(r, list) else [r])
+    )
     jax.block_until_ready = lambda xs: log.append(f"block_until_ready({len(xs)})")
     jax.live_arrays = lambda: [array(), array(), array()]
     jax.effects_barrier = lambda: log.append("effects_barrier")

@@ -5,6 +5,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from committed import committed_results
 
 from bench.errors import BenchError
 from bench.grid import findings as F
@@ -12,8 +13,6 @@ from bench.grid.run import TOLERANCE, ColumnState, GridResult, check_parity, fin
 from bench.grid.spec import COLUMNS, GRIDS, MODELS, columns_for_envs, get_grid
 from bench.provenance import machine_info
 from bench.results import Run, load, load_all
-from committed import committed_results
-
 
 # -- NA rules and grids
 
@@ -28,7 +27,9 @@ def test_lengths_above_the_position_table_are_na_with_the_reason(model, length, 
 
 def test_keras_columns_of_xlm_are_na_with_the_reason_and_torch_and_tf_are_not():
     assert "no XLM" in MODELS["xlm"].why_na(COLUMNS["keras-jax"], 8)
-    assert MODELS["xlm"].why_na(COLUMNS["tf-xla"], 8) is None and MODELS["xlm"].why_na(COLUMNS["torch-traced"], 8) is None
+    assert (
+        MODELS["xlm"].why_na(COLUMNS["tf-xla"], 8) is None and MODELS["xlm"].why_na(COLUMNS["torch-traced"], 8) is None
+    )
 
 
 def test_every_model_is_built_with_dropout_zero():
@@ -60,6 +61,7 @@ def test_columns_narrow_by_env_or_column_and_refuse_unknown_names():
 
 # -- the round-robin, with fake workers
 
+
 class FakeWorker:
     """Answers `call` like bench.grid.worker: one warm-up call, then timed ones of `ms`; records the order."""
 
@@ -74,7 +76,13 @@ class FakeWorker:
         if self.fail_at == n:
             return {"status": self.status, "message": "CUDA out of memory (fake)"}
         warmup_run = 1 if n >= 2 else None
-        return {"status": "ok", "window_ms": self.ms, "steps_done": n, "warmup_run": warmup_run, "done": n >= 1 + 1 + 30}
+        return {
+            "status": "ok",
+            "window_ms": self.ms,
+            "steps_done": n,
+            "warmup_run": warmup_run,
+            "done": n >= 1 + 1 + 30,
+        }
 
 
 def test_repeats_alternate_between_columns_and_stop_at_the_point_cap_after_the_minimum():
@@ -95,18 +103,36 @@ def test_fast_points_get_the_maximum_number_of_repeats():
 
 def test_an_oom_becomes_that_columns_status_and_the_others_go_on():
     log = []
-    states = [ColumnState("torch-eager", FakeWorker(log, ms=1000.0, fail_at=3)), ColumnState("tf-function", FakeWorker(log, ms=1000.0))]
+    states = [
+        ColumnState("torch-eager", FakeWorker(log, ms=1000.0, fail_at=3)),
+        ColumnState("tf-function", FakeWorker(log, ms=1000.0)),
+    ]
     run_point(states, 8, 1024, GRIDS["cpu"])
     assert states[0].failed["status"] == "oom" and states[1].timed >= GRIDS["cpu"].min_repeats and not states[1].failed
 
 
 def test_na_columns_are_not_called_and_are_written_as_unsupported(tmp_path):
     log = []
-    states = [ColumnState("keras-jax", FakeWorker(log), na=MODELS["xlm"].why_na(COLUMNS["keras-jax"], 8)),
-              ColumnState("torch-eager", None, failed={"status": "oom", "message": "out of memory (fake)"})]
+    states = [
+        ColumnState("keras-jax", FakeWorker(log), na=MODELS["xlm"].why_na(COLUMNS["keras-jax"], 8)),
+        ColumnState("torch-eager", None, failed={"status": "oom", "message": "out of memory (fake)"}),
+    ]
     run_point(states, 1, 8, GRIDS["cpu"])
     assert log == []
-    written = finish_point(MODELS["xlm"], states, 1, 8, GRIDS["cpu"], tmp_path, {"commit": "x"}, machine_info(), {"start_ms": 1.0}, {}, {"parameters": 1}, lambda _: None)
+    written = finish_point(
+        MODELS["xlm"],
+        states,
+        1,
+        8,
+        GRIDS["cpu"],
+        tmp_path,
+        {"commit": "x"},
+        machine_info(),
+        {"start_ms": 1.0},
+        {},
+        {"parameters": 1},
+        lambda _: None,
+    )
     assert [r.status for r in written] == ["unsupported", "oom"]
     assert "no XLM" in written[0].message
     again = [load(tmp_path / r.relative_path()) for r in written]  # schema-valid and readable
@@ -115,6 +141,7 @@ def test_na_columns_are_not_called_and_are_written_as_unsupported(tmp_path):
 
 
 # -- parity
+
 
 def ok_run(**settings):
     return Run(status="ok", first_step_ms=5.0, timed_ms=[1.0, 1.1], settings=dict(settings))
@@ -127,10 +154,27 @@ def test_twins_within_tolerance_record_their_difference_and_beyond_it_fail_with_
     np.save(tmp_path / "far.npy", ref + 0.5)
     reference = ColumnState("torch-eager", None, output=str(tmp_path / "ref.npy"))
     close, far = ok_run(), ok_run()
-    check_parity(MODELS["bert"], ColumnState("tf-xla", None, output=str(tmp_path / "close.npy")), reference, close, {"parameters": 1})
-    check_parity(MODELS["bert"], ColumnState("keras-jax", None, output=str(tmp_path / "far.npy")), reference, far, {"parameters": 1})
+    check_parity(
+        MODELS["bert"],
+        ColumnState("tf-xla", None, output=str(tmp_path / "close.npy")),
+        reference,
+        close,
+        {"parameters": 1},
+    )
+    check_parity(
+        MODELS["bert"],
+        ColumnState("keras-jax", None, output=str(tmp_path / "far.npy")),
+        reference,
+        far,
+        {"parameters": 1},
+    )
     assert close.status == "ok" and 0 < close.settings["max_abs_diff"] < TOLERANCE
-    assert far.status == "error" and "0.5" in far.message and far.timed_ms == [] and far.settings["max_abs_diff"] == pytest.approx(0.5)
+    assert (
+        far.status == "error"
+        and "0.5" in far.message
+        and far.timed_ms == []
+        and far.settings["max_abs_diff"] == pytest.approx(0.5)
+    )
 
 
 def test_keras_xlnet_without_a_converter_must_match_the_parameter_count():
@@ -143,9 +187,10 @@ def test_keras_xlnet_without_a_converter_must_match_the_parameter_count():
 
 # -- findings on synthetic points
 
+
 def points(pt_ms, tf_ms, lengths=(8, 64, 128, 512), model="bert", pt_status=None):
     out = []
-    for i, n in enumerate(lengths):
+    for n in lengths:
         status = (pt_status or {}).get(n, "ok")
         out.append(F.PointFigure(model, "torch-eager", 1, n, status, pt_ms * n if status == "ok" else None))
         out.append(F.PointFigure(model, "tf-function", 1, n, "ok", tf_ms * n))
@@ -187,9 +232,14 @@ def test_every_column_mean_leaves_out_a_point_any_column_failed_for_all_columns(
 
 
 def test_torchscript_findings_from_the_ratios():
-    pts = [F.PointFigure("xlnet", "torch-eager", 1, n, "ok", 10.0) for n in (8, 64)] + [F.PointFigure("xlnet", "torch-traced", 1, n, "ok", 8.0) for n in (8, 64)]
+    pts = [F.PointFigure("xlnet", "torch-eager", 1, n, "ok", 10.0) for n in (8, 64)] + [
+        F.PointFigure("xlnet", "torch-traced", 1, n, "ok", 8.0) for n in (8, 64)
+    ]
     pts += [F.PointFigure("xlm", "torch-eager", 1, n, "ok", 10.0) for n in (8, 512)]
-    pts += [F.PointFigure("xlm", "torch-traced", 1, 8, "ok", 8.0), F.PointFigure("xlm", "torch-traced", 1, 512, "ok", 12.0)]
+    pts += [
+        F.PointFigure("xlm", "torch-traced", 1, 8, "ok", 8.0),
+        F.PointFigure("xlm", "torch-traced", 1, 512, "ok", 12.0),
+    ]
     v = verdicts(F.findings(pts, on_gpu=False))
     assert v["torchscript"] == F.HOLDS and v["torchscript_xlnet"] == F.HOLDS and v["torchscript_xlm"] == F.HOLDS
     pts[2] = F.PointFigure("xlnet", "torch-traced", 1, 8, "ok", 11.0)  # slower once: "always faster" fails
@@ -210,13 +260,35 @@ def test_the_published_figures_come_from_the_projects_copy():
 
 # -- the report
 
+
 def write_synthetic(results_dir: Path, machine: dict) -> None:
     for column, ms in (("torch-eager", 10.0), ("tf-function", 12.0), ("torch-traced", 8.0)):
         for n in (8, 64, 128, 512):
-            run = Run(status="ok", first_step_ms=50.0, timed_ms=[ms * n / 8, ms * n / 8 * 1.1], settings={"sequence_length": n, "column": column, "max_abs_diff": 1e-6})
-            GridResult(grid_cell("bert", column, 1, GRIDS["cpu"]), [run], "ms/forward", {"machine": machine, "git": {"commit": "abc"}}, "2026-01-01T00:00:00+00:00").write(results_dir)
-    na = Run(status="unsupported", message=MODELS["bert"].why_na(COLUMNS["torch-eager"], 1024), settings={"sequence_length": 1024})
-    GridResult(grid_cell("bert", "torch-eager", 1, GRIDS["cpu"]), [na], "ms/forward", {"machine": machine, "git": {"commit": "abc"}}, "2026-01-01T00:00:00+00:00").write(results_dir)
+            run = Run(
+                status="ok",
+                first_step_ms=50.0,
+                timed_ms=[ms * n / 8, ms * n / 8 * 1.1],
+                settings={"sequence_length": n, "column": column, "max_abs_diff": 1e-6},
+            )
+            GridResult(
+                grid_cell("bert", column, 1, GRIDS["cpu"]),
+                [run],
+                "ms/forward",
+                {"machine": machine, "git": {"commit": "abc"}},
+                "2026-01-01T00:00:00+00:00",
+            ).write(results_dir)
+    na = Run(
+        status="unsupported",
+        message=MODELS["bert"].why_na(COLUMNS["torch-eager"], 1024),
+        settings={"sequence_length": 1024},
+    )
+    GridResult(
+        grid_cell("bert", "torch-eager", 1, GRIDS["cpu"]),
+        [na],
+        "ms/forward",
+        {"machine": machine, "git": {"commit": "abc"}},
+        "2026-01-01T00:00:00+00:00",
+    ).write(results_dir)
 
 
 def test_grid_page_has_then_and_now_tables_and_figures(tmp_path):
@@ -231,7 +303,9 @@ def test_grid_page_has_then_and_now_tables_and_figures(tmp_path):
     every = page.split("### Every column over the same points", 1)[1].split("###", 1)[0]
     assert "| BERT base" in every and "(x1.00)" in every, every
     figures = sorted(p.name for p in (tmp_path / "figures" / "grid").glob("*.png"))
-    assert any(name.endswith("bert-time.png") for name in figures) and any(name.endswith("ratio.png") for name in figures)
+    assert any(name.endswith("bert-time.png") for name in figures) and any(
+        name.endswith("ratio.png") for name in figures
+    )
     for link in [line for line in page.splitlines() if line.startswith("![")]:
         assert (tmp_path / link.split("](")[1].rstrip(")")).exists()
 
@@ -255,10 +329,15 @@ def test_results_md_gets_the_grid_section_only_where_there_are_grid_results(tmp_
 def test_differences_recorded_before_the_tolerance_was_tightened_are_judged_by_todays_rule():
     from bench.grid.run import OLD_TOLERANCE, beyond_tolerance
 
-    old_file = {"max_abs_diff": 1e-3, "parity_tolerance": OLD_TOLERANCE * 4.8}  # full-size BERT, GELU approximations differ
+    old_file = {
+        "max_abs_diff": 1e-3,
+        "parity_tolerance": OLD_TOLERANCE * 4.8,
+    }  # full-size BERT, GELU approximations differ
     assert beyond_tolerance(old_file)
     assert not beyond_tolerance({"max_abs_diff": 6e-6, "parity_tolerance": OLD_TOLERANCE * 4.8})
-    assert not beyond_tolerance({"max_abs_diff": 1e-4, "parity_scale": 4.8}) and beyond_tolerance({"max_abs_diff": 1e-3, "parity_scale": 4.8})
+    assert not beyond_tolerance({"max_abs_diff": 1e-4, "parity_scale": 4.8}) and beyond_tolerance(
+        {"max_abs_diff": 1e-3, "parity_scale": 4.8}
+    )
 
 
 def test_validate_checks_the_grid_files_and_names_a_corrupt_one(tmp_path, capsys):
@@ -281,21 +360,43 @@ def test_a_worker_answers_a_failed_command_with_its_status_and_serves_on(tmp_pat
 
     from bench.grid.worker import REPLY
 
-    commands = [{"op": "load", "model": "no-such-model", "columns": ["torch-eager"], "folder": str(tmp_path)},
-                {"op": "call", "column": "torch-eager", "batch": 1, "length": 8},
-                {"op": "quit"}]
-    out = subprocess.run([sys.executable, "-m", "bench.grid.worker", "serve", "--env", "native-torch", "--exchange", str(tmp_path),
-                          "--plan", json.dumps({"warmup": 0, "max_repeats": 5, "max_warmup": 3})],
-                         input="".join(json.dumps(c) + "\n" for c in commands), capture_output=True, text=True, timeout=120)
+    commands = [
+        {"op": "load", "model": "no-such-model", "columns": ["torch-eager"], "folder": str(tmp_path)},
+        {"op": "call", "column": "torch-eager", "batch": 1, "length": 8},
+        {"op": "quit"},
+    ]
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "bench.grid.worker",
+            "serve",
+            "--env",
+            "native-torch",
+            "--exchange",
+            str(tmp_path),
+            "--plan",
+            json.dumps({"warmup": 0, "max_repeats": 5, "max_warmup": 3}),
+        ],
+        input="".join(json.dumps(c) + "\n" for c in commands),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr[-2000:]
-    replies = [json.loads(line[len(REPLY):]) for line in out.stdout.splitlines() if line.startswith(REPLY)]
+    replies = [json.loads(line[len(REPLY) :]) for line in out.stdout.splitlines() if line.startswith(REPLY)]
     assert [r["status"] for r in replies] == ["error", "error"]
-    assert replies[0]["message"].startswith("setting up: KeyError") and "before any model was loaded" in replies[1]["message"]
+    assert (
+        replies[0]["message"].startswith("setting up: KeyError")
+        and "before any model was loaded" in replies[1]["message"]
+    )
 
 
 def test_the_page_says_other_jobs_ran_only_where_the_load_says_so():
     from bench.report.grid import machine_state
 
     assert "shared with other jobs" in machine_state(1.1, 3.4, 2)  # the length sweep beside a test run
-    assert "drifted" in machine_state(2.3, 2.5, 2) and "shared" not in machine_state(2.3, 2.5, 2)  # its own worker's threads
+    assert "drifted" in machine_state(2.3, 2.5, 2) and "shared" not in machine_state(
+        2.3, 2.5, 2
+    )  # its own worker's threads
     assert machine_state(1.1, 2.0, 2) == "."

@@ -7,10 +7,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import env_python
 
 from bench.grid.run import TOLERANCE
 from bench.grid.spec import COLUMNS, MODELS
-from conftest import env_python
 
 REPO = Path(__file__).resolve().parent.parent
 pytestmark = [pytest.mark.envs, pytest.mark.slow]
@@ -22,12 +22,31 @@ def test_smoke_grid_runs_every_column_on_the_same_weights(tmp_path):
         env_python(env)  # skips (locally) or fails (CI) naming the missing env
     results = tmp_path / "results"
     env = {**os.environ, "BENCH_GRID_TMP": str(tmp_path)}
-    out = subprocess.run([sys.executable, "-m", "bench", "grid", "--grid", "smoke", "--model", "bert,gpt2", "--results-dir", str(results)],
-                         cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "bench",
+            "grid",
+            "--grid",
+            "smoke",
+            "--model",
+            "bert,gpt2",
+            "--results-dir",
+            str(results),
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-4000:]
     files = sorted((results / "grid").rglob("*.json"))
     found = {(p.parent.name, json.loads(p.read_text())["cell"]["variant"], p.name.split("__", 1)[1]) for p in files}
-    assert found == {(m, c, point) for m in ("bert", "gpt2") for c in COLUMNS for point in ("bs1__len8.json", "bs2__len8.json")}
+    assert found == {
+        (m, c, point) for m in ("bert", "gpt2") for c in COLUMNS for point in ("bs1__len8.json", "bs2__len8.json")
+    }
     worker_pids: dict[str, set] = {}
     for path in files:
         data = json.loads(path.read_text())
@@ -71,7 +90,14 @@ def run_family(family: str, env: str, root: Path) -> dict:
     from bench.backends import cell_environment
 
     vars_ = {**os.environ, **cell_environment(env), "JAX_PLATFORMS": "cpu"}
-    p = subprocess.run([str(env_python(env)), "-c", PARITY, family, str(root)], cwd=REPO, env=vars_, capture_output=True, text=True, timeout=600)
+    p = subprocess.run(
+        [str(env_python(env)), "-c", PARITY, family, str(root)],
+        cwd=REPO,
+        env=vars_,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     return json.loads(p.stdout.split("PARAMS ", 1)[1])
 

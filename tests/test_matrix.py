@@ -14,15 +14,17 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import REPO, assert_paper_settings, env_python
 
 from bench.backends import get_backend
 from bench.models.llm import CausalLMShape
-from bench.results import load_all
 from bench.registry import get_model, paper_models, plan_cells
-from conftest import REPO, assert_paper_settings, env_python
+from bench.results import load_all
 
 pytestmark = [pytest.mark.envs, pytest.mark.slow]
-CELLS = plan_cells("smoke", models=[m for m in paper_models() if m != "bert"])  # BERT: tests/test_bench_bert.py; the tuning study: tests/test_tuning.py
+CELLS = plan_cells(
+    "smoke", models=[m for m in paper_models() if m != "bert"]
+)  # BERT: tests/test_bench_bert.py; the tuning study: tests/test_tuning.py
 CELLS_2024 = plan_cells("smoke", stack="2024")
 
 
@@ -45,18 +47,27 @@ def repeats_a_ci_code_path(cell) -> bool:
     runs the same generate loop at batch 2); native StableDiffusion's compiled fit (4 min in CI's dry run: the
     compiled whole training step, `TorchWorkload.training_step`, that native SAM's compiled fit runs in CI, on a
     UNet whose eager fit CI runs)."""
-    return ((keras_cv_stable_diffusion(cell) and cell.backend in ("tensorflow", "torch"))
-            or (cell.task == "generate" and cell.batch_size == 1)
-            or (cell.model == "stable_diffusion" and cell.task == "fit" and cell.variant == "compiled"))
+    return (
+        (keras_cv_stable_diffusion(cell) and cell.backend in ("tensorflow", "torch"))
+        or (cell.task == "generate" and cell.batch_size == 1)
+        or (cell.model == "stable_diffusion" and cell.task == "fit" and cell.variant == "compiled")
+    )
 
 
 def params():
     """keras-cv's StableDiffusion cells carry the marker keras_cv_sd: `make test` runs them one after another beside
     the other slow tests. Two of them side by side on 2 cores took 15 min each instead of 6 (measured 2026-11-23).
     The marker extended: not in `make test` (see repeats_a_ci_code_path), and every 2024-stack cell."""
-    today = [pytest.param(c, id=c.key, marks=[pytest.mark.duration_s(duration_hint(c))]
-                          + ([pytest.mark.keras_cv_sd] if keras_cv_stable_diffusion(c) else [])
-                          + ([pytest.mark.extended] if repeats_a_ci_code_path(c) else [])) for c in CELLS]
+    today = [
+        pytest.param(
+            c,
+            id=c.key,
+            marks=[pytest.mark.duration_s(duration_hint(c))]
+            + ([pytest.mark.keras_cv_sd] if keras_cv_stable_diffusion(c) else [])
+            + ([pytest.mark.extended] if repeats_a_ci_code_path(c) else []),
+        )
+        for c in CELLS
+    ]
     return today + [pytest.param(c, id=c.key, marks=[pytest.mark.stack2024, pytest.mark.extended]) for c in CELLS_2024]
 
 
@@ -66,12 +77,30 @@ def test_smoke_cell(cell, tmp_path):
     if not reason:
         env_python(cell.env)
     results = Path(os.environ.get("BENCH_KEEP_RESULTS") or tmp_path / "results")
-    args = ["--profile", "smoke", "--stack", cell.stack, "--backend", cell.backend, "--model", cell.model, "--task", cell.task,
-            "--batch-size", str(cell.batch_size)]
+    args = [
+        "--profile",
+        "smoke",
+        "--stack",
+        cell.stack,
+        "--backend",
+        cell.backend,
+        "--model",
+        cell.model,
+        "--task",
+        cell.task,
+        "--batch-size",
+        str(cell.batch_size),
+    ]
     backend = get_backend(cell.backend)
     if len(backend.variants) > 1:
         args += ["--variant", cell.variant]
-    out = subprocess.run([sys.executable, "-m", "bench", "run", *args, "--results-dir", str(results)], cwd=REPO, capture_output=True, text=True, timeout=2400)  # beyond the smoke cell timeout (1800 s): a hung cell is a recorded status
+    out = subprocess.run(
+        [sys.executable, "-m", "bench", "run", *args, "--results-dir", str(results)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=2400,
+    )  # beyond the smoke cell timeout (1800 s): a hung cell is a recorded status
     found = [r for r in load_all(results) if r.cell.key == cell.key]  # the key names the stack
     # `bench run` exits 1 for an unsteady cell too, which is reported (below), not a failure
     assert out.returncode == 0 or [r.status for r in found] == ["unsteady"], out.stdout[-6000:] + out.stderr[-3000:]

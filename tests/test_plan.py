@@ -7,15 +7,15 @@ import time
 from pathlib import Path
 
 import pytest
+from fakes import bench_env, make_fake_envs
 
 from bench.cluster.resources import cell_resources, load_plan
 from bench.doctor import largest_cell_gib
 from bench.plan import DEVICES, available_device, cell_entry, gib_of, predicted_oom, table, write_plan
 from bench.plan.memory import GIB, figures, fits, lora_parameters
-from bench.results import load_all
 from bench.profiles import get_profile
 from bench.registry import Cell, get_model, plan_cells
-from fakes import bench_env, make_fake_envs
+from bench.results import load_all
 
 REPO = Path(__file__).resolve().parent.parent
 MISTRAL, GEMMA = get_model("mistral").shape("paper"), get_model("gemma").shape("paper")
@@ -67,7 +67,11 @@ def test_generate_holds_the_kv_cache_and_no_gradients():
 def test_float32_models_train_every_parameter_of_what_fit_trains():
     sam = get_model("sam").shape("paper")
     fit = figures("sam", "native-torch", "fit", 1, {"sam": 641_090_608, "image_encoder": 637_026_048}, sam)
-    assert fit.weights_bytes == 641_090_608 * 4 and fit.gradients_bytes == 637_026_048 * 4 and fit.optimizer_bytes == 637_026_048 * 8
+    assert (
+        fit.weights_bytes == 641_090_608 * 4
+        and fit.gradients_bytes == 637_026_048 * 4
+        and fit.optimizer_bytes == 637_026_048 * 8
+    )
     predict = figures("sam", "native-torch", "predict", 4, {"sam": 641_090_608, "image_encoder": 637_026_048}, sam)
     assert predict.gradients_bytes == predict.optimizer_bytes == 0 and predict.activations_bytes > 0
     bert = get_model("bert").shape("paper")
@@ -93,9 +97,20 @@ def test_the_device_a_run_uses_is_the_gpu_else_ram():
     assert available_device(a100) == (40.0, "NVIDIA A100-SXM4-40GB memory")
     assert available_device({"gpus": [], "memory_gib": 23.5}) == (23.5, "RAM")
     c = cell("jax", "gemma", "fit", 8)
-    entry = {"key": c.key, "memory_gib": 45.5, "weights_gib": 15.9, "gradients_gib": 0.04, "optimizer_gib": 0.1, "activations_gib": 29.4}
+    entry = {
+        "key": c.key,
+        "memory_gib": 45.5,
+        "weights_gib": 15.9,
+        "gradients_gib": 0.04,
+        "optimizer_gib": 0.1,
+        "activations_gib": 29.4,
+    }
     why = predicted_oom(c, {c.key: entry}, a100)
-    assert "estimates 45.50 GiB" in why and "36.00 GiB of NVIDIA A100-SXM4-40GB memory that jax can use (of 40.00 GiB)" in why and "--ignore-plan" in why
+    assert (
+        "estimates 45.50 GiB" in why
+        and "36.00 GiB of NVIDIA A100-SXM4-40GB memory that jax can use (of 40.00 GiB)" in why
+        and "--ignore-plan" in why
+    )
     assert predicted_oom(c, {c.key: {**entry, "memory_gib": 35.0}}, a100) is None
     assert predicted_oom(c, {c.key: {**entry, "memory_gib": 37.0}}, a100)  # fits the card, not JAX's 90% of it
     assert predicted_oom(c, {}, a100) is None
@@ -108,7 +123,9 @@ def test_xla_on_a_cpu_holds_a_float32_copy_of_bfloat16_weights():
     jax_entry = cell_entry(cell("jax", "gemma", "generate", 1, profile="cpu"), counts, ram=23.5)
     tf_entry = cell_entry(cell("tensorflow", "gemma", "fit", 1, profile="cpu"), counts, ram=23.5)
     torch_entry = cell_entry(cell("torch", "gemma", "generate", 1, profile="cpu"), counts, ram=23.5)
-    native = cell_entry(cell("native-torch", "gemma", "generate", 1, profile="cpu"), {"causal_lm": 8_537_680_896}, ram=23.5)
+    native = cell_entry(
+        cell("native-torch", "gemma", "generate", 1, profile="cpu"), {"causal_lm": 8_537_680_896}, ram=23.5
+    )
     for entry in (jax_entry, tf_entry):
         assert entry["xla_cpu_float32_copy_gib"] == pytest.approx(2 * entry["weights_gib"], rel=1e-3)
         assert entry["host_memory_gib"] > 45 and entry["fits"] == {"A100-40GB": True, "H100-80GB": True, "RAM": False}
@@ -117,7 +134,10 @@ def test_xla_on_a_cpu_holds_a_float32_copy_of_bfloat16_weights():
     c = cell("jax", "gemma", "generate", 1, profile="cpu")
     cpu_machine = {"gpus": [], "memory_gib": 23.5}
     why = predicted_oom(c, {c.key: jax_entry}, cpu_machine)
-    assert f"estimates {jax_entry['host_memory_gib']:.2f} GiB" in why and "XLA's float32 copy of the bfloat16 weights on a CPU" in why
+    assert (
+        f"estimates {jax_entry['host_memory_gib']:.2f} GiB" in why
+        and "XLA's float32 copy of the bfloat16 weights on a CPU" in why
+    )
     h100 = {"gpus": [{"name": "NVIDIA H100 80GB HBM3", "memory": "81559 MiB"}], "memory_gib": 23.5}
     assert predicted_oom(c, {c.key: jax_entry}, h100) is None  # on the GPU XLA multiplies bfloat16 as it is
     plan = {"profile": "cpu", "devices_gib": {"RAM": 23.5}, "cells": [jax_entry, torch_entry]}
@@ -126,12 +146,18 @@ def test_xla_on_a_cpu_holds_a_float32_copy_of_bfloat16_weights():
 
 def test_plan_file_is_what_doctor_and_submit_read(tmp_path):
     c = cell("native-torch", "mistral", "fit", 8)
-    plan = {"profile": "paper", "devices_gib": {"RAM": 8.0}, "cells": [cell_entry(c, {"causal_lm": 7_241_732_096}, ram=8.0)]}
+    plan = {
+        "profile": "paper",
+        "devices_gib": {"RAM": 8.0},
+        "cells": [cell_entry(c, {"causal_lm": 7_241_732_096}, ram=8.0)],
+    }
     written = write_plan(plan, tmp_path)
     assert [p.name for p in written] == ["plan-paper.json", "plan.json"]
     data = json.loads((tmp_path / "plan.json").read_text())
     assert largest_cell_gib(data) == (c.key, data["cells"][0]["memory_gib"])
-    assert cell_resources(c, load_plan(tmp_path / "plan.json")).mem_gib == int(-(-data["cells"][0]["memory_gib"] * 1.25 // 1))
+    assert cell_resources(c, load_plan(tmp_path / "plan.json")).mem_gib == int(
+        -(-data["cells"][0]["memory_gib"] * 1.25 // 1)
+    )
     assert "mistral" in table(plan) and "NO" in table(plan)
 
 
@@ -139,7 +165,9 @@ def test_plan_file_is_what_doctor_and_submit_read(tmp_path):
 
 
 def bench(args, env):
-    return subprocess.run([sys.executable, "-m", "bench", *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "bench", *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=120
+    )
 
 
 def test_a_cell_the_plan_says_cannot_fit_is_oom_predicted_unless_ignored(tmp_path):
@@ -147,18 +175,45 @@ def test_a_cell_the_plan_says_cannot_fit_is_oom_predicted_unless_ignored(tmp_pat
     results = tmp_path / "results"
     fit, predict = plan_cells("smoke", backends=["jax"], models=["bert"])
     entry = {"weights_gib": 1.0, "gradients_gib": 1.0, "optimizer_gib": 2.0, "activations_gib": 99996.0}
-    plan = {"profile": "smoke", "cells": [{"key": fit.key, "memory_gib": 100000.0, **entry}, {"key": predict.key, "memory_gib": 0.5}]}
+    plan = {
+        "profile": "smoke",
+        "cells": [{"key": fit.key, "memory_gib": 100000.0, **entry}, {"key": predict.key, "memory_gib": 0.5}],
+    }
     results.mkdir()
     (results / "plan-smoke.json").write_text(json.dumps(plan))
-    out = bench(["run", "--profile", "smoke", "--backend", "jax", "--model", "bert", "--results-dir", str(results)], bench_env(venvs))
+    out = bench(
+        ["run", "--profile", "smoke", "--backend", "jax", "--model", "bert", "--results-dir", str(results)],
+        bench_env(venvs),
+    )
     assert out.returncode == 1, out.stderr + out.stdout
     got = {r.cell.task: r for r in load_all(results)}
     assert got["predict"].status == "ok"
     assert got["fit"].status == "oom-predicted"
-    assert "estimates 100000.00 GiB (weights 1.00, gradients 1.00, optimizer 2.00, activations ~99996.00 estimated)" in got["fit"].message
-    assert "--ignore-plan" in got["fit"].message and ("RAM here" in got["fit"].message or "memory here" in got["fit"].message)
+    assert (
+        "estimates 100000.00 GiB (weights 1.00, gradients 1.00, optimizer 2.00, activations ~99996.00 estimated)"
+        in got["fit"].message
+    )
+    assert "--ignore-plan" in got["fit"].message and (
+        "RAM here" in got["fit"].message or "memory here" in got["fit"].message
+    )
     assert not list((results / "logs" / "smoke").glob(f"{fit.key}.*.log"))  # never started
-    out = bench(["run", "--profile", "smoke", "--backend", "jax", "--model", "bert", "--task", "fit", "--ignore-plan", "--results-dir", str(results)], bench_env(venvs))
+    out = bench(
+        [
+            "run",
+            "--profile",
+            "smoke",
+            "--backend",
+            "jax",
+            "--model",
+            "bert",
+            "--task",
+            "fit",
+            "--ignore-plan",
+            "--results-dir",
+            str(results),
+        ],
+        bench_env(venvs),
+    )
     assert out.returncode == 0, out.stderr + out.stdout
     assert {r.cell.task: r.status for r in load_all(results)}["fit"] == "ok"
 
@@ -168,15 +223,39 @@ def test_an_oom_the_plan_did_not_predict_is_recorded_with_the_plans_figures(tmp_
     venvs = make_fake_envs(tmp_path / "venvs", ["jax"])
     results = tmp_path / "results"
     (fit,) = plan_cells("smoke", backends=["jax"], models=["bert"], tasks=["fit"])
-    entry = {"key": fit.key, "memory_gib": 0.5, "weights_gib": 0.2, "gradients_gib": 0.1, "optimizer_gib": 0.1, "activations_gib": 0.1}
+    entry = {
+        "key": fit.key,
+        "memory_gib": 0.5,
+        "weights_gib": 0.2,
+        "gradients_gib": 0.1,
+        "optimizer_gib": 0.1,
+        "activations_gib": 0.1,
+    }
     results.mkdir()
     (results / "plan-smoke.json").write_text(json.dumps({"profile": "smoke", "cells": [entry]}))
-    out = bench(["run", "--profile", "smoke", "--backend", "jax", "--model", "bert", "--task", "fit", "--results-dir", str(results)],
-                bench_env(venvs, jax="oom"))
+    out = bench(
+        [
+            "run",
+            "--profile",
+            "smoke",
+            "--backend",
+            "jax",
+            "--model",
+            "bert",
+            "--task",
+            "fit",
+            "--results-dir",
+            str(results),
+        ],
+        bench_env(venvs, jax="oom"),
+    )
     assert out.returncode == 1, out.stderr + out.stdout
     (result,) = load_all(results)
     assert result.status == "oom" and "Out of memory while trying to allocate 40.00GiB" in result.message
-    assert "(the plan (plan-smoke.json) estimates 0.50 GiB (weights 0.20, gradients 0.10, optimizer 0.10, activations ~0.10 estimated), against the" in result.message
+    assert (
+        "(the plan (plan-smoke.json) estimates 0.50 GiB (weights 0.20, gradients 0.10, optimizer 0.10, activations ~0.10 estimated), against the"
+        in result.message
+    )
 
 
 def test_a_plan_for_another_profile_skips_nothing(tmp_path):
@@ -184,8 +263,25 @@ def test_a_plan_for_another_profile_skips_nothing(tmp_path):
     results = tmp_path / "results"
     results.mkdir()
     (fit,) = plan_cells("smoke", backends=["jax"], models=["bert"], tasks=["fit"])
-    (results / "plan-paper.json").write_text(json.dumps({"profile": "paper", "cells": [{"key": fit.key, "memory_gib": 1e9}]}))
-    out = bench(["run", "--profile", "smoke", "--backend", "jax", "--model", "bert", "--task", "fit", "--results-dir", str(results)], bench_env(venvs))
+    (results / "plan-paper.json").write_text(
+        json.dumps({"profile": "paper", "cells": [{"key": fit.key, "memory_gib": 1e9}]})
+    )
+    out = bench(
+        [
+            "run",
+            "--profile",
+            "smoke",
+            "--backend",
+            "jax",
+            "--model",
+            "bert",
+            "--task",
+            "fit",
+            "--results-dir",
+            str(results),
+        ],
+        bench_env(venvs),
+    )
     assert out.returncode == 0, out.stderr + out.stdout
 
 
@@ -199,10 +295,16 @@ def test_a_plan_at_another_batch_holds_the_cells_a_run_at_that_batch_will_meet(m
     import bench.plan
 
     counts = {"causal_lm": 8_537_680_896, "backbone": 8_537_680_896, "counted_in": "test"}
-    monkeypatch.setattr(bench.plan, "counts_for", lambda pairs, profile, echo: {pair: counts for pair in pairs if pair[0] == "gemma"})
+    monkeypatch.setattr(
+        bench.plan, "counts_for", lambda pairs, profile, echo: {pair: counts for pair in pairs if pair[0] == "gemma"}
+    )
     plan = bench.plan.build_plan("cpu", echo=lambda line: None, batch_size=1)
     by_key = {c["key"]: c for c in plan["cells"]}
-    assert {"jax__gemma__fit__bs2__default", "jax__gemma__fit__bs1__default", "native-torch__gemma__fit__bs1__eager"} <= set(by_key)
+    assert {
+        "jax__gemma__fit__bs2__default",
+        "jax__gemma__fit__bs1__default",
+        "native-torch__gemma__fit__bs1__eager",
+    } <= set(by_key)
     assert len(by_key) == len(plan["cells"])  # generate's batch 1 is planned once
     machine = {"gpus": [], "memory_gib": 23.5}
     at_one = cell("jax", "gemma", "fit", 1, profile="cpu")
@@ -221,7 +323,9 @@ def test_plan_counts_match_the_published_models():
     again = build_plan("paper", echo=lambda line: None)  # every count cached now: no subprocess
     assert time.perf_counter() - started < 30
     by_key = {c["key"]: c for c in plan["cells"]}
-    assert [c["parameters"] for c in again["cells"] if "parameters" in c] == [c["parameters"] for c in plan["cells"] if "parameters" in c]
+    assert [c["parameters"] for c in again["cells"] if "parameters" in c] == [
+        c["parameters"] for c in plan["cells"] if "parameters" in c
+    ]
     for c in plan_cells("paper"):
         entry = by_key[c.key]
         if get_model(c.model).why_cell_unsupported(c):
@@ -245,20 +349,36 @@ def test_plan_counts_match_the_published_models():
     assert by_key["native-torch__mistral__fit__bs8__eager"]["trainable_parameters"] == 1_703_936
     assert plan["cells"][0]["weights_bytes"] == plan["cells"][0]["parameters"] * 4
     assert by_key["jax__gemma__fit__bs8__default"]["weights_dtype"] == "bfloat16"
-    assert by_key["jax__gemma__generate__bs32__default"]["weights_gib"] == pytest.approx(8_537_680_896 * 2 / GIB, abs=1e-3)
+    assert by_key["jax__gemma__generate__bs32__default"]["weights_gib"] == pytest.approx(
+        8_537_680_896 * 2 / GIB, abs=1e-3
+    )
 
 
 def test_make_bench_cpu_full_runs_the_published_cells_at_full_size_resumably_into_their_own_folder():
     """Issue 11's CPU run: the cpu profile (paper shapes), its own plan beside its results, a first step and 2 timed
     steps, an hour per cell, resumable; BATCH= reaches the run (the 7B fits at batch 1)."""
-    out = subprocess.run(["make", "--no-print-directory", "-n", "bench-cpu-full", "MODEL=gemma", "TASK=fit", "BATCH=1", "RESULTS=/r"],
-                         cwd=REPO, capture_output=True, text=True, timeout=30)
+    out = subprocess.run(
+        ["make", "--no-print-directory", "-n", "bench-cpu-full", "MODEL=gemma", "TASK=fit", "BATCH=1", "RESULTS=/r"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert out.returncode == 0, out.stderr
     lines = out.stdout.replace("\\\n", " ").splitlines()
     plan = next(l for l in lines if "-m bench plan" in l)
     run = next(l for l in lines if "-m bench run" in l)
-    assert '--profile cpu --results-dir "/r/cpu-full" --batch-size 1' in " ".join(plan.split())  # its cells are in the plan
-    for words in ("--profile cpu", "--resume", "--model gemma", "--task fit", "--batch-size 1", '--results-dir "/r/cpu-full"'):
+    assert '--profile cpu --results-dir "/r/cpu-full" --batch-size 1' in " ".join(
+        plan.split()
+    )  # its cells are in the plan
+    for words in (
+        "--profile cpu",
+        "--resume",
+        "--model gemma",
+        "--task fit",
+        "--batch-size 1",
+        '--results-dir "/r/cpu-full"',
+    ):
         assert words in " ".join(run.split()), (words, run)
     # the steps and the hour are the cpu profile's own (bench/profiles.toml), not flags of the Makefile's
     assert not any(flag in run for flag in ("--steps", "--warmup", "--timeout")), run

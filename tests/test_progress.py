@@ -1,7 +1,7 @@
 """Live progress: today's plain lines without a terminal; a rich bar with ETA and phase on one."""
-from pathlib import Path
 import io
 import re
+from pathlib import Path
 
 import pytest
 from rich.console import Console
@@ -69,7 +69,11 @@ def test_plain_header_matches_the_orchestrators_format():
                 f"({cell.profile}; elapsed {runner.hms(elapsed)})")
     from bench.progress import cell_line
 
-    assert cell_line(index, total, cell, elapsed) == expected == "[3/72] native-torch bert fit batch=2 compiled (smoke; elapsed 1:02:05)"
+    assert (
+        cell_line(index, total, cell, elapsed)
+        == expected
+        == "[3/72] native-torch bert fit batch=2 compiled (smoke; elapsed 1:02:05)"
+    )
 
 
 def rich_output(finish: int, estimates=None, clock=None) -> tuple[str, Progress]:
@@ -127,8 +131,8 @@ def test_a_terminal_picks_rich_and_hms_formats():
 
 
 def test_paper_cells_get_eta_estimates_from_the_published_figures_and_smoke_cells_none():
-    from bench.runner import time_estimates
     from bench.registry import plan_cells
+    from bench.runner import time_estimates
 
     paper = time_estimates(plan_cells("paper", backends=["jax", "keras2"], models=["bert", "gemma"]))
     assert paper["jax__bert__fit__bs32__default"] > 0 and "keras2__gemma__fit__bs8__default" in paper
@@ -143,6 +147,12 @@ def test_the_display_never_runs_in_a_cell_process():
     import sys
 
     probe = "import sys, bench.cli, bench.cell, bench.drivers, bench.timing; print(sorted(m for m in ('rich', 'bench.progress') if m in sys.modules))"
-    out = subprocess.run([sys.executable, "-c", probe], cwd=Path(__file__).resolve().parent.parent, capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-c", probe],
+        cwd=Path(__file__).resolve().parent.parent,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]", out.stdout

@@ -10,12 +10,12 @@ import time
 from pathlib import Path
 
 import pytest
+from fakes import bench_env, run_bench
 
-from bench import results as results_module, runner
-from bench.backends import BACKENDS
-from bench.results import load_all
+from bench import results as results_module
+from bench import runner
 from bench.registry import plan_cells
-from fakes import bench_env, make_fake_envs, run_bench
+from bench.results import load_all
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -44,15 +44,25 @@ def test_a_failed_write_shows_the_result_and_stops_the_run_with_the_count_kept(v
     assert [r.cell.task for r in load_all(tmp_path / "results")] == ["fit"]
     shown = "\n".join(lines)
     assert f"could not write {writes[1]}" in shown
-    result = json.loads(shown.split("so that it is not lost:\n", 1)[1].splitlines()[0])  # the whole result, raw steps included
-    assert result["cell"]["task"] == "predict" and result["runs"][0]["timed_ms"] == [10.0 + i % 3 for i in range(result["cell"]["timed_steps"])]
+    result = json.loads(
+        shown.split("so that it is not lost:\n", 1)[1].splitlines()[0]
+    )  # the whole result, raw steps included
+    assert result["cell"]["task"] == "predict" and result["runs"][0]["timed_ms"] == [
+        10.0 + i % 3 for i in range(result["cell"]["timed_steps"])
+    ]
     log = next((tmp_path / "results" / "logs").rglob("jax__bert__predict*.log")).read_text()
     assert "could not write" in log and '"timed_ms"' in log
     # a rerun whose write fails leaves the earlier result where it was, not in history/
-    monkeypatch.setattr(results_module, "write_json_atomic", lambda path, data: (_ for _ in ()).throw(OSError(errno.ENOSPC, "No space left on device")))
+    monkeypatch.setattr(
+        results_module,
+        "write_json_atomic",
+        lambda path, data: (_ for _ in ()).throw(OSError(errno.ENOSPC, "No space left on device")),
+    )
     with pytest.raises(runner.RunStopped):
         runner.run_cells(bert_cells()[:1], tmp_path / "results", echo=lambda line: None)
-    assert [r.cell.task for r in load_all(tmp_path / "results")] == ["fit"] and not list((tmp_path / "results").rglob("history/*.json"))
+    assert [r.cell.task for r in load_all(tmp_path / "results")] == ["fit"] and not list(
+        (tmp_path / "results").rglob("history/*.json")
+    )
 
 
 def can_mount_tmpfs() -> bool:
@@ -67,9 +77,30 @@ def test_a_full_disk_stops_the_run_in_one_line_before_a_cell_runs(venvs, tmp_pat
     """The issue's reproduction: a 16 KB tmpfs as the results folder."""
     results = tmp_path / "results"
     results.mkdir()
-    command = " ".join([sys.executable, "-m", "bench", "run", "--profile", "smoke", "--backend", "jax", "--model", "bert", "--results-dir", str(results)])
-    out = subprocess.run(["unshare", "-m", "sh", "-c", f"mount -t tmpfs -o size=16k tmpfs {results} && {command}"],
-                         cwd=REPO, env=bench_env(venvs), capture_output=True, text=True, timeout=120)
+    command = " ".join(
+        [
+            sys.executable,
+            "-m",
+            "bench",
+            "run",
+            "--profile",
+            "smoke",
+            "--backend",
+            "jax",
+            "--model",
+            "bert",
+            "--results-dir",
+            str(results),
+        ]
+    )
+    out = subprocess.run(
+        ["unshare", "-m", "sh", "-c", f"mount -t tmpfs -o size=16k tmpfs {results} && {command}"],
+        cwd=REPO,
+        env=bench_env(venvs),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 2, out.stdout + out.stderr
     assert "Traceback" not in out.stderr
     assert "MiB free in" in out.stderr and "0 of 2 cells kept" in out.stderr and "--resume" in out.stderr
@@ -109,15 +140,34 @@ def test_a_cell_dies_with_its_orchestrator_and_leaves_no_scratch_folder(venvs, t
     pid_file, scratch = tmp_path / "cell.pid", tmp_path / "tmp"
     scratch.mkdir()
     env = {**bench_env(venvs), "FAKE_PID_FILE": str(pid_file), "TMPDIR": str(scratch)}
-    orchestrator = subprocess.Popen([sys.executable, "-m", "bench", "run", "--profile", "smoke", "--backend", "jax", "--model", "bert",
-                                     "--task", "fit", "--results-dir", str(tmp_path / "results")], cwd=REPO, env=env,
-                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    orchestrator = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "bench",
+            "run",
+            "--profile",
+            "smoke",
+            "--backend",
+            "jax",
+            "--model",
+            "bert",
+            "--task",
+            "fit",
+            "--results-dir",
+            str(tmp_path / "results"),
+        ],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.monotonic() + 60
     while not pid_file.exists():
         assert orchestrator.poll() is None and time.monotonic() < deadline, "the cell never started"
         time.sleep(0.05)
     cell = int(pid_file.read_text())
-    assert [p.name[:len("bench-cell-")] for p in scratch.iterdir()] == ["bench-cell-"]
+    assert [p.name[: len("bench-cell-")] for p in scratch.iterdir()] == ["bench-cell-"]
     orchestrator.kill()  # kill -9: no handler of the orchestrator's runs
     orchestrator.wait()
     deadline = time.monotonic() + 10
@@ -132,8 +182,22 @@ def test_a_cell_dies_with_its_orchestrator_and_leaves_no_scratch_folder(venvs, t
 def test_a_second_run_into_the_same_results_folder_is_refused_naming_the_first(venvs, tmp_path):
     results, pid_file = tmp_path / "results", tmp_path / "cell.pid"
     env = {**bench_env(venvs, jax="sleep"), "FAKE_PID_FILE": str(pid_file)}
-    args = ["run", "--profile", "smoke", "--backend", "jax", "--model", "bert", "--task", "fit", "--results-dir", str(results)]
-    first = subprocess.Popen([sys.executable, "-m", "bench", *args], cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    args = [
+        "run",
+        "--profile",
+        "smoke",
+        "--backend",
+        "jax",
+        "--model",
+        "bert",
+        "--task",
+        "fit",
+        "--results-dir",
+        str(results),
+    ]
+    first = subprocess.Popen(
+        [sys.executable, "-m", "bench", *args], cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     try:
         deadline = time.monotonic() + 60
         while not pid_file.exists():
@@ -160,17 +224,29 @@ def test_no_test_reads_the_working_trees_results():
     import re
 
     working_tree_results = re.compile(r"""(REPO|REPO_ROOT|parent\.parent)\s*/\s*["']results["']""")
-    offenders = [f"{path.name}:{n}" for path in sorted((REPO / "tests").glob("*.py")) if path.name != "committed.py"
-                 for n, line in enumerate(path.read_text().splitlines(), 1) if working_tree_results.search(line)]
+    offenders = [
+        f"{path.name}:{n}"
+        for path in sorted((REPO / "tests").glob("*.py"))
+        if path.name != "committed.py"
+        for n, line in enumerate(path.read_text().splitlines(), 1)
+        if working_tree_results.search(line)
+    ]
     assert offenders == [], f"tests reading the working tree's results/ (use tests/committed.py): {offenders}"
 
 
 def test_the_committed_results_fixture_is_heads_not_the_working_trees():
     from committed import committed_results
 
-    head = subprocess.run(["git", "show", "HEAD:results/smoke/cpu-amd-epyc-2-cores/jax__bert__fit__bs2__default.json"], cwd=REPO,
-                          capture_output=True, text=True, check=True).stdout
-    assert (committed_results() / "smoke" / "cpu-amd-epyc-2-cores" / "jax__bert__fit__bs2__default.json").read_text() == head
+    head = subprocess.run(
+        ["git", "show", "HEAD:results/smoke/cpu-amd-epyc-2-cores/jax__bert__fit__bs2__default.json"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert (
+        committed_results() / "smoke" / "cpu-amd-epyc-2-cores" / "jax__bert__fit__bs2__default.json"
+    ).read_text() == head
 
 
 @pytest.mark.parametrize("profile,warns", [("smoke", False), ("paper", True), (None, False)])
@@ -181,7 +257,9 @@ def test_the_doctor_compares_memory_with_the_plan_of_the_profile_about_to_run(tm
     (tmp_path / "plan-paper.json").write_text(paper)
     if profile is None and shutil.which("nvidia-smi"):
         pytest.skip("the default profile is smoke only where no GPU is seen")
-    out = bench(["doctor", "--results-dir", str(tmp_path), *(["--profile", profile] if profile else [])], dict(os.environ))
+    out = bench(
+        ["doctor", "--results-dir", str(tmp_path), *(["--profile", profile] if profile else [])], dict(os.environ)
+    )
     line = next(l for l in out.stdout.splitlines() if "memory" in l)
     assert ("keras2__sam__fit__bs1__default" in line) == warns and line.startswith("warn") == warns, line
     if not warns:
@@ -191,8 +269,9 @@ def test_the_doctor_compares_memory_with_the_plan_of_the_profile_about_to_run(tm
 @pytest.mark.parametrize("umask,mode", [(0o022, 0o644), (0o002, 0o664), (0o077, 0o600)])
 def test_result_files_and_reports_honour_the_umask(tmp_path, umask, mode):
     """Like the logs and CSVs: another user of a shared results folder can read them (mkstemp alone makes 0600)."""
-    from bench.atomic import current_umask, write_text_atomic
     from test_export import make_result
+
+    from bench.atomic import current_umask, write_text_atomic
 
     previous = os.umask(umask)
     try:
@@ -207,7 +286,19 @@ def test_result_files_and_reports_honour_the_umask(tmp_path, umask, mode):
 
 def test_a_rerun_keeps_the_log_of_the_result_it_moves_to_history(venvs, tmp_path):
     results = tmp_path / "results"
-    args = ["run", "--profile", "smoke", "--backend", "jax", "--model", "bert", "--task", "fit", "--results-dir", str(results)]
+    args = [
+        "run",
+        "--profile",
+        "smoke",
+        "--backend",
+        "jax",
+        "--model",
+        "bert",
+        "--task",
+        "fit",
+        "--results-dir",
+        str(results),
+    ]
     for _ in range(2):
         out = bench(args, bench_env(venvs))
         assert out.returncode == 0, out.stdout + out.stderr
@@ -224,12 +315,16 @@ def ok_file(results: Path, backend="jax", task="fit") -> Path:
     return make_result(backend=backend, task=task).write(results)
 
 
-@pytest.mark.parametrize("edit,words", [
-    (lambda d: d["summary"].update(median=float("nan")), "summary median is nan, but the raw step times give 11.0"),
-    (lambda d: d["summary"].update(median=-1), "summary median is -1, but the raw step times give 11.0"),
-    (lambda d: d["runs"][0]["stats"].update(p90=99.0), "runs[0].stats p90 is 99.0, but the raw step times give"),
-    (lambda d: d.update(summary=None), "summary is None, but the raw step times give a median of 11.0"),
-], ids=["nan", "minus-one", "run-stats", "missing"])
+@pytest.mark.parametrize(
+    "edit,words",
+    [
+        (lambda d: d["summary"].update(median=float("nan")), "summary median is nan, but the raw step times give 11.0"),
+        (lambda d: d["summary"].update(median=-1), "summary median is -1, but the raw step times give 11.0"),
+        (lambda d: d["runs"][0]["stats"].update(p90=99.0), "runs[0].stats p90 is 99.0, but the raw step times give"),
+        (lambda d: d.update(summary=None), "summary is None, but the raw step times give a median of 11.0"),
+    ],
+    ids=["nan", "minus-one", "run-stats", "missing"],
+)
 def test_a_stored_summary_that_disagrees_with_the_raw_times_is_invalid(tmp_path, edit, words):
     path = ok_file(tmp_path / "results")
     data = json.loads(path.read_text())
@@ -253,19 +348,44 @@ def test_validate_names_misplaced_and_duplicate_results(venvs, tmp_path):
     assert f"{renamed}: misplaced: its cell's result belongs at {good}" in out.stderr
     assert f"{other_profile}: misplaced: its cell's result belongs at {good}" in out.stderr
     assert out.stderr.count("a second result of the cell of") == 2
-    export = bench(["export", "--results-dir", str(results)], bench_env(venvs))  # writes its rows, and says which are suspect
-    assert export.returncode == 0 and f"warning: {renamed}: misplaced" in export.stderr and "(python -m bench validate)" in export.stderr
+    export = bench(
+        ["export", "--results-dir", str(results)], bench_env(venvs)
+    )  # writes its rows, and says which are suspect
+    assert (
+        export.returncode == 0
+        and f"warning: {renamed}: misplaced" in export.stderr
+        and "(python -m bench validate)" in export.stderr
+    )
 
 
 def test_every_unreadable_file_is_named_with_the_fix_and_a_run_that_does_not_touch_them_goes_on(venvs, tmp_path):
     results = tmp_path / "results"
-    args = ["run", "--profile", "smoke", "--backend", "jax", "--model", "bert", "--task", "fit", "--results-dir", str(results)]
+    args = [
+        "run",
+        "--profile",
+        "smoke",
+        "--backend",
+        "jax",
+        "--model",
+        "bert",
+        "--task",
+        "fit",
+        "--results-dir",
+        str(results),
+    ]
     assert bench(args, bench_env(venvs)).returncode == 0
     (fit,) = [p for p in results.rglob("*.json") if "history" not in p.parts]
-    broken = [fit.with_name("torch__bert__fit__bs2__default.json"), fit.with_name("torch__bert__predict__bs2__default.json")]
+    broken = [
+        fit.with_name("torch__bert__fit__bs2__default.json"),
+        fit.with_name("torch__bert__predict__bs2__default.json"),
+    ]
     broken[0].write_text('{"schema_version": 1, "cell": ')
     broken[1].write_text("[]")
-    for command in (["table", "--results-dir", str(results)], ["export", "--results-dir", str(results)], ["validate", "--results-dir", str(results)]):
+    for command in (
+        ["table", "--results-dir", str(results)],
+        ["export", "--results-dir", str(results)],
+        ["validate", "--results-dir", str(results)],
+    ):
         out = bench(command, bench_env(venvs))
         assert out.returncode == 2, (command, out.stdout + out.stderr)
         assert all(f"cannot read result file {p}" in out.stderr for p in broken), (command, out.stderr)
@@ -276,7 +396,11 @@ def test_every_unreadable_file_is_named_with_the_fix_and_a_run_that_does_not_tou
     assert all(f"warning: cannot read result file {p}" in out.stdout for p in broken)
     # a run that would write over one of them stops, naming it, before any cell runs
     out = bench([*args[:4], "torch", *args[5:]], bench_env(venvs))
-    assert out.returncode == 2 and f"cannot read result file {broken[0]}" in out.stderr and str(broken[1]) not in out.stderr
+    assert (
+        out.returncode == 2
+        and f"cannot read result file {broken[0]}" in out.stderr
+        and str(broken[1]) not in out.stderr
+    )
     # quarantine moves both aside; then everything reads
     out = bench(["validate", "--results-dir", str(results), "--quarantine"], bench_env(venvs))
     assert out.returncode == 0, out.stdout + out.stderr
@@ -288,14 +412,19 @@ def test_every_unreadable_file_is_named_with_the_fix_and_a_run_that_does_not_tou
 def test_export_of_a_folder_with_no_results_is_refused_and_creates_nothing(venvs, tmp_path):
     typo = tmp_path / "reslts"
     out = bench(["export", "--results-dir", str(typo)], bench_env(venvs))
-    assert out.returncode == 2 and out.stderr == f"error: no result files under {typo}: nothing to export (is the results folder right?)\n"
+    assert (
+        out.returncode == 2
+        and out.stderr == f"error: no result files under {typo}: nothing to export (is the results folder right?)\n"
+    )
     assert not typo.exists()
 
 
 def make(*args, tmp_path):
     uv = tmp_path / "uv"
     uv.write_text("")  # newer than containers/uv-requirements.txt: make does not fetch uv
-    return subprocess.run(["make", "--no-print-directory", *args, f"UV={uv}"], cwd=REPO, capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        ["make", "--no-print-directory", *args, f"UV={uv}"], cwd=REPO, capture_output=True, text=True, timeout=60
+    )
 
 
 @pytest.mark.skipif(not shutil.which("make"), reason="GNU make is not installed")
@@ -305,7 +434,12 @@ def test_make_quotes_a_results_folder_with_a_space(venvs, tmp_path):
     out = make("-n", "export", f"RESULTS={results}", tmp_path=tmp_path)
     command = out.stdout.strip().splitlines()[-1]
     assert f'--results-dir "{results}"' in command, command
-    ran = subprocess.run(["bash", "-c", command.replace(".venvs/tools/bin/python", sys.executable, 1)], cwd=REPO, capture_output=True, text=True)
+    ran = subprocess.run(
+        ["bash", "-c", command.replace(".venvs/tools/bin/python", sys.executable, 1)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    )
     assert ran.returncode == 0 and (results / "results.csv").exists(), ran.stdout + ran.stderr
 
 
@@ -328,7 +462,9 @@ def test_dry_run_with_resume_lists_only_what_resume_would_run(venvs, tmp_path):
     args = ["run", "--profile", "smoke", "--backend", "jax", "--model", "bert", "--results-dir", str(results)]
     assert bench([*args, "--task", "fit"], bench_env(venvs)).returncode == 0
     out = bench([*args, "--dry-run", "--resume"], bench_env(venvs))
-    assert out.returncode == 0 and out.stdout.splitlines()[1:] == ["jax__bert__predict__bs2__default"], out.stdout + out.stderr
+    assert out.returncode == 0 and out.stdout.splitlines()[1:] == ["jax__bert__predict__bs2__default"], (
+        out.stdout + out.stderr
+    )
     assert "skipped (resume): 1 cells already measured" in out.stderr
 
 
@@ -346,10 +482,16 @@ def test_a_result_with_fewer_repeats_than_planned_says_so():
 def test_every_committed_result_has_its_tasks_unit():
     """An NA generate cell is ms/call like a measured one: the unit comes from the task, whatever the status."""
     from committed import committed_results
+
     from bench.registry import MODELS, get_model
 
-    wrong = [f"{r.cell.key}: {r.unit}" for r in load_all(committed_results())
-             if r.cell.model in MODELS and r.cell.task in get_model(r.cell.model).tasks() and r.unit != results_module.task_unit(r.cell)]
+    wrong = [
+        f"{r.cell.key}: {r.unit}"
+        for r in load_all(committed_results())
+        if r.cell.model in MODELS
+        and r.cell.task in get_model(r.cell.model).tasks()
+        and r.unit != results_module.task_unit(r.cell)
+    ]
     assert wrong == []
 
 
@@ -361,8 +503,11 @@ def test_a_step_count_that_cannot_end_within_the_timeout_is_warned(venvs, tmp_pa
     many = plan_cells("smoke", backends=["jax"], models=["bert"], tasks=["fit"], timed_steps=20_000)[0]
     lines: list[str] = []
     runner.run_cells([many], results, timeout_s=5, echo=lines.append)
-    assert any(line.startswith("warning: jax__bert__fit__bs2__default is estimated at 0:03:40") and "over its 0:00:05 timeout" in line
-               for line in lines), lines
+    assert any(
+        line.startswith("warning: jax__bert__fit__bs2__default is estimated at 0:03:40")
+        and "over its 0:00:05 timeout" in line
+        for line in lines
+    ), lines
     lines.clear()
     runner.run_cells([cell], results, echo=lines.append)
     assert not any("warning" in line for line in lines)

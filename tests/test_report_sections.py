@@ -5,8 +5,9 @@ import pytest
 pytest.importorskip("tabulate")
 pytest.importorskip("matplotlib")
 
-from bench.report import SECTIONS, Section, render
 from test_table import make, sections, smoke_cpu, write_all
+
+from bench.report import SECTIONS, Section, render
 
 
 def inference_grid(table, page):
@@ -15,7 +16,10 @@ def inference_grid(table, page):
 
 
 def test_a_registered_section_is_numbered_and_leaves_other_tables_byte_identical(tmp_path):
-    results = write_all(tmp_path / "results", smoke_cpu() + [make("jax", "sam", "fit", 1, 330.0), make("tensorflow", "sam", "fit", 1, 350.0)])
+    results = write_all(
+        tmp_path / "results",
+        smoke_cpu() + [make("jax", "sam", "fit", 1, 330.0), make("tensorflow", "sam", "fit", 1, 350.0)],
+    )
     render(results, tmp_path / "before.md")
     study = Section("Inference grid", inference_grid)
     render(results, tmp_path / "after.md", sections=[*SECTIONS[:-1], study, SECTIONS[-1]])
@@ -28,10 +32,18 @@ def test_a_registered_section_is_numbered_and_leaves_other_tables_byte_identical
 
 
 def test_the_registry_lists_every_built_in_renderer_once():
-    assert [s.title for s in SECTIONS] == [None, "Where these numbers come from", "Derived findings and comparison with the published numbers",
-                                           "Beside today's stack", "Figures", "Against the machine's limits: MFU and bandwidth use",
-                                           "Generate split: time to first token and time per output token (issue 30)",
-                                           "Inference grid study: then and now",
-                                           "Tuning study: variants and the published findings (issue 15)",
-                                           "Framework-overhead study (issue 30)", "What each cell cost to run", None]
+    assert [s.title for s in SECTIONS] == [
+        None,
+        "Where these numbers come from",
+        "Derived findings and comparison with the published numbers",
+        "Beside today's stack",
+        "Figures",
+        "Against the machine's limits: MFU and bandwidth use",
+        "Generate split: time to first token and time per output token (issue 30)",
+        "Inference grid study: then and now",
+        "Tuning study: variants and the published findings (issue 15)",
+        "Framework-overhead study (issue 30)",
+        "What each cell cost to run",
+        None,
+    ]
     assert len({s.render for s in SECTIONS}) == len(SECTIONS)

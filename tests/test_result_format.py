@@ -2,8 +2,9 @@
 docs/RESULT_FORMAT.md's field table is generated from them, and every field a committed result holds is one of them."""
 import json
 
-from bench import schema_doc
 from conftest import REPO
+
+from bench import schema_doc
 
 SCHEMA = schema_doc.load_schema()
 FIELDS = {path for path, _, _ in schema_doc.fields(SCHEMA)}

@@ -1,20 +1,31 @@
 """The result schema: round trip, validation, atomic writes, history."""
 import json
-import re
 import os
-from pathlib import Path
+import re
 
 import pytest
 
-from bench.results import SCHEMA_VERSION, CorruptResult, NewerSchema, Result, Run, load, load_all, result_files, write_json_atomic
 from bench.registry import Cell
+from bench.results import (
+    SCHEMA_VERSION,
+    CorruptResult,
+    NewerSchema,
+    Result,
+    Run,
+    load,
+    load_all,
+    result_files,
+    write_json_atomic,
+)
 
 CELL = Cell("jax", "bert", "fit", 2, "smoke", "default", 1, 3)
 MACHINE = {"cpu": "Test CPU", "logical_cpus": 2, "gpus": []}
 
 
 def make_result(runs=None, created="2026-11-21T10:00:00+00:00", cell=CELL):
-    runs = runs or [Run(status="ok", first_step_ms=900.0, warmup_ms=[20.0], timed_ms=[10.0, 12.0, 11.0], tokens_per_step=None)]
+    runs = runs or [
+        Run(status="ok", first_step_ms=900.0, warmup_ms=[20.0], timed_ms=[10.0, 12.0, 11.0], tokens_per_step=None)
+    ]
     return Result(cell, runs, "ms/step", {"git": {"commit": "abc", "dirty": False}, "machine": MACHINE}, created)
 
 
@@ -36,7 +47,9 @@ def test_tokens_per_second_from_median():
 
 
 def test_status_comes_from_runs_and_failed_results_have_no_summary():
-    r = make_result([Run(status="ok", first_step_ms=1.0, timed_ms=[1.0]), Run(status="oom", message="RESOURCE_EXHAUSTED")])
+    r = make_result(
+        [Run(status="ok", first_step_ms=1.0, timed_ms=[1.0]), Run(status="oom", message="RESOURCE_EXHAUSTED")]
+    )
     assert r.status == "oom" and r.message == "RESOURCE_EXHAUSTED" and r.summary() is None
 
 
@@ -101,7 +114,12 @@ def test_rewriting_a_cell_moves_the_earlier_result_to_history(tmp_path):
 def test_plans_are_not_results_at_the_top_or_in_a_sub_folder(tmp_path):
     # make bench-cpu-full keeps its plan beside its results in results/cpu-full/, which make table reads from results/
     nested = make_result().write(tmp_path / "cpu-full")
-    for plan in (tmp_path / "plan.json", tmp_path / "plan-paper.json", tmp_path / "cpu-full" / "plan.json", tmp_path / "cpu-full" / "plan-cpu.json"):
+    for plan in (
+        tmp_path / "plan.json",
+        tmp_path / "plan-paper.json",
+        tmp_path / "cpu-full" / "plan.json",
+        tmp_path / "cpu-full" / "plan-cpu.json",
+    ):
         plan.write_text("{}")
     assert result_files(tmp_path) == [nested]
     assert len(load_all(tmp_path)) == 1
@@ -114,14 +132,28 @@ def test_version_1_files_are_migrated_on_load(tmp_path):
     del data["cell"]["stack"]  # version 1 predates stacks
     del data["work"]  # and the work counts (issue 31)
     for run in data["runs"]:
-        for new in ("first_step_contains", "steadiness", "compile_events", "derived", "reference", "device_memory",
-                    "gpu_state", "generate_split"):
+        for new in (
+            "first_step_contains",
+            "steadiness",
+            "compile_events",
+            "derived",
+            "reference",
+            "device_memory",
+            "gpu_state",
+            "generate_split",
+        ):
             del run[new]
     path = tmp_path / "v1.json"
     path.write_text(json.dumps(data))
     loaded = load(path)
     run = loaded.runs[0]
-    assert (run.first_step_contains, run.steadiness, run.compile_events, run.derived, run.reference) == (None, None, None, False, None)
+    assert (run.first_step_contains, run.steadiness, run.compile_events, run.derived, run.reference) == (
+        None,
+        None,
+        None,
+        False,
+        None,
+    )
     assert loaded.summary().median == 11.0
     assert loaded.to_dict()["schema_version"] == SCHEMA_VERSION == 2
 
@@ -134,7 +166,10 @@ def test_a_newer_schema_is_refused_in_one_line_naming_file_and_versions(tmp_path
     path.write_text(json.dumps(data))
     with pytest.raises(NewerSchema) as e:
         load(path)
-    assert str(e.value) == f"cannot read result file {path}: schema_version 3 is newer than this code reads (2); update the code"
+    assert (
+        str(e.value)
+        == f"cannot read result file {path}: schema_version 3 is newer than this code reads (2); update the code"
+    )
 
 
 def schema_2_run(**overrides):
@@ -173,7 +208,13 @@ def test_an_unsteady_run_has_no_summary_but_keeps_its_raw_windows(tmp_path):
         status="unsteady",
         message="derived median is zero or less",
         timed_ms=[-5.0, -1.0, 2.0],
-        steadiness={"steady": False, "reasons": ["2 derived step figure(s) of zero or less"], "warmup_steps_run": 0, "compile_events_timed": 0, "outliers": []},
+        steadiness={
+            "steady": False,
+            "reasons": ["2 derived step figure(s) of zero or less"],
+            "warmup_steps_run": 0,
+            "compile_events_timed": 0,
+            "outliers": [],
+        },
     )
     result = make_result([unsteady])
     assert result.status == "unsteady" and result.summary() is None and result.runs[0].stats() is None

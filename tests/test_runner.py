@@ -10,11 +10,9 @@ import time
 from pathlib import Path
 
 import pytest
+from fakes import bench_env, run_bench, write_memory_events
 
-from bench.backends import BACKENDS
-
-from bench.results import load, load_all
-from fakes import bench_env, make_fake_envs, run_bench, write_memory_events
+from bench.results import load_all
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -86,7 +84,9 @@ def test_a_cell_rule_makes_cells_unsupported_on_its_stack_alone(venvs, tmp_path)
 
 def test_repeats_report_their_spread(venvs, tmp_path):
     results = tmp_path / "results"
-    out = bench(run_args(results, "--backend", "jax", "--model", "bert", "--task", "fit", "--repeats", "3"), bench_env(venvs))
+    out = bench(
+        run_args(results, "--backend", "jax", "--model", "bert", "--task", "fit", "--repeats", "3"), bench_env(venvs)
+    )
     assert out.returncode == 0, out.stderr
     (r,) = load_all(results)
     assert len(r.runs) == 3 and r.repeat_spread().count == 3
@@ -95,7 +95,12 @@ def test_repeats_report_their_spread(venvs, tmp_path):
 def test_rerun_keeps_the_earlier_result_in_history(venvs, tmp_path):
     results = tmp_path / "results"
     for _ in range(3):  # back to back: likely within one second of created_at's resolution
-        assert bench(run_args(results, "--backend", "jax", "--model", "bert", "--task", "fit"), bench_env(venvs)).returncode == 0
+        assert (
+            bench(
+                run_args(results, "--backend", "jax", "--model", "bert", "--task", "fit"), bench_env(venvs)
+            ).returncode
+            == 0
+        )
     assert len(load_all(results)) == 1
     assert len(list(results.rglob("history/*.json"))) == 2
 
@@ -103,15 +108,24 @@ def test_rerun_keeps_the_earlier_result_in_history(venvs, tmp_path):
 @pytest.mark.parametrize(
     "args,message",
     [
-        (["--backend", "kears2", "--model", "bert"], "unknown backend 'kears2'; valid backends: keras2, tensorflow, jax, torch, native-torch"),
-        (["--backend", "jax", "--model", "bret"], "unknown model 'bret'; valid models: sam, stable_diffusion, bert, gemma, mistral"),
+        (
+            ["--backend", "kears2", "--model", "bert"],
+            "unknown backend 'kears2'; valid backends: keras2, tensorflow, jax, torch, native-torch",
+        ),
+        (
+            ["--backend", "jax", "--model", "bret"],
+            "unknown model 'bret'; valid models: sam, stable_diffusion, bert, gemma, mistral",
+        ),
         (["--backend", "jax", "--model", "bert", "--task", "generate"], "unknown task 'generate'"),
         (["--backend", "jax", "--model", "bert", "--batch-size", "0"], "must be a positive integer, got '0'"),
         (["--backend", "jax", "--model", "bert", "--batch-size", "x"], "must be a positive integer, got 'x'"),
         (["--backend", "jax", "--model", "bert", "--profile", "fast"], "unknown profile 'fast'"),
         (["--backend", "native-torch", "--model", "bert", "--variant", "jit"], "unknown variant 'jit'"),
         *[
-            ([option, value, "--backend", "jax", "--model", "bert"], f"argument {option}: must be a positive integer, got '{value}'")
+            (
+                [option, value, "--backend", "jax", "--model", "bert"],
+                f"argument {option}: must be a positive integer, got '{value}'",
+            )
             for option in ("--steps", "--repeats")
             for value in ("0", "-1", "abc")
         ],
@@ -119,7 +133,12 @@ def test_rerun_keeps_the_earlier_result_in_history(venvs, tmp_path):
 )
 def test_bad_input_is_refused_clearly(venvs, tmp_path, args, message):
     results = tmp_path / "results"
-    out = bench(["run", "--profile", "smoke", "--results-dir", str(results), *args] if "--profile" not in args else ["run", "--results-dir", str(results), *args], bench_env(venvs))
+    out = bench(
+        ["run", "--profile", "smoke", "--results-dir", str(results), *args]
+        if "--profile" not in args
+        else ["run", "--results-dir", str(results), *args],
+        bench_env(venvs),
+    )
     assert out.returncode == 2
     assert message in out.stderr and out.stderr.count("\n") == 1, out.stderr  # one line, no usage block
     assert not results.exists()
@@ -145,8 +164,15 @@ def test_a_read_only_results_folder_is_refused_before_any_cell_runs(venvs, tmp_p
     results.mkdir(mode=0o555)
     order = tmp_path / "order"
     env = {**bench_env(venvs), "FAKE_ORDER_FILE": str(order)}
-    out = subprocess.run([sys.executable, "-m", "bench", *run_args(results, "--backend", "jax", "--model", "bert")], cwd=REPO, env=env,
-                         capture_output=True, text=True, timeout=60, **without_root_file_override())
+    out = subprocess.run(
+        [sys.executable, "-m", "bench", *run_args(results, "--backend", "jax", "--model", "bert")],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        **without_root_file_override(),
+    )
     assert out.returncode == 2, out.stdout + out.stderr
     assert out.stderr == f"error: cannot write results to {results}: Permission denied\n"
     assert list(results.iterdir()) == [] and not order.exists()  # nothing written, no cell started
@@ -161,17 +187,38 @@ def test_a_result_of_a_newer_schema_stops_the_run_naming_it(venvs, tmp_path):
     before = {p: p.read_bytes() for p in results.rglob("*") if p.is_file()}
     out = bench(args, bench_env(venvs))
     assert out.returncode == 2
-    assert out.stderr == f"error: cannot read result file {path}: schema_version 3 is newer than this code reads (2); update the code\n"
+    assert (
+        out.stderr
+        == f"error: cannot read result file {path}: schema_version 3 is newer than this code reads (2); update the code\n"
+    )
     assert {p: p.read_bytes() for p in results.rglob("*") if p.is_file()} == before
 
 
 @pytest.mark.skipif(not shutil.which("make"), reason="GNU make is not installed")
 def test_make_bench_passes_bad_steps_through_to_the_one_line_error(venvs, tmp_path):
     # MAKE=true: the recursive env builds are no-ops here (tests/test_envs.py covers them); TOOLS_PY: this interpreter.
-    out = subprocess.run(["make", "-s", "bench", "BACKEND=jax", "MODEL=bert", "STEPS=abc", "MAKE=true", f"TOOLS_PY={sys.executable}",
-                          f"RESULTS={tmp_path / 'results'}"], cwd=REPO, env=bench_env(venvs), capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        [
+            "make",
+            "-s",
+            "bench",
+            "BACKEND=jax",
+            "MODEL=bert",
+            "STEPS=abc",
+            "MAKE=true",
+            f"TOOLS_PY={sys.executable}",
+            f"RESULTS={tmp_path / 'results'}",
+        ],
+        cwd=REPO,
+        env=bench_env(venvs),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert out.returncode == 2
-    assert "error: python -m bench run: argument --steps: must be a positive integer, got 'abc'\n" in out.stderr, out.stderr
+    assert "error: python -m bench run: argument --steps: must be a positive integer, got 'abc'\n" in out.stderr, (
+        out.stderr
+    )
     assert not (tmp_path / "results").exists()
 
 
@@ -194,7 +241,10 @@ def test_a_stale_env_is_refused_naming_the_make_target(venvs, tmp_path):
 
 def test_corrupt_result_file_is_named_and_kept(venvs, tmp_path):
     results = tmp_path / "results"
-    assert bench(run_args(results, "--backend", "jax", "--model", "bert", "--task", "fit"), bench_env(venvs)).returncode == 0
+    assert (
+        bench(run_args(results, "--backend", "jax", "--model", "bert", "--task", "fit"), bench_env(venvs)).returncode
+        == 0
+    )
     (existing,) = [p for p in results.rglob("*.json") if "history" not in p.parts]
     corrupt = existing.parent / "broken.json"
     corrupt.write_text('{"schema_version": 1, "cell": ')
@@ -210,8 +260,15 @@ def test_corrupt_result_file_is_named_and_kept(venvs, tmp_path):
 def start_run(args, env):
     # SIGINT as a terminal gives it: a suite started in the background (`nohup make test &`) inherits SIGINT
     # ignored, and Python then never raises KeyboardInterrupt.
-    return subprocess.Popen([sys.executable, "-m", "bench", *args], cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    return subprocess.Popen(
+        [sys.executable, "-m", "bench", *args],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
 
 
 def wait_for_pid(pid_file: Path, proc: subprocess.Popen, not_pid: int | None = None) -> int:
@@ -279,7 +336,9 @@ def test_kill_9_of_a_cell_is_recorded_as_killed_with_no_partial_file(venvs, tmp_
     assert proc.returncode == 1, output
     by_backend = {r.cell.backend: r for r in load_all(results)}
     assert by_backend["jax"].status == "killed" and by_backend["torch"].status == "ok"
-    assert by_backend["jax"].message.startswith("killed by SIGKILL (no sign of the OOM killer: memory.events oom_kill unchanged)")
+    assert by_backend["jax"].message.startswith(
+        "killed by SIGKILL (no sign of the OOM killer: memory.events oom_kill unchanged)"
+    )
     files = sorted(p.name for p in results.rglob("*") if p.is_file() and "logs" not in p.parts)
     assert files == ["jax__bert__fit__bs2__default.json", "torch__bert__fit__bs2__default.json"]
     assert list(scratch.iterdir()) == []  # the cell's private scratch folder went with it
@@ -343,8 +402,14 @@ def test_repeats_are_interleaved_across_the_row_and_each_run_has_its_reference(v
     out = bench(run_args(results, "--backend", "jax,torch", "--model", "bert", "--repeats", "2"), env)
     assert out.returncode == 0, out.stderr
     assert order.read_text().split("\n")[:-1] == [
-        "jax fit", "torch fit", "jax fit", "torch fit",  # the fit row: repeat 1 of each column, then repeat 2
-        "jax predict", "torch predict", "jax predict", "torch predict",
+        "jax fit",
+        "torch fit",
+        "jax fit",
+        "torch fit",  # the fit row: repeat 1 of each column, then repeat 2
+        "jax predict",
+        "torch predict",
+        "jax predict",
+        "torch predict",
     ]
     loaded = load_all(results)
     assert len(loaded) == 4 and all(len(r.runs) == 2 for r in loaded)
@@ -357,7 +422,9 @@ def test_repeats_are_interleaved_across_the_row_and_each_run_has_its_reference(v
 def test_ctrl_c_between_repeats_writes_the_finished_ones(venvs, tmp_path):
     results, pid_file = tmp_path / "results", tmp_path / "cell.pid"
     env = {**bench_env(venvs, torch="sleep"), "FAKE_PID_FILE": str(pid_file)}
-    proc = start_run(run_args(results, "--backend", "jax,torch", "--model", "bert", "--task", "fit", "--repeats", "3"), env)
+    proc = start_run(
+        run_args(results, "--backend", "jax,torch", "--model", "bert", "--task", "fit", "--repeats", "3"), env
+    )
     for line in proc.stdout:
         if "fake cell torch" in line:
             break
@@ -379,7 +446,9 @@ def test_dry_run_lists_the_full_matrix(venvs, tmp_path):
 @pytest.mark.parametrize("mode", ["oom", "crash"])
 def test_a_failed_generate_cell_keeps_its_tasks_unit(venvs, tmp_path, mode):
     results = tmp_path / "results"
-    out = bench(run_args(results, "--backend", "jax", "--model", "gemma", "--task", "generate"), bench_env(venvs, jax=mode))
+    out = bench(
+        run_args(results, "--backend", "jax", "--model", "gemma", "--task", "generate"), bench_env(venvs, jax=mode)
+    )
     assert out.returncode == 1, out.stderr
     loaded = load_all(results)
     assert len(loaded) == 2 and {r.status for r in loaded} <= {"oom", "error"}
@@ -406,14 +475,23 @@ def test_results_of_cells_no_longer_in_the_registry_stop_nothing(venvs, tmp_path
 def test_sigkill_while_holding_the_machines_ram_is_oom_with_the_figures(venvs, tmp_path):
     # The full-size run's Keras-torch Gemma fit: SIGKILLed at the RAM's edge on a machine whose cgroup counts no kill.
     results = tmp_path / "results"
-    env = {**bench_env(venvs, jax="ramkill", torch="ramkill"), "BENCH_MEMORY_EVENTS": str(tmp_path / "absent" / "memory.events")}
-    out = bench(run_args(results, "--backend", "jax", "--model", "bert", "--task", "fit"), {**env, "BENCH_RAM_GIB": "0.3"})
+    env = {
+        **bench_env(venvs, jax="ramkill", torch="ramkill"),
+        "BENCH_MEMORY_EVENTS": str(tmp_path / "absent" / "memory.events"),
+    }
+    out = bench(
+        run_args(results, "--backend", "jax", "--model", "bert", "--task", "fit"), {**env, "BENCH_RAM_GIB": "0.3"}
+    )
     assert out.returncode == 1
     (r,) = load_all(results)
     assert r.status == "oom", r.message
-    assert r.message.startswith("killed by SIGKILL while its processes held 0.3 GiB of the machine's 0.3 GiB of RAM"), r.message
+    assert r.message.startswith("killed by SIGKILL while its processes held 0.3 GiB of the machine's 0.3 GiB of RAM"), (
+        r.message
+    )
     # The same death with RAM to spare is no evidence of memory: killed, as before.
-    out = bench(run_args(results, "--backend", "torch", "--model", "bert", "--task", "fit"), {**env, "BENCH_RAM_GIB": "64"})
+    out = bench(
+        run_args(results, "--backend", "torch", "--model", "bert", "--task", "fit"), {**env, "BENCH_RAM_GIB": "64"}
+    )
     by_backend = {r.cell.backend: r for r in load_all(results)}
     assert by_backend["torch"].status == "killed", by_backend["torch"].message
 
@@ -423,4 +501,6 @@ def test_sigkill_without_a_readable_memory_events_is_killed_not_oom(venvs, tmp_p
     env = {**bench_env(venvs, jax="sigkill"), "BENCH_MEMORY_EVENTS": str(tmp_path / "no-cgroup-v2" / "memory.events")}
     assert bench(run_args(results, "--backend", "jax", "--model", "bert", "--task", "fit"), env).returncode == 1
     (r,) = load_all(results)
-    assert r.status == "killed" and r.message.startswith("killed by SIGKILL (no sign of the OOM killer: memory.events cannot be read)")
+    assert r.status == "killed" and r.message.startswith(
+        "killed by SIGKILL (no sign of the OOM killer: memory.events cannot be read)"
+    )

@@ -6,21 +6,23 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+from committed import committed_results
 
 from bench import schema
 from bench.errors import BenchError
 from bench.results import STATUSES, result_files
 from bench.schema import validate_result
-from committed import committed_results
 
 REPO = Path(__file__).resolve().parent.parent
 # The published table's result files, the inference grid's (results/grid/, which result_files leaves out) and the
 # tuning study's (its own folder).
 # HEAD's files, not what a user's own run left in results/ (tests/committed.py).
 RESULTS = committed_results()
-COMMITTED = (result_files(RESULTS) + sorted(p for study in ("grid", "overhead") for p in (RESULTS / study).rglob("*.json")
-                                            if "history" not in p.parts)
-             + result_files(RESULTS / "tuning"))
+COMMITTED = (
+    result_files(RESULTS)
+    + sorted(p for study in ("grid", "overhead") for p in (RESULTS / study).rglob("*.json") if "history" not in p.parts)
+    + result_files(RESULTS / "tuning")
+)
 OK_FILE = RESULTS / "smoke" / "cpu-amd-epyc-2-cores" / "jax__bert__fit__bs2__default.json"  # a schema 1 file
 
 
@@ -44,9 +46,15 @@ def test_schemas_are_valid_draft_2020_12(version):
 
 
 def test_every_committed_result_file_validates():
-    tracked = subprocess.run(["git", "ls-files", "results/*/*.json"], cwd=REPO, capture_output=True, text=True).stdout.split()
+    tracked = subprocess.run(
+        ["git", "ls-files", "results/*/*.json"], cwd=REPO, capture_output=True, text=True
+    ).stdout.split()
     # no plans, no earlier results (history/), no machine ceilings (ceilings/: bench/roofline, not a cell's result)
-    results = [p for p in tracked if not {"history", "ceilings"} & set(p.split("/")) and not p.rsplit("/", 1)[-1].startswith("plan")]
+    results = [
+        p
+        for p in tracked
+        if not {"history", "ceilings"} & set(p.split("/")) and not p.rsplit("/", 1)[-1].startswith("plan")
+    ]
     assert len(COMMITTED) == len(results) >= 72
     for path in COMMITTED:
         validate_result(json.loads(path.read_text()))
@@ -77,8 +85,17 @@ def broken(edit) -> dict:
         (lambda d: d["runs"].clear(), "$.runs", "should be non-empty"),
         (lambda d: d["runs"][0].update(steadiness={"steady": True}), "$.runs[0]", "steadiness"),  # a v2 field in v1
     ],
-    ids=["missing-status", "unknown-status", "negative-step", "wrong-type", "wrong-type-run", "ok-without-summary",
-         "unknown-version", "no-runs", "v2-field-in-v1"],
+    ids=[
+        "missing-status",
+        "unknown-status",
+        "negative-step",
+        "wrong-type",
+        "wrong-type-run",
+        "ok-without-summary",
+        "unknown-version",
+        "no-runs",
+        "v2-field-in-v1",
+    ],
 )
 def test_a_broken_result_fails_naming_the_path(edit, path, words):
     with pytest.raises(BenchError) as e:
@@ -89,8 +106,14 @@ def test_a_broken_result_fails_naming_the_path(edit, path, words):
 
 def test_v2_accepts_the_contracts_new_fields_and_statuses():
     steadiness = {"steady": True, "reasons": [], "warmup_steps_run": 1, "compile_events_timed": 0, "outliers": []}
-    data = as_v2(ok_result(), first_step_contains="trace + compile + first step", steadiness=steadiness,
-                 compile_events=[1, 0, 0, 0], derived=False, reference={"before_ms": 1.0, "after_ms": 1.1})
+    data = as_v2(
+        ok_result(),
+        first_step_contains="trace + compile + first step",
+        steadiness=steadiness,
+        compile_events=[1, 0, 0, 0],
+        derived=False,
+        reference={"before_ms": 1.0, "after_ms": 1.1},
+    )
     validate_result(data)
     validate_result(as_v2(ok_result()))  # every new field is optional
     for status in ("killed", "unsteady", "oom-predicted"):

@@ -9,23 +9,25 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import IN_CI, env_python
+from fakes import bench_env, make_fake_envs
 
 from bench.cluster.jobdir import JobDir, find_job
 from bench.cluster.localslurm import LocalSlurm
 from bench.cluster.resources import cell_resources
 from bench.cluster.slurmstate import task_ids
 from bench.cluster.status import cancelled_status, from_record, job_status, slurm_run
-from bench.results import load_all
 from bench.profiles import get_profile
 from bench.registry import plan_cells
-from conftest import IN_CI, env_python
-from fakes import bench_env, make_fake_envs
+from bench.results import load_all
 
 REPO = Path(__file__).resolve().parent.parent
 
 
 def bench(args, env, timeout=120):
-    return subprocess.run([sys.executable, "-m", "bench", *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "bench", *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout
+    )
 
 
 def bert_cell(profile):
@@ -44,7 +46,13 @@ def test_sacct_lines_give_each_array_task_its_state():
     from bench.cluster.slurmstate import parse_sacct
 
     text = "12_0|COMPLETED|0:0\n12_0.batch|COMPLETED|0:0\n12_1|CANCELLED by 0|0:15\n12_2|OUT_OF_MEMORY|0:125\n12_[3-4]|PENDING|0:0\n"
-    assert parse_sacct(text) == {0: ("COMPLETED", "0:0"), 1: ("CANCELLED", "0:15"), 2: ("OUT_OF_MEMORY", "0:125"), 3: ("PENDING", "0:0"), 4: ("PENDING", "0:0")}
+    assert parse_sacct(text) == {
+        0: ("COMPLETED", "0:0"),
+        1: ("CANCELLED", "0:15"),
+        2: ("OUT_OF_MEMORY", "0:125"),
+        3: ("PENDING", "0:0"),
+        4: ("PENDING", "0:0"),
+    }
 
 
 def test_scontrol_and_jobcomp_lines_give_each_array_task_its_state():
@@ -56,7 +64,12 @@ def test_scontrol_and_jobcomp_lines_give_each_array_task_its_state():
         "JobId=2 UserId=root(0) Name=j JobState=COMPLETED Partition=bench ArrayJobId=1 ArrayTaskId=0 DerivedExitCode=0:0 ExitCode=0:0",
         "JobId=9 ArrayJobId=9 ArrayTaskId=0 JobState=RUNNING ExitCode=0:0",  # another job
     ]
-    assert parse_records(lines, "1") == {0: ("COMPLETED", "0:0"), 1: ("FAILED", "3:0"), 2: ("PENDING", "0:0"), 3: ("PENDING", "0:0")}
+    assert parse_records(lines, "1") == {
+        0: ("COMPLETED", "0:0"),
+        1: ("FAILED", "3:0"),
+        2: ("PENDING", "0:0"),
+        3: ("PENDING", "0:0"),
+    }
 
 
 def test_resources_come_from_the_profile_and_the_plan():
@@ -67,7 +80,11 @@ def test_resources_come_from_the_profile_and_the_plan():
     assert cell_resources(paper, {}, gres="none").gres is None
     assert cell_resources(paper, {}, gres="gpu:a100:1").sbatch_options()[-1] == "--gres=gpu:a100:1"
     smoke_res = cell_resources(smoke, {})
-    assert smoke_res.gres is None and smoke_res.time_min == (get_profile("smoke").timeout_s + 600) // 60 and "--gres" not in " ".join(smoke_res.sbatch_options())
+    assert (
+        smoke_res.gres is None
+        and smoke_res.time_min == (get_profile("smoke").timeout_s + 600) // 60
+        and "--gres" not in " ".join(smoke_res.sbatch_options())
+    )
 
 
 @pytest.mark.parametrize(
@@ -99,7 +116,18 @@ def test_task_records_stand_in_for_accounting():
 def test_current_results_are_skipped_unless_forced(tmp_path):
     venvs, results = make_fake_envs(tmp_path / "venvs", ["jax", "torch"]), tmp_path / "results"
     env = bench_env(venvs, torch="oom")
-    args = ["--profile", "smoke", "--backend", "jax,torch", "--model", "bert", "--task", "predict", "--results-dir", str(results)]
+    args = [
+        "--profile",
+        "smoke",
+        "--backend",
+        "jax,torch",
+        "--model",
+        "bert",
+        "--task",
+        "predict",
+        "--results-dir",
+        str(results),
+    ]
     assert bench(["run", *args], env).returncode == 1  # jax ok, torch oom
     out = bench(["submit", *args, "--dry-run", "--job-name", "again"], env)
     assert out.returncode == 0, out.stderr
@@ -116,20 +144,45 @@ def test_current_results_are_skipped_unless_forced(tmp_path):
 
 def test_status_without_accounting_records_what_the_tasks_wrote(tmp_path):
     venvs, results = make_fake_envs(tmp_path / "venvs", ["jax", "torch"]), tmp_path / "results"
-    args = ["--profile", "smoke", "--backend", "jax,torch", "--model", "bert", "--task", "predict", "--results-dir", str(results)]
+    args = [
+        "--profile",
+        "smoke",
+        "--backend",
+        "jax,torch",
+        "--model",
+        "bert",
+        "--task",
+        "predict",
+        "--results-dir",
+        str(results),
+    ]
     assert bench(["submit", *args, "--dry-run", "--job-name", "j"], bench_env(venvs)).returncode == 0
     job = find_job(results, "j")
     meta = job.meta()
     meta["jobs"] = [{"job_id": "424242", "script": "array-0.sbatch", "indices": [0, 1]}]  # unknown to any Slurm here
     job.write_meta(meta)
     now = time.time()
-    job.write_task_record(0, {"state": "signalled", "signal": "SIGTERM", "started_epoch": now - 10, "ended_epoch": now, "exit_code": -15, "host": "n1"})
-    job.write_task_record(1, {"state": "exited", "started_epoch": now - 5, "ended_epoch": now, "exit_code": 1, "host": "n1"})
+    job.write_task_record(
+        0,
+        {
+            "state": "signalled",
+            "signal": "SIGTERM",
+            "started_epoch": now - 10,
+            "ended_epoch": now,
+            "exit_code": -15,
+            "host": "n1",
+        },
+    )
+    job.write_task_record(
+        1, {"state": "exited", "started_epoch": now - 5, "ended_epoch": now, "exit_code": 1, "host": "n1"}
+    )
     states = {s.cell.backend: s for s in job_status(job)}
     assert states["jax"].phase == "failed" and states["jax"].result.message == "cancelled by Slurm (CANCELLED)"
     assert states["torch"].result.status == "error" and "FAILED" in states["torch"].result.message
     loaded = {r.cell.backend: r for r in load_all(results)}
-    assert loaded["jax"].provenance["slurm"]["job_id"] == "424242" and loaded["jax"].runs[0].wall_s == pytest.approx(10, abs=0.01)
+    assert loaded["jax"].provenance["slurm"]["job_id"] == "424242" and loaded["jax"].runs[0].wall_s == pytest.approx(
+        10, abs=0.01
+    )
     assert {s.phase for s in job_status(job)} == {"failed"}  # a second look finds the files, writes nothing new
     assert len(load_all(results)) == 2 and not list(results.rglob("history/*.json"))
 
@@ -164,7 +217,18 @@ def squeue_state(cluster, job_id):
 def test_a_cancelled_cell_is_recorded(cluster, tmp_path):
     venvs, results = make_fake_envs(tmp_path / "venvs", ["jax"]), tmp_path / "results"
     env = {**bench_env(venvs, jax="sleep"), "SLURM_CONF": str(cluster.conf)}
-    args = ["--profile", "smoke", "--backend", "jax", "--model", "bert", "--task", "predict", "--results-dir", str(results)]
+    args = [
+        "--profile",
+        "smoke",
+        "--backend",
+        "jax",
+        "--model",
+        "bert",
+        "--task",
+        "predict",
+        "--results-dir",
+        str(results),
+    ]
     out = bench(["submit", *args, "--job-name", "sleepy", "--cpus-per-task", "1", "--mem", "1"], env)
     assert out.returncode == 0, out.stderr + out.stdout
     job_id = find_job(results, "sleepy").meta()["jobs"][0]["job_id"]
@@ -232,7 +296,12 @@ sys.exit(subprocess.run([sys.executable, "-m", "bench", *bench_args], cwd={repo!
 def test_gpus_given_by_slurm_are_passed_into_the_container():
     from bench.cluster.task import gpu_passthrough
 
-    assert gpu_passthrough("/usr/bin/podman", ["0", "2"]) == ["--device", "nvidia.com/gpu=0", "--device", "nvidia.com/gpu=2"]
+    assert gpu_passthrough("/usr/bin/podman", ["0", "2"]) == [
+        "--device",
+        "nvidia.com/gpu=0",
+        "--device",
+        "nvidia.com/gpu=2",
+    ]
     assert gpu_passthrough("docker", ["1"]) == ["--gpus", "device=1"]
     assert gpu_passthrough("podman", []) == []
 
@@ -244,10 +313,30 @@ def test_container_route_runs_the_image_like_bench_container(tmp_path):
     engine.chmod(0o755)
     env = {**bench_env(venvs), "FAKE_ENGINE_LOG": str(tmp_path / "engine.log")}
     env.pop("CUDA_VISIBLE_DEVICES", None)
-    args = ["--profile", "smoke", "--backend", "jax", "--model", "bert", "--task", "predict", "--results-dir", str(results)]
-    out = bench(["submit", *args, "--container", "--container-engine", str(engine), "--dry-run", "--job-name", "c"], env)
+    args = [
+        "--profile",
+        "smoke",
+        "--backend",
+        "jax",
+        "--model",
+        "bert",
+        "--task",
+        "predict",
+        "--results-dir",
+        str(results),
+    ]
+    out = bench(
+        ["submit", *args, "--container", "--container-engine", str(engine), "--dry-run", "--job-name", "c"], env
+    )
     assert out.returncode == 0, out.stderr
-    task = subprocess.run([sys.executable, "-m", "bench.cluster.task", str(results / "slurm" / "c"), "0"], cwd=REPO, env=env, capture_output=True, text=True, timeout=60)
+    task = subprocess.run(
+        [sys.executable, "-m", "bench.cluster.task", str(results / "slurm" / "c"), "0"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert task.returncode == 0, task.stdout + task.stderr
     inspect, run = [json.loads(line) for line in (tmp_path / "engine.log").read_text().splitlines()]
     assert inspect[:2] == ["image", "inspect"] and inspect[-1] == "localhost/bench:jax"
@@ -255,7 +344,7 @@ def test_container_route_runs_the_image_like_bench_container(tmp_path):
     assert f"{results}:/opt/bench/results" in run and "BENCH_IMAGE=localhost/bench:jax@sha256:fakeimage" in run
     assert "BENCH_SLURM_TASK=c/0" in run  # run outside Slurm here: no array job id
     image = run.index("localhost/bench:jax")
-    assert run[image + 1:image + 3] == ["run", "--backend"] and run[-2:] == ["--results-dir", "/opt/bench/results"]
+    assert run[image + 1 : image + 3] == ["run", "--backend"] and run[-2:] == ["--results-dir", "/opt/bench/results"]
     (result,) = load_all(results)
     assert result.status == "ok" and result.cell.backend == "jax"
     record = json.loads((results / "slurm" / "c" / "task-0.json").read_text())

@@ -5,15 +5,28 @@ import subprocess
 import time
 
 import pytest
+from fakes import bench_env, make_fake_envs
+from test_slurm import bench, cluster, squeue_state  # noqa: F401  (cluster: the module's one-node Slurm fixture)
 
 from bench.cluster.jobdir import find_job
 from bench.cluster.status import cancelled_status
 from bench.provenance import ENV_STAMP
 from bench.results import load_all
-from fakes import bench_env, make_fake_envs
-from test_slurm import bench, cluster, squeue_state  # noqa: F401  (cluster: the module's one-node Slurm fixture)
 
-ARGS = ["--profile", "smoke", "--backend", "jax", "--model", "bert", "--task", "predict", "--cpus-per-task", "1", "--mem", "1"]
+ARGS = [
+    "--profile",
+    "smoke",
+    "--backend",
+    "jax",
+    "--model",
+    "bert",
+    "--task",
+    "predict",
+    "--cpus-per-task",
+    "1",
+    "--mem",
+    "1",
+]
 LATER = "--sbatch-arg=--begin=now+3600"  # a task that stays pending
 
 
@@ -36,8 +49,25 @@ def test_a_cancelled_pending_task_is_cancelled_not_lost(cluster, tmp_path):
     jobcomp). It is cancelled, as a cancelled running task is, never LOST."""
     _, results, env = setup(cluster, tmp_path, jax="sleep")
     every_core = ["--cpus-per-task", str(os.cpu_count() or 1), "--mem", "1"]
-    out = bench(["submit", "--profile", "smoke", "--backend", "jax", "--model", "bert,sam", "--task", "fit,predict", *every_core,
-                 "--results-dir", str(results), "--job-name", "four"], env)
+    out = bench(
+        [
+            "submit",
+            "--profile",
+            "smoke",
+            "--backend",
+            "jax",
+            "--model",
+            "bert,sam",
+            "--task",
+            "fit,predict",
+            *every_core,
+            "--results-dir",
+            str(results),
+            "--job-name",
+            "four",
+        ],
+        env,
+    )
     assert out.returncode == 0, out.stdout + out.stderr
     (job,) = find_job(results, "four").meta()["jobs"]
     job_id, last = job["job_id"], max(job["indices"])
@@ -69,7 +99,10 @@ def test_queued_cells_are_not_submitted_again_and_status_claims_only_its_own_tas
         wait_for_state(cluster, job_id, "PENDING")
         again = bench(["submit", *ARGS, "--results-dir", str(results), "--job-name", "second"], env)
         assert again.returncode == 0, again.stdout + again.stderr
-        assert "1 cells are already queued or running in an earlier submission, not submitted again: jax__bert__predict__bs2__default (first, task 0: pending)" in again.stdout
+        assert (
+            "1 cells are already queued or running in an earlier submission, not submitted again: jax__bert__predict__bs2__default (first, task 0: pending)"
+            in again.stdout
+        )
         assert "nothing to do" in again.stdout and not (results / "slurm" / "second").exists()
         # a result of the cell that the first submission's task did not write (a local run) is not its result
         local = bench(["run", *ARGS[:8], "--results-dir", str(results)], env)
@@ -83,7 +116,10 @@ def test_queued_cells_are_not_submitted_again_and_status_claims_only_its_own_tas
 @pytest.mark.slurm
 def test_a_submission_sbatch_rejects_is_failed_with_its_message(cluster, tmp_path):
     _, results, env = setup(cluster, tmp_path)
-    out = bench(["submit", *ARGS, "--results-dir", str(results), "--job-name", "nowhere", "--partition", "no-such-partition"], env)
+    out = bench(
+        ["submit", *ARGS, "--results-dir", str(results), "--job-name", "nowhere", "--partition", "no-such-partition"],
+        env,
+    )
     assert out.returncode == 2 and "sbatch rejected 1 of 1 cells" in out.stderr, out.stdout + out.stderr
     assert "invalid partition" in out.stdout.lower(), out.stdout
     status = bench(["submit-status", "--results-dir", str(results), "--job", "nowhere", "--wait", "30"], env)
@@ -98,14 +134,22 @@ def test_an_unbuilt_env_is_refused_before_sbatch_and_a_task_that_fails_says_why(
     kept = stamp.read_text()
     stamp.unlink()
     out = bench(["submit", *ARGS, "--results-dir", str(results), "--job-name", "unbuilt"], env)
-    assert out.returncode == 2 and "the 'jax' environment is not built" in out.stderr and "make env BACKEND=jax" in out.stderr
+    assert (
+        out.returncode == 2
+        and "the 'jax' environment is not built" in out.stderr
+        and "make env BACKEND=jax" in out.stderr
+    )
     assert not (results / "slurm").exists()  # nothing submitted
     # built at submission, gone when the task starts: the task's result carries the cause from its log
     stamp.write_text(kept)
-    out = bench(["submit", *ARGS, "--results-dir", str(results), "--job-name", "removed", "--sbatch-arg=--begin=now+4"], env)
+    out = bench(
+        ["submit", *ARGS, "--results-dir", str(results), "--job-name", "removed", "--sbatch-arg=--begin=now+4"], env
+    )
     assert out.returncode == 0, out.stdout + out.stderr
     stamp.unlink()
-    status = bench(["submit-status", "--results-dir", str(results), "--job", "removed", "--wait", "90"], env, timeout=150)
+    status = bench(
+        ["submit-status", "--results-dir", str(results), "--job", "removed", "--wait", "90"], env, timeout=150
+    )
     assert status.returncode == 1, status.stdout + status.stderr
     (result,) = load_all(results)
     assert result.status == "error" and "last output of task-0.log" in result.message

@@ -9,16 +9,15 @@ import re
 import subprocess
 import sys
 import tomllib
-from pathlib import Path
 
 import pytest
+from conftest import REPO, env_python
 
 from bench.backends import BACKENDS, env_name, split_env_name, stack_env_names
-from bench.errors import BenchError
 from bench.envs.locks import canon, req_versions
+from bench.errors import BenchError
 from bench.registry import Cell, plan_cells
-from bench.results import Result, Run, load, load_all, result_path
-from conftest import REPO, env_python
+from bench.results import Result, Run, load_all, result_path
 
 V005 = REPO / "bench" / "data" / "keras-benchmarks-v0.0.5"
 # v0.0.5's venv (shell/install.sh) -> the env that reproduces it (the table in SOURCE.md).
@@ -37,6 +36,7 @@ ENVS_2024 = stack_env_names("2024")
 def v005_requirements(venv: str) -> list[str]:
     """v0.0.5's requirement lines for one venv: its file with `-r` includes followed, `--find-links` left out, then
     install.sh's `pip install keras==3.0.5` for every venv whose name starts with keras."""
+
     def read(name: str) -> list[str]:
         lines = []
         for line in (V005 / "requirements" / name).read_text().splitlines():
@@ -70,13 +70,20 @@ def test_the_copied_files_are_v005s():
 @pytest.mark.parametrize("venv", list(VENV_ENV))
 def test_every_v005_pin_is_the_2024_envs_pin(venv):
     env = VENV_ENV[venv]
-    spec = {normalised(d) for d in tomllib.loads((REPO / "envs" / env / "pyproject.toml").read_text())["project"]["dependencies"]}
+    spec = {
+        normalised(d)
+        for d in tomllib.loads((REPO / "envs" / env / "pyproject.toml").read_text())["project"]["dependencies"]
+    }
     locked = req_versions((REPO / "envs" / env / "requirements.txt").read_text())
     for requirement in v005_requirements(venv):
         want = normalised(REPLACED.get(normalised(requirement), REPLACED.get(requirement, requirement)))
-        assert want in spec, f"{env}: v0.0.5's `{requirement}` ({venv}) is not pinned as `{want}` in envs/{env}/pyproject.toml"
+        assert want in spec, (
+            f"{env}: v0.0.5's `{requirement}` ({venv}) is not pinned as `{want}` in envs/{env}/pyproject.toml"
+        )
         name, version = re.match(r"^([^\[=]+)(?:\[[^\]]*\])?==(.+)$", want).groups()
-        assert locked.get(canon(name)) == version, f"{env}: requirements.txt has {name} {locked.get(canon(name))}, v0.0.5 {version}"
+        assert locked.get(canon(name)) == version, (
+            f"{env}: requirements.txt has {name} {locked.get(canon(name))}, v0.0.5 {version}"
+        )
 
 
 def test_the_2024_keras_envs_have_no_keras_hub_and_keras2_no_keras3():
@@ -103,7 +110,13 @@ def test_the_2024_locks_pin_every_package_with_a_hash(env):
 
 
 def test_the_2024_locks_are_current():
-    out = subprocess.run([sys.executable, "scripts/envs.py", "check-locks", *ENVS_2024], cwd=REPO, capture_output=True, text=True, timeout=300)
+    out = subprocess.run(
+        [sys.executable, "scripts/envs.py", "check-locks", *ENVS_2024],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
     assert "[stack 2024] cross-env: keras==3.0.5 in tensorflow, jax, torch" in out.stdout
     assert "[stack 2024] cross-env: torch==2.2.1 in torch, native-torch" in out.stdout
@@ -115,19 +128,27 @@ def test_env_names_of_the_stacks():
     assert split_env_name("native-torch-2024") == ("native-torch", "2024")
     with pytest.raises(BenchError, match="valid stacks: today, 2024"):
         env_name("jax", "2023")
-    out = subprocess.run([sys.executable, "scripts/envs.py", "env-name", "jax", "2024"], cwd=REPO, capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, "scripts/envs.py", "env-name", "jax", "2024"], cwd=REPO, capture_output=True, text=True
+    )
     assert out.stdout.strip() == "jax-2024"
-    out = subprocess.run([sys.executable, "scripts/envs.py", "names", "--stack", "2024"], cwd=REPO, capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, "scripts/envs.py", "names", "--stack", "2024"], cwd=REPO, capture_output=True, text=True
+    )
     assert out.stdout.split() == [*ENVS_2024, "tools"]
 
 
 def test_make_targets_take_the_stack():
     def dry(*args):
-        out = subprocess.run(["make", "-n", "--no-print-directory", *args], cwd=REPO, capture_output=True, text=True, timeout=60)
+        out = subprocess.run(
+            ["make", "-n", "--no-print-directory", *args], cwd=REPO, capture_output=True, text=True, timeout=60
+        )
         assert out.returncode == 0, out.stderr
         return out.stdout
 
-    assert 'name="$(python3 scripts/envs.py env-name "jax" "2024")"; python3 scripts/envs.py build "$name"' in dry("env", "BACKEND=jax", "STACK=2024")
+    assert 'name="$(python3 scripts/envs.py env-name "jax" "2024")"; python3 scripts/envs.py build "$name"' in dry(
+        "env", "BACKEND=jax", "STACK=2024"
+    )
     assert "build --all --stack \"2024\"" in dry("envs", "STACK=2024")
     assert '--stack 2024 --results-dir "results"' in dry("bench", "BACKEND=jax", "MODEL=bert", "STACK=2024")
     assert '--stack today --results-dir "results"' in dry("bench", "BACKEND=jax", "MODEL=bert")
@@ -158,7 +179,9 @@ def test_two_stacks_results_are_kept_apart_and_tabled_apart(tmp_path):
     for stack, ms in (("today", 10.0), ("2024", 20.0)):
         (cell,) = plan_cells("smoke", backends=["jax"], models=["bert"], tasks=["fit"], stack=stack)
         run = Run(status="ok", timed_ms=[ms] * cell.timed_steps, first_step_ms=ms * 3)
-        written.append(Result(cell, [run], "ms/step", {"machine": machine, "git": {}}, "2026-01-01T00:00:00+00:00").write(results))
+        written.append(
+            Result(cell, [run], "ms/step", {"machine": machine, "git": {}}, "2026-01-01T00:00:00+00:00").write(results)
+        )
     assert written[0] != written[1] and all(p.exists() for p in written)
     back = {r.cell.stack: r for r in load_all(results)}
     assert set(back) == {"today", "2024"}
@@ -166,7 +189,9 @@ def test_two_stacks_results_are_kept_apart_and_tabled_apart(tmp_path):
     assert back["2024"].summary().median == 20.0 and back["today"].summary().median == 10.0
     render(results, tmp_path / "RESULTS.md")
     text = (tmp_path / "RESULTS.md").read_text()
-    headings = [line for line in text.splitlines() if re.match(r"## \d+\. ", line)]  # the tables (not the closing sections)
+    headings = [
+        line for line in text.splitlines() if re.match(r"## \d+\. ", line)
+    ]  # the tables (not the closing sections)
     assert len(headings) == 2, headings
     assert "2024 stack" not in headings[0] and "2024 stack" in headings[1], headings
     # the 2024 table sets each cell beside today's: 20 ms on 2024, 10 ms today
@@ -192,8 +217,20 @@ def test_make_bench_bert_on_the_2024_stack(tmp_path):
     env_python("jax-2024")  # fails in CI, skips locally, when the env is missing
     results = tmp_path / "results"
     out = subprocess.run(
-        ["make", "--no-print-directory", "bench", "BACKEND=jax", "MODEL=bert", "STACK=2024", "PROFILE=smoke", f"RESULTS={results}"],
-        cwd=REPO, capture_output=True, text=True, timeout=1800,
+        [
+            "make",
+            "--no-print-directory",
+            "bench",
+            "BACKEND=jax",
+            "MODEL=bert",
+            "STACK=2024",
+            "PROFILE=smoke",
+            f"RESULTS={results}",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=1800,
     )
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     found = load_all(results)

@@ -5,9 +5,9 @@ import os
 import subprocess
 
 import pytest
+from conftest import REPO, env_python
 
 from bench.backends import cell_environment
-from conftest import REPO, env_python
 
 pytestmark = pytest.mark.envs
 
@@ -70,7 +70,9 @@ print("PROBE " + json.dumps({"slow_ms": slow_ms, "new": window(device), "old": w
 def run_probe(backend: str, code: str, *args: str) -> dict:
     python = env_python(backend)
     env = {**os.environ, **cell_environment(backend), "JAX_PLATFORMS": "cpu"}
-    out = subprocess.run([str(python), "-c", code, *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    out = subprocess.run(
+        [str(python), "-c", code, *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=600
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     line = next(line for line in out.stdout.splitlines() if line.startswith("PROBE "))
     return json.loads(line[len("PROBE ") :])
@@ -140,7 +142,10 @@ def test_keras_windows_count_taking_the_next_batch_on_every_backend(backend):
     if backend != "keras2":
         # Keras 3 hands batch-end callbacks host values only (pythonify_logs): the window's closing sync has
         # nothing left to wait for; the step's work was waited for by that conversion.
-        assert all(types == ["numpy"] or types == ["builtins"] or set(types) <= {"numpy", "builtins"} for types in got["predict_log_types"]), got
+        assert all(
+            types == ["numpy"] or types == ["builtins"] or set(types) <= {"numpy", "builtins"}
+            for types in got["predict_log_types"]
+        ), got
 
 
 COMPILES = r"""

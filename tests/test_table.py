@@ -14,11 +14,11 @@ pytest.importorskip("tabulate")
 pytest.importorskip("matplotlib")
 
 from bench import cli
-from bench.results import Result, Run
 from bench.errors import BenchError
-from bench.report import README_END, README_START, render
 from bench.profiles import get_profile
 from bench.registry import Cell
+from bench.report import README_END, README_START, render
+from bench.results import Result, Run
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 UPDATE = os.environ.get("BENCH_UPDATE_GOLDEN") == "1"
@@ -30,7 +30,13 @@ A100 = {
     "memory_gib": 83.5,
     "gpus": [{"name": "NVIDIA A100-SXM4-40GB", "driver": "535.104.05", "driver_cuda": "12.2", "memory": "40960 MiB"}],
 }
-H100 = {**A100, "cpu": "AMD EPYC 9654", "logical_cpus": 16, "memory_gib": 128.0, "gpus": [{"name": "NVIDIA H100 80GB HBM3", "driver": "550.54.15", "driver_cuda": "12.4", "memory": "81559 MiB"}]}
+H100 = {
+    **A100,
+    "cpu": "AMD EPYC 9654",
+    "logical_cpus": 16,
+    "memory_gib": 128.0,
+    "gpus": [{"name": "NVIDIA H100 80GB HBM3", "driver": "550.54.15", "driver_cuda": "12.4", "memory": "81559 MiB"}],
+}
 CPU = {"os": "Linux-6.1-x86_64", "cpu": "AMD EPYC", "logical_cpus": 2, "memory_gib": 23.5, "gpus": []}
 COMMIT_A = {"commit": "a" * 40, "dirty": False, "source": "git"}
 COMMIT_B = {"commit": "b" * 40, "dirty": True, "source": "git"}
@@ -43,13 +49,47 @@ PACKAGES = {
     "native-torch": {"torch": "2.3.0", "transformers": "4.40.2", "diffusers": "0.27.2", "peft": "0.10.0"},
 }
 FRAMEWORK = {
-    "keras2": {"framework": "tensorflow", "version": "2.16.1", "cuda_build": "12.3", "cudnn_build": "8", "gpus": ["/physical_device:GPU:0"], "precision": {"tf32_execution": True}},
-    "tensorflow": {"framework": "tensorflow", "version": "2.16.1", "cuda_build": "12.3", "cudnn_build": "8", "gpus": ["/physical_device:GPU:0"], "precision": {"tf32_execution": True}},
-    "jax": {"framework": "jax", "version": "0.4.28", "jaxlib": "0.4.28", "cuda_plugin": "0.4.28", "gpus": ["NVIDIA A100-SXM4-40GB"], "precision": {"default_matmul_precision": "None"}},
-    "torch": {"framework": "torch", "version": "2.3.0", "cuda_build": "12.1", "cudnn_build": 8902, "gpus": ["NVIDIA A100-SXM4-40GB"], "precision": {"float32_matmul_precision": "highest"}},
+    "keras2": {
+        "framework": "tensorflow",
+        "version": "2.16.1",
+        "cuda_build": "12.3",
+        "cudnn_build": "8",
+        "gpus": ["/physical_device:GPU:0"],
+        "precision": {"tf32_execution": True},
+    },
+    "tensorflow": {
+        "framework": "tensorflow",
+        "version": "2.16.1",
+        "cuda_build": "12.3",
+        "cudnn_build": "8",
+        "gpus": ["/physical_device:GPU:0"],
+        "precision": {"tf32_execution": True},
+    },
+    "jax": {
+        "framework": "jax",
+        "version": "0.4.28",
+        "jaxlib": "0.4.28",
+        "cuda_plugin": "0.4.28",
+        "gpus": ["NVIDIA A100-SXM4-40GB"],
+        "precision": {"default_matmul_precision": "None"},
+    },
+    "torch": {
+        "framework": "torch",
+        "version": "2.3.0",
+        "cuda_build": "12.1",
+        "cudnn_build": 8902,
+        "gpus": ["NVIDIA A100-SXM4-40GB"],
+        "precision": {"float32_matmul_precision": "highest"},
+    },
 }
 FRAMEWORK["native-torch"] = FRAMEWORK["torch"]
-LOCKS = {"keras2": "22222222", "tensorflow": "tftftftf", "jax": "jjjjjjjj", "torch": "pppppppp", "native-torch": "nnnnnnnn"}
+LOCKS = {
+    "keras2": "22222222",
+    "tensorflow": "tftftftf",
+    "jax": "jjjjjjjj",
+    "torch": "pppppppp",
+    "native-torch": "nnnnnnnn",
+}
 
 
 def spread(value, n=5):
@@ -58,36 +98,87 @@ def spread(value, n=5):
     return half + [value] + [value * (1 + 0.02 * (i + 1)) for i in range(n // 2)]
 
 
-def make(backend, model, task, bs, ms=None, *, status="ok", message=None, profile="paper", machine=A100, variant="default",
-         unit="ms/step", tokens=None, git=COMMIT_A, created="2026-11-20T10:00:00+00:00", repeats=1, steadiness=None, reference=None):
+def make(
+    backend,
+    model,
+    task,
+    bs,
+    ms=None,
+    *,
+    status="ok",
+    message=None,
+    profile="paper",
+    machine=A100,
+    variant="default",
+    unit="ms/step",
+    tokens=None,
+    git=COMMIT_A,
+    created="2026-11-20T10:00:00+00:00",
+    repeats=1,
+    steadiness=None,
+    reference=None,
+):
     """A schema-valid result; `ms` is the median of its timed steps (or a list of raw step times)."""
     prof = get_profile(profile)
     cell = Cell(backend, model, task, bs, profile, variant, prof.warmup_steps, 5)
     settings = {"unit": unit}
     if backend == "native-torch":
-        settings.update(variant=variant, compile_mode="reduce-overhead" if variant == "compiled" else None, parameter_dtypes=["float32"])
+        settings.update(
+            variant=variant,
+            compile_mode="reduce-overhead" if variant == "compiled" else None,
+            parameter_dtypes=["float32"],
+        )
     else:
-        settings.update(jit_compile=backend != "torch", dtype_policy="bfloat16" if model in ("gemma", "mistral") else "float32")
+        settings.update(
+            jit_compile=backend != "torch", dtype_policy="bfloat16" if model in ("gemma", "mistral") else "float32"
+        )
     process = {
         "python": "3.11.7",
         "environment": {"backend": backend, "lock_sha256": LOCKS[backend] + "0123456789abcdef"},
         "packages": PACKAGES[backend],
-        "variables": {"KERAS_BACKEND": backend} if backend in ("jax", "torch") else ({"XLA_FLAGS": "--xla_gpu_autotune_level=2"} if backend == "tensorflow" else {}),
+        "variables": {"KERAS_BACKEND": backend}
+        if backend in ("jax", "torch")
+        else ({"XLA_FLAGS": "--xla_gpu_autotune_level=2"} if backend == "tensorflow" else {}),
     }
     framework = FRAMEWORK[backend] if machine["gpus"] else {**FRAMEWORK[backend], "gpus": []}
     # a GPU run records its framework's peak device memory (required by the schema)
-    memory = {"framework": framework["framework"], "device": "GPU:0", "peak_allocated_gib": 12.5, "source": "test"} if machine["gpus"] else None
+    memory = (
+        {"framework": framework["framework"], "device": "GPU:0", "peak_allocated_gib": 12.5, "source": "test"}
+        if machine["gpus"]
+        else None
+    )
     if status == "ok":
         timed = ms if isinstance(ms, list) else spread(ms)
         runs = [
-            Run(status="ok", first_step_ms=5000.0 + 100 * r, timed_ms=[t * (1 + 0.01 * r) for t in timed], tokens_per_step=tokens,
-                settings=settings, framework=framework, process=process, exit_code=0, steadiness=steadiness, reference=reference,
-                device_memory=memory)
+            Run(
+                status="ok",
+                first_step_ms=5000.0 + 100 * r,
+                timed_ms=[t * (1 + 0.01 * r) for t in timed],
+                tokens_per_step=tokens,
+                settings=settings,
+                framework=framework,
+                process=process,
+                exit_code=0,
+                steadiness=steadiness,
+                reference=reference,
+                device_memory=memory,
+            )
             for r in range(repeats)
         ]
     else:
-        runs = [Run(status=status, message=message, process=process if status != "unsupported" else {}, exit_code=1 if status != "unsupported" else None)]
-    provenance = {"git": git, "machine": machine, "profile_choice": "default: CUDA GPU visible" if machine["gpus"] else "default: no CUDA GPU visible"}
+        runs = [
+            Run(
+                status=status,
+                message=message,
+                process=process if status != "unsupported" else {},
+                exit_code=1 if status != "unsupported" else None,
+            )
+        ]
+    provenance = {
+        "git": git,
+        "machine": machine,
+        "profile_choice": "default: CUDA GPU visible" if machine["gpus"] else "default: no CUDA GPU visible",
+    }
     return Result(cell, runs, unit, provenance, created)
 
 
@@ -109,8 +200,23 @@ def paper_a100():
         # StableDiffusion fit: PyTorch OOM, compiled native PyTorch timed out.
         make("tensorflow", "stable_diffusion", "fit", 8, 392.24),
         make("jax", "stable_diffusion", "fit", 8, 391.21),
-        make("torch", "stable_diffusion", "fit", 8, status="oom", message="torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"),
-        make("native-torch", "stable_diffusion", "fit", 8, status="timeout", message="no result after 3600 s; killed", variant="compiled"),
+        make(
+            "torch",
+            "stable_diffusion",
+            "fit",
+            8,
+            status="oom",
+            message="torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB",
+        ),
+        make(
+            "native-torch",
+            "stable_diffusion",
+            "fit",
+            8,
+            status="timeout",
+            message="no result after 3600 s; killed",
+            variant="compiled",
+        ),
         # StableDiffusion predict: another unit.
         make("tensorflow", "stable_diffusion", "predict", 13, 600.2, unit="ms/denoising step"),
         make("jax", "stable_diffusion", "predict", 13, 640.0, unit="ms/denoising step"),
@@ -136,7 +242,10 @@ def paper_a100():
 
 
 def paper_h100():
-    return [make("jax", "bert", "fit", 32, 150.0, machine=H100), make("tensorflow", "bert", "fit", 32, 140.0, machine=H100)]
+    return [
+        make("jax", "bert", "fit", 32, 150.0, machine=H100),
+        make("tensorflow", "bert", "fit", 32, 140.0, machine=H100),
+    ]
 
 
 def smoke_cpu():
@@ -145,11 +254,33 @@ def smoke_cpu():
         make("jax", "bert", "fit", 2, [10.0, 14.7, 30.0, 14.0, 15.0], **kw),  # a noisy cell
         make("keras2", "bert", "fit", 2, 20.0, reference={"before_ms": 1.0, "after_ms": 1.3}, **kw),
         # Unsteady (a compile in the timed steps), and within 6% of TF while the machine drifted 30%: not resolved.
-        make("torch", "bert", "fit", 2, 0.9, reference={"before_ms": 1.1, "after_ms": 1.2}, steadiness={
-            "steady": False, "reasons": ["1 compile/retrace event(s) inside the timed steps"], "warmup_steps_run": 4,
-            "compile_events_timed": 1, "outliers": []}, **kw),
+        make(
+            "torch",
+            "bert",
+            "fit",
+            2,
+            0.9,
+            reference={"before_ms": 1.1, "after_ms": 1.2},
+            steadiness={
+                "steady": False,
+                "reasons": ["1 compile/retrace event(s) inside the timed steps"],
+                "warmup_steps_run": 4,
+                "compile_events_timed": 1,
+                "outliers": [],
+            },
+            **kw,
+        ),
         make("tensorflow", "bert", "fit", 2, 0.95, reference={"before_ms": 1.0, "after_ms": 1.05}, **kw),
-        make("native-torch", "bert", "predict", 2, status="error", message="ImportError: no module named transformers", variant="eager", **kw),
+        make(
+            "native-torch",
+            "bert",
+            "predict",
+            2,
+            status="error",
+            message="ImportError: no module named transformers",
+            variant="eager",
+            **kw,
+        ),
     ]
 
 
@@ -176,7 +307,9 @@ def check_golden(name, text):
     expected = path.read_text()
     if text != expected:
         diff = "".join(difflib.unified_diff(expected.splitlines(True), text.splitlines(True), "golden", "rendered"))
-        pytest.fail(f"{name} differs from its golden (BENCH_UPDATE_GOLDEN=1 regenerates it, deliberately):\n{diff[:6000]}")
+        pytest.fail(
+            f"{name} differs from its golden (BENCH_UPDATE_GOLDEN=1 regenerates it, deliberately):\n{diff[:6000]}"
+        )
 
 
 def sections(text):
@@ -213,7 +346,9 @@ def test_rendering_is_deterministic(rendered, tmp_path):
     results, text = rendered
     figures = {p.name: p.read_bytes() for p in (results / "figures").glob("*.png")}
     render(results, tmp_path / "again.md")
-    assert (tmp_path / "again.md").read_text() == text.replace("](figures/", f"]({os.path.relpath(results / 'figures', tmp_path)}/")
+    assert (tmp_path / "again.md").read_text() == text.replace(
+        "](figures/", f"]({os.path.relpath(results / 'figures', tmp_path)}/"
+    )
     assert {p.name: p.read_bytes() for p in (results / "figures").glob("*.png")} == figures
 
 
@@ -257,18 +392,33 @@ def test_a_full_size_table_says_what_each_cell_cost_beside_the_plan(tmp_path):
     write_all(tmp_path, [make("jax", "bert", "fit", 2, 3.4, profile="smoke", machine=CPU)])
     render(tmp_path, tmp_path / "RESULTS.md")
     heads = sections((tmp_path / "RESULTS.md").read_text())
-    cpu = heads["2. cpu profile (full size: paper shapes, batch ≤ 2) — CPU AMD EPYC (2 cores)"].split("What each cell cost to run")[1]
+    cpu = heads["2. cpu profile (full size: paper shapes, batch ≤ 2) — CPU AMD EPYC (2 cores)"].split(
+        "What each cell cost to run"
+    )[1]
     assert "2 cells, 0:00:59 of cell processes in all." in cpu
     assert row(cpu, "BERT fit")[2:] == ["jax", "ok", "14.7", "5.0", "5 × 5300.0", "46.6", "3.2", "2.9"]
     assert row(cpu, "BERT fit", 1)[2:] == ["torch", "error", "", "", "", "12.0", "", ""]
-    assert "What each cell cost" not in heads["1. smoke profile — CPU AMD EPYC (2 cores)"]  # smoke: tiny models, no plan
+    assert (
+        "What each cell cost" not in heads["1. smoke profile — CPU AMD EPYC (2 cores)"]
+    )  # smoke: tiny models, no plan
 
 
 def test_rows_in_published_order_with_extra_rows_after_their_task(rendered):
-    labels = [l.split("|")[1].strip() for l in paper(rendered[1]).split("### ")[0].splitlines() if l.startswith("| ") and "Model / task" not in l]
+    labels = [
+        l.split("|")[1].strip()
+        for l in paper(rendered[1]).split("### ")[0].splitlines()
+        if l.startswith("| ") and "Model / task" not in l
+    ]
     assert labels == [
-        "SegmentAnything fit", "SegmentAnything predict", "StableDiffusion fit", "StableDiffusion predict (ms/denoising step)",
-        "BERT fit", "BERT fit", "BERT predict", "Gemma fit", "Gemma generate (ms/call)",
+        "SegmentAnything fit",
+        "SegmentAnything predict",
+        "StableDiffusion fit",
+        "StableDiffusion predict (ms/denoising step)",
+        "BERT fit",
+        "BERT fit",
+        "BERT predict",
+        "Gemma fit",
+        "Gemma generate (ms/call)",
     ]
     assert row(paper(rendered[1]), "BERT fit", 1)[1] == "16 (not a published row)"
     assert "Mistral fit (batch 8)" in paper(rendered[1])  # listed as not measured
@@ -299,7 +449,9 @@ def test_status_cells_and_notes(rendered):
     sd = row(section, "StableDiffusion fit")
     assert sd[5] == "OOM [1]" and sd[7] == "timeout [2]" and sd[2] == "" and sd[6] == ""
     assert row(section, "BERT fit")[5] == "error [3]"
-    assert row(section, "Gemma fit")[2] == "NA [4]" and row(section, "Gemma generate (ms/call)")[2] == "NA [4]"  # one note for one message
+    assert (
+        row(section, "Gemma fit")[2] == "NA [4]" and row(section, "Gemma generate (ms/call)")[2] == "NA [4]"
+    )  # one note for one message
     notes = section.split("Notes:")[1]
     assert "1. torch.OutOfMemoryError: CUDA out of memory" in notes
     assert "3. RuntimeError: shape \\| mismatch at step 3" in notes  # one line, pipe escaped
@@ -329,13 +481,26 @@ def test_provenance_block_lists_hardware_software_and_every_commit(rendered):
     assert "Intel(R) Xeon(R) CPU @ 2.20GHz, 12 logical CPUs" in block
     assert "`aaaaaaaaaaaa` (29 cells)" in block and "`bbbbbbbbbbbb` +dirty (uncommitted changes) (1 cell)" in block
     assert "2026-11-20T10:00:00+00:00 to 2026-11-21T09:30:00+00:00" in block
-    env = {r[0]: r[1:] for r in (l.strip("|").split("|") for l in block.splitlines() if l.startswith("| ")) for r in [[c.strip() for c in r]]}
+    env = {
+        r[0]: r[1:]
+        for r in (l.strip("|").split("|") for l in block.splitlines() if l.startswith("| "))
+        for r in [[c.strip() for c in r]]
+    }
     header = env[""]
-    assert header == ["Keras 2 (TensorFlow)", "Keras 3 (TensorFlow)", "Keras 3 (JAX)", "Keras 3 (PyTorch)", "Native PyTorch"]
+    assert header == [
+        "Keras 2 (TensorFlow)",
+        "Keras 3 (TensorFlow)",
+        "Keras 3 (JAX)",
+        "Keras 3 (PyTorch)",
+        "Native PyTorch",
+    ]
     assert env["tf-keras"][0] == "2.16.0" and env["jax"][2] == "0.4.28" and env["peft"][4] == "0.10.0"
     assert env["Env lock sha256"] == ["222222220123", "tftftftf0123", "jjjjjjjj0123", "pppppppp0123", "nnnnnnnn0123"]
     assert env["jit_compile / torch.compile"][:4] == ["True", "True", "True", "False"]
-    assert env["jit_compile / torch.compile"][4] == "eager: no torch.compile; compiled: torch.compile(mode=reduce-overhead)"
+    assert (
+        env["jit_compile / torch.compile"][4]
+        == "eager: no torch.compile; compiled: torch.compile(mode=reduce-overhead)"
+    )
     assert "XLA_FLAGS=--xla_gpu_autotune_level=2" in env["Behaviour variables beyond the suite's defaults"][1]
     assert env["Dtype policy (Keras) / parameter dtypes"][1] == "float32; bfloat16"  # every distinct value
     assert env["Precision flags"][2] == "default_matmul_precision=None"
@@ -371,7 +536,10 @@ def test_derived_findings_ours_and_published(rendered):
     assert sam[2] == f"{(386.93 / 355.25 + 1859.27 / 376.34) / 2:.2f}× (2 rows)"
     assert sam[3] == f"{700 / 330:.2f}× (1 row of 2)" and sam[4] == f"{350 / 330:.2f}× (1 row of 2)"
     assert row(findings, "Gemma")[1] == "—" and row(findings, "Gemma")[2] == "—"
-    assert "Single fastest Keras 3 backend, published: no single backend wins every row (rows won, of the 12 with ≥2 Keras 3 numbers; a tie counts for each tied backend: JAX 7, TF 5)" in section
+    assert (
+        "Single fastest Keras 3 backend, published: no single backend wins every row (rows won, of the 12 with ≥2 Keras 3 numbers; a tie counts for each tied backend: JAX 7, TF 5)"
+        in section
+    )
 
 
 # ---------------------------------------------------------------- figures
@@ -396,7 +564,9 @@ def test_figures_are_pngs_linked_relatively(rendered):
         assert (width, height) == (700, 400) if "speedup" in link else width >= 700 and height == 500
     assert {p.name for p in (results / "figures").iterdir()} == {Path(l).name for l in links}
     assert "paper__1x-nvidia-a100-sxm4-40gb-speedup-keras2.png" in text
-    assert "not drawn (no row has the numbers it needs)" in sections(text)["2. paper profile — 1x NVIDIA H100 80GB HBM3"]
+    assert (
+        "not drawn (no row has the numbers it needs)" in sections(text)["2. paper profile — 1x NVIDIA H100 80GB HBM3"]
+    )
 
 
 def test_stale_figures_of_vanished_tables_are_removed(tmp_path):
@@ -442,7 +612,7 @@ def test_readme_section_gets_the_first_table_and_keeps_the_rest(rendered, tmp_pa
     assert got.startswith("# Title\n\nbefore\n\n" + README_START) and got.endswith(README_END + "\n\nafter\n")
     assert "old table" not in got
     first = paper(text)  # the first table of RESULTS.md is the paper profile's (A100 sorts first)
-    table = first[first.index("| Model / task"):].split("\n\n", 1)[0]
+    table = first[first.index("| Model / task") :].split("\n\n", 1)[0]
     assert table in got
     assert "**paper profile — 1x NVIDIA A100" in got and "(RESULTS.md)" in got
     figure = re.search(r"!\[[^\]]*\]\(([^)]+)\)", got).group(1)

@@ -1,9 +1,10 @@
 """What `make test` (CI) leaves to `make test-extended`: the cells it leaves repeat a code path CI's run takes."""
 import subprocess
 
-from bench.backends import get_backend
 from conftest import REPO
 from test_matrix import CELLS, CELLS_2024, params, repeats_a_ci_code_path
+
+from bench.backends import get_backend
 
 
 def kind(cell) -> tuple:
@@ -25,7 +26,13 @@ def test_the_extended_marker_is_on_exactly_the_cells_left_out_and_on_every_2024_
 
 
 def test_make_test_deselects_the_extended_tier_and_test_extended_selects_it():
-    out = subprocess.run(["make", "--no-print-directory", "-n", "test", "test-extended"], cwd=REPO, capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        ["make", "--no-print-directory", "-n", "test", "test-extended"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     test_part, extended_part = out.split('-m "slow and not keras_cv_sd and not container and not extended"')
     assert '-m "slow and (keras_cv_sd or container) and not extended"' in test_part
     assert "-m extended" in extended_part

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from bench.drivers import drive_step_pairs, drive_steps, pair_difference
-from bench.timing import HostDevice, StepTimer, Stats, WindowPlan, percentile
+from bench.timing import HostDevice, Stats, StepTimer, WindowPlan, percentile
 
 
 def spin(seconds: float) -> None:

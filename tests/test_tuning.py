@@ -6,18 +6,24 @@ import subprocess
 import sys
 
 import pytest
+from conftest import REPO, env_python
 
+from bench import variants
 from bench.backends import cell_environment
 from bench.errors import BenchError
 from bench.registry import Cell, get_model, paper_models, plan_cells
-from bench import variants
-from conftest import REPO, env_python
 
 
 def test_a_tuning_variant_is_refused_where_it_does_not_apply_naming_where_it_does():
-    with pytest.raises(BenchError, match=r"variant 'sdpa' does not apply to jax vit fit: it applies to torch \(vit\); native-torch \(bert\)"):
+    with pytest.raises(
+        BenchError,
+        match=r"variant 'sdpa' does not apply to jax vit fit: it applies to torch \(vit\); native-torch \(bert\)",
+    ):
         Cell("jax", "vit", "fit", 2, "smoke", "sdpa", 1, 3)
-    with pytest.raises(BenchError, match=r"'loader-workers-2' applies to none of the chosen cells: it applies to jax \(vit\); torch \(vit\); native-torch \(vit\)"):
+    with pytest.raises(
+        BenchError,
+        match=r"'loader-workers-2' applies to none of the chosen cells: it applies to jax \(vit\); torch \(vit\); native-torch \(vit\)",
+    ):
         plan_cells("smoke", backends=["tensorflow"], models=["vit"], variants=["loader-workers-2"])
     with pytest.raises(BenchError, match="unknown variant 'loader-workers-two'"):
         plan_cells("smoke", models=["vit"], variants=["loader-workers-two"])
@@ -31,8 +37,14 @@ def test_variants_run_only_when_asked_and_the_paper_matrix_is_unchanged():
     assert "vit" not in paper_models() and not any(c.model == "vit" for c in paper)
     asked = plan_cells("smoke", models=["vit", "bert"], variants=["default", "eager", "sdpa", "loader-workers-3"])
     keys = {c.key for c in asked}
-    assert {"torch__vit__fit__bs2__sdpa", "native-torch__bert__predict__bs2__sdpa", "native-torch__vit__fit__bs2__loader-workers-3"} <= keys
-    assert not any(c.variant == "sdpa" and (c.backend, c.model) not in {("torch", "vit"), ("native-torch", "bert")} for c in asked)
+    assert {
+        "torch__vit__fit__bs2__sdpa",
+        "native-torch__bert__predict__bs2__sdpa",
+        "native-torch__vit__fit__bs2__loader-workers-3",
+    } <= keys
+    assert not any(
+        c.variant == "sdpa" and (c.backend, c.model) not in {("torch", "vit"), ("native-torch", "bert")} for c in asked
+    )
     assert variants.loader_workers("loader-workers-3") == 3 and variants.loader_workers("default") is None
     assert variants.reference_variant("native-torch") == "eager" and variants.reference_variant("torch") == "default"
 
@@ -41,24 +53,30 @@ def test_the_cpu_profile_runs_paper_shapes_at_a_small_batch():
     (cell,) = plan_cells("cpu", backends=["jax"], models=["vit"], tasks=["fit"])
     # ViT's own [cpu] table: the paper widths in float32 (this CPU has no bfloat16 arithmetic; workload.toml)
     cpu, paper = get_model("vit").shape("cpu"), get_model("vit").shape("paper")
-    assert cell.batch_size == 2 and cpu == dataclasses.replace(paper, dtype="float32") and paper.dtype == "mixed_bfloat16"
+    assert (
+        cell.batch_size == 2 and cpu == dataclasses.replace(paper, dtype="float32") and paper.dtype == "mixed_bfloat16"
+    )
     assert get_model("bert").shape("cpu").hidden_dim == 768
 
 
 def test_the_tuning_section_shows_ratios_to_the_reference_and_no_vit_row_in_the_main_table(tmp_path):
     pytest.importorskip("tabulate")
     pytest.importorskip("matplotlib")
-    from bench.report import render
     from test_table import CPU, make, write_all
 
-    results = write_all(tmp_path / "results", [
-        make("jax", "vit", "fit", 2, 100.0, profile="cpu", machine=CPU),
-        make("torch", "vit", "fit", 2, 150.0, profile="cpu", machine=CPU),
-        make("torch", "vit", "fit", 2, 120.0, profile="cpu", machine=CPU, variant="sdpa"),
-        make("torch", "vit", "fit", 2, 300.0, profile="cpu", machine=CPU, variant="loader-workers-0"),
-        make("jax", "vit", "fit", 2, 230.0, profile="cpu", machine=CPU, variant="loader-workers-0"),
-        make("jax", "gemma_2b", "fit", 1, 20000.0, profile="cpu", machine=CPU),
-    ])
+    from bench.report import render
+
+    results = write_all(
+        tmp_path / "results",
+        [
+            make("jax", "vit", "fit", 2, 100.0, profile="cpu", machine=CPU),
+            make("torch", "vit", "fit", 2, 150.0, profile="cpu", machine=CPU),
+            make("torch", "vit", "fit", 2, 120.0, profile="cpu", machine=CPU, variant="sdpa"),
+            make("torch", "vit", "fit", 2, 300.0, profile="cpu", machine=CPU, variant="loader-workers-0"),
+            make("jax", "vit", "fit", 2, 230.0, profile="cpu", machine=CPU, variant="loader-workers-0"),
+            make("jax", "gemma_2b", "fit", 1, 20000.0, profile="cpu", machine=CPU),
+        ],
+    )
     render(results, tmp_path / "RESULTS.md")
     tuning = (tmp_path / "TUNING.md").read_text()
     assert "| 1.25×" in tuning  # 150 / 120: sdpa against default on torch
@@ -67,7 +85,10 @@ def test_the_tuning_section_shows_ratios_to_the_reference_and_no_vit_row_in_the_
     # JAX over torch with 0 loader workers, both fed by the DataLoader as published: 300 / 230
     assert "1.30×" in tuning and "ViT fit, torch (a torch DataLoader) ms / JAX (a torch DataLoader) ms" in tuning
     assert "CPU only: the published figure is from one NVIDIA L4" in tuning
-    assert "| 0.05 samples/s | not comparable (a throughput of other hardware) | Gemma 2B LoRA fit on jax at batch 1 (the published batch 4 did not run here)" in tuning
+    assert (
+        "| 0.05 samples/s | not comparable (a throughput of other hardware) | Gemma 2B LoRA fit on jax at batch 1 (the published batch 4 did not run here)"
+        in tuning
+    )
     page = (tmp_path / "RESULTS.md").read_text()
     assert "Published rows not measured" not in page and "ViT-Base/16 fit | 2 (not a published row)" not in page
     assert "Tuning study" in page
@@ -76,14 +97,38 @@ def test_the_tuning_section_shows_ratios_to_the_reference_and_no_vit_row_in_the_
 def test_a_variant_ratio_of_cells_measured_hours_apart_says_so(tmp_path):
     pytest.importorskip("tabulate")
     pytest.importorskip("matplotlib")
-    from bench.report import render
     from test_table import CPU, make, write_all
 
-    write_all(tmp_path, [
-        make("torch", "vit", "fit", 2, 4000.0, profile="cpu", machine=CPU, created="2026-11-24T01:50:00+00:00"),
-        make("torch", "vit", "fit", 2, 4100.0, profile="cpu", machine=CPU, variant="matmul-high", created="2026-11-24T01:52:00+00:00"),
-        make("torch", "vit", "fit", 2, 1600.0, profile="cpu", machine=CPU, variant="sdpa", created="2026-11-24T11:14:00+00:00"),
-    ])
+    from bench.report import render
+
+    write_all(
+        tmp_path,
+        [
+            make("torch", "vit", "fit", 2, 4000.0, profile="cpu", machine=CPU, created="2026-11-24T01:50:00+00:00"),
+            make(
+                "torch",
+                "vit",
+                "fit",
+                2,
+                4100.0,
+                profile="cpu",
+                machine=CPU,
+                variant="matmul-high",
+                created="2026-11-24T01:52:00+00:00",
+            ),
+            make(
+                "torch",
+                "vit",
+                "fit",
+                2,
+                1600.0,
+                profile="cpu",
+                machine=CPU,
+                variant="sdpa",
+                created="2026-11-24T11:14:00+00:00",
+            ),
+        ],
+    )
     render(tmp_path, tmp_path / "RESULTS.md")
     tuning = (tmp_path / "TUNING.md").read_text()
     assert "| 0.98× ≈ " in tuning  # same session: no remark
@@ -93,7 +138,9 @@ def test_a_variant_ratio_of_cells_measured_hours_apart_says_so(tmp_path):
 def probe(backend: str, code: str, *args: str) -> dict:
     python = env_python(backend)
     env = {**cell_environment(backend), "JAX_PLATFORMS": "cpu", "PATH": "/usr/bin:/bin"}
-    out = subprocess.run([str(python), "-c", code, *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    out = subprocess.run(
+        [str(python), "-c", code, *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=600
+    )
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -169,8 +216,13 @@ def run_cells(tmp_path, *args: str):
     from bench.results import load_all
 
     results = tmp_path / "results"
-    out = subprocess.run([sys.executable, "-m", "bench", "run", "--profile", "smoke", *args, "--results-dir", str(results)],
-                         cwd=REPO, capture_output=True, text=True, timeout=1200)
+    out = subprocess.run(
+        [sys.executable, "-m", "bench", "run", "--profile", "smoke", *args, "--results-dir", str(results)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
     assert out.returncode == 0, out.stdout[-6000:] + out.stderr[-3000:]
     return {r.cell.variant: r for r in load_all(results)}
 
@@ -179,14 +231,29 @@ def run_cells(tmp_path, *args: str):
 @pytest.mark.slow
 def test_vit_variants_on_keras_torch_run_and_record_what_they_changed(tmp_path):
     env_python("torch")
-    found = run_cells(tmp_path, "--backend", "torch", "--model", "vit", "--task", "fit",
-                      "--variant", "default,sdpa,attention-dropout-0,matmul-high,loader-workers-1")
+    found = run_cells(
+        tmp_path,
+        "--backend",
+        "torch",
+        "--model",
+        "vit",
+        "--task",
+        "fit",
+        "--variant",
+        "default,sdpa,attention-dropout-0,matmul-high,loader-workers-1",
+    )
     assert all(r.status == "ok" for r in found.values()), {v: r.message for v, r in found.items()}
     settings = {v: r.runs[0].settings for v, r in found.items()}
     assert settings["sdpa"]["attention_class"] == "SDPAMultiHeadAttention"
-    assert settings["default"]["attention_class"] == "MultiHeadAttention" and settings["default"]["attention_dropout"] == 0.1
+    assert (
+        settings["default"]["attention_class"] == "MultiHeadAttention"
+        and settings["default"]["attention_dropout"] == 0.1
+    )
     assert settings["attention-dropout-0"]["attention_dropout"] == 0.0
-    assert settings["matmul-high"]["float32_matmul_precision"] == "high" and settings["default"]["float32_matmul_precision"] == "highest"
+    assert (
+        settings["matmul-high"]["float32_matmul_precision"] == "high"
+        and settings["default"]["float32_matmul_precision"] == "highest"
+    )
     assert settings["loader-workers-1"]["loader_workers"] == 1 and settings["default"]["loader_workers"] is None
     assert all(s["dtype_policy"] == "mixed_bfloat16" for s in settings.values())
 
@@ -195,16 +262,29 @@ def test_vit_variants_on_keras_torch_run_and_record_what_they_changed(tmp_path):
 @pytest.mark.slow
 def test_vit_and_bert_variants_on_native_pytorch_run_and_record_what_they_changed(tmp_path):
     env_python("native-torch")
-    found = run_cells(tmp_path, "--backend", "native-torch", "--model", "vit", "--task", "predict",
-                      "--variant", "eager,compiled,matmul-high,loader-workers-1")
+    found = run_cells(
+        tmp_path,
+        "--backend",
+        "native-torch",
+        "--model",
+        "vit",
+        "--task",
+        "predict",
+        "--variant",
+        "eager,compiled,matmul-high,loader-workers-1",
+    )
     assert all(r.status == "ok" for r in found.values()), {v: r.message for v, r in found.items()}
     settings = {v: r.runs[0].settings for v, r in found.items()}
     assert settings["compiled"]["compiled_graphs"] > 0 and settings["eager"]["compiled_graphs"] == 0
     assert settings["matmul-high"]["float32_matmul_precision"] == "high"
     assert settings["loader-workers-1"]["loader_workers"] == 1 and settings["eager"]["autocast"] == "bfloat16"
-    bert = run_cells(tmp_path / "bert", "--backend", "native-torch", "--model", "bert", "--task", "predict", "--variant", "sdpa")
+    bert = run_cells(
+        tmp_path / "bert", "--backend", "native-torch", "--model", "bert", "--task", "predict", "--variant", "sdpa"
+    )
     assert bert["sdpa"].status == "ok" and bert["sdpa"].runs[0].settings["attention_implementation"] == "sdpa"
-    gemma = run_cells(tmp_path / "gemma", "--backend", "native-torch", "--model", "gemma_2b", "--variant", "eager")["eager"]
+    gemma = run_cells(tmp_path / "gemma", "--backend", "native-torch", "--model", "gemma_2b", "--variant", "eager")[
+        "eager"
+    ]
     assert gemma.status == "ok", gemma.message
     settings = gemma.runs[0].settings
     assert (settings["optimizer"], settings["trainer_bf16_autocast"], settings["lora_rank"]) == ("sgd", True, 4)
@@ -214,10 +294,16 @@ def test_vit_and_bert_variants_on_native_pytorch_run_and_record_what_they_change
 @pytest.mark.slow
 def test_vit_on_jax_and_gemma_2b_with_the_fused_attention_variant(tmp_path):
     env_python("jax")
-    found = run_cells(tmp_path, "--backend", "jax", "--model", "vit", "--task", "fit", "--variant", "default,attention-dropout-0")
+    found = run_cells(
+        tmp_path, "--backend", "jax", "--model", "vit", "--task", "fit", "--variant", "default,attention-dropout-0"
+    )
     assert len(found) == 2 and all(r.status == "ok" for r in found.values()), {v: r.message for v, r in found.items()}
     gemma = run_cells(tmp_path / "gemma", "--backend", "jax", "--model", "gemma_2b", "--variant", "fused-attention")
     settings = gemma["fused-attention"].runs[0].settings
     assert gemma["fused-attention"].status == "ok", gemma["fused-attention"].message
     assert settings["fused_attention_asked"] is True and settings["variant"] == "fused-attention"
-    assert (settings["optimizer"], settings["backbone_dtype_policy"], settings["lora_rank"]) == ("SGD", "mixed_bfloat16", 4)
+    assert (settings["optimizer"], settings["backbone_dtype_policy"], settings["lora_rank"]) == (
+        "SGD",
+        "mixed_bfloat16",
+        4,
+    )

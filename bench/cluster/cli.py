@@ -16,26 +16,40 @@ def add_parsers(sub, csv_list, positive_int, non_negative_int, default_results: 
     submit.add_argument("--task", type=csv_list, help="fit, predict and/or generate (default: every task)")
     submit.add_argument("--variant", type=csv_list, help="native-torch: eager and/or compiled (default: both)")
     submit.add_argument("--batch-size", type=positive_int)
-    submit.add_argument("--profile", default="paper", help="paper or smoke (default: paper; the nodes' GPUs are not visible here)")
+    submit.add_argument(
+        "--profile", default="paper", help="paper or smoke (default: paper; the nodes' GPUs are not visible here)"
+    )
     submit.add_argument("--steps", type=positive_int)
     submit.add_argument("--warmup", type=non_negative_int)
     submit.add_argument("--results-dir", type=Path, default=default_results, help="on a file system the nodes share")
     submit.add_argument("--force", action="store_true", help="re-run cells that already have a current result")
     submit.add_argument("--job-name", help="folder under <results-dir>/slurm/ (default: bench-<profile>-<time>)")
-    submit.add_argument("--container", action="store_true", help="run each cell in localhost/bench:<backend> (podman) instead of .venvs")
+    submit.add_argument(
+        "--container", action="store_true", help="run each cell in localhost/bench:<backend> (podman) instead of .venvs"
+    )
     submit.add_argument("--container-engine", default="podman")
     submit.add_argument("--python", help="interpreter for the task wrapper on the nodes (default: this one)")
-    submit.add_argument("--gres", default="auto", help="auto (gpu:1 for paper, none for smoke), none, or a --gres value")
+    submit.add_argument(
+        "--gres", default="auto", help="auto (gpu:1 for paper, none for smoke), none, or a --gres value"
+    )
     submit.add_argument("--cpus-per-task", type=positive_int)
-    submit.add_argument("--mem", type=positive_int, help="GiB per cell (default: results/plan.json, else the profile's)")
+    submit.add_argument(
+        "--mem", type=positive_int, help="GiB per cell (default: results/plan.json, else the profile's)"
+    )
     submit.add_argument("--partition")
-    submit.add_argument("--sbatch-arg", action="append", default=[], help="extra #SBATCH option, e.g. --account=x (repeatable)")
+    submit.add_argument(
+        "--sbatch-arg", action="append", default=[], help="extra #SBATCH option, e.g. --account=x (repeatable)"
+    )
     submit.add_argument("--dry-run", action="store_true", help="write the job folder and scripts, do not call sbatch")
 
-    status = sub.add_parser("submit-status", help="state of a Slurm submission's cells; records tasks that ended without a result")
+    status = sub.add_parser(
+        "submit-status", help="state of a Slurm submission's cells; records tasks that ended without a result"
+    )
     status.add_argument("--job", help="job folder name or Slurm job id (default: the latest submission)")
     status.add_argument("--results-dir", type=Path, default=default_results)
-    status.add_argument("--wait", type=positive_int, metavar="SECONDS", help="poll until every cell has finished, at most this long")
+    status.add_argument(
+        "--wait", type=positive_int, metavar="SECONDS", help="poll until every cell has finished, at most this long"
+    )
 
 
 def cmd_submit(args: argparse.Namespace) -> int:

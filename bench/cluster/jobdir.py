@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from bench.errors import BenchError
-from bench.results import write_json_atomic
 from bench.registry import Cell
+from bench.results import write_json_atomic
 
 SLURM_DIR = "slurm"
 
@@ -84,4 +84,6 @@ def find_job(results_dir: Path, name_or_id: str | None) -> JobDir:
         job = JobDir(path.parent)
         if job.name == name_or_id or name_or_id in [j["job_id"] for j in job.meta().get("jobs", [])]:
             return job
-    raise BenchError(f"no Slurm submission named or with job id {name_or_id!r} under {root}; known: {', '.join(p.parent.name for p in jobs)}")
+    raise BenchError(
+        f"no Slurm submission named or with job id {name_or_id!r} under {root}; known: {', '.join(p.parent.name for p in jobs)}"
+    )

@@ -106,7 +106,7 @@ class LocalSlurm:
     def env(self) -> dict[str, str]:
         return {**os.environ, "SLURM_CONF": str(self.conf)}
 
-    def start(self, timeout_s: float = 60) -> "LocalSlurm":
+    def start(self, timeout_s: float = 60) -> LocalSlurm:
         missing = [d for d in (*DAEMONS, "mungekey", "sinfo") if not shutil.which(d)]
         if missing:
             raise BenchError(f"not installed: {', '.join(missing)} (scripts/install-system-deps.sh)")
@@ -115,7 +115,9 @@ class LocalSlurm:
         # munged checks the key's and socket's folders: 0700 passes (it warns "Socket is inaccessible", which
         # only matters to users other than root, and every job here is root's).
         (self.root / "munge").chmod(0o700)
-        self.conf.write_text(slurm_conf(self.root, self.host, os.cpu_count() or 1, int(memory_mib() * 0.95), (free_port(), free_port())))
+        self.conf.write_text(
+            slurm_conf(self.root, self.host, os.cpu_count() or 1, int(memory_mib() * 0.95), (free_port(), free_port()))
+        )
         key = self.root / "munge" / "munge.key"
         if not key.exists():
             subprocess.run(["mungekey", "--create", "--keyfile", str(key)], check=True, capture_output=True)
@@ -135,7 +137,9 @@ class LocalSlurm:
 
     def _spawn(self, name: str, cmd: list[str]) -> None:
         log = (self.root / "log" / f"{name}.out").open("w")
-        self.procs[name] = subprocess.Popen(cmd, env=self.env(), stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        self.procs[name] = subprocess.Popen(
+            cmd, env=self.env(), stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
 
     def _node_idle(self) -> bool:
         for name, proc in self.procs.items():
@@ -148,7 +152,9 @@ class LocalSlurm:
         deadline = time.monotonic() + timeout_s
         while not check():
             if time.monotonic() > deadline:
-                raise BenchError(f"local Slurm: timed out after {timeout_s:.0f} s waiting for {what} (logs in {self.root / 'log'})")
+                raise BenchError(
+                    f"local Slurm: timed out after {timeout_s:.0f} s waiting for {what} (logs in {self.root / 'log'})"
+                )
             time.sleep(0.5)
 
     def leftover_pids(self) -> list[int]:

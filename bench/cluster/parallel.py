@@ -17,17 +17,16 @@ import signal
 import statistics
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Callable
 
-from bench.errors import BenchError
 from bench.cluster.gpus import GpuPool, refuse_jobs
 from bench.drift import reference_ms
+from bench.errors import BenchError
 from bench.progress import hms, status_counts
 from bench.registry import Cell
 from bench.results import Result
-
 
 # The variables that size a framework's CPU thread pools and compile workers: each parallel cell gets its share.
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "TORCHINDUCTOR_COMPILE_THREADS",
@@ -87,8 +86,16 @@ def run_cells_parallel(
     from bench import runner
 
     if jobs <= 1:
-        return runner.run_cells(cells, results_dir, repeats=repeats, timeout_s=timeout_s, profile_choice=profile_choice, echo=echo,
-                                resume=resume, ignore_plan=ignore_plan)
+        return runner.run_cells(
+            cells,
+            results_dir,
+            repeats=repeats,
+            timeout_s=timeout_s,
+            profile_choice=profile_choice,
+            echo=echo,
+            resume=resume,
+            ignore_plan=ignore_plan,
+        )
     slots = gpu_slots(runner.machine_info(), gpu_indices)
     refusal = refuse_jobs(jobs, len(slots))
     if refusal:
@@ -121,10 +128,21 @@ def run_cells_parallel(
             slot = pool.take()
             gpu = slots[slot]
             try:
-                say(f"[{number}/{len(cells)}] gpu {gpu['index']}: {cell.backend} {cell.model} {cell.task} batch={cell.batch_size} {cell.variant} ({cell.profile}; elapsed {hms(time.perf_counter() - started)})")
+                say(
+                    f"[{number}/{len(cells)}] gpu {gpu['index']}: {cell.backend} {cell.model} {cell.task} batch={cell.batch_size} {cell.variant} ({cell.profile}; elapsed {hms(time.perf_counter() - started)})"
+                )
                 for repeat in range(repeats):
-                    runs.append(prepared.attempt(cell, repeat, results_dir, timeout_s, lambda line, g=gpu["index"]: say(f"  gpu {g}: {line.strip()}"),
-                                                 env=cpu_share_environment(shares[slot]), gpu=gpu))
+                    runs.append(
+                        prepared.attempt(
+                            cell,
+                            repeat,
+                            results_dir,
+                            timeout_s,
+                            lambda line, g=gpu["index"]: say(f"  gpu {g}: {line.strip()}"),
+                            env=cpu_share_environment(shares[slot]),
+                            gpu=gpu,
+                        )
+                    )
                     before, probes[slot] = probes[slot], probe_on(slot)
                     runs[-1].reference = {"before_ms": before, "after_ms": probes[slot]}
                     if runs[-1].status != "ok":
@@ -134,10 +152,20 @@ def run_cells_parallel(
         if stopping.is_set():
             raise KeyboardInterrupt
         gpu_index = int(gpu["index"]) if gpu and str(gpu.get("index", "")).isdigit() else None
-        result = prepared.result(cell, runs, profile_choice, repeats, gpu_index=gpu_index, jobs=jobs, cpu_share=shares[slot] if slot is not None else None,
-                                 reference={"start_ms": start_ms, "at_write_ms": probes[slot] if slot is not None else start_ms})
+        result = prepared.result(
+            cell,
+            runs,
+            profile_choice,
+            repeats,
+            gpu_index=gpu_index,
+            jobs=jobs,
+            cpu_share=shares[slot] if slot is not None else None,
+            reference={"start_ms": start_ms, "at_write_ms": probes[slot] if slot is not None else start_ms},
+        )
         path = result.write(results_dir)
-        say(f"    -> {cell.key}{f' (gpu {gpu_index})' if gpu is not None else ''}: {result.describe()}  [{path.relative_to(results_dir)}]")
+        say(
+            f"    -> {cell.key}{f' (gpu {gpu_index})' if gpu is not None else ''}: {result.describe()}  [{path.relative_to(results_dir)}]"
+        )
         return result
 
     executor = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="cell")
@@ -157,7 +185,12 @@ def run_cells_parallel(
         echo(f"\ninterrupted; every finished result is kept in {results_dir}")
         raise
     executor.shutdown()
-    echo(f"reference probe (bench/drift.py), median over the GPU slots: {start_ms:.3f} ms at the start, "
-         f"{statistics.median(probes.values()):.3f} ms at the end")
-    echo(f"{len(done)} cells on {jobs} GPUs in {hms(time.perf_counter() - started)}: " + ", ".join(f"{n} {s}" for s, n in status_counts(done).items()))
+    echo(
+        f"reference probe (bench/drift.py), median over the GPU slots: {start_ms:.3f} ms at the start, "
+        f"{statistics.median(probes.values()):.3f} ms at the end"
+    )
+    echo(
+        f"{len(done)} cells on {jobs} GPUs in {hms(time.perf_counter() - started)}: "
+        + ", ".join(f"{n} {s}" for s, n in status_counts(done).items())
+    )
     return done

@@ -56,7 +56,9 @@ def load_plan(path: Path) -> dict[str, dict]:
     return data
 
 
-def cell_resources(cell: Cell, plan: dict[str, dict], gres: str = "auto", cpus: int | None = None, mem_gib: int | None = None) -> Resources:
+def cell_resources(
+    cell: Cell, plan: dict[str, dict], gres: str = "auto", cpus: int | None = None, mem_gib: int | None = None
+) -> Resources:
     """gres: "auto" (the profile's default), "none", or an explicit --gres value such as gpu:a100:1."""
     from bench.cluster.estimate import cell_timeout_s  # the same figure the orchestrator kills the cell at
 

@@ -11,8 +11,8 @@ from pathlib import Path
 from bench.cluster.jobdir import JobDir
 from bench.cluster.slurmstate import PENDING, TERMINAL, slurm_states
 from bench.provenance import git_info, machine_info, now_utc
-from bench.results import STATUSES, CorruptResult, Result, Run, load
 from bench.registry import Cell, get_model
+from bench.results import STATUSES, CorruptResult, Result, Run, load
 
 
 @dataclass
@@ -40,15 +40,27 @@ def slurm_run(state: str, exit_code: str, record: dict | None) -> Run:
         wall = round(record["ended_epoch"] - record["started_epoch"], 3)
     code = record.get("exit_code") if record else None
     if state == "OUT_OF_MEMORY":
-        return Run(status="oom", message="Slurm: OUT_OF_MEMORY (the task went over its --mem)", wall_s=wall, exit_code=code)
+        return Run(
+            status="oom", message="Slurm: OUT_OF_MEMORY (the task went over its --mem)", wall_s=wall, exit_code=code
+        )
     if state in ("TIMEOUT", "DEADLINE"):
-        return Run(status="timeout", message=f"Slurm: {state} (the task reached its --time limit and was killed)", wall_s=wall, exit_code=code)
+        return Run(
+            status="timeout",
+            message=f"Slurm: {state} (the task reached its --time limit and was killed)",
+            wall_s=wall,
+            exit_code=code,
+        )
     if state == "CANCELLED":
         return Run(status=cancelled_status(), message="cancelled by Slurm (CANCELLED)", wall_s=wall, exit_code=code)
     if state == CANCELLED_PENDING:
-        return Run(status=cancelled_status(), message="cancelled by Slurm before it started (it never ran, and Slurm no longer lists it)")
+        return Run(
+            status=cancelled_status(),
+            message="cancelled by Slurm before it started (it never ran, and Slurm no longer lists it)",
+        )
     if state == "COMPLETED":
-        return Run(status="error", message="Slurm: COMPLETED, but the task wrote no result file", wall_s=wall, exit_code=code)
+        return Run(
+            status="error", message="Slurm: COMPLETED, but the task wrote no result file", wall_s=wall, exit_code=code
+        )
     return Run(status="error", message=f"Slurm: {state} (exit code {exit_code or code})", wall_s=wall, exit_code=code)
 
 
@@ -77,11 +89,18 @@ def written_by(result: Result, job_name: str, index: int) -> bool:
     slurm = result.provenance.get("slurm") or {}
     if slurm.get("job") == job_name and slurm.get("array_index") == index:
         return True
-    names = {result.provenance.get("slurm_task")} | {(r.process.get("variables") or {}).get("BENCH_SLURM_TASK") for r in result.runs}
-    return any(isinstance(n, str) and n.startswith(f"{job_name}/") and n.rsplit("/", 1)[1].rsplit("_", 1)[-1] == str(index) for n in names)
+    names = {result.provenance.get("slurm_task")} | {
+        (r.process.get("variables") or {}).get("BENCH_SLURM_TASK") for r in result.runs
+    }
+    return any(
+        isinstance(n, str) and n.startswith(f"{job_name}/") and n.rsplit("/", 1)[1].rsplit("_", 1)[-1] == str(index)
+        for n in names
+    )
 
 
-def result_since(results_dir: Path, cell: Cell, since: str, job_name: str | None = None, index: int | None = None) -> Result | None:
+def result_since(
+    results_dir: Path, cell: Cell, since: str, job_name: str | None = None, index: int | None = None
+) -> Result | None:
     """This cell's result written by the submission's own task (by or after the submission when no task is named),
     under any machine's folder; a result moved to history/ by a later run of the cell still counts."""
     since_dt = datetime.fromisoformat(since)
@@ -92,7 +111,9 @@ def result_since(results_dir: Path, cell: Cell, since: str, job_name: str | None
             result = load(path)
         except CorruptResult:
             continue
-        if datetime.fromisoformat(result.created_at) >= since_dt and (job_name is None or written_by(result, job_name, index)):
+        if datetime.fromisoformat(result.created_at) >= since_dt and (
+            job_name is None or written_by(result, job_name, index)
+        ):
             return result
     return None
 
@@ -106,9 +127,13 @@ def last_lines(job: JobDir, index: int, count: int = 5) -> str:
     return " | ".join(lines[-count:])
 
 
-def record_slurm_end(job: JobDir, meta: dict, index: int, cell: Cell, state: str, exit_code: str, job_id: str) -> Result:
+def record_slurm_end(
+    job: JobDir, meta: dict, index: int, cell: Cell, state: str, exit_code: str, job_id: str
+) -> Result:
     record = job.task_record(index)
-    machine = (record or {}).get("machine") or next((r["machine"] for i, _ in job.cells() if (r := job.task_record(i)) and r.get("machine")), None)
+    machine = (record or {}).get("machine") or next(
+        (r["machine"] for i, _ in job.cells() if (r := job.task_record(i)) and r.get("machine")), None
+    )
     spec_task = getattr(get_model(cell.model), "task", None)  # ModelSpec.task(name).unit once the schema has it
     run = slurm_run(state, exit_code, record)
     if state not in ("CANCELLED", CANCELLED_PENDING) and (tail := last_lines(job, index)):
@@ -122,7 +147,14 @@ def record_slurm_end(job: JobDir, meta: dict, index: int, cell: Cell, state: str
             "machine": machine or machine_info(),
             "profile_choice": "explicit (submit)",
             "orchestrator": sys.argv,
-            "slurm": {"job": meta["name"], "job_id": job_id, "array_index": index, "state": state, "exit_code": exit_code, "host": (record or {}).get("host")},
+            "slurm": {
+                "job": meta["name"],
+                "job_id": job_id,
+                "array_index": index,
+                "state": state,
+                "exit_code": exit_code,
+                "host": (record or {}).get("host"),
+            },
         },
         created_at=now_utc(),
     )

@@ -14,12 +14,12 @@ import sys
 import time
 from pathlib import Path
 
-from bench.errors import BenchError
 from bench.cluster.jobdir import JobDir, slurm_root
 from bench.cluster.resources import Resources, cell_resources, load_plan
+from bench.errors import BenchError
 from bench.provenance import REPO_ROOT, machine_info, machine_slug, now_utc
-from bench.results import CorruptResult, load
 from bench.registry import Cell
+from bench.results import CorruptResult, load
 
 ROUTES = ("venv", "container")
 
@@ -57,7 +57,16 @@ def group_by_resources(entries: list[tuple[int, Cell, Resources]]) -> list[tuple
     return list(groups.items())
 
 
-def array_script(job: JobDir, group: int, res: Resources, indices: list[int], python: str, partition: str | None, extra: list[str], env: dict[str, str]) -> str:
+def array_script(
+    job: JobDir,
+    group: int,
+    res: Resources,
+    indices: list[int],
+    python: str,
+    partition: str | None,
+    extra: list[str],
+    env: dict[str, str],
+) -> str:
     lines = [
         "#!/bin/bash",
         f"# Written by `python -m bench submit` (bench/cluster/submit.py) at {now_utc()}: resource group {group}.",
@@ -112,11 +121,15 @@ def submit(
     todo = [c for c in cells if force or not has_current_result(results_dir, c, slugs)]
     skipped = len(cells) - len(todo)
     if skipped:
-        echo(f"submit: {skipped} of {len(cells)} cells already have a current result (ok/unsupported); FORCE=1 re-runs them")
+        echo(
+            f"submit: {skipped} of {len(cells)} cells already have a current result (ok/unsupported); FORCE=1 re-runs them"
+        )
     queued = queued_cells(results_dir) if not dry_run else {}
     if waiting := [c for c in todo if c.key in queued]:
-        echo(f"submit: {len(waiting)} cells are already queued or running in an earlier submission, not submitted again: "
-             + ", ".join(f"{c.key} ({queued[c.key]})" for c in waiting))
+        echo(
+            f"submit: {len(waiting)} cells are already queued or running in an earlier submission, not submitted again: "
+            + ", ".join(f"{c.key} ({queued[c.key]})" for c in waiting)
+        )
         todo = [c for c in todo if c.key not in queued]
     if route == "venv" and not dry_run:
         check_envs_built(todo)
@@ -130,7 +143,9 @@ def submit(
     job.path.mkdir(parents=True)
     plan = load_plan(results_dir / "plan.json")
     entries = [(i, c, cell_resources(c, plan, gres=gres, cpus=cpus, mem_gib=mem_gib)) for i, c in enumerate(todo)]
-    (job.path / "cells.json").write_text(json.dumps([{"index": i, "cell": c.to_dict(), "resources": r.__dict__} for i, c, r in entries], indent=1) + "\n")
+    (job.path / "cells.json").write_text(
+        json.dumps([{"index": i, "cell": c.to_dict(), "resources": r.__dict__} for i, c, r in entries], indent=1) + "\n"
+    )
     python = python or sys.executable
     meta = {
         "name": name,
@@ -147,7 +162,9 @@ def submit(
         script.write_text(array_script(job, group, res, indices, python, partition, sbatch_args or [], env or {}))
         script.chmod(0o755)
         if dry_run:
-            echo(f"submit: wrote {script} ({len(indices)} cells; {' '.join(res.sbatch_options())}); not submitted (--dry-run)")
+            echo(
+                f"submit: wrote {script} ({len(indices)} cells; {' '.join(res.sbatch_options())}); not submitted (--dry-run)"
+            )
             continue
         try:
             job_id = sbatch(script)
@@ -161,7 +178,9 @@ def submit(
         echo(f"submit: job {job_id}: {len(indices)} cells ({' '.join(res.sbatch_options())}) [{script}]")
     if meta.get("rejected"):
         count = sum(len(r["indices"]) for r in meta["rejected"])
-        raise BenchError(f"sbatch rejected {count} of {len(todo)} cells of {job.path} (recorded: `make submit-status JOB={name}` shows them failed)")
+        raise BenchError(
+            f"sbatch rejected {count} of {len(todo)} cells of {job.path} (recorded: `make submit-status JOB={name}` shows them failed)"
+        )
     echo(f"submit: {len(todo)} cells in {job.path}; `make submit-status JOB={name}` follows them")
     return job
 
@@ -185,8 +204,8 @@ def queued_cells(results_dir: Path) -> dict[str, str]:
 def check_envs_built(cells: list[Cell]) -> None:
     """Before sbatch: each runnable cell's env is built and current (the nodes run .venvs/<env> from the same shared
     folder), or the task fails on its node with the cause only in its log."""
-    from bench.runner import env_python
     from bench.registry import get_model
+    from bench.runner import env_python
 
     for env in dict.fromkeys(c.env for c in cells if not get_model(c.model).why_cell_unsupported(c)):
         env_python(env)  # raises naming `make env BACKEND=...`

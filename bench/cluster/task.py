@@ -61,7 +61,9 @@ def gpu_passthrough(engine: str, indices: list[str]) -> list[str]:
 def container_command(cell: Cell, meta: dict, env: dict[str, str]) -> list[str]:
     engine, image = meta["container"]["engine"], f"{meta['container']['image_name']}:{cell.backend}"
     try:
-        inspected = subprocess.run([engine, "image", "inspect", "--format", "{{.Id}}", image], capture_output=True, text=True)
+        inspected = subprocess.run(
+            [engine, "image", "inspect", "--format", "{{.Id}}", image], capture_output=True, text=True
+        )
         image_id = inspected.stdout.strip() if inspected.returncode == 0 else "unknown"
     except OSError:  # no engine on this node: the run below fails and says so
         image_id = "unknown"
@@ -110,7 +112,9 @@ def main(job_dir: Path, index: int) -> int:
     try:
         proc = subprocess.Popen(command, env=env, start_new_session=True)
     except OSError as e:  # e.g. no podman on this node: recorded, and Slurm sees the task fail
-        record.update(state="exited", signal=None, exit_code=127, error=str(e), ended_at=now_utc(), ended_epoch=time.time())
+        record.update(
+            state="exited", signal=None, exit_code=127, error=str(e), ended_at=now_utc(), ended_epoch=time.time()
+        )
         job.write_task_record(index, record)
         print(f"[task {index}] cannot start {command[0]}: {e}", flush=True)
         return 127
@@ -134,7 +138,9 @@ def main(job_dir: Path, index: int) -> int:
         ended_epoch=time.time(),
     )
     job.write_task_record(index, record)
-    print(f"[task {index}] {cell.key}: exit code {code}" + (f" after {record['signal']}" if received else ""), flush=True)
+    print(
+        f"[task {index}] {cell.key}: exit code {code}" + (f" after {record['signal']}" if received else ""), flush=True
+    )
     return 128 + received[0] if received else code
 
 

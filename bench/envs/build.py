@@ -8,8 +8,20 @@ import shutil
 import time
 from pathlib import Path
 
-from bench.envs.common import (ROOT, EnvError, check_name, default_venv, fmt_s, rel, run, say,
-                               selected_names, sha256_file, uv_bin, venv_python)
+from bench.envs.common import (
+    ROOT,
+    EnvError,
+    check_name,
+    default_venv,
+    fmt_s,
+    rel,
+    run,
+    say,
+    selected_names,
+    sha256_file,
+    uv_bin,
+    venv_python,
+)
 from bench.provenance import ENV_STAMP, env_stamp
 
 PTH = "bench_repo.pth"
@@ -39,7 +51,11 @@ def build_one(name: str, venv: Path | None, requirements: Path | None) -> None:
     except BaseException as e:  # also Ctrl-C: no half-built folder left behind
         shutil.rmtree(staging, ignore_errors=True)
         if isinstance(e, EnvError):
-            kept = f"{rel(venv)} is untouched (built from lock sha256 {str(stamp.get('lock_sha256'))[:12]})" if stamp else f"{rel(venv)} was not built before"
+            kept = (
+                f"{rel(venv)} is untouched (built from lock sha256 {str(stamp.get('lock_sha256'))[:12]})"
+                if stamp
+                else f"{rel(venv)} was not built before"
+            )
             raise EnvError(f"{e}; {kept}") from None
         raise
     swap_in(staging, venv)
@@ -77,7 +93,7 @@ def build_into(name: str, venv: Path, req: Path, digest: str) -> None:
         "backend": name,
         "requirements": rel(req),
         "lock_sha256": digest,
-        "built_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "built_at": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
     }
     tmp = venv / (ENV_STAMP + ".tmp")
     tmp.write_text(json.dumps(data, indent=2) + "\n")
@@ -104,4 +120,3 @@ def cmd_build(args) -> int:
     if len(names) > 1:
         say(f"all {len(names)} envs done in {fmt_s(time.monotonic() - t0)}")
     return 0
-

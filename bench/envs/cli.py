@@ -19,12 +19,20 @@ from __future__ import annotations
 import argparse
 import sys
 
-from bench.backends import (BACKENDS, DEFAULT_STACK, STACKS, STUDY_ENVIRONMENTS, cell_environment, env_name, stack_env_names)
-from bench.errors import BenchError
+from bench.backends import (
+    BACKENDS,
+    DEFAULT_STACK,
+    STACKS,
+    STUDY_ENVIRONMENTS,
+    cell_environment,
+    env_name,
+    stack_env_names,
+)
 from bench.envs.build import cmd_build
 from bench.envs.common import BACKEND_ENV_NAMES, ENV_NAMES, ROOT, TOOLS, EnvError, check_name
 from bench.envs.info import cmd_info
 from bench.envs.locks import cmd_check_locks, cmd_lock
+from bench.errors import BenchError
 
 
 def cmd_vars(args) -> int:
@@ -53,7 +61,9 @@ def cmd_names(args) -> int:
 def cmd_env_name(args) -> int:
     if args.backend in STUDY_ENVIRONMENTS:  # a study's env exists on today's stack only
         if args.stack not in (None, "", DEFAULT_STACK):
-            raise BenchError(f"{args.backend} is a study env of the {DEFAULT_STACK!r} stack only, not of {args.stack!r}")
+            raise BenchError(
+                f"{args.backend} is a study env of the {DEFAULT_STACK!r} stack only, not of {args.stack!r}"
+            )
         print(args.backend)
         return 0
     print(env_name(args.backend, args.stack))
@@ -66,7 +76,9 @@ def parser() -> argparse.ArgumentParser:
     b = sub.add_parser("build", help="build or repair .venvs/NAME from envs/NAME/requirements.txt")
     b.add_argument("names", nargs="*", metavar="NAME")
     b.add_argument("--all", action="store_true", help="every env of --stack (and tools), in order")
-    b.add_argument("--stack", default=DEFAULT_STACK, choices=list(STACKS), help="the stack --all builds (default %(default)s)")
+    b.add_argument(
+        "--stack", default=DEFAULT_STACK, choices=list(STACKS), help="the stack --all builds (default %(default)s)"
+    )
     b.add_argument("--venv", help="venv dir (default .venvs/NAME)")
     b.add_argument("--requirements", help="requirements file (default envs/NAME/requirements.txt)")
     b.set_defaults(func=cmd_build)
@@ -75,12 +87,19 @@ def parser() -> argparse.ArgumentParser:
     i.add_argument("--all", action="store_true")
     i.add_argument("--json", action="store_true")
     i.set_defaults(func=cmd_info)
-    for cname, func, hlp in (("check-locks", cmd_check_locks, "offline consistency check of specs, locks, exports"),
-                             ("lock", cmd_lock, "re-resolve (needs PyPI) and re-export")):
+    for cname, func, hlp in (
+        ("check-locks", cmd_check_locks, "offline consistency check of specs, locks, exports"),
+        ("lock", cmd_lock, "re-resolve (needs PyPI) and re-export"),
+    ):
         c = sub.add_parser(cname, help=hlp)
         c.add_argument("names", nargs="*", metavar="NAME")
-        c.add_argument("--envs-dir", "--root", dest="envs_dir", default=str(ROOT / "envs"),
-                       help="the envs/ dir to use (default: the repo's)")
+        c.add_argument(
+            "--envs-dir",
+            "--root",
+            dest="envs_dir",
+            default=str(ROOT / "envs"),
+            help="the envs/ dir to use (default: the repo's)",
+        )
         if cname == "lock":
             c.add_argument("--upgrade", action="store_true", help="allow newer transitive versions")
         c.set_defaults(func=func)

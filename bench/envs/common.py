@@ -7,7 +7,14 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from bench.backends import (BACKENDS, COMMON_ENVIRONMENT, DEFAULT_STACK, STACKS, STUDY_ENVIRONMENTS, cell_environment, split_env_name, stack_env_names)
+from bench.backends import (
+    COMMON_ENVIRONMENT,
+    DEFAULT_STACK,
+    STACKS,
+    STUDY_ENVIRONMENTS,
+    cell_environment,
+    stack_env_names,
+)
 from bench.errors import BenchError
 from bench.provenance import REPO_ROOT as ROOT
 
@@ -36,7 +43,9 @@ def uv_bin() -> str:
     pinned = ROOT / ".venvs" / ".uv" / "uv"
     found = os.environ.get("UV") or (str(pinned) if os.access(pinned, os.X_OK) else None) or shutil.which("uv")
     if not found:
-        raise EnvError("uv not found: set UV, run `make` (fetches the pinned uv) or `python3 -m pip install uv==0.13.9`")
+        raise EnvError(
+            "uv not found: set UV, run `make` (fetches the pinned uv) or `python3 -m pip install uv==0.13.9`"
+        )
     return found
 
 

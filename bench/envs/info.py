@@ -12,9 +12,21 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench.envs.common import (ROOT, TOOLS, EnvError, check_name, default_venv, env_vars, rel, run, say,
-                               selected_names, sha256_file, venv_python)
 from bench.backends import STACKS, env_name
+from bench.envs.common import (
+    ROOT,
+    TOOLS,
+    EnvError,
+    check_name,
+    default_venv,
+    env_vars,
+    rel,
+    run,
+    say,
+    selected_names,
+    sha256_file,
+    venv_python,
+)
 from bench.envs.probe import MARK
 from bench.provenance import env_stamp
 
@@ -66,11 +78,22 @@ def info_one(name: str) -> dict:
     base = probe(py, "base", env)
     pk = base.get("packages", {})
     res = {
-        "env": name, "venv": rel(venv), "python": base.get("python") or _venv_python_version(venv),
-        "requirements": rel(req), "lock_sha256": current, "stamp": stamp,
-        "status": ("not stamped (incomplete build)" if not stamp else
-                   "current" if stamp.get("lock_sha256") == current else "STALE (requirements.txt changed since build)"),
-        "bench_importable": bool(base.get("bench_importable")), "packages": pk, "frameworks": {},
+        "env": name,
+        "venv": rel(venv),
+        "python": base.get("python") or _venv_python_version(venv),
+        "requirements": rel(req),
+        "lock_sha256": current,
+        "stamp": stamp,
+        "status": (
+            "not stamped (incomplete build)"
+            if not stamp
+            else "current"
+            if stamp.get("lock_sha256") == current
+            else "STALE (requirements.txt changed since build)"
+        ),
+        "bench_importable": bool(base.get("bench_importable")),
+        "packages": pk,
+        "frameworks": {},
     }
     if "error" in base:
         res["error"] = base["error"]
@@ -81,7 +104,10 @@ def info_one(name: str) -> dict:
         fw["jax"] = probe(py, "jax", env)
     if "torch" in pk:
         fw["torch"] = probe(py, "torch", env)
-    if "keras" in pk and name not in (TOOLS, *(env_name("keras2", s) for s in STACKS)):  # keras2: tf.keras (under tensorflow)
+    if "keras" in pk and name not in (
+        TOOLS,
+        *(env_name("keras2", s) for s in STACKS),
+    ):  # keras2: tf.keras (under tensorflow)
         fw["keras"] = probe(py, "keras", env)
     return res
 
@@ -92,8 +118,10 @@ def print_info(r: dict) -> None:
     say(f"  requirements  {r['requirements']}  sha256 {r['lock_sha256']}")
     st = r["stamp"] or {}
     say(f"  stamp         {r['status']}; built_at {st.get('built_at', '-')}")
-    say(f"  bench import  {'ok' if r['bench_importable'] else 'NOT importable'}" +
-        (f" ({r['error']})" if "error" in r else ""))
+    say(
+        f"  bench import  {'ok' if r['bench_importable'] else 'NOT importable'}"
+        + (f" ({r['error']})" if "error" in r else "")
+    )
     say("  packages      " + ", ".join(f"{k}=={v}" for k, v in r["packages"].items()))
     for fw, d in r["frameworks"].items():
         if "error" in d:
@@ -101,12 +129,16 @@ def print_info(r: dict) -> None:
         elif fw == "keras":
             say(f"  keras         {d['version']} backend={d['backend']}")
         elif fw == "jax":
-            say(f"  jax           {d['version']} jaxlib={d.get('jaxlib')} backend={d.get('default_backend')} "
-                f"cuda12-plugin={d.get('cuda_plugin')} devices={d.get('devices')}")
+            say(
+                f"  jax           {d['version']} jaxlib={d.get('jaxlib')} backend={d.get('default_backend')} "
+                f"cuda12-plugin={d.get('cuda_plugin')} devices={d.get('devices')}"
+            )
         else:  # tensorflow, torch: framework_info's build and device facts
             cuda_build = f" cuda_build={d['is_cuda_build']}" if "is_cuda_build" in d else ""
-            say(f"  {fw:<13} {d['version']}{cuda_build} cuda={d.get('cuda_build')} cudnn={d.get('cudnn_build')} "
-                f"devices={d.get('devices')} gpus={d.get('gpus')}")
+            say(
+                f"  {fw:<13} {d['version']}{cuda_build} cuda={d.get('cuda_build')} cudnn={d.get('cudnn_build')} "
+                f"devices={d.get('devices')} gpus={d.get('gpus')}"
+            )
             if fw == "tensorflow":
                 tk = d.get("tf_keras", {})
                 say(f"  tf.keras      -> {tk.get('module')} {tk.get('version')} ({tk.get('class', tk.get('error'))})")

@@ -108,7 +108,9 @@ def spec_vs_lock(spec: dict, lock: dict, name: str) -> list[str]:
     compare("constraint-dependencies", {parse_req(s) for s in uvt.get("constraint-dependencies", [])},
             {lock_entry(e) for e in lock.get("manifest", {}).get("constraints", [])})
     if proj.get("requires-python") != lock.get("requires-python"):
-        problems.append(f"requires-python: spec {proj.get('requires-python')!r} vs uv.lock {lock.get('requires-python')!r}")
+        problems.append(
+            f"requires-python: spec {proj.get('requires-python')!r} vs uv.lock {lock.get('requires-python')!r}"
+        )
     if not uvt.get("environments"):
         problems.append("[tool.uv] environments is not set")
     return problems
@@ -149,8 +151,11 @@ def _check_one(d: Path, n: str, fail) -> dict[str, str] | None:
         lines = [ln.strip() for ln in p.stderr.splitlines() if ln.strip() and not ln.startswith("Using ")]
         key = [ln for ln in lines if ln.startswith(("error:", "cause:", "hint:"))] or lines[-3:]
         why = " | ".join(key)[:500]
-        fail(n, f"`uv lock --check --offline` failed (uv.lock does not match pyproject.toml; "
-                f"run `python3 scripts/envs.py lock {n}`): {why}")
+        fail(
+            n,
+            f"`uv lock --check --offline` failed (uv.lock does not match pyproject.toml; "
+            f"run `python3 scripts/envs.py lock {n}`): {why}",
+        )
         ok = False
     # (2) export in sync
     try:
@@ -160,15 +165,28 @@ def _check_one(d: Path, n: str, fail) -> dict[str, str] | None:
         return None
     have = (d / "requirements.txt").read_text()
     if want != have:
-        diff = list(difflib.unified_diff(have.splitlines(), want.splitlines(), "requirements.txt (committed)",
-                                         "uv export of uv.lock", lineterm="", n=0))
-        fail(n, f"requirements.txt differs from `uv export` of uv.lock ({len(diff)} diff lines); "
-                f"run `python3 scripts/envs.py lock {n}`\n      " + "\n      ".join(diff[:12]))
+        diff = list(
+            difflib.unified_diff(
+                have.splitlines(),
+                want.splitlines(),
+                "requirements.txt (committed)",
+                "uv export of uv.lock",
+                lineterm="",
+                n=0,
+            )
+        )
+        fail(
+            n,
+            f"requirements.txt differs from `uv export` of uv.lock ({len(diff)} diff lines); "
+            f"run `python3 scripts/envs.py lock {n}`\n      " + "\n      ".join(diff[:12]),
+        )
         ok = False
     versions = req_versions(have)
     if ok:
-        say(f"  ok   {n}: uv.lock matches pyproject.toml; requirements.txt matches the export "
-            f"({len(versions)} packages)")
+        say(
+            f"  ok   {n}: uv.lock matches pyproject.toml; requirements.txt matches the export "
+            f"({len(versions)} packages)"
+        )
     return versions
 
 
@@ -195,8 +213,11 @@ def cmd_check_locks(args) -> int:
     for stack in STACKS:
         by_backend = {b: versions[env_name(b, stack)] for b in BACKENDS if env_name(b, stack) in versions}
         label = "" if stack == "today" else f"[stack {stack}] "
-        check_cross_env(by_backend, lambda n, msg: fail(env_name(n, stack) if n in BACKENDS else n, label + msg),
-                        lambda msg: say(f"  ok   {label}{msg}"))
+        check_cross_env(
+            by_backend,
+            lambda n, msg: fail(env_name(n, stack) if n in BACKENDS else n, label + msg),
+            lambda msg: say(f"  ok   {label}{msg}"),
+        )
 
     if failures:
         say(f"check-locks: {len(failures)} problem(s)")

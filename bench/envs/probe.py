@@ -49,7 +49,11 @@ def bench_importable() -> bool:
     for packages in site.getsitepackages():
         for pth in Path(packages).glob("*.pth"):
             for line in pth.read_text().splitlines():
-                if line and not line.startswith(("#", "import")) and (Path(line.strip()) / "bench" / "__init__.py").is_file():
+                if (
+                    line
+                    and not line.startswith(("#", "import"))
+                    and (Path(line.strip()) / "bench" / "__init__.py").is_file()
+                ):
                     return True
     return False
 
@@ -63,9 +67,12 @@ def tf_keras() -> dict[str, Any]:
     try:
         seq = tf.keras.Sequential
         root = seq.__module__.split(".")[0]
-        return {"module": root, "class": f"{seq.__module__}.{seq.__qualname__}",
-                "version": getattr(importlib.import_module(root), "__version__", None),
-                "TF_USE_LEGACY_KERAS": os.environ.get("TF_USE_LEGACY_KERAS")}
+        return {
+            "module": root,
+            "class": f"{seq.__module__}.{seq.__qualname__}",
+            "version": getattr(importlib.import_module(root), "__version__", None),
+            "TF_USE_LEGACY_KERAS": os.environ.get("TF_USE_LEGACY_KERAS"),
+        }
     except Exception as e:  # noqa: BLE001 - reported, not raised: it is what the fingerprint is for
         return {"error": repr(e)}
 

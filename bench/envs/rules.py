@@ -7,7 +7,7 @@ tensorflow-cpu alone (`tensorflow_cpu_only`).
 """
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from bench.backends import BACKENDS, Backend
 
@@ -47,7 +47,11 @@ def check_cross_env(versions: dict[str, dict[str, str]], fail: Callable[[str, st
         return versions.get(n, {}).get(pkg)
 
     for pkg, group in shared_pin_groups().items():
-        vs = {n: ver(n, pkg) for n in group if n in versions and not (pkg in BACKENDS[n].optional_shared_pins and ver(n, pkg) is None)}
+        vs = {
+            n: ver(n, pkg)
+            for n in group
+            if n in versions and not (pkg in BACKENDS[n].optional_shared_pins and ver(n, pkg) is None)
+        }
         if vs and set(vs.values()) == {None}:
             continue  # no env of the group has it (keras-hub on the 2024 stack, keras-nlp on today's)
         if len(set(vs.values())) > 1 or None in vs.values():

@@ -24,7 +24,17 @@ from bench.envs.common import ROOT, EnvError, say
 
 LOCK_ENVS = ("jax", "torch", "native-torch")  # today's backends that run without TensorFlow
 # The libraries the Keras 3 and native workloads import (bench/ownenv.py MODEL_NEEDS), and tabulate for the table.
-WORKLOAD_ROOTS = ("keras", "keras-hub", "keras-cv", "transformers", "diffusers", "peft", "accelerate", "segment-anything", "tabulate")
+WORKLOAD_ROOTS = (
+    "keras",
+    "keras-hub",
+    "keras-cv",
+    "transformers",
+    "diffusers",
+    "peft",
+    "accelerate",
+    "segment-anything",
+    "tabulate",
+)
 TABLE_LOCK = "tools"  # tabulate's lock: `make table ENV=current` renders in the user's own Python
 # The frameworks and what they bring: the box has its own, matched to its CUDA; never bundled, never walked into.
 FRAMEWORK_OWNED = re.compile(
@@ -91,7 +101,9 @@ def plan(envs: tuple[str, ...] = LOCK_ENVS, roots: tuple[str, ...] = WORKLOAD_RO
             version = packages[name]["version"]
             pin = pins.setdefault(name, Pin(name, version))
             if pin.version != version:
-                raise EnvError(f"the locks disagree on {name}: {pin.version} ({', '.join(pin.envs)}) vs {version} ({env})")
+                raise EnvError(
+                    f"the locks disagree on {name}: {pin.version} ({', '.join(pin.envs)}) vs {version} ({env})"
+                )
             pin.envs.append(env)
             pin.hashes |= hashes.get(name, ("", set()))[1]
             pin.pure |= any(w["url"].endswith("-none-any.whl") for w in packages[name].get("wheels", []))
@@ -110,17 +122,32 @@ def download(pins: list[Pin], out: Path, python_version: str) -> list[dict]:
     """pip download, wheels only, for python_version on manylinux x86_64, no dependency resolution: the pure wheels
     with the locks' hashes required, then the compiled ones at the locked versions (pip checks the index's hash)."""
     out.mkdir(parents=True, exist_ok=True)
-    target = ["--only-binary=:all:", "--no-deps", "--python-version", python_version, "--implementation", "cp",
-              *(f"--platform={p}" for p in PLATFORMS), "-d", str(out)]
+    target = [
+        "--only-binary=:all:",
+        "--no-deps",
+        "--python-version",
+        python_version,
+        "--implementation",
+        "cp",
+        *(f"--platform={p}" for p in PLATFORMS),
+        "-d",
+        str(out),
+    ]
     pure = [p for p in pins if p.pure]
     compiled = [p for p in pins if not p.pure]
     pure_req = out / ".pure-requirements.txt"
-    pure_req.write_text("".join(f"{p.name}=={p.version} " + " ".join(f"--hash=sha256:{h}" for h in sorted(p.hashes)) + "\n" for p in pure))
+    pure_req.write_text(
+        "".join(
+            f"{p.name}=={p.version} " + " ".join(f"--hash=sha256:{h}" for h in sorted(p.hashes)) + "\n" for p in pure
+        )
+    )
     for args in (["-r", str(pure_req), "--require-hashes"], [f"{p.name}=={p.version}" for p in compiled]):
         if args:
             proc = subprocess.run([sys.executable, "-m", "pip", "download", "-q", *target, *args])
             if proc.returncode:
-                raise EnvError(f"pip download failed (exit {proc.returncode}); nothing of this bundle is to be trusted: remove {out}")
+                raise EnvError(
+                    f"pip download failed (exit {proc.returncode}); nothing of this bundle is to be trusted: remove {out}"
+                )
     pure_req.unlink()
     files = {canon(f.name.split("-")[0]): f for f in out.glob("*.whl")}
     rows = []
@@ -134,9 +161,19 @@ def download(pins: list[Pin], out: Path, python_version: str) -> list[dict]:
         digest = sha256(path)
         if pin.pure and digest not in pin.hashes:
             raise EnvError(f"{path.name}: sha256 {digest} is none of the lock's")
-        rows.append({"name": pin.name, "version": pin.version, "file": path.name, "sha256": digest, "bytes": path.stat().st_size,
-                     "hash_source": "lock" if digest in pin.hashes else f"index (the lock was resolved for Python 3.11: no {python_version} file in it)",
-                     "locks": pin.envs})
+        rows.append(
+            {
+                "name": pin.name,
+                "version": pin.version,
+                "file": path.name,
+                "sha256": digest,
+                "bytes": path.stat().st_size,
+                "hash_source": "lock"
+                if digest in pin.hashes
+                else f"index (the lock was resolved for Python 3.11: no {python_version} file in it)",
+                "locks": pin.envs,
+            }
+        )
     return rows
 
 
@@ -150,12 +187,22 @@ def build(out: Path, python_version: str = DEFAULT_PYTHON) -> dict:
     total = sum(r["bytes"] for r in rows)
     # --no-deps on install too: the box's frameworks stay as they are, and keras-hub's tensorflow-text (a TensorFlow
     # wheel, for its tokenizers' preprocessing, which the benchmarks never use) is not asked for.
-    write_text_atomic(out / "requirements.txt", "".join(f"{r['name']}=={r['version']} --hash=sha256:{r['sha256']}\n" for r in rows))
-    manifest = {"python_version": python_version, "platforms": list(PLATFORMS), "locks": [*LOCK_ENVS, TABLE_LOCK], "bytes": total,
-                "wheels": rows, "install": install_command(out)}
+    write_text_atomic(
+        out / "requirements.txt", "".join(f"{r['name']}=={r['version']} --hash=sha256:{r['sha256']}\n" for r in rows)
+    )
+    manifest = {
+        "python_version": python_version,
+        "platforms": list(PLATFORMS),
+        "locks": [*LOCK_ENVS, TABLE_LOCK],
+        "bytes": total,
+        "wheels": rows,
+        "install": install_command(out),
+    }
     write_text_atomic(out / "manifest.json", json.dumps(manifest, indent=2) + "\n")
     if total >= BUDGET_MB * 2**20:
-        raise EnvError(f"the bundle is {total / 2**20:.1f} MiB, over its {BUDGET_MB} MB budget: a framework's wheel got in?")
+        raise EnvError(
+            f"the bundle is {total / 2**20:.1f} MiB, over its {BUDGET_MB} MB budget: a framework's wheel got in?"
+        )
     return manifest
 
 
@@ -163,7 +210,9 @@ def main(argv: list[str] | None = None) -> int:
     import argparse
 
     parser = argparse.ArgumentParser(prog="python -m bench.envs.wheelhouse", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--python-version", default=DEFAULT_PYTHON, help=f"the target box's Python (default {DEFAULT_PYTHON})")
+    parser.add_argument(
+        "--python-version", default=DEFAULT_PYTHON, help=f"the target box's Python (default {DEFAULT_PYTHON})"
+    )
     parser.add_argument("--out", type=Path, help="folder (default: wheelhouse/py<version>)")
     parser.add_argument("--list", action="store_true", help="print the planned name==version list (offline) and exit")
     args = parser.parse_args(argv)
@@ -179,7 +228,9 @@ def main(argv: list[str] | None = None) -> int:
     except EnvError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    say(f"wrote {len(manifest['wheels'])} wheels, {manifest['bytes'] / 2**20:.1f} MiB, to {out} (manifest.json says where each hash came from)")
+    say(
+        f"wrote {len(manifest['wheels'])} wheels, {manifest['bytes'] / 2**20:.1f} MiB, to {out} (manifest.json says where each hash came from)"
+    )
     say(f"on the box, in its Python {args.python_version} environment: {manifest['install']}")
     return 0
 

@@ -44,7 +44,11 @@ def published() -> dict[tuple[str, str], dict[str, str]]:
 
 
 def _ok(points: list[PointFigure], column: str) -> dict[tuple, PointFigure]:
-    return {(p.model, p.batch, p.length): p for p in points if p.column == column and p.status == "ok" and p.mean_ms is not None}
+    return {
+        (p.model, p.batch, p.length): p
+        for p in points
+        if p.column == column and p.status == "ok" and p.mean_ms is not None
+    }
 
 
 def framework_means(points: list[PointFigure]) -> dict[str, dict[str, float | int | None]]:
@@ -58,9 +62,17 @@ def framework_means(points: list[PointFigure]) -> dict[str, dict[str, float | in
         return statistics.fmean(values) / 1000 if values else None
 
     return {
-        "paired": {"pytorch": mean([pt[k].mean_ms for k in both]), "tensorflow": mean([tf[k].mean_ms for k in both]), "points": len(both)},
-        "published_way": {"pytorch": mean([p.mean_ms for p in pt.values()]), "tensorflow": mean([p.mean_ms for p in tf.values()]),
-                          "points": len(pt), "points_tensorflow": len(tf)},
+        "paired": {
+            "pytorch": mean([pt[k].mean_ms for k in both]),
+            "tensorflow": mean([tf[k].mean_ms for k in both]),
+            "points": len(both),
+        },
+        "published_way": {
+            "pytorch": mean([p.mean_ms for p in pt.values()]),
+            "tensorflow": mean([p.mean_ms for p in tf.values()]),
+            "points": len(pt),
+            "points_tensorflow": len(tf),
+        },
     }
 
 
@@ -73,7 +85,10 @@ def column_means(points: list[PointFigure]) -> dict[str, dict[str, float | int |
         columns = list(dict.fromkeys(p.column for p in ran))
         ok = {c: _ok(ran, c) for c in columns}
         common = set.intersection(*(set(v) for v in ok.values())) if ok else set()
-        out[model] = {"points": len(common), **{c: statistics.fmean(ok[c][k].mean_ms for k in common) / 1000 if common else None for c in columns}}
+        out[model] = {
+            "points": len(common),
+            **{c: statistics.fmean(ok[c][k].mean_ms for k in common) / 1000 if common else None for c in columns},
+        }
     return out
 
 
@@ -87,7 +102,7 @@ def difference_grows(points: list[PointFigure]) -> bool | None:
     """Whether |TF - PT| grows with the input (batch x length): the larger half of the paired points has the
     larger mean absolute difference. None with fewer than 4 paired points."""
     pt, tf = _ok(points, PYTORCH), _ok(points, TENSORFLOW)
-    pairs = sorted(((k[1] * k[2], abs(tf[k].mean_ms - pt[k].mean_ms)) for k in set(pt) & set(tf)))
+    pairs = sorted((k[1] * k[2], abs(tf[k].mean_ms - pt[k].mean_ms)) for k in set(pt) & set(tf))
     if len(pairs) < 4:
         return None
     half = len(pairs) // 2
@@ -108,34 +123,82 @@ def findings(points: list[PointFigure], on_gpu: bool) -> list[Finding]:
             out.append(Finding(f"mean_{dev}", claim, pub, f"run on a {device.upper()} only", NOT_TESTED))
             continue
         if not paired["points"]:
-            out.append(Finding(f"mean_{dev}", claim, pub, "no point where both PyTorch eager and TensorFlow succeeded", NOT_MEASURED))
+            out.append(
+                Finding(
+                    f"mean_{dev}",
+                    claim,
+                    pub,
+                    "no point where both PyTorch eager and TensorFlow succeeded",
+                    NOT_MEASURED,
+                )
+            )
             continue
         tf_slower_then = float(row["tensorflow"]) > float(row["pytorch"])
         tf_slower_now = paired["tensorflow"] > paired["pytorch"]
-        ours = (f"PyTorch {paired['pytorch']:.4g} s, TensorFlow {paired['tensorflow']:.4g} s over {paired['points']} points where both "
-                f"succeeded (the published way: {theirs_way['pytorch']:.4g} s over {theirs_way['points']} vs "
-                f"{theirs_way['tensorflow']:.4g} s over {theirs_way['points_tensorflow']})")
-        out.append(Finding(f"mean_{dev}", claim, pub, ours, HOLDS if tf_slower_now == tf_slower_then else DOES_NOT_HOLD))
+        ours = (
+            f"PyTorch {paired['pytorch']:.4g} s, TensorFlow {paired['tensorflow']:.4g} s over {paired['points']} points where both "
+            f"succeeded (the published way: {theirs_way['pytorch']:.4g} s over {theirs_way['points']} vs "
+            f"{theirs_way['tensorflow']:.4g} s over {theirs_way['points_tensorflow']})"
+        )
+        out.append(
+            Finding(f"mean_{dev}", claim, pub, ours, HOLDS if tf_slower_now == tf_slower_then else DOES_NOT_HOLD)
+        )
     grows = difference_grows(points)
-    out.append(Finding("difference_grows", "the larger the input, the larger the PyTorch/TensorFlow difference", "stated, no figure",
-                       {None: "fewer than 4 points where both succeeded", True: "the larger half of the inputs has the larger mean difference",
-                        False: "the larger half of the inputs does not have the larger mean difference"}[grows],
-                       NOT_MEASURED if grows is None else HOLDS if grows else DOES_NOT_HOLD))
+    out.append(
+        Finding(
+            "difference_grows",
+            "the larger the input, the larger the PyTorch/TensorFlow difference",
+            "stated, no figure",
+            {
+                None: "fewer than 4 points where both succeeded",
+                True: "the larger half of the inputs has the larger mean difference",
+                False: "the larger half of the inputs does not have the larger mean difference",
+            }[grows],
+            NOT_MEASURED if grows is None else HOLDS if grows else DOES_NOT_HOLD,
+        )
+    )
 
     row = ref[("torchscript_speedup_vs_eager", "any")]
     ts = speedups(points, PYTORCH, "torch-traced")
     if ts:
-        per_model = {m: statistics.fmean(v for k, v in ts.items() if k[0] == m) for m in dict.fromkeys(k[0] for k in ts)}
+        per_model = {
+            m: statistics.fmean(v for k, v in ts.items() if k[0] == m) for m in dict.fromkeys(k[0] for k in ts)
+        }
         mean_x = statistics.fmean(per_model.values())
-        ours = f"x{mean_x:.2f} (mean over {len(per_model)} models of each model's mean eager/traced ratio; " + ", ".join(f"{m} x{v:.2f}" for m, v in per_model.items()) + ")"
-        out.append(Finding("torchscript", f"TorchScript (traced) faster than eager PyTorch, on average ({device.upper()} run)", f"x{row['value']}", ours,
-                           HOLDS if mean_x > 1 else DOES_NOT_HOLD))
+        ours = (
+            f"x{mean_x:.2f} (mean over {len(per_model)} models of each model's mean eager/traced ratio; "
+            + ", ".join(f"{m} x{v:.2f}" for m, v in per_model.items())
+            + ")"
+        )
+        out.append(
+            Finding(
+                "torchscript",
+                f"TorchScript (traced) faster than eager PyTorch, on average ({device.upper()} run)",
+                f"x{row['value']}",
+                ours,
+                HOLDS if mean_x > 1 else DOES_NOT_HOLD,
+            )
+        )
     else:
-        out.append(Finding("torchscript", "TorchScript (traced) faster than eager PyTorch, on average", f"x{row['value']}", "no point with both columns", NOT_MEASURED))
+        out.append(
+            Finding(
+                "torchscript",
+                "TorchScript (traced) faster than eager PyTorch, on average",
+                f"x{row['value']}",
+                "no point with both columns",
+                NOT_MEASURED,
+            )
+        )
     xlnet = {k: v for k, v in ts.items() if k[0] == "xlnet"}
-    out.append(Finding("torchscript_xlnet", "TorchScript always faster on XLNet", "always faster",
-                       f"faster at {sum(v > 1 for v in xlnet.values())} of {len(xlnet)} points" if xlnet else "XLNet not measured",
-                       NOT_MEASURED if not xlnet else HOLDS if all(v > 1 for v in xlnet.values()) else DOES_NOT_HOLD))
+    out.append(
+        Finding(
+            "torchscript_xlnet",
+            "TorchScript always faster on XLNet",
+            "always faster",
+            f"faster at {sum(v > 1 for v in xlnet.values())} of {len(xlnet)} points" if xlnet else "XLNet not measured",
+            NOT_MEASURED if not xlnet else HOLDS if all(v > 1 for v in xlnet.values()) else DOES_NOT_HOLD,
+        )
+    )
     xlm = {k: v for k, v in ts.items() if k[0] == "xlm"}
     if len(xlm) >= 2:
         ordered = [v for _, v in sorted((k[1] * k[2], v) for k, v in xlm.items())]
@@ -145,30 +208,76 @@ def findings(points: list[PointFigure], on_gpu: bool) -> list[Finding]:
         ours = f"smaller half of the inputs x{small:.2f}, larger half x{large:.2f}"
     else:
         verdict, ours = NOT_MEASURED, "fewer than 2 XLM points with both columns"
-    out.append(Finding("torchscript_xlm", "TorchScript unreliable on XLM: faster on small inputs, slower on large", "stated, no figure", ours, verdict))
+    out.append(
+        Finding(
+            "torchscript_xlm",
+            "TorchScript unreliable on XLM: faster on small inputs, slower on large",
+            "stated, no figure",
+            ours,
+            verdict,
+        )
+    )
 
     xla = speedups(points, TENSORFLOW, "tf-xla")
-    xla_ours = (f"on this {device.upper()}: x{statistics.fmean(xla.values()):.2f} mean over {len(xla)} points, "
-                f"{sum(v > 1 for v in xla.values())} faster") if xla else "no point with both columns"
-    for key, label in (("xla_speedup_vs_tf", "XLA speeds up every model, most by about"), ("xla_time_reduction_small_inputs", "XLA: up to this much less time at small inputs")):
+    xla_ours = (
+        (
+            f"on this {device.upper()}: x{statistics.fmean(xla.values()):.2f} mean over {len(xla)} points, "
+            f"{sum(v > 1 for v in xla.values())} faster"
+        )
+        if xla
+        else "no point with both columns"
+    )
+    for key, label in (
+        ("xla_speedup_vs_tf", "XLA speeds up every model, most by about"),
+        ("xla_time_reduction_small_inputs", "XLA: up to this much less time at small inputs"),
+    ):
         row = ref[(key, "gpu")]
         if not on_gpu:
-            out.append(Finding(key, f"GPU: {label} {row['value']}", f"{row['value']} {row['unit']}", xla_ours + " (a GPU finding: not re-tested)", NOT_TESTED))
+            out.append(
+                Finding(
+                    key,
+                    f"GPU: {label} {row['value']}",
+                    f"{row['value']} {row['unit']}",
+                    xla_ours + " (a GPU finding: not re-tested)",
+                    NOT_TESTED,
+                )
+            )
         elif not xla:
-            out.append(Finding(key, f"GPU: {label} {row['value']}", f"{row['value']} {row['unit']}", xla_ours, NOT_MEASURED))
+            out.append(
+                Finding(key, f"GPU: {label} {row['value']}", f"{row['value']} {row['unit']}", xla_ours, NOT_MEASURED)
+            )
         elif key == "xla_speedup_vs_tf":
             models = {k[0] for k in xla}
             every = all(statistics.fmean(v for k, v in xla.items() if k[0] == m) > 1 for m in models)
-            out.append(Finding(key, f"GPU: {label} {row['value']}", f"x{row['value']}", xla_ours, HOLDS if every else DOES_NOT_HOLD))
+            out.append(
+                Finding(
+                    key, f"GPU: {label} {row['value']}", f"x{row['value']}", xla_ours, HOLDS if every else DOES_NOT_HOLD
+                )
+            )
         else:
             best = 1 - 1 / max(xla.values())
-            out.append(Finding(key, f"GPU: {label} {row['value']}", f"{float(row['value']):.0%} less time", f"at most {best:.0%} less time",
-                               HOLDS if best >= float(row["value"]) * 0.5 else DOES_NOT_HOLD))
+            out.append(
+                Finding(
+                    key,
+                    f"GPU: {label} {row['value']}",
+                    f"{float(row['value']):.0%} less time",
+                    f"at most {best:.0%} less time",
+                    HOLDS if best >= float(row["value"]) * 0.5 else DOES_NOT_HOLD,
+                )
+            )
 
     row = ref[("pytorch_oom_point", "gpu")]
     ooms = sorted({(p.column, p.batch, p.length) for p in points if p.status in ("oom", "oom-predicted")})
-    ours = f"{len(ooms)} out-of-memory point(s)" + (": " + ", ".join(f"{c} {b}x{n}" for c, b, n in ooms) if ooms else "")
-    out.append(Finding("pytorch_oom", f"GPU: PyTorch ran out of memory at batch x length {row['value']} for all but the distilled models",
-                       row["value"], ours if on_gpu else ours + f" on this {device.upper()}",
-                       NOT_TESTED if not on_gpu else HOLDS if any(c.startswith("torch") for c, _, _ in ooms) else DOES_NOT_HOLD))
+    ours = f"{len(ooms)} out-of-memory point(s)" + (
+        ": " + ", ".join(f"{c} {b}x{n}" for c, b, n in ooms) if ooms else ""
+    )
+    out.append(
+        Finding(
+            "pytorch_oom",
+            f"GPU: PyTorch ran out of memory at batch x length {row['value']} for all but the distilled models",
+            row["value"],
+            ours if on_gpu else ours + f" on this {device.upper()}",
+            NOT_TESTED if not on_gpu else HOLDS if any(c.startswith("torch") for c, _, _ in ooms) else DOES_NOT_HOLD,
+        )
+    )
     return out

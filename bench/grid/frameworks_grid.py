@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import json
 import warnings
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -40,7 +41,9 @@ def export_weights(model: GridModel, size: str, folder: Path) -> dict[str, Any]:
     return {"parameters": sum(p.numel() for p in net.parameters()), "config": config.to_dict()}
 
 
-def torch_columns(model: GridModel, folder: Path, columns: list[str]) -> tuple[dict[str, Callable[[np.ndarray], Forward]], dict[str, Any]]:
+def torch_columns(
+    model: GridModel, folder: Path, columns: list[str]
+) -> tuple[dict[str, Callable[[np.ndarray], Forward]], dict[str, Any]]:
     """PyTorch eager, traced (torch.jit.trace: legacy, deprecated in torch 2.10 but working) and torch.compile,
     one model. Returns per column a factory: given a point's input it returns the forward for that input's shape
     (a trace and a compile are specialised to a shape, as the published TorchScript runs were)."""
@@ -76,6 +79,7 @@ def torch_columns(model: GridModel, folder: Path, columns: list[str]) -> tuple[d
         def forward(_):
             with torch.inference_mode():
                 return wrapped(x)
+
         return forward
 
     def traced(ids: np.ndarray) -> Forward:
@@ -85,11 +89,14 @@ def torch_columns(model: GridModel, folder: Path, columns: list[str]) -> tuple[d
                 warnings.simplefilter("always")
                 script = torch.jit.trace(wrapped, (x,), check_trace=False)
             # Recorded, not hidden, and never an error: the run's settings list what the trace warned.
-            trace_warnings.extend(sorted({f"{w.category.__name__}: {str(w.message)[:200]}" for w in caught} - set(trace_warnings)))
+            trace_warnings.extend(
+                sorted({f"{w.category.__name__}: {str(w.message)[:200]}" for w in caught} - set(trace_warnings))
+            )
 
         def forward(_):
             with torch.no_grad():
                 return script(x)
+
         return forward
 
     def compile_(ids: np.ndarray) -> Forward:
@@ -98,6 +105,7 @@ def torch_columns(model: GridModel, folder: Path, columns: list[str]) -> tuple[d
         def forward(_):
             with torch.inference_mode():
                 return compiled(x)
+
         return forward
 
     factories = {"torch-eager": eager, "torch-traced": traced, "torch-compile": compile_}
@@ -111,7 +119,9 @@ def torch_columns(model: GridModel, folder: Path, columns: list[str]) -> tuple[d
     return {c: factories[c] for c in columns}, facts
 
 
-def tf_columns(model: GridModel, folder: Path, columns: list[str]) -> tuple[dict[str, Callable[[np.ndarray], Forward]], dict[str, Any]]:
+def tf_columns(
+    model: GridModel, folder: Path, columns: list[str]
+) -> tuple[dict[str, Callable[[np.ndarray], Forward]], dict[str, Any]]:
     """transformers 4.57's TF twin, in a tf.function (as published) and with XLA (jit_compile=True)."""
     import safetensors.numpy
     import tensorflow as tf
@@ -127,13 +137,17 @@ def tf_columns(model: GridModel, folder: Path, columns: list[str]) -> tuple[dict
     def last_hidden(x):
         return net(input_ids=x, training=False).last_hidden_state
 
-    functions = {"tf-function": tf.function(last_hidden, jit_compile=False), "tf-xla": tf.function(last_hidden, jit_compile=True)}
+    functions = {
+        "tf-function": tf.function(last_hidden, jit_compile=False),
+        "tf-xla": tf.function(last_hidden, jit_compile=True),
+    }
 
     def factory(column: str):
         def make(ids: np.ndarray) -> Forward:
             x = tf.constant(ids)
             fn = functions[column]
             return lambda _: fn(x)
+
         return make
 
     facts = {"parameters": int(net.count_params()), "functions": functions}
@@ -147,7 +161,9 @@ def keras_inputs(model: GridModel, ids: np.ndarray) -> dict[str, np.ndarray]:
     return inputs
 
 
-def keras_columns(model: GridModel, folder: Path, columns: list[str]) -> tuple[dict[str, Callable[[np.ndarray], Forward]], dict[str, Any]]:
+def keras_columns(
+    model: GridModel, folder: Path, columns: list[str]
+) -> tuple[dict[str, Callable[[np.ndarray], Forward]], dict[str, Any]]:
     """keras-hub 0.32's backbone on this env's Keras backend: the transformers weights through keras-hub's
     converter where it has one, else (XLNet) a random init whose parameter count must equal the PyTorch model's."""
     import keras
@@ -160,8 +176,14 @@ def keras_columns(model: GridModel, folder: Path, columns: list[str]) -> tuple[d
         weights = "converted by keras-hub from the PyTorch model's model.safetensors"
     else:  # XLNet
         keras.utils.set_random_seed(SEED)
-        net = cls(vocabulary_size=config["vocab_size"], num_layers=config["n_layer"], num_heads=config["n_head"],
-                  hidden_dim=config["d_model"], intermediate_dim=config["d_inner"], dropout=0.0)
+        net = cls(
+            vocabulary_size=config["vocab_size"],
+            num_layers=config["n_layer"],
+            num_heads=config["n_head"],
+            hidden_dim=config["d_model"],
+            intermediate_dim=config["d_inner"],
+            dropout=0.0,
+        )
         weights = "random init (keras-hub has no XLNet converter); outputs not comparable, parameter count checked"
 
     def make(ids: np.ndarray) -> Forward:
@@ -170,10 +192,17 @@ def keras_columns(model: GridModel, folder: Path, columns: list[str]) -> tuple[d
         def forward(_):
             out = net.predict_on_batch(inputs)
             return out["sequence_output"] if isinstance(out, dict) else out
+
         return forward
 
-    facts = {"parameters": int(net.count_params()), "weights": weights, "keras": keras.__version__,
-             "keras_backend": keras.backend.backend(), "dropout": 0.0, "model": net}
+    facts = {
+        "parameters": int(net.count_params()),
+        "weights": weights,
+        "keras": keras.__version__,
+        "keras_backend": keras.backend.backend(),
+        "dropout": 0.0,
+        "model": net,
+    }
     return {c: make for c in columns}, facts
 
 

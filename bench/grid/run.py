@@ -22,13 +22,14 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from bench.backends import cell_environment
-from bench.errors import BenchError
 from bench.drift import reference_ms
+from bench.errors import BenchError
 from bench.failures import PeakMemory, crash_status, oom_kill_count
 from bench.grid.spec import COLUMNS, MODELS, REFERENCE_COLUMN, TASK, Grid, GridModel
 from bench.grid.worker import REPLY
@@ -63,14 +64,29 @@ class GridResult(Result):
 
 
 def grid_result_path(cell: Cell, length: int | None, machine: dict[str, Any]) -> Path:
-    return Path(GRID_DIR) / cell.profile / machine_slug(machine) / cell.model / f"{cell.variant}__bs{cell.batch_size}__len{length}.json"
+    return (
+        Path(GRID_DIR)
+        / cell.profile
+        / machine_slug(machine)
+        / cell.model
+        / f"{cell.variant}__bs{cell.batch_size}__len{length}.json"
+    )
 
 
 def grid_cell(model: str, column: str, batch: int, grid: Grid) -> Cell:
     """The result file's cell: backend = the column's env, variant = the column. Not a cell of the published
     table, so it is built unvalidated, as archived cells are (the schema's own checks apply)."""
-    data = {"backend": COLUMNS[column].env, "model": model, "task": TASK, "batch_size": batch, "profile": f"grid-{grid.name}",
-            "variant": column, "warmup_steps": grid.warmup, "timed_steps": grid.max_repeats, "max_warmup_steps": grid.max_warmup}
+    data = {
+        "backend": COLUMNS[column].env,
+        "model": model,
+        "task": TASK,
+        "batch_size": batch,
+        "profile": f"grid-{grid.name}",
+        "variant": column,
+        "warmup_steps": grid.warmup,
+        "timed_steps": grid.max_repeats,
+        "max_warmup_steps": grid.max_warmup,
+    }
     check_cell_schema(data)
     return Cell.from_dict(data, validate=False)
 
@@ -86,9 +102,23 @@ class WorkerProcess:
         self.replies: queue.Queue = queue.Queue()
         self.tail: list[str] = []
         self.oom_before = oom_kill_count()
-        env_vars = {**os.environ, **cell_environment(env), **WORKER_ENVIRONMENT, "PYTHONUNBUFFERED": "1", "BENCH_GIT_COMMIT": git.get("commit") or ""}
-        self.proc = subprocess.Popen([env_python(env), "-m", "bench.grid.worker", *argv], cwd=REPO_ROOT, env=env_vars, stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+        env_vars = {
+            **os.environ,
+            **cell_environment(env),
+            **WORKER_ENVIRONMENT,
+            "PYTHONUNBUFFERED": "1",
+            "BENCH_GIT_COMMIT": git.get("commit") or "",
+        }
+        self.proc = subprocess.Popen(
+            [env_python(env), "-m", "bench.grid.worker", *argv],
+            cwd=REPO_ROOT,
+            env=env_vars,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+        )
         self.reader = threading.Thread(target=self._pump, args=(echo,), daemon=True)
         self.reader.start()
         self.memory = PeakMemory(self.proc.pid).__enter__()  # what it held, should the machine kill it
@@ -96,7 +126,7 @@ class WorkerProcess:
     def _pump(self, echo) -> None:
         for line in self.proc.stdout:
             if line.startswith(REPLY):
-                self.replies.put(json.loads(line[len(REPLY):]))
+                self.replies.put(json.loads(line[len(REPLY) :]))
                 continue
             self.log.write(line)
             self.log.flush()
@@ -119,11 +149,20 @@ class WorkerProcess:
             answer = self.replies.get(timeout=timeout_s)
         except queue.Empty:
             self.stop()
-            return {"status": "timeout", "message": f"no answer after {timeout_s:.0f} s; the {self.env_name} worker was killed"}
+            return {
+                "status": "timeout",
+                "message": f"no answer after {timeout_s:.0f} s; the {self.env_name} worker was killed",
+            }
         if answer is None:
             self.proc.wait()
-            status, how = crash_status(self.proc.returncode, "\n".join(self.tail), self.oom_before, oom_kill_count(),
-                                     self.memory.peak_gib, ram_gib())
+            status, how = crash_status(
+                self.proc.returncode,
+                "\n".join(self.tail),
+                self.oom_before,
+                oom_kill_count(),
+                self.memory.peak_gib,
+                ram_gib(),
+            )
             last = " | ".join(line for line in self.tail[-5:] if line)
             return {"status": status, "message": f"the {self.env_name} worker {how}; last output: {last}"}
         return answer
@@ -180,7 +219,9 @@ class ColumnState:
     done: bool = False
 
 
-def run_grid(models: list[str], columns: list[str], grid: Grid, results_dir: Path, echo: Callable[[str], None] | None = None) -> list[Result]:
+def run_grid(
+    models: list[str], columns: list[str], grid: Grid, results_dir: Path, echo: Callable[[str], None] | None = None
+) -> list[Result]:
     """Run the grid for these models and columns; write and return one result per point and column."""
     progress = None if echo is not None else Progress()
     say = echo or progress.message
@@ -193,23 +234,34 @@ def run_grid(models: list[str], columns: list[str], grid: Grid, results_dir: Pat
     started = time.perf_counter()
     written: list[Result] = []
     points = grid.points()
-    say(f"grid {grid.name}: {len(models)} model(s) x {len(columns)} column(s) x {len(points)} point(s) "
+    say(
+        f"grid {grid.name}: {len(models)} model(s) x {len(columns)} column(s) x {len(points)} point(s) "
         f"({', '.join(f'{b}x{n}' for b, n in points)}); repeats {grid.min_repeats}-{grid.max_repeats}, "
-        f"point cap {grid.point_cap_s} s")
+        f"point cap {grid.point_cap_s} s"
+    )
     scratch = Path(tempfile.mkdtemp(prefix="grid-", dir=os.environ.get("BENCH_GRID_TMP") or None))
     workers = Workers(grid, scratch / "outputs", results_dir / "logs" / GRID_DIR / grid.name, git, say)
     try:
         for index, name in enumerate(models, 1):
-            say(f"[{index}/{len(models)}] {MODELS[name].display}: exporting seeded weights (elapsed {hms(time.perf_counter() - started)})")
-            written += run_model(MODELS[name], columns, grid, results_dir, scratch / name, workers, git, machine, reference, say)
+            say(
+                f"[{index}/{len(models)}] {MODELS[name].display}: exporting seeded weights (elapsed {hms(time.perf_counter() - started)})"
+            )
+            written += run_model(
+                MODELS[name], columns, grid, results_dir, scratch / name, workers, git, machine, reference, say
+            )
     finally:
         workers.stop()
         shutil.rmtree(scratch, ignore_errors=True)
         if progress:
             progress.close()
     end = reference_ms()
-    say(f"reference probe: {reference['start_ms']:.3f} ms at the start, {end:.3f} ms at the end (x{end / reference['start_ms']:.2f})")
-    say(f"{len(written)} grid results in {hms(time.perf_counter() - started)}: " + ", ".join(f"{n} {s}" for s, n in status_counts(written).items()))
+    say(
+        f"reference probe: {reference['start_ms']:.3f} ms at the start, {end:.3f} ms at the end (x{end / reference['start_ms']:.2f})"
+    )
+    say(
+        f"{len(written)} grid results in {hms(time.perf_counter() - started)}: "
+        + ", ".join(f"{n} {s}" for s, n in status_counts(written).items())
+    )
     return written
 
 
@@ -227,8 +279,13 @@ class Workers:
         if worker is None or not worker.alive:
             if worker is not None:
                 worker.stop()
-            worker = WorkerProcess(env, ["serve", "--env", env, "--exchange", str(self.exchange), "--plan", self.plan],
-                                   self.logs / f"{env}.log", self.git, self.say)
+            worker = WorkerProcess(
+                env,
+                ["serve", "--env", env, "--exchange", str(self.exchange), "--plan", self.plan],
+                self.logs / f"{env}.log",
+                self.git,
+                self.say,
+            )
             self.by_env[env] = worker
         return worker
 
@@ -240,8 +297,14 @@ class Workers:
         for env in by_env:
             setup[env] = self.by_env[env].ask(None, SETUP_TIMEOUT_S)
             facts = setup[env].get("facts", {})
-            self.say(f"    {env}: {setup[env]['status']}" + (f", {facts.get('parameters'):,} parameters, set up in {setup[env].get('setup_s')} s"
-                                                             if setup[env]["status"] == "ok" else f": {setup[env].get('message')}"))
+            self.say(
+                f"    {env}: {setup[env]['status']}"
+                + (
+                    f", {facts.get('parameters'):,} parameters, set up in {setup[env].get('setup_s')} s"
+                    if setup[env]["status"] == "ok"
+                    else f": {setup[env].get('message')}"
+                )
+            )
         return setup
 
     def stop(self) -> None:
@@ -249,9 +312,22 @@ class Workers:
             worker.stop()
 
 
-def run_model(model: GridModel, columns: list[str], grid: Grid, results_dir: Path, folder: Path, workers: Workers, git, machine, reference, say) -> list[Result]:
+def run_model(
+    model: GridModel,
+    columns: list[str],
+    grid: Grid,
+    results_dir: Path,
+    folder: Path,
+    workers: Workers,
+    git,
+    machine,
+    reference,
+    say,
+) -> list[Result]:
     weights = folder / "weights"
-    exported = workers.get(COLUMNS[REFERENCE_COLUMN].env).ask({"op": "export", "model": model.name, "size": grid.size, "folder": str(weights)}, SETUP_TIMEOUT_S)
+    exported = workers.get(COLUMNS[REFERENCE_COLUMN].env).ask(
+        {"op": "export", "model": model.name, "size": grid.size, "folder": str(weights)}, SETUP_TIMEOUT_S
+    )
     by_env: dict[str, list[str]] = {}
     for c in columns:
         if model.why_na(COLUMNS[c], 0) is None:  # a column NA at every length (no Keras XLM) loads nothing
@@ -267,7 +343,10 @@ def run_model(model: GridModel, columns: list[str], grid: Grid, results_dir: Pat
             na = model.why_na(COLUMNS[c], length)
             state = ColumnState(c, workers.by_env.get(env), na=na)
             if na is None and exported["status"] != "ok":
-                state.failed = {"status": exported["status"], "message": f"exporting the weights: {exported.get('message')}"}
+                state.failed = {
+                    "status": exported["status"],
+                    "message": f"exporting the weights: {exported.get('message')}",
+                }
             elif na is None and setup[env]["status"] != "ok":
                 state.failed = {"status": setup[env]["status"], "message": setup[env].get("message")}
             elif na is None and not workers.by_env[env].alive:  # died at an earlier point (OOM): a fresh one
@@ -278,7 +357,9 @@ def run_model(model: GridModel, columns: list[str], grid: Grid, results_dir: Pat
             states.append(state)
         say(f"    batch {batch} x length {length}: " + ", ".join(s.column for s in states if not s.na and not s.failed))
         run_point(states, batch, length, grid)
-        written += finish_point(model, states, batch, length, grid, results_dir, git, machine, reference, setup, exported, say)
+        written += finish_point(
+            model, states, batch, length, grid, results_dir, git, machine, reference, setup, exported, say
+        )
         for s in states:
             if s.output:
                 Path(s.output).unlink(missing_ok=True)
@@ -312,7 +393,9 @@ def run_point(states: list[ColumnState], batch: int, length: int, grid: Grid) ->
                 s.done = True
 
 
-def finish_point(model, states, batch, length, grid, results_dir, git, machine, reference, setup, exported, say) -> list[Result]:
+def finish_point(
+    model, states, batch, length, grid, results_dir, git, machine, reference, setup, exported, say
+) -> list[Result]:
     written = []
     probe_ms = reference_ms()  # the drift probe once per point (50 ms): the machine's state as its results are written
     ref = next((s for s in states if s.column == REFERENCE_COLUMN and not s.failed and s.output), None)
@@ -320,32 +403,57 @@ def finish_point(model, states, batch, length, grid, results_dir, git, machine, 
         if s.na:
             run = Run(status="unsupported", message=s.na, settings={"sequence_length": length, "column": s.column})
         elif s.failed:
-            run = Run(status=s.failed["status"], message=s.failed.get("message"), settings={"sequence_length": length, "column": s.column})
+            run = Run(
+                status=s.failed["status"],
+                message=s.failed.get("message"),
+                settings={"sequence_length": length, "column": s.column},
+            )
         else:
-            answer = s.worker.ask({"op": "result", "column": s.column, "batch": batch, "length": length}, CALL_TIMEOUT_S)
+            answer = s.worker.ask(
+                {"op": "result", "column": s.column, "batch": batch, "length": length}, CALL_TIMEOUT_S
+            )
             if "status" in answer and "settings" not in answer:
-                run = Run(status=answer["status"], message=answer.get("message"), settings={"sequence_length": length, "column": s.column})
+                run = Run(
+                    status=answer["status"],
+                    message=answer.get("message"),
+                    settings={"sequence_length": length, "column": s.column},
+                )
             else:
                 run = Run.from_dict(answer)
                 check_parity(model, s, ref, run, exported)
         run.reference = None
-        result = GridResult(cell=grid_cell(model.name, s.column, batch, grid), runs=[run], unit="ms/forward",
-                            provenance={"git": git, "machine": machine, "profile_choice": f"make grid GRID={grid.name}",
-                                        "orchestrator": sys.argv, "repeats_planned": 1, "study": "inference grid (issue 14)",
-                                        "worker_environment": WORKER_ENVIRONMENT,
-                                        "reference": {**reference, "at_write_ms": probe_ms},
-                                        # other jobs on the machine while this point ran (1-minute load average)
-                                        "load_average_1m": round(os.getloadavg()[0], 2), "cpu_count": os.cpu_count(),
-                                        "weights": {"source": "seeded PyTorch model (bench/grid/frameworks_grid.py export_weights)",
-                                                    "parameters": exported.get("parameters")}},
-                            created_at=now_utc())
+        result = GridResult(
+            cell=grid_cell(model.name, s.column, batch, grid),
+            runs=[run],
+            unit="ms/forward",
+            provenance={
+                "git": git,
+                "machine": machine,
+                "profile_choice": f"make grid GRID={grid.name}",
+                "orchestrator": sys.argv,
+                "repeats_planned": 1,
+                "study": "inference grid (issue 14)",
+                "worker_environment": WORKER_ENVIRONMENT,
+                "reference": {**reference, "at_write_ms": probe_ms},
+                # other jobs on the machine while this point ran (1-minute load average)
+                "load_average_1m": round(os.getloadavg()[0], 2),
+                "cpu_count": os.cpu_count(),
+                "weights": {
+                    "source": "seeded PyTorch model (bench/grid/frameworks_grid.py export_weights)",
+                    "parameters": exported.get("parameters"),
+                },
+            },
+            created_at=now_utc(),
+        )
         path = result.write(results_dir)
         written.append(result)
         say(f"      {s.column:17s} {result.describe()}  [{path.relative_to(results_dir)}]")
     return written
 
 
-def check_parity(model: GridModel, state: ColumnState, ref: ColumnState | None, run: Run, exported: dict[str, Any]) -> None:
+def check_parity(
+    model: GridModel, state: ColumnState, ref: ColumnState | None, run: Run, exported: dict[str, Any]
+) -> None:
     """Record the column's largest difference from the reference column's last hidden state; beyond TOLERANCE
     the point fails (status error, with the figure), since it would time another computation. Keras XLNet
     has random weights (no converter): its parameter count must equal the PyTorch model's instead."""

@@ -41,7 +41,7 @@ class GridModel:
         values.update({key: 0.0 for key in self.dropout_keys})
         return values
 
-    def why_na(self, column: "Column", length: int) -> str | None:
+    def why_na(self, column: Column, length: int) -> str | None:
         """Why this (model, column, length) point cannot exist, or None."""
         if self.max_positions is not None and length > self.max_positions:
             return f"sequence length {length} is above {self.display}'s {self.max_positions} positions"
@@ -58,27 +58,129 @@ MODELS: dict[str, GridModel] = {
     for m in (
         # keras-hub's BertBackbone computes GELU's tanh approximation (transformers' "gelu_new"), BERT's config the
         # exact GELU: so that every framework computes one function, the grid's BERT uses the approximation (same cost).
-        GridModel("bert", "BERT base", "BertConfig", "BertModel", "TFBertModel", dict(hidden_act="gelu_new"),
-                  dict(_TINY, hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64, hidden_act="gelu_new"),
-                  _BERT_DROPOUT, 512, "BertBackbone", True),
-        GridModel("distilbert", "DistilBERT base", "DistilBertConfig", "DistilBertModel", "TFDistilBertModel", {}, dict(_TINY, dim=32, n_layers=2, n_heads=2, hidden_dim=64),
-                  ("dropout", "attention_dropout"), 512, "DistilBertBackbone", True, weight_prefix="distilbert."),
-        GridModel("gpt2", "GPT-2 (124M)", "GPT2Config", "GPT2Model", "TFGPT2Model", {}, dict(_TINY, n_embd=32, n_layer=2, n_head=2, bos_token_id=0, eos_token_id=0),
-                  ("resid_pdrop", "embd_pdrop", "attn_pdrop"), 1024, "GPT2Backbone", True),
-        GridModel("distilgpt2", "DistilGPT-2", "GPT2Config", "GPT2Model", "TFGPT2Model", dict(n_layer=6), dict(_TINY, n_embd=32, n_layer=1, n_head=2, bos_token_id=0, eos_token_id=0),
-                  ("resid_pdrop", "embd_pdrop", "attn_pdrop"), 1024, "GPT2Backbone", True),
+        GridModel(
+            "bert",
+            "BERT base",
+            "BertConfig",
+            "BertModel",
+            "TFBertModel",
+            dict(hidden_act="gelu_new"),
+            dict(
+                _TINY,
+                hidden_size=32,
+                num_hidden_layers=2,
+                num_attention_heads=2,
+                intermediate_size=64,
+                hidden_act="gelu_new",
+            ),
+            _BERT_DROPOUT,
+            512,
+            "BertBackbone",
+            True,
+        ),
+        GridModel(
+            "distilbert",
+            "DistilBERT base",
+            "DistilBertConfig",
+            "DistilBertModel",
+            "TFDistilBertModel",
+            {},
+            dict(_TINY, dim=32, n_layers=2, n_heads=2, hidden_dim=64),
+            ("dropout", "attention_dropout"),
+            512,
+            "DistilBertBackbone",
+            True,
+            weight_prefix="distilbert.",
+        ),
+        GridModel(
+            "gpt2",
+            "GPT-2 (124M)",
+            "GPT2Config",
+            "GPT2Model",
+            "TFGPT2Model",
+            {},
+            dict(_TINY, n_embd=32, n_layer=2, n_head=2, bos_token_id=0, eos_token_id=0),
+            ("resid_pdrop", "embd_pdrop", "attn_pdrop"),
+            1024,
+            "GPT2Backbone",
+            True,
+        ),
+        GridModel(
+            "distilgpt2",
+            "DistilGPT-2",
+            "GPT2Config",
+            "GPT2Model",
+            "TFGPT2Model",
+            dict(n_layer=6),
+            dict(_TINY, n_embd=32, n_layer=1, n_head=2, bos_token_id=0, eos_token_id=0),
+            ("resid_pdrop", "embd_pdrop", "attn_pdrop"),
+            1024,
+            "GPT2Backbone",
+            True,
+        ),
         # roberta-base's config: 514 positions (2 taken by the padding offset), one token type, pad id 1.
-        GridModel("roberta", "RoBERTa base", "RobertaConfig", "RobertaModel", "TFRobertaModel",
-                  dict(vocab_size=50265, max_position_embeddings=514, type_vocab_size=1, pad_token_id=1, bos_token_id=0, eos_token_id=2, layer_norm_eps=1e-5),
-                  dict(_TINY, hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64, max_position_embeddings=514, type_vocab_size=1,
-                       pad_token_id=1, bos_token_id=0, eos_token_id=2, layer_norm_eps=1e-5),
-                  _BERT_DROPOUT, 512, "RobertaBackbone", True, weight_prefix="roberta."),
+        GridModel(
+            "roberta",
+            "RoBERTa base",
+            "RobertaConfig",
+            "RobertaModel",
+            "TFRobertaModel",
+            dict(
+                vocab_size=50265,
+                max_position_embeddings=514,
+                type_vocab_size=1,
+                pad_token_id=1,
+                bos_token_id=0,
+                eos_token_id=2,
+                layer_norm_eps=1e-5,
+            ),
+            dict(
+                _TINY,
+                hidden_size=32,
+                num_hidden_layers=2,
+                num_attention_heads=2,
+                intermediate_size=64,
+                max_position_embeddings=514,
+                type_vocab_size=1,
+                pad_token_id=1,
+                bos_token_id=0,
+                eos_token_id=2,
+                layer_norm_eps=1e-5,
+            ),
+            _BERT_DROPOUT,
+            512,
+            "RobertaBackbone",
+            True,
+            weight_prefix="roberta.",
+        ),
         # xlnet-base-cased (XLNetConfig's defaults are the large model); relative positions: no length limit.
-        GridModel("xlnet", "XLNet base", "XLNetConfig", "XLNetModel", "TFXLNetModel", dict(d_model=768, n_layer=12, n_head=12, d_inner=3072),
-                  dict(_TINY, d_model=32, n_layer=2, n_head=2, d_inner=64), ("dropout",), None, "XLNetBackbone", False),
+        GridModel(
+            "xlnet",
+            "XLNet base",
+            "XLNetConfig",
+            "XLNetModel",
+            "TFXLNetModel",
+            dict(d_model=768, n_layer=12, n_head=12, d_inner=3072),
+            dict(_TINY, d_model=32, n_layer=2, n_head=2, d_inner=64),
+            ("dropout",),
+            None,
+            "XLNetBackbone",
+            False,
+        ),
         # xlm-mlm-en-2048 is XLMConfig's default: 2048 wide, 12 layers, 16 heads, 512 positions.
-        GridModel("xlm", "XLM (mlm-en-2048)", "XLMConfig", "XLMModel", "TFXLMModel", {}, dict(_TINY, emb_dim=32, n_layers=2, n_heads=2),
-                  ("dropout", "attention_dropout"), 512, None, keras_na="keras-hub 0.32 has no XLM model"),
+        GridModel(
+            "xlm",
+            "XLM (mlm-en-2048)",
+            "XLMConfig",
+            "XLMModel",
+            "TFXLMModel",
+            {},
+            dict(_TINY, emb_dim=32, n_layers=2, n_heads=2),
+            ("dropout", "attention_dropout"),
+            512,
+            None,
+            keras_na="keras-hub 0.32 has no XLM model",
+        ),
     )
 }
 
@@ -98,12 +200,52 @@ COLUMNS: dict[str, Column] = {
     c.name: c
     for c in (
         Column("torch-eager", "PyTorch eager", "native-torch", "torch", "torch", "pytorch", "the first forward pass"),
-        Column("torch-traced", "PyTorch traced (TorchScript, legacy)", "native-torch", "torch", "torch", "", "torch.jit.trace + the first forward pass"),
-        Column("torch-compile", "PyTorch torch.compile", "native-torch", "torch", "torch", "", "dynamo capture + inductor compile (where this shape needs one: the first point, and the first batch above 1; the graph has dynamic sizes) + the first forward pass"),
-        Column("tf-function", "TensorFlow (tf.function)", "tf-transformers", "tf", "tensorflow", "tensorflow", "tf.function trace + the first forward pass"),
-        Column("tf-xla", "TensorFlow XLA (jit_compile)", "tf-transformers", "tf", "tensorflow", "", "trace + XLA compile + the first forward pass"),
+        Column(
+            "torch-traced",
+            "PyTorch traced (TorchScript, legacy)",
+            "native-torch",
+            "torch",
+            "torch",
+            "",
+            "torch.jit.trace + the first forward pass",
+        ),
+        Column(
+            "torch-compile",
+            "PyTorch torch.compile",
+            "native-torch",
+            "torch",
+            "torch",
+            "",
+            "dynamo capture + inductor compile (where this shape needs one: the first point, and the first batch above 1; the graph has dynamic sizes) + the first forward pass",
+        ),
+        Column(
+            "tf-function",
+            "TensorFlow (tf.function)",
+            "tf-transformers",
+            "tf",
+            "tensorflow",
+            "tensorflow",
+            "tf.function trace + the first forward pass",
+        ),
+        Column(
+            "tf-xla",
+            "TensorFlow XLA (jit_compile)",
+            "tf-transformers",
+            "tf",
+            "tensorflow",
+            "",
+            "trace + XLA compile + the first forward pass",
+        ),
         Column("keras-jax", "Keras 3 (JAX)", "jax", "keras", "jax", "", "trace + XLA compile + the first forward pass"),
-        Column("keras-tensorflow", "Keras 3 (TensorFlow)", "tensorflow", "keras", "tensorflow", "", "tf.function trace + the first forward pass"),
+        Column(
+            "keras-tensorflow",
+            "Keras 3 (TensorFlow)",
+            "tensorflow",
+            "keras",
+            "tensorflow",
+            "",
+            "tf.function trace + the first forward pass",
+        ),
         Column("keras-torch", "Keras 3 (PyTorch)", "torch", "keras", "torch", "", "the first forward pass"),
     )
 }
@@ -132,8 +274,12 @@ class Grid:
     max_warmup: int = 3
 
     def points(self) -> list[tuple[int, int]]:
-        return [(b, n) for b in self.batches for n in self.lengths
-                if b == 1 or self.max_tokens_above_batch1 is None or b * n <= self.max_tokens_above_batch1]
+        return [
+            (b, n)
+            for b in self.batches
+            for n in self.lengths
+            if b == 1 or self.max_tokens_above_batch1 is None or b * n <= self.max_tokens_above_batch1
+        ]
 
 
 GRIDS: dict[str, Grid] = {
@@ -175,7 +321,9 @@ def columns_for_envs(envs: list[str] | None) -> list[str]:
     out = [c.name for c in COLUMNS.values() if c.env in envs or c.name in envs]
     unknown = [e for e in envs if e not in {c.env for c in COLUMNS.values()} | set(COLUMNS)]
     if unknown:
-        raise BenchError(f"unknown grid env or column {unknown[0]!r}; valid: {', '.join(dict.fromkeys([*(c.env for c in COLUMNS.values()), *COLUMNS]))}")
+        raise BenchError(
+            f"unknown grid env or column {unknown[0]!r}; valid: {', '.join(dict.fromkeys([*(c.env for c in COLUMNS.values()), *COLUMNS]))}"
+        )
     return out
 
 

@@ -43,7 +43,9 @@ def token_ids(vocab: int, batch: int, length: int, seed: int):
 
 
 class Worker:
-    def __init__(self, model_name: str, env: str, columns: list[str], folder: Path, exchange: Path, plan: dict[str, int]):
+    def __init__(
+        self, model_name: str, env: str, columns: list[str], folder: Path, exchange: Path, plan: dict[str, int]
+    ):
         from bench import frameworks
         from bench.grid.frameworks_grid import BUILDERS
         from bench.grid.spec import COLUMNS, MODELS
@@ -69,8 +71,12 @@ class Worker:
 
         facts = {k: v for k, v in self.facts.items() if k not in ("functions", "model")}
         facts["worker_pid"] = os.getpid()  # one process per env serves every model of a run
-        return {"setup_s": self.setup_s, "facts": facts, "framework": frameworks.framework_info(self.framework),
-                "process": provenance.process_provenance()}
+        return {
+            "setup_s": self.setup_s,
+            "facts": facts,
+            "framework": frameworks.framework_info(self.framework),
+            "process": provenance.process_provenance(),
+        }
 
     def call(self, column: str, batch: int, length: int) -> dict[str, Any]:
         from bench.grid.spec import SEED
@@ -87,8 +93,13 @@ class Worker:
         timer.begin()
         out = point["forward"](None)
         timer.end(out)
-        answer = {"status": "ok", "window_ms": timer.windows_ms[-1], "steps_done": timer.steps_done,
-                  "warmup_run": timer.warmup_run, "done": timer.done}
+        answer = {
+            "status": "ok",
+            "window_ms": timer.windows_ms[-1],
+            "steps_done": timer.steps_done,
+            "warmup_run": timer.warmup_run,
+            "done": timer.done,
+        }
         if first:  # the output the orchestrator compares with the reference column's
             import numpy as np
 
@@ -115,24 +126,39 @@ class Worker:
         timer = self.points[(column, batch, length)]["timer"]
         windows = timer.windows_ms
         warm = timer.warmup_run if timer.warmup_run is not None else len(windows) - 1
-        timed = windows[1 + warm:]
-        steadiness = timer.steadiness(timed).to_dict() if timer.warmup_run is not None else {
-            "steady": False, "reasons": ["warm-up had not ended (still compiling) when the point's repeats stopped"],
-            "warmup_steps_run": warm, "compile_events_timed": 0, "outliers": []}
+        timed = windows[1 + warm :]
+        steadiness = (
+            timer.steadiness(timed).to_dict()
+            if timer.warmup_run is not None
+            else {
+                "steady": False,
+                "reasons": ["warm-up had not ended (still compiling) when the point's repeats stopped"],
+                "warmup_steps_run": warm,
+                "compile_events_timed": 0,
+                "outliers": [],
+            }
+        )
         info = self.info()
         run = Run(
             status="ok" if timed else "error",
             message=None if timed else "no timed repeat: every call after the first was warm-up",
             first_step_ms=windows[0],
             first_step_contains=COLUMNS[column].first_contains,
-            warmup_ms=windows[1:1 + warm],
+            warmup_ms=windows[1 : 1 + warm],
             timed_ms=timed,
             compile_events=list(timer.compile_events),
             steadiness=steadiness,
             setup_s=info["setup_s"],
-            settings={"unit": "ms/forward", "driver": "grid round-robin", "column": column, "sequence_length": length,
-                      "batch_size": batch, "model": self.model.name, "inference": "no grad / inference mode, dropout 0",
-                      **{k: v for k, v in info["facts"].items()}},
+            settings={
+                "unit": "ms/forward",
+                "driver": "grid round-robin",
+                "column": column,
+                "sequence_length": length,
+                "batch_size": batch,
+                "model": self.model.name,
+                "inference": "no grad / inference mode, dropout 0",
+                **{k: v for k, v in info["facts"].items()},
+            },
             framework=info["framework"],
             process=info["process"],
         )
@@ -161,7 +187,9 @@ def serve(args) -> int:
                     worker = None  # its points and factories hold the model and its compiled functions
                     release_caches()
                 print(f"loading {command['model']}: {', '.join(command['columns'])}", flush=True)
-                worker = Worker(command["model"], args.env, command["columns"], Path(command["folder"]), Path(args.exchange), plan)
+                worker = Worker(
+                    command["model"], args.env, command["columns"], Path(command["folder"]), Path(args.exchange), plan
+                )
                 reply({"status": "ok", **worker.info()})
             elif worker is None:
                 raise RuntimeError(f"{op!r} before any model was loaded")

@@ -13,7 +13,9 @@ from bench.backends import get_backend
 from bench.registry import Cell
 
 SEED = 1234  # every workload's seed (frameworks, data, the Trainer): stated here only
-COMPILED_TRAIN_STEP = "train_step (forward, loss, backward, Adam)"  # settings' compiled_function of a compiled native fit
+COMPILED_TRAIN_STEP = (
+    "train_step (forward, loss, backward, Adam)"  # settings' compiled_function of a compiled native fit
+)
 
 
 class Workload(abc.ABC):

@@ -6,11 +6,10 @@ stack: keras-nlp 0.8.2, before keras-hub existed). Their fit/predict loops are d
 """
 from __future__ import annotations
 
+from functools import cached_property
 from typing import Any
 
 import numpy as np
-
-from functools import cached_property
 
 from bench.backends import get_backend
 from bench.frameworks import device_for
@@ -73,12 +72,16 @@ def assert_keras_major(model: Any, keras_major: int) -> None:
     if keras_major == 2:
         keras2 = keras_module(2)
         if not isinstance(model, keras2.Model):
-            raise RuntimeError(f"{type(model).__name__} is not a Keras 2 ({keras2.__package_root__}) model; its classes come from {sorted(modules)}")
+            raise RuntimeError(
+                f"{type(model).__name__} is not a Keras 2 ({keras2.__package_root__}) model; its classes come from {sorted(modules)}"
+            )
     else:
         import keras
 
         if not isinstance(model, keras.Model):
-            raise RuntimeError(f"{type(model).__name__} is not a Keras 3 model; its classes come from {sorted(modules)}")
+            raise RuntimeError(
+                f"{type(model).__name__} is not a Keras 3 model; its classes come from {sorted(modules)}"
+            )
 
 
 # The published runs fed fit/predict through tf.data (keras-benchmarks v0.0.5); what a result's settings say when a
@@ -122,8 +125,10 @@ def rng(seed: int = SEED) -> np.random.Generator:
     return np.random.default_rng(seed)
 
 
-PIPELINE_BYPASS = ("; keras-hub's PipelineModel.fit/predict (which wrap any input in tf.data or grain, even with no "
-                   "preprocessor) bypassed for keras.Model's own, the same step without the wrapping")
+PIPELINE_BYPASS = (
+    "; keras-hub's PipelineModel.fit/predict (which wrap any input in tf.data or grain, even with no "
+    "preprocessor) bypassed for keras.Model's own, the same step without the wrapping"
+)
 
 
 def bypass_pipeline_input(model: Any) -> bool:
@@ -190,7 +195,9 @@ class KerasWorkload(Workload):
     def _settings(self, model: Any, policy: Any) -> dict[str, Any]:
         return {
             "keras_version": self.keras.__version__,
-            "keras_backend": self.cell.backend if self.keras_major == 3 else f"tensorflow ({self.keras.__package_root__})",
+            "keras_backend": self.cell.backend
+            if self.keras_major == 3
+            else f"tensorflow ({self.keras.__package_root__})",
             "jit_compile": _effective_jit_compile(model),
             "dtype_policy": getattr(policy, "name", str(policy)),
             "parameters": int(model.count_params()),

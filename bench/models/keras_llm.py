@@ -22,12 +22,12 @@ from __future__ import annotations
 
 import inspect
 import sys
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
 from bench.generate_split import split_lengths
-from bench.models.llm import GenerationCheckError, check_generated, prompt_ids
 from bench.models.keras_common import (
     KerasWorkload,
     assert_keras_major,
@@ -39,6 +39,7 @@ from bench.models.keras_common import (
     repeated_batch,
     rng,
 )
+from bench.models.llm import GenerationCheckError, check_generated, prompt_ids
 
 
 def backbone_arguments(s) -> dict[str, Any]:
@@ -61,7 +62,9 @@ def accepted_arguments(backbone_class, kwargs: dict[str, Any]) -> dict[str, Any]
     if "head_dim" in kwargs and "head_dim" not in parameters:  # (its **kwargs go to keras.Model, which refuses it)
         derived = kwargs["hidden_dim"] // kwargs["num_query_heads"]
         if kwargs["head_dim"] != derived:
-            raise ValueError(f"{backbone_class.__name__} derives head_dim {derived} from hidden_dim / num_query_heads; the shape asks {kwargs['head_dim']}")
+            raise ValueError(
+                f"{backbone_class.__name__} derives head_dim {derived} from hidden_dim / num_query_heads; the shape asks {kwargs['head_dim']}"
+            )
         kwargs = {k: v for k, v in kwargs.items() if k != "head_dim"}
     return kwargs
 
@@ -75,7 +78,9 @@ def build_causal_lm(lib, backbone_class: str, task_class: str, backbone_kwargs: 
 
 def attention_layers(model) -> list:
     """The backbone's attention layers (keras-hub's *Attention layers: those with a `_compute_attention`)."""
-    return [layer for layer in model.backbone._flatten_layers(include_self=False) if hasattr(layer, "_compute_attention")]
+    return [
+        layer for layer in model.backbone._flatten_layers(include_self=False) if hasattr(layer, "_compute_attention")
+    ]
 
 
 def uses_fused_attention(layer) -> bool:
@@ -111,7 +116,9 @@ class KerasCausalLM(KerasWorkload):
     def __init__(self, cell, shape):
         super().__init__(cell, shape)
         if self.keras_major != 3:
-            raise RuntimeError(f"{self.task_class} needs Keras 3 (keras-hub); {cell.backend} is Keras {self.keras_major}")
+            raise RuntimeError(
+                f"{self.task_class} needs Keras 3 (keras-hub); {cell.backend} is Keras {self.keras_major}"
+            )
         self.outputs: list[Any] = []
         self.split_outputs: dict[int, Any] = {}
 
@@ -160,7 +167,11 @@ class KerasCausalLM(KerasWorkload):
             padding_mask[:, : s.prompt_length] = True
             self.inputs = {"token_ids": token_ids, "padding_mask": padding_mask}
             self.split_inputs = self.split_call_inputs(token_ids, r)
-            self.no_stop_tokens = {"stop_token_ids": None} if "stop_token_ids" in inspect.signature(self.model.generate).parameters else {}
+            self.no_stop_tokens = (
+                {"stop_token_ids": None}
+                if "stop_token_ids" in inspect.signature(self.model.generate).parameters
+                else {}
+            )
 
     def step(self) -> Any:
         # One generate call; the first (untimed as a steady-state figure) traces and compiles the generate function,
@@ -203,7 +214,7 @@ class KerasCausalLM(KerasWorkload):
             "decode_steps_per_call": s.new_tokens,
             "decode_attends_over": [s.generate_length] * s.new_tokens,  # the cache is the whole padded length
             "split_calls": "same padded length, the prompt taken to generate_length - k real ids: "
-                           "the whole call's prefill + its first k decode steps",
+            "the whole call's prefill + its first k decode steps",
         }
 
     def check(self) -> None:
@@ -218,7 +229,9 @@ class KerasCausalLM(KerasWorkload):
                 raise GenerationCheckError(f"the {tokens}-new-token call overwrote the prompt's token ids")
         for output in self.outputs:
             if not isinstance(output, dict) or not {"token_ids", "padding_mask"} <= set(output):
-                raise GenerationCheckError(f"generate returned {type(output).__name__}, not a dict of token_ids and padding_mask")
+                raise GenerationCheckError(
+                    f"generate returned {type(output).__name__}, not a dict of token_ids and padding_mask"
+                )
         calls = [(output["token_ids"], output["padding_mask"]) for output in self.outputs]
         check_generated(calls, self.prompt_ids, self.shape.generate_length, self.steps_run)
 

@@ -38,7 +38,7 @@ class CausalLMShape:
     prompt_length: int  # prompt token ids, BOS included: BOS + the "5-word prompt" (one token per word) = 6
     generate_length: int  # prompt + generated tokens, the same on every backend
     bos_token_id: int  # the model's start token, the prompt's first id (the tokenizer's BOS in v0.0.5)
-    keras_fused_attention: bool  # Keras: let keras-hub use ops.dot_product_attention (False: keras-nlp 0.8.2's einsum path)
+    keras_fused_attention: bool
     learning_rate: float
     optimizer: str = "adamw"  # the 7B rows' AdamW (v0.0.5); the tuning study's Gemma 2B ran SGD
 
@@ -47,7 +47,9 @@ class CausalLMShape:
         if self.optimizer not in ("adamw", "sgd"):
             raise ValueError(f"optimizer {self.optimizer!r}: adamw or sgd")
         if self.dtype not in ("bfloat16", "mixed_bfloat16", "float32"):
-            raise ValueError(f"dtype {self.dtype!r}: bfloat16 (weights), mixed_bfloat16 (float32 weights, bf16 compute) or float32")
+            raise ValueError(
+                f"dtype {self.dtype!r}: bfloat16 (weights), mixed_bfloat16 (float32 weights, bf16 compute) or float32"
+            )
         if self.prompt_length >= self.generate_length:
             raise ValueError("prompt_length must be shorter than generate_length")
         if self.prompt_length < 2:

@@ -14,6 +14,7 @@ import torch
 
 from bench.frameworks import device_for
 from bench.models.base import COMPILED_TRAIN_STEP, SEED, Workload  # noqa: F401  (COMPILED_TRAIN_STEP: its workloads import it from here)
+
 COMPILE_MODE = "reduce-overhead"
 
 
@@ -55,7 +56,7 @@ class CompileRecord:
     compile_s: float | None  # dynamo's entire-frame compile time, backend compile included
 
     @classmethod
-    def now(cls) -> "CompileRecord":
+    def now(cls) -> CompileRecord:
         from torch._dynamo import utils
 
         counters = utils.counters
@@ -70,11 +71,13 @@ class CompileRecord:
             compile_s=round(sum(times.get("_compile.compile_inner", [])), 3) if times is not None else None,
         )
 
-    def since(self, earlier: "CompileRecord") -> "CompileRecord":
+    def since(self, earlier: CompileRecord) -> CompileRecord:
         def minus(now, before):
             return None if now is None or before is None else now - before
 
-        return CompileRecord(*(minus(getattr(self, f.name), getattr(earlier, f.name)) for f in dataclasses.fields(self)))
+        return CompileRecord(
+            *(minus(getattr(self, f.name), getattr(earlier, f.name)) for f in dataclasses.fields(self))
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -136,11 +139,16 @@ class TorchWorkload(Workload):
 
         graphs, problems = inductor_cudagraphs(), []
         if graphs["skips"]:
-            problems.append(f"inductor skipped CUDA graphs {graphs['skips']} time(s)" + (f": {'; '.join(graphs['skip_reasons'])}" if graphs["skip_reasons"] else ""))
+            problems.append(
+                f"inductor skipped CUDA graphs {graphs['skips']} time(s)"
+                + (f": {'; '.join(graphs['skip_reasons'])}" if graphs["skip_reasons"] else "")
+            )
         if graphs["recordings"] == 0:
             problems.append("no CUDA graph was recorded")
         if steadiness.compile_events_timed:
-            problems.append(f"{steadiness.compile_events_timed} compile or CUDA-graph recording event(s) fell in the timed steps")
+            problems.append(
+                f"{steadiness.compile_events_timed} compile or CUDA-graph recording event(s) fell in the timed steps"
+            )
         return problems
 
     def check(self) -> None:

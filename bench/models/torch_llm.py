@@ -103,7 +103,9 @@ class TorchCausalLM(TorchWorkload):
         with torch.device(device) if device is not None else contextlib.nullcontext():
             # transformers 5 names the argument dtype; 4.x (the 2024 stack's 4.38.2) torch_dtype
             dtype_argument = "dtype" if int(transformers.__version__.split(".")[0]) >= 5 else "torch_dtype"
-            return model_class._from_config(cls.build_config(shape), **{dtype_argument: torch_dtype(weights_dtype(shape.dtype))})
+            return model_class._from_config(
+                cls.build_config(shape), **{dtype_argument: torch_dtype(weights_dtype(shape.dtype))}
+            )
 
     @classmethod
     def parameter_counts(cls, shape) -> dict[str, int]:
@@ -125,16 +127,24 @@ class TorchCausalLM(TorchWorkload):
             # bf16 adapters as peft 0.9.0 made them (see the module docstring)
             # peft >= 0.12 would cast adapters to float32 unless told not to; peft 0.9.0 (the 2024 stack) has no such
             # argument and always made them in the base dtype
-            keep_dtype = {"autocast_adapter_dtype": False} if "autocast_adapter_dtype" in inspect.signature(get_peft_model).parameters else {}
+            keep_dtype = (
+                {"autocast_adapter_dtype": False}
+                if "autocast_adapter_dtype" in inspect.signature(get_peft_model).parameters
+                else {}
+            )
             self.model = get_peft_model(model, lora_config(s), **keep_dtype)
             ids = torch.randint(FIRST_TOKEN_ID, s.vocabulary_size, (bs, s.fit_sequence_length), generator=g)
             mask = torch.ones_like(ids)
-            self.samples = [{"input_ids": ids[i], "attention_mask": mask[i], "labels": ids[i].clone()} for i in range(bs)]
+            self.samples = [
+                {"input_ids": ids[i], "attention_mask": mask[i], "labels": ids[i].clone()} for i in range(bs)
+            ]
             return
         model.eval()
         self.model = model
         if model.config.bos_token_id != s.bos_token_id:
-            raise ValueError(f"the shape's bos_token_id {s.bos_token_id} is not the model's ({model.config.bos_token_id})")
+            raise ValueError(
+                f"the shape's bos_token_id {s.bos_token_id} is not the model's ({model.config.bos_token_id})"
+            )
         config = model.generation_config
         config.eos_token_id = None  # no stop token: every call generates exactly new_tokens
         config.pad_token_id = 0
@@ -146,7 +156,9 @@ class TorchCausalLM(TorchWorkload):
             if self.static_cache is None:  # transformers 4.x: generate() makes it (generate refuses both together)
                 config.cache_implementation = "static"
         self.inputs = {
-            "input_ids": torch.from_numpy(prompt_ids(s, bs, FIRST_TOKEN_ID, np.random.default_rng(0))).long().to(self.device),
+            "input_ids": torch.from_numpy(prompt_ids(s, bs, FIRST_TOKEN_ID, np.random.default_rng(0)))
+            .long()
+            .to(self.device),
             "attention_mask": torch.ones(bs, s.prompt_length, dtype=torch.long, device=self.device),
         }
 
@@ -163,9 +175,13 @@ class TorchCausalLM(TorchWorkload):
 
     def trainer_arguments(self) -> dict[str, Any]:
         s = self.shape
-        return {**super().trainer_arguments(), "learning_rate": s.learning_rate, "optim": self.optim,
-                # bf16 autocast; on a CPU the Trainer accepts it only when told it runs on the CPU (it does anyway).
-                **({"bf16": True, "use_cpu": self.device.type == "cpu"} if s.dtype == "mixed_bfloat16" else {})}
+        return {
+            **super().trainer_arguments(),
+            "learning_rate": s.learning_rate,
+            "optim": self.optim,
+            # bf16 autocast; on a CPU the Trainer accepts it only when told it runs on the CPU (it does anyway).
+            **({"bf16": True, "use_cpu": self.device.type == "cpu"} if s.dtype == "mixed_bfloat16" else {}),
+        }
 
     @property
     def optim(self) -> str:
@@ -189,8 +205,9 @@ class TorchCausalLM(TorchWorkload):
             "prefill_positions": s.prompt_length,  # the prefill runs on the prompt alone and gives the first token
             "decode_steps_per_call": s.new_tokens - 1,
             # the static cache (compiled) spans generate_length positions, masked; the dynamic one grows a token a step
-            "decode_attends_over": [s.generate_length if static else s.prompt_length + i
-                                    for i in range(1, s.new_tokens)],
+            "decode_attends_over": [
+                s.generate_length if static else s.prompt_length + i for i in range(1, s.new_tokens)
+            ],
             "split_calls": "the same prompt and cache, max_new_tokens = min_new_tokens = k",
         }
 
@@ -225,7 +242,9 @@ class TorchCausalLM(TorchWorkload):
                 lora_rank=s.lora_rank,
                 lora_alpha=LORA_ALPHA,
                 lora_targets=list(LORA_TARGETS),
-                lora_dtypes=sorted({str(p.dtype).replace("torch.", "") for p in self.model.parameters() if p.requires_grad}),
+                lora_dtypes=sorted(
+                    {str(p.dtype).replace("torch.", "") for p in self.model.parameters() if p.requires_grad}
+                ),
                 fit_sequence_length=s.fit_sequence_length,
                 optimizer=self.optim,
                 learning_rate=s.learning_rate,
@@ -237,13 +256,18 @@ class TorchCausalLM(TorchWorkload):
             out.update(
                 decoding="greedy",
                 eos_token_id=config.eos_token_id,
-                cache_implementation="static" if self.static_cache is not None else config.cache_implementation or "dynamic",
+                cache_implementation="static"
+                if self.static_cache is not None
+                else config.cache_implementation or "dynamic",
                 compiled_function="model.forward" if self.compiled else None,
-                static_cache=None if not self.compiled else "made once in setup, reset before each call" if self.static_cache is not None else "made by generate() on each call (transformers 4.x)",
+                static_cache=None
+                if not self.compiled
+                else "made once in setup, reset before each call"
+                if self.static_cache is not None
+                else "made by generate() on each call (transformers 4.x)",
                 prompt_length=s.prompt_length,
                 bos_token_id=s.bos_token_id,
                 generate_length=s.generate_length,
                 new_tokens_per_sequence=s.new_tokens,
             )
         return out
-

@@ -7,6 +7,7 @@ and <results>/plan.json ({"profile", "cells": [{"key", "memory_gib", ...}]}, wha
 read). The orchestrator reads plan-<profile>.json: a cell the plan says will not fit the device it is about to use
 is recorded as `oom-predicted` instead of run (`--ignore-plan` runs it anyway).
 """
+
 from __future__ import annotations
 
 import json
@@ -48,20 +49,33 @@ def usable_gib(framework: str, card_gib: float | None, environment: dict[str, st
 def cell_usable_gib(cell: Cell, card_gib: float | None) -> float | None:
     """usable_gib for this cell's framework, with the variables its process runs with (the caller's override the
     backend's, as in the cell: bench/cell.py main)."""
-    environment = {**cell_environment(cell.env), **{k: v for k, v in os.environ.items() if k.startswith("XLA_PYTHON_CLIENT_") and v}}
+    environment = {
+        **cell_environment(cell.env),
+        **{k: v for k, v in os.environ.items() if k.startswith("XLA_PYTHON_CLIENT_") and v},
+    }
     return usable_gib(get_backend(cell.backend).framework, card_gib, environment)
-KERAS2_COUNTS = "keras2 builds for real (no abstract scope in tf_keras): its cells use the Keras 3 count of the same architecture"
+
+
+KERAS2_COUNTS = (
+    "keras2 builds for real (no abstract scope in tf_keras): its cells use the Keras 3 count of the same architecture"
+)
 # Found by the full-size CPU run (issue 11): XLA's CPU backend has no bfloat16 matmul, so it converts each bfloat16
 # weight to float32 and keeps those copies live across the step (hoisted out of generate's loop; held from forward to
 # backward in a fit). Gemma 7B generate on Keras/TensorFlow and Keras/JAX then asked for one 37.67 GiB buffer.
-XLA_CPU_COPY = ("on a CPU, XLA (Keras on TensorFlow or JAX) computes bfloat16 matmuls in float32 and holds a float32 copy "
-                "of the bfloat16 weights through the step: host_memory_gib adds it (twice the bfloat16 weights' bytes)")
+XLA_CPU_COPY = (
+    "on a CPU, XLA (Keras on TensorFlow or JAX) computes bfloat16 matmuls in float32 and holds a float32 copy "
+    "of the bfloat16 weights through the step: host_memory_gib adds it (twice the bfloat16 weights' bytes)"
+)
 
 
 def xla_cpu_copy_bytes(backend: str, entry: dict) -> int:
     """The float32 copy of bfloat16 weights XLA holds on a CPU (see XLA_CPU_COPY); 0 where it does not apply."""
     b = get_backend(backend)
-    return 2 * entry["weights_bytes"] if b.family == "keras" and b.framework in ("tensorflow", "jax") and entry["weights_dtype"] == "bfloat16" else 0
+    return (
+        2 * entry["weights_bytes"]
+        if b.family == "keras" and b.framework in ("tensorflow", "jax") and entry["weights_dtype"] == "bfloat16"
+        else 0
+    )
 
 
 def ram_gib() -> float | None:
@@ -84,7 +98,15 @@ def plan_path(results_dir: Path, profile: str) -> Path:
 def cell_entry(cell: Cell, counts: dict | str | None, ram: float | None) -> dict:
     spec = get_model(cell.model)
     family = get_backend(cell.backend).family
-    entry = {"key": cell.key, "backend": cell.backend, "model": cell.model, "task": cell.task, "batch_size": cell.batch_size, "variant": cell.variant, "family": family}
+    entry = {
+        "key": cell.key,
+        "backend": cell.backend,
+        "model": cell.model,
+        "task": cell.task,
+        "batch_size": cell.batch_size,
+        "variant": cell.variant,
+        "family": family,
+    }
     why = spec.why_cell_unsupported(cell)
     if why:
         return {**entry, "unsupported": why, "memory_gib": None}
@@ -117,7 +139,9 @@ def build_plan(profile: str, echo=print, batch_size: int | None = None) -> dict:
     if batch_size:
         known = {c.key for c in cells}
         cells += [c for c in plan_cells(profile, batch_size=batch_size) if c.key not in known]
-    pairs = {(c.model, get_backend(c.backend).family) for c in cells if not get_model(c.model).why_unsupported(c.backend)}
+    pairs = {
+        (c.model, get_backend(c.backend).family) for c in cells if not get_model(c.model).why_unsupported(c.backend)
+    }
     counts = counts_for(pairs, profile, echo=echo)
     ram = ram_gib()
     return {
@@ -162,15 +186,38 @@ def table(plan: dict) -> str:
         if c.get("memory_gib") is None:
             rows.append(head + [c.get("unsupported") and "NA (unsupported)" or c.get("error", "-")] + [""] * 9)
             continue
-        rows.append(head + [
-            millions(c["parameters"]), millions(c["trainable_parameters"]), f"{c['weights_gib']:.2f}",
-            f"{c['gradients_gib']:.2f}", f"{c['optimizer_gib']:.2f}", f"~{c['activations_gib']:.2f}", f"{c['memory_gib']:.2f}",
-            *(yes(c["fits"][d]) for d in DEVICES),
-            yes(c["fits"]["RAM"]) + (f" ({c['host_memory_gib']:.2f} on a CPU)" if "host_memory_gib" in c else ""),
-        ])
+        rows.append(
+            head
+            + [
+                millions(c["parameters"]),
+                millions(c["trainable_parameters"]),
+                f"{c['weights_gib']:.2f}",
+                f"{c['gradients_gib']:.2f}",
+                f"{c['optimizer_gib']:.2f}",
+                f"~{c['activations_gib']:.2f}",
+                f"{c['memory_gib']:.2f}",
+                *(yes(c["fits"][d]) for d in DEVICES),
+                yes(c["fits"]["RAM"]) + (f" ({c['host_memory_gib']:.2f} on a CPU)" if "host_memory_gib" in c else ""),
+            ]
+        )
     ram = plan["devices_gib"].get("RAM")
-    headers = ["backend", "model", "task", "batch", "variant", "params", "trainable", "weights GiB", "grads GiB", "optim GiB",
-               "activ. GiB (est.)", "total GiB", "A100 40GB", "H100 80GB", f"RAM {ram:.1f} GiB" if ram else "RAM"]
+    headers = [
+        "backend",
+        "model",
+        "task",
+        "batch",
+        "variant",
+        "params",
+        "trainable",
+        "weights GiB",
+        "grads GiB",
+        "optim GiB",
+        "activ. GiB (est.)",
+        "total GiB",
+        "A100 40GB",
+        "H100 80GB",
+        f"RAM {ram:.1f} GiB" if ram else "RAM",
+    ]
     return tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True)
 
 
@@ -181,7 +228,9 @@ def run(profile: str, results_dir: Path, echo=print, batch_size: int | None = No
     echo(table(plan))
     if any("host_memory_gib" in c for c in plan["cells"]):
         echo(f"\nRAM column, \"on a CPU\": {XLA_CPU_COPY}")
-    echo(f"\nactivations are estimates (formulas in {written[0]}); {len(plan['cells'])} cells planned in {time.perf_counter() - started:.1f} s")
+    echo(
+        f"\nactivations are estimates (formulas in {written[0]}); {len(plan['cells'])} cells planned in {time.perf_counter() - started:.1f} s"
+    )
     return plan, written
 
 
@@ -230,10 +279,18 @@ def plan_figures(cell: Cell, plan_cells_by_key: dict[str, dict], machine: dict) 
     need = entry.get("host_memory_gib", entry.get("memory_gib")) if on_host else entry.get("memory_gib")
     if not isinstance(need, (int, float)) or isinstance(need, bool) or not have:
         return None
-    parts = ", ".join(f"{name} {entry[f'{name}_gib']:.2f}" for name in ("weights", "gradients", "optimizer") if f"{name}_gib" in entry)
-    copy = f", XLA's float32 copy of the bfloat16 weights on a CPU {entry['xla_cpu_float32_copy_gib']:.2f}" if on_host and "xla_cpu_float32_copy_gib" in entry else ""
-    text = (f"the plan (plan-{cell.profile}.json) estimates {need:.2f} GiB ({parts}, activations ~{entry.get('activations_gib', 0):.2f} "
-            f"estimated{copy}), against the {have:.2f} GiB of {what} here")
+    parts = ", ".join(
+        f"{name} {entry[f'{name}_gib']:.2f}" for name in ("weights", "gradients", "optimizer") if f"{name}_gib" in entry
+    )
+    copy = (
+        f", XLA's float32 copy of the bfloat16 weights on a CPU {entry['xla_cpu_float32_copy_gib']:.2f}"
+        if on_host and "xla_cpu_float32_copy_gib" in entry
+        else ""
+    )
+    text = (
+        f"the plan (plan-{cell.profile}.json) estimates {need:.2f} GiB ({parts}, activations ~{entry.get('activations_gib', 0):.2f} "
+        f"estimated{copy}), against the {have:.2f} GiB of {what} here"
+    )
     return need, have, text
 
 

@@ -45,7 +45,9 @@ def probe(family: str, profile: str, models: list[str]) -> dict[str, dict[str, i
     for name in models:
         module = importlib.import_module(f"bench.models.{name}.{family.replace('-', '_')}")
         shape = get_model(name).shape(profile)
-        out[name] = dict(module.parameter_counts(shape) if family == "native-torch" else module.parameter_counts(shape, 3))
+        out[name] = dict(
+            module.parameter_counts(shape) if family == "native-torch" else module.parameter_counts(shape, 3)
+        )
     return out
 
 
@@ -55,7 +57,9 @@ def fingerprint(model: str, family: str, profile: str, lock_sha256: str | None) 
 
     spec = get_model(model)
     digest = hashlib.sha256(repr(spec.shape(profile)).encode())
-    for path in sorted((REPO_ROOT / "bench" / "models").glob(f"{model}/*.py")) + sorted((REPO_ROOT / "bench" / "models").glob("*.py")):
+    for path in sorted((REPO_ROOT / "bench" / "models").glob(f"{model}/*.py")) + sorted(
+        (REPO_ROOT / "bench" / "models").glob("*.py")
+    ):
         digest.update(path.read_bytes())
     digest.update(Path(__file__).read_bytes())  # the probe itself
     digest.update(str(lock_sha256).encode())
@@ -86,7 +90,7 @@ def run_probe(backend: str, python: Path, family: str, profile: str, models: lis
     if out.returncode != 0 or line is None:
         tail = " | ".join(out.stderr.strip().splitlines()[-3:])
         raise RuntimeError(f"counting {family} parameters in the {backend} env failed (exit {out.returncode}): {tail}")
-    return json.loads(line[len(PREFIX):])
+    return json.loads(line[len(PREFIX) :])
 
 
 def load_cache() -> dict:
@@ -118,7 +122,12 @@ def counts_for(pairs: set[tuple[str, str]], profile: str, echo=print) -> dict[tu
         models = sorted(m for m, f in pairs if f == family)
         where = family_env(family)
         if where is None:
-            found.update({(m, family): f"no {family} env built ({', '.join(FAMILY_ENVS[family])}): run `make envs`" for m in models})
+            found.update(
+                {
+                    (m, family): f"no {family} env built ({', '.join(FAMILY_ENVS[family])}): run `make envs`"
+                    for m in models
+                }
+            )
             continue
         backend, python = where
         prints = {m: fingerprint(m, family, profile, env_lock(backend)) for m in models}
@@ -127,7 +136,10 @@ def counts_for(pairs: set[tuple[str, str]], profile: str, echo=print) -> dict[tu
             echo(f"counting {family} parameters abstractly in the {backend} env: {', '.join(todo)} ({profile})")
             jobs[family] = (backend, python, todo, prints)
     with ThreadPoolExecutor(max_workers=max(1, len(jobs))) as pool:
-        futures = {family: pool.submit(run_probe, backend, python, family, profile, todo) for family, (backend, python, todo, _) in jobs.items()}
+        futures = {
+            family: pool.submit(run_probe, backend, python, family, profile, todo)
+            for family, (backend, python, todo, _) in jobs.items()
+        }
         for family, future in futures.items():
             backend, _, todo, prints = jobs[family]
             try:

@@ -28,7 +28,7 @@ from bench.errors import BenchError
 GIB = 2**30
 DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
 ADAM_BYTES = 8  # two float32 moments per trainable parameter
-LORA_BYTES = 4  # Keras LoRA adapters are float32 (EinsumDense.enable_lora); native ones take the base dtype (peft 0.9.0)
+LORA_BYTES = 4
 
 # The formulas several models use; a model's plan.py adds its own in its ACTIVATION_FORMULAS.
 ACTIVATION_FORMULAS = {
@@ -110,7 +110,9 @@ def causal_lm_activations(family: str, task: str, batch: int, shape) -> tuple[fl
     dt = DTYPE_BYTES[shape.dtype]
     if task == "fit":
         seq = shape.fit_sequence_length
-        layer = transformer_fit_bytes(batch * seq, shape.hidden_dim, shape.intermediate_dim, shape.num_query_heads, seq, dt)
+        layer = transformer_fit_bytes(
+            batch * seq, shape.hidden_dim, shape.intermediate_dim, shape.num_query_heads, seq, dt
+        )
         return shape.num_layers * layer + 2 * batch * seq * shape.vocabulary_size * 4, "llm-fit"
     kv = 2 * shape.num_layers * batch * shape.generate_length * shape.num_key_value_heads * shape.head_dim * dt
     return kv + batch * shape.vocabulary_size * 4, "llm-generate"
@@ -138,7 +140,9 @@ def figures(model: str, family: str, task: str, batch: int, counts: dict[str, in
     h = rule.holding(family, task, counts, shape)
     dtype_bytes = DTYPE_BYTES[h.dtype]
     if h.adapters:  # a frozen base and the adapters, which are what trains
-        grad_bytes = LORA_BYTES if family == "keras" else dtype_bytes  # native: adapters and Adam moments in the base dtype
+        grad_bytes = (
+            LORA_BYTES if family == "keras" else dtype_bytes
+        )  # native: adapters and Adam moments in the base dtype
         weights, adam_bytes = h.held * dtype_bytes + h.trained * grad_bytes, 2 * grad_bytes
     else:
         weights, grad_bytes, adam_bytes = h.held * dtype_bytes, dtype_bytes, ADAM_BYTES

@@ -25,6 +25,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from bench.errors import BenchError
+from bench.published import REFERENCE_CSV, published_rows
 from bench.report import text
 from bench.report.analysis import Report, analyse
 from bench.report.costs import costs_section
@@ -32,8 +33,8 @@ from bench.report.figures import FIGURES, clear_old_figures, figures_section
 from bench.report.findings import findings_section
 from bench.report.generate import generate_section
 from bench.report.grid import grid_section
-from bench.report.overhead import overhead_section
 from bench.report.markdown import details_section, head_section
+from bench.report.overhead import overhead_section
 from bench.report.provenance import provenance_section
 from bench.report.readme import README_END, README_START, update_readme
 from bench.report.roofline import MACHINE_TITLE, PUBLISHED_TITLE, machine_section, published_section
@@ -41,7 +42,6 @@ from bench.report.sections import Page, Section, render_table
 from bench.report.stacks import stacks_section
 from bench.report.text import md, plural, write_text_atomic
 from bench.report.tuning import tuning_section
-from bench.published import REFERENCE_CSV, published_rows
 
 __all__ = ["README_END", "README_START", "SECTIONS", "Report", "Section", "analyse", "render"]
 
@@ -90,20 +90,32 @@ def render(results_dir: Path, out: Path, readme: Path | None = None, sections: l
             f"(`bench/data/{REFERENCE_CSV.name}`).",
             "",
         ]
-        lines += [f"{p.index}. {t.group.title} ({len(t.group.items)} cells)" for p, t in zip(pages, report.tables)] + [""]
+        lines += [f"{p.index}. {t.group.title} ({len(t.group.items)} cells)" for p, t in zip(pages, report.tables)] + [
+            ""
+        ]
         for page, table in zip(pages, report.tables):
             lines += render_table(table, page, SECTIONS if sections is None else sections)
         if any(f.key.model in PUBLISHED_MODELS for t in report.tables for f in t.rows):  # not a study's own folder
             lines += [f"## {PUBLISHED_TITLE}", "", *published_section(), ""]
     if report.retired:
-        lines += ["## Results of cells no longer in the registry", "", "Kept and readable, but not tabled: today's registry (models, tasks, profiles) no longer has their cells.", ""]
+        lines += [
+            "## Results of cells no longer in the registry",
+            "",
+            "Kept and readable, but not tabled: today's registry (models, tasks, profiles) no longer has their cells.",
+            "",
+        ]
         lines += [f"- `{item.path}`: {md(why)}" for item, why in report.retired] + [""]
     clear_old_figures(fig_dir, {path for page in pages for path in page.figures.values() if path})
     write_text_atomic(out, "\n".join(lines).rstrip("\n") + "\n")
     tuning = [(page, table, body) for page, table in zip(pages, report.tables) if (body := tuning_section(table, page))]
     if tuning:
-        study = ["# Tuning study (issue 15)", "", f"Rendered by `python -m bench table` with {out.name}: the tuning study's section of each "
-                 "table that has its results. Published findings: `bench/data/keras3_tuning_2024.csv`.", ""]
+        study = [
+            "# Tuning study (issue 15)",
+            "",
+            f"Rendered by `python -m bench table` with {out.name}: the tuning study's section of each "
+            "table that has its results. Published findings: `bench/data/keras3_tuning_2024.csv`.",
+            "",
+        ]
         for page, table, body in tuning:
             study += [f"## {page.index}. {table.group.profile} profile — {table.group.machine}", "", *body, ""]
         write_text_atomic(out.parent / TUNING_FILE, "\n".join(study).rstrip("\n") + "\n")

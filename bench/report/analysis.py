@@ -4,15 +4,27 @@ recomputes them, so the Markdown, the findings and the figures cannot disagree.
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable
 
-from bench.report.load import (COLUMNS, KERAS3, NATIVE, Column, Group, Loaded, RowKey, expected_rows, group_results,
-                               load_results, published_batch, read_published)
+from bench.registry import get_model
+from bench.report.load import (
+    COLUMNS,
+    KERAS3,
+    NATIVE,
+    Column,
+    Group,
+    Loaded,
+    RowKey,
+    expected_rows,
+    group_results,
+    load_results,
+    published_batch,
+    read_published,
+)
 from bench.report.text import distinct, fmt_ms, md
 from bench.results import Result
-from bench.registry import get_model
 
 NOISY_CV = 0.10  # a cell whose steps vary more than this is flagged under its table
 KERAS2 = Column("keras2", "default")
@@ -64,12 +76,23 @@ def row_facts(profile: str, key: RowKey, cells: dict[Column, Loaded]) -> RowFact
 
 def unsteady_reasons(result: Result) -> list[str]:
     """Why a result's runs did not reach a steady state (bench.timing.StepTimer.steadiness), empty if they did."""
-    return [reason for run in result.runs if run.steadiness and not run.steadiness.get("steady", True) for reason in run.steadiness.get("reasons", [])]
+    return [
+        reason
+        for run in result.runs
+        if run.steadiness and not run.steadiness.get("steady", True)
+        for reason in run.steadiness.get("reasons", [])
+    ]
 
 
 def references_ms(results: Iterable[Result]) -> list[float]:
     """The drift probe's figures (a fixed matmul timed before and after each cell process) of these results."""
-    return [v for r in results for run in r.runs for v in (run.reference or {}).values() if isinstance(v, (int, float)) and v > 0]
+    return [
+        v
+        for r in results
+        for run in r.runs
+        for v in (run.reference or {}).values()
+        if isinstance(v, (int, float)) and v > 0
+    ]
 
 
 def drift_of(results: Iterable[Result]) -> float | None:
@@ -150,7 +173,7 @@ class TableAnalysis:
     published: list[RowFacts]  # the published rows, paper profile only (others are not comparable)
     published_speedup_keras2: dict[str, list[float]]
     # Another stack's table: today's table of the same profile and machine, which it is set beside (None: none)
-    today: "TableAnalysis | None" = None
+    today: TableAnalysis | None = None
 
     @property
     def paper(self) -> bool:
@@ -166,7 +189,9 @@ class TableAnalysis:
 
 def analyse_group(group: Group) -> TableAnalysis:
     # A study's models (bench/report/tuning.py shows them) are no rows of the published table.
-    rows = [row_facts(group.profile, key, cells) for key, cells in group.grid().items() if not get_model(key.model).study]
+    rows = [
+        row_facts(group.profile, key, cells) for key, cells in group.grid().items() if not get_model(key.model).study
+    ]
     notes, refs = status_notes(rows)
     present = {f.key for f in rows}
     paper = group.profile == "paper"
@@ -179,7 +204,9 @@ def analyse_group(group: Group) -> TableAnalysis:
         missing=[k for k, _ in expected_rows(group.profile) if k not in present],
         references_ms=references_ms(group.results),
         drift=drift_of(group.results),
-        noisy_cells=sum(1 for f in rows for l in f.cells.values() if l.result.status == "ok" and l.result.summary().cv > NOISY_CV),
+        noisy_cells=sum(
+            1 for f in rows for l in f.cells.values() if l.result.status == "ok" and l.result.summary().cv > NOISY_CV
+        ),
         unsteady_cells=sum(1 for f in rows for l in f.cells.values() if unsteady_reasons(l.result)),
         speedup_keras2=speedups(rows, lambda f: f.ms(KERAS2)),
         speedup_native={c: speedups(rows, lambda f, c=c: f.ms(c)) for c in NATIVE},

@@ -14,11 +14,11 @@ from pathlib import Path
 
 from bench.errors import BenchError
 from bench.plan import plan_path
+from bench.profiles import get_profile
 from bench.report.analysis import TableAnalysis
 from bench.report.load import COLUMNS, Loaded
 from bench.report.sections import Page
 from bench.report.text import fmt_ms, github_table, md, status_label
-from bench.profiles import get_profile
 
 
 def full_size(profile: str) -> bool:
@@ -66,9 +66,16 @@ def cost_row(label: str, item: Loaded, out_dir: Path) -> tuple[list[str], float]
     planned = planned_gib(item, out_dir)
     variant = "" if cell.variant == "default" else f" ({cell.variant})"
     return [
-        md(label), str(cell.batch_size), md(cell.backend + variant), status_label(result.status),
-        seconds(run.setup_s), seconds(run.first_step_ms / 1000 if run.first_step_ms is not None else None), timed,
-        seconds(wall) if wall else "", f"{max(peaks):.1f}" if peaks else "", f"{planned:.1f}" if planned is not None else "",
+        md(label),
+        str(cell.batch_size),
+        md(cell.backend + variant),
+        status_label(result.status),
+        seconds(run.setup_s),
+        seconds(run.first_step_ms / 1000 if run.first_step_ms is not None else None),
+        timed,
+        seconds(wall) if wall else "",
+        f"{max(peaks):.1f}" if peaks else "",
+        f"{planned:.1f}" if planned is not None else "",
     ], wall
 
 
@@ -78,8 +85,18 @@ def costs_section(table: TableAnalysis, page: Page) -> list[str]:
         return []
     rows = [cost_row(f.key.label(), f.cells[c], page.out_dir) for f in table.rows for c in COLUMNS if c in f.cells]
     total = sum(wall for _, wall in rows)
-    headers = ["Model / task", "Batch", "Backend", "Status", "Set-up (s)", "First step (s)", "Timed (n × median ms)",
-               "Cell wall (s)", "Peak RSS (GiB)", "Plan (GiB)"]
+    headers = [
+        "Model / task",
+        "Batch",
+        "Backend",
+        "Status",
+        "Set-up (s)",
+        "First step (s)",
+        "Timed (n × median ms)",
+        "Cell wall (s)",
+        "Peak RSS (GiB)",
+        "Plan (GiB)",
+    ]
     return [
         f"Each cell's own process, from its start to its result: set-up (model build and data), the first step (trace, "
         f"compile and one step), the timed steps, the process's wall time, and its peak resident host memory beside "

@@ -9,11 +9,11 @@ import sys
 from pathlib import Path
 
 from bench.errors import BenchError
+from bench.registry import MODELS, get_model
 from bench.report.analysis import RowFacts, TableAnalysis
 from bench.report.load import COLUMNS
 from bench.report.sections import Page
 from bench.report.text import fmt_ms, status_label
-from bench.registry import MODELS, get_model
 
 FIGURES = "figures"  # the folder under the results folder
 CAPTIONS = {  # kind -> caption; the kinds are also the file name suffixes clear_old_figures() recognises
@@ -39,7 +39,9 @@ def figures_section(table: TableAnalysis, page: Page) -> list[str]:
         if path is None:
             lines.append(f"- {CAPTIONS[kind]}: not drawn (no row has the numbers it needs).")
         else:
-            lines.append(f"- {CAPTIONS[kind]}: ![{CAPTIONS[kind]}]({Path(os.path.relpath(path, page.out_dir)).as_posix()})")
+            lines.append(
+                f"- {CAPTIONS[kind]}: ![{CAPTIONS[kind]}]({Path(os.path.relpath(path, page.out_dir)).as_posix()})"
+            )
     return lines
 
 
@@ -63,17 +65,40 @@ def draw_figures(table: TableAnalysis, fig_dir: Path) -> dict[str, Path | None]:
         fig.savefig(out[kind], format="png", dpi=100, metadata={"Software": None})
 
     with matplotlib.style.context("default"), matplotlib.rc_context({"font.size": 9, "svg.hashsalt": "bench"}):
-        series = {"ours": table.speedup_keras2, **({"published (A100)": table.published_speedup_keras2} if table.paper else {})}
+        series = {
+            "ours": table.speedup_keras2,
+            **({"published (A100)": table.published_speedup_keras2} if table.paper else {}),
+        }
         subtitle = f"{title}\nper model: the mean of its rows' speedups"
         if table.speedup_keras2:
-            save(bar_chart(Figure(figsize=(7, 4)), series, f"Keras 3 (best) throughput speedup over Keras 2\n{subtitle}", ["#1f77b4", "#aaaaaa"]), "speedup-keras2")
+            save(
+                bar_chart(
+                    Figure(figsize=(7, 4)),
+                    series,
+                    f"Keras 3 (best) throughput speedup over Keras 2\n{subtitle}",
+                    ["#1f77b4", "#aaaaaa"],
+                ),
+                "speedup-keras2",
+            )
         native = {c: v for c, v in table.speedup_native.items() if v}
         if native:
             named = {f"over native PyTorch ({c.variant})": v for c, v in native.items()}
-            fig = bar_chart(Figure(figsize=(7, 4)), named, f"Keras 3 (best) throughput speedup over native PyTorch\n{subtitle}", [c.color for c in native])
+            fig = bar_chart(
+                Figure(figsize=(7, 4)),
+                named,
+                f"Keras 3 (best) throughput speedup over native PyTorch\n{subtitle}",
+                [c.color for c in native],
+            )
             save(fig, "speedup-native")
         if any(f.ms(c) is not None for f in rows for c in COLUMNS):
-            save(per_row_chart(Figure(figsize=(max(7, 1.3 * len(rows) + 2), 5)), rows, f"Median time per step, every backend (log scale)\n{title}"), "per-row")
+            save(
+                per_row_chart(
+                    Figure(figsize=(max(7, 1.3 * len(rows) + 2), 5)),
+                    rows,
+                    f"Median time per step, every backend (log scale)\n{title}",
+                ),
+                "per-row",
+            )
     return out
 
 
@@ -114,10 +139,22 @@ def per_row_chart(fig, rows: list[RowFacts], title: str):
         for j, f in enumerate(rows):
             loaded = f.cells.get(column)
             if loaded is not None and loaded.result.status != "ok":
-                ax.text(j + offset, floor * 1.1, status_label(loaded.result.status), rotation=90, ha="center", va="bottom", fontsize=7)
+                ax.text(
+                    j + offset,
+                    floor * 1.1,
+                    status_label(loaded.result.status),
+                    rotation=90,
+                    ha="center",
+                    va="bottom",
+                    fontsize=7,
+                )
     ax.set_ylim(floor, high * 6)
     ax.yaxis.set_major_formatter(FuncFormatter(lambda y, _: f"{y:g}"))
-    ticks = [f"{get_model(f.key.model).display}\n{f.key.task}, batch {f.key.batch_size}" + (f"\n({f.unit})" if f.unit else "") for f in rows]
+    ticks = [
+        f"{get_model(f.key.model).display}\n{f.key.task}, batch {f.key.batch_size}"
+        + (f"\n({f.unit})" if f.unit else "")
+        for f in rows
+    ]
     ax.set_xticks(range(len(rows)), ticks, fontsize=7)
     ax.set_ylabel("median ms per step (log scale); lower is better")
     ax.set_title(title)

@@ -6,14 +6,13 @@ import statistics
 from collections import Counter
 
 from bench.backends import BACKENDS
+from bench.published import PUBLISHED_COLUMNS, REFERENCE_CSV
+from bench.registry import MODELS, get_model
 from bench.report.analysis import RowFacts, TableAnalysis
-from bench.published import PUBLISHED_COLUMNS
 from bench.report.load import KERAS3, PUBLISHED_HARDWARE, Column, Loaded, read_published
 from bench.report.markdown import row_label
 from bench.report.sections import Page
 from bench.report.text import BEST, SHORT, fmt_ms, fmt_x, github_table, plural, status_label
-from bench.published import REFERENCE_CSV
-from bench.registry import MODELS, get_model
 
 
 def findings_section(table: TableAnalysis, page: Page) -> list[str]:
@@ -70,7 +69,11 @@ def findings(table: TableAnalysis) -> list[str]:
         if paper:
             line.append("— (not in the published CSV)")
         body.append(line)
-    if not paper and not any(table.speedup_keras2.values()) and not any(v for d in ours_native.values() for v in d.values()):
+    if (
+        not paper
+        and not any(table.speedup_keras2.values())
+        and not any(v for d in ours_native.values() for v in d.values())
+    ):
         return [
             "No row has both a Keras 3 number and a Keras 2 or native PyTorch number, so no speedup is computed.",
             "",
@@ -100,19 +103,35 @@ def comparison(table: TableAnalysis) -> list[str]:
         *[f"> {n}" for n in note],
         "",
     ]
-    if not any("A100" in g.get("name", "") for r in group.results for g in (r.provenance.get("machine") or {}).get("gpus") or []):
-        lines += [f"These results were measured on {group.machine}, not on the published {PUBLISHED_HARDWARE}: every ratio includes the hardware difference.", ""]
+    if not any(
+        "A100" in g.get("name", "")
+        for r in group.results
+        for g in (r.provenance.get("machine") or {}).get("gpus") or []
+    ):
+        lines += [
+            f"These results were measured on {group.machine}, not on the published {PUBLISHED_HARDWARE}: every ratio includes the hardware difference.",
+            "",
+        ]
     if not matched:
-        return lines + ["None of these rows has the published batch size, so there is nothing to compare cell by cell.", ""]
+        return lines + [
+            "None of these rows has the published batch size, so there is nothing to compare cell by cell.",
+            "",
+        ]
     ok = [l.result.summary() for f in matched for l in f.cells.values() if l.result.status == "ok"]
     gap = max((abs(s.mean / s.median - 1) for s in ok if s.median > 0), default=0.0)
     headers = ["Model / task", "Batch", *[BACKENDS[b].display for b in PUBLISHED_COLUMNS], BEST]
     body = []
     for f in matched:
         pub = published[f.key]
-        line = [row_label(f), str(f.key.batch_size), *[ratio_cell(f.cells.get(Column(b, "default")), pub[b]) for b in PUBLISHED_COLUMNS]]
+        line = [
+            row_label(f),
+            str(f.key.batch_size),
+            *[ratio_cell(f.cells.get(Column(b, "default")), pub[b]) for b in PUBLISHED_COLUMNS],
+        ]
         pub_best = min((v for b, v in pub.items() if b in KERAS3 and v is not None), default=None)
-        line.append(f"{f.best_ms / pub_best:.2f} ({fmt_ms(f.best_ms)} / {fmt_ms(pub_best)})" if f.best_ms and pub_best else "")
+        line.append(
+            f"{f.best_ms / pub_best:.2f} ({fmt_ms(f.best_ms)} / {fmt_ms(pub_best)})" if f.best_ms and pub_best else ""
+        )
         body.append(line)
     return lines + [
         "Measured ÷ published ms/step per cell (below 1: faster than published), with (measured / published). The published "

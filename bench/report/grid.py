@@ -52,7 +52,12 @@ def load_grid(results_dir: Path) -> list[GridGroup]:
         result = load(path)
         machine = result.provenance.get("machine", {})
         key = (result.cell.profile, machine_label(machine))
-        group = groups.setdefault(key, GridGroup(result.cell.profile.removeprefix("grid-"), key[1], machine_slug(machine), bool(machine.get("gpus"))))
+        group = groups.setdefault(
+            key,
+            GridGroup(
+                result.cell.profile.removeprefix("grid-"), key[1], machine_slug(machine), bool(machine.get("gpus"))
+            ),
+        )
         group.results.append(result)
     return list(groups.values())
 
@@ -72,13 +77,34 @@ def model_table(group: GridGroup, model: str) -> list[str]:
     points = sorted({(r.cell.batch_size, length_of(r)) for r in results})
     by = {(r.cell.variant, r.cell.batch_size, length_of(r)): r for r in results}
     rows = [[f"{b} x {n}"] + [cell_text(by[(c, b, n)]) if (c, b, n) in by else "" for c in columns] for b, n in points]
-    lines = [text.tabulate(rows, headers=["batch x length"] + [COLUMNS[c].display for c in columns], tablefmt="github", disable_numparse=True), ""]
-    notes = sorted({f"{COLUMNS[r.cell.variant].display} at {r.cell.batch_size} x {length_of(r)}: {r.status}: {r.message}"
-                    for r in results if r.status != "ok"})
-    notes += sorted(f"{COLUMNS[r.cell.variant].display} at {r.cell.batch_size} x {length_of(r)}: its output differs from PyTorch eager's by "
-                    f"{r.runs[0].settings['max_abs_diff']:.2g}, beyond the tolerance ({TOLERANCE:g} relative): timed, but not the same computation "
-                    f"(this file predates the check)" for r in results if r.status == "ok" and beyond_tolerance(r.runs[0].settings))
-    first = [(COLUMNS[r.cell.variant].display, r.runs[0].first_step_ms) for r in results if r.status == "ok" and r.runs[0].first_step_ms is not None]
+    lines = [
+        text.tabulate(
+            rows,
+            headers=["batch x length"] + [COLUMNS[c].display for c in columns],
+            tablefmt="github",
+            disable_numparse=True,
+        ),
+        "",
+    ]
+    notes = sorted(
+        {
+            f"{COLUMNS[r.cell.variant].display} at {r.cell.batch_size} x {length_of(r)}: {r.status}: {r.message}"
+            for r in results
+            if r.status != "ok"
+        }
+    )
+    notes += sorted(
+        f"{COLUMNS[r.cell.variant].display} at {r.cell.batch_size} x {length_of(r)}: its output differs from PyTorch eager's by "
+        f"{r.runs[0].settings['max_abs_diff']:.2g}, beyond the tolerance ({TOLERANCE:g} relative): timed, but not the same computation "
+        f"(this file predates the check)"
+        for r in results
+        if r.status == "ok" and beyond_tolerance(r.runs[0].settings)
+    )
+    first = [
+        (COLUMNS[r.cell.variant].display, r.runs[0].first_step_ms)
+        for r in results
+        if r.status == "ok" and r.runs[0].first_step_ms is not None
+    ]
     diffs: dict[str, float] = {}
     for r in results:
         d = r.runs[0].settings.get("max_abs_diff")
@@ -88,18 +114,36 @@ def model_table(group: GridGroup, model: str) -> list[str]:
         per_col: dict[str, list[float]] = {}
         for c, ms in first:
             per_col.setdefault(c, []).append(ms)
-        lines += ["First call (trace/compile + the first forward; median over the points): " +
-                  "; ".join(f"{c} {text.fmt_ms(statistics.median(v))} ms" for c, v in per_col.items()) + ".", ""]
+        lines += [
+            "First call (trace/compile + the first forward; median over the points): "
+            + "; ".join(f"{c} {text.fmt_ms(statistics.median(v))} ms" for c, v in per_col.items())
+            + ".",
+            "",
+        ]
     if diffs:
-        lines += ["Largest difference of the last hidden state from PyTorch eager's, same weights (over the points; the "
-                  "tolerance is relative to the output's largest magnitude): " + "; ".join(f"{c} {d:.2g}" for c, d in diffs.items()) + ".", ""]
+        lines += [
+            "Largest difference of the last hidden state from PyTorch eager's, same weights (over the points; the "
+            "tolerance is relative to the output's largest magnitude): "
+            + "; ".join(f"{c} {d:.2g}" for c, d in diffs.items())
+            + ".",
+            "",
+        ]
     lines += [f"- {md(n)}" for n in notes[:20]] + ([""] if notes else [])
     return lines
 
 
 def findings_table(group: GridGroup) -> list[str]:
-    rows = [[md(f.claim), md(f.published), md(f.ours), f"**{f.verdict}**"] for f in findings(group.points(), group.on_gpu)]
-    return [text.tabulate(rows, headers=["published finding (HF, Oct 2019)", "published", "ours", "verdict"], tablefmt="github", disable_numparse=True)]
+    rows = [
+        [md(f.claim), md(f.published), md(f.ours), f"**{f.verdict}**"] for f in findings(group.points(), group.on_gpu)
+    ]
+    return [
+        text.tabulate(
+            rows,
+            headers=["published finding (HF, Oct 2019)", "published", "ours", "verdict"],
+            tablefmt="github",
+            disable_numparse=True,
+        )
+    ]
 
 
 def draw_figures(group: GridGroup, fig_dir: Path) -> dict[str, Path]:
@@ -122,10 +166,20 @@ def draw_figures(group: GridGroup, fig_dir: Path) -> dict[str, Path]:
         fig, axes = plt.subplots(1, len(batches), figsize=(4.5 * len(batches), 3.8), squeeze=False)
         for ax, batch in zip(axes[0], batches):
             for column in COLUMNS:
-                pts = sorted((length_of(r), r.summary().mean) for r in results if r.cell.batch_size == batch and r.cell.variant == column)
+                pts = sorted(
+                    (length_of(r), r.summary().mean)
+                    for r in results
+                    if r.cell.batch_size == batch and r.cell.variant == column
+                )
                 if pts:
                     ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=COLUMNS[column].display)
-            ax.set(xscale="log", yscale="log", xlabel="sequence length", ylabel="mean ms per forward", title=f"{MODELS[model].display}, batch {batch}")
+            ax.set(
+                xscale="log",
+                yscale="log",
+                xlabel="sequence length",
+                ylabel="mean ms per forward",
+                title=f"{MODELS[model].display}, batch {batch}",
+            )
             ax.grid(True, which="both", alpha=0.3)
         axes[0][-1].legend(fontsize=7)
         fig.tight_layout()
@@ -135,8 +189,16 @@ def draw_figures(group: GridGroup, fig_dir: Path) -> dict[str, Path]:
         out[f"{model}-time"] = path
     ratios = {}
     for model in models:
-        pt = {(r.cell.batch_size, length_of(r)): r.summary().mean for r in group.results if r.cell.model == model and r.cell.variant == "torch-eager" and r.status == "ok"}
-        tf = {(r.cell.batch_size, length_of(r)): r.summary().mean for r in group.results if r.cell.model == model and r.cell.variant == "tf-function" and r.status == "ok"}
+        pt = {
+            (r.cell.batch_size, length_of(r)): r.summary().mean
+            for r in group.results
+            if r.cell.model == model and r.cell.variant == "torch-eager" and r.status == "ok"
+        }
+        tf = {
+            (r.cell.batch_size, length_of(r)): r.summary().mean
+            for r in group.results
+            if r.cell.model == model and r.cell.variant == "tf-function" and r.status == "ok"
+        }
         if set(pt) & set(tf):
             ratios[model] = {k: pt[k] / tf[k] for k in set(pt) & set(tf)}
     if ratios:
@@ -147,8 +209,15 @@ def draw_figures(group: GridGroup, fig_dir: Path) -> dict[str, Path]:
             for (b, n), v in values.items():
                 grid[batches.index(b), lengths.index(n)] = np.log2(v)
             image = ax.imshow(grid, cmap="coolwarm", vmin=-2, vmax=2, aspect="auto")
-            ax.set(xticks=range(len(lengths)), xticklabels=lengths, yticks=range(len(batches)), yticklabels=batches,
-                   xlabel="sequence length", ylabel="batch", title=MODELS[model].display)
+            ax.set(
+                xticks=range(len(lengths)),
+                xticklabels=lengths,
+                yticks=range(len(batches)),
+                yticklabels=batches,
+                xlabel="sequence length",
+                ylabel="batch",
+                title=MODELS[model].display,
+            )
             for (b, n), v in values.items():
                 ax.text(lengths.index(n), batches.index(b), f"{v:.2f}", ha="center", va="center", fontsize=7)
         fig.colorbar(image, ax=axes[0].tolist(), label="log2(PyTorch / TensorFlow): > 0 TensorFlow faster")
@@ -190,15 +259,28 @@ def every_column_table(points: list[PointFigure]) -> list[str]:
     rows = []
     for model, m in means.items():
         base = m.get("torch-eager")
-        rows.append([MODELS[model].display, m["points"]] + [
-            "" if c not in m else "–" if m[c] is None else f"{text.fmt_ms(m[c] * 1000)}" + (f" (x{m[c] / base:.2f})" if base else "")
-            for c in columns])
+        rows.append(
+            [MODELS[model].display, m["points"]]
+            + [
+                ""
+                if c not in m
+                else "–"
+                if m[c] is None
+                else f"{text.fmt_ms(m[c] * 1000)}" + (f" (x{m[c] / base:.2f})" if base else "")
+                for c in columns
+            ]
+        )
     if not rows:
         return []
-    return ["### Every column over the same points", "",
-            "Mean ms per forward per column over the points where every column that ran on the model succeeded "
-            "(x: its time / PyTorch eager's; a point one column failed is left out for all).", "",
-            text.github_table(rows, ["model", "points", *[COLUMNS[c].display for c in columns]]), ""]
+    return [
+        "### Every column over the same points",
+        "",
+        "Mean ms per forward per column over the points where every column that ran on the model succeeded "
+        "(x: its time / PyTorch eager's; a point one column failed is left out for all).",
+        "",
+        text.github_table(rows, ["model", "points", *[COLUMNS[c].display for c in columns]]),
+        "",
+    ]
 
 
 def group_page(group: GridGroup, fig_dir: Path, out_dir: Path) -> list[str]:
@@ -208,30 +290,68 @@ def group_page(group: GridGroup, fig_dir: Path, out_dir: Path) -> list[str]:
     lines += ["### Then and now", ""] + findings_table(group) + [""]
     p = means["paired"]
     if p["points"]:
-        lines += [f"PyTorch eager vs TensorFlow (tf.function), mean over the {p['points']} points where both succeeded: "
-                  f"{p['pytorch']:.4g} s vs {p['tensorflow']:.4g} s.", ""]
+        lines += [
+            f"PyTorch eager vs TensorFlow (tf.function), mean over the {p['points']} points where both succeeded: "
+            f"{p['pytorch']:.4g} s vs {p['tensorflow']:.4g} s.",
+            "",
+        ]
     lines += every_column_table(points)
     figures = draw_figures(group, fig_dir)
     for model in [m for m in MODELS if any(r.cell.model == m for r in group.results)]:
         lines += [f"### {MODELS[model].display}", ""] + model_table(group, model)
         if f"{model}-time" in figures:
-            lines += [f"![{MODELS[model].display}: time against sequence length]({figures[f'{model}-time'].relative_to(out_dir).as_posix()})", ""]
+            lines += [
+                f"![{MODELS[model].display}: time against sequence length]({figures[f'{model}-time'].relative_to(out_dir).as_posix()})",
+                "",
+            ]
     if "ratio" in figures:
-        lines += ["### PyTorch / TensorFlow over the grid", "", f"![PyTorch eager / TensorFlow mean time]({figures['ratio'].relative_to(out_dir).as_posix()})", ""]
-    commits = sorted({(r.provenance.get("git") or {}).get("commit", "")[:12] + (" (dirty)" if (r.provenance.get("git") or {}).get("dirty") else "") for r in group.results})
+        lines += [
+            "### PyTorch / TensorFlow over the grid",
+            "",
+            f"![PyTorch eager / TensorFlow mean time]({figures['ratio'].relative_to(out_dir).as_posix()})",
+            "",
+        ]
+    commits = sorted(
+        {
+            (r.provenance.get("git") or {}).get("commit", "")[:12]
+            + (" (dirty)" if (r.provenance.get("git") or {}).get("dirty") else "")
+            for r in group.results
+        }
+    )
     envs = sorted({r.cell.backend for r in group.results})
-    stamps = sorted({f"{r.cell.backend} {((r.runs[0].process or {}).get('environment') or {}).get('lock_sha256', '')[:12]}" for r in group.results if r.runs[0].process})
+    stamps = sorted(
+        {
+            f"{r.cell.backend} {((r.runs[0].process or {}).get('environment') or {}).get('lock_sha256', '')[:12]}"
+            for r in group.results
+            if r.runs[0].process
+        }
+    )
     probes = [r.provenance.get("reference") or {} for r in group.results]
     probe_ms = [v for p in probes for k, v in p.items() if k in ("start_ms", "at_write_ms") and v]
     loads = [r.provenance["load_average_1m"] for r in group.results if r.provenance.get("load_average_1m") is not None]
     cores = next((r.provenance.get("cpu_count") for r in group.results if r.provenance.get("cpu_count")), None)
-    quiet = [f"- Machine load: the framework-free drift probe (bench/drift.py) read {min(probe_ms):.1f} to {max(probe_ms):.1f} ms "
-             f"(x{max(probe_ms) / min(probe_ms):.1f})" + (f"; 1-minute load average {min(loads):.1f} to {max(loads):.1f} on {cores} cores" if loads else "")
-             + machine_state(max(probe_ms) / min(probe_ms), max(loads) if loads else None, cores)] if probe_ms else []
-    lines += ["### Where these numbers come from", ""] + quiet + [
-              f"- {len(group.results)} result files under `{GRID_DIR}/grid-{group.grid}/{group.slug}/`; commit(s) {', '.join(commits)}; envs {', '.join(envs)}.",
-              f"- env locks (requirements sha256): {', '.join(stamps)}." if stamps else "- env locks: not recorded (no run of these files reached a framework).",
-              f"- created {min(r.created_at for r in group.results)} to {max(r.created_at for r in group.results)}.", ""]
+    quiet = (
+        [
+            f"- Machine load: the framework-free drift probe (bench/drift.py) read {min(probe_ms):.1f} to {max(probe_ms):.1f} ms "
+            f"(x{max(probe_ms) / min(probe_ms):.1f})"
+            + (f"; 1-minute load average {min(loads):.1f} to {max(loads):.1f} on {cores} cores" if loads else "")
+            + machine_state(max(probe_ms) / min(probe_ms), max(loads) if loads else None, cores)
+        ]
+        if probe_ms
+        else []
+    )
+    lines += (
+        ["### Where these numbers come from", ""]
+        + quiet
+        + [
+            f"- {len(group.results)} result files under `{GRID_DIR}/grid-{group.grid}/{group.slug}/`; commit(s) {', '.join(commits)}; envs {', '.join(envs)}.",
+            f"- env locks (requirements sha256): {', '.join(stamps)}."
+            if stamps
+            else "- env locks: not recorded (no run of these files reached a framework).",
+            f"- created {min(r.created_at for r in group.results)} to {max(r.created_at for r in group.results)}.",
+            "",
+        ]
+    )
     return lines
 
 
@@ -239,11 +359,15 @@ def machine_state(probe_ratio: float, max_load: float | None, cores: int | None)
     """What the probe and the load say of the run. The grid's own busy worker keeps the load near the core count
     (its threads), so only a load well above it says other jobs ran; a probe that moved says the speed drifted."""
     if max_load is not None and cores and max_load > 1.5 * cores:
-        return (". **The machine was shared with other jobs while this ran** (a load above 1.5x its cores): absolute times are "
-                "noisy; the round-robin keeps the columns of one point comparable.")
+        return (
+            ". **The machine was shared with other jobs while this ran** (a load above 1.5x its cores): absolute times are "
+            "noisy; the round-robin keeps the columns of one point comparable."
+        )
     if probe_ratio > 1.3:
-        return (". The machine's speed drifted while this ran (the probe's spread), with no sign of other jobs: absolute times "
-                "carry that drift; the round-robin keeps the columns of one point comparable.")
+        return (
+            ". The machine's speed drifted while this ran (the probe's spread), with no sign of other jobs: absolute times "
+            "carry that drift; the round-robin keeps the columns of one point comparable."
+        )
     return "."
 
 
@@ -255,14 +379,25 @@ def render_grid(results_dir: Path, out: Path | None = None) -> Path | None:
         return None
     out = out or results_dir / "GRID.md"
     fig_dir = results_dir.resolve() / "figures" / FIG_SUBDIR
-    lines = ["# Inference grid: PyTorch vs TensorFlow vs Keras 3 (re-test of HF, Oct 2019)", "",
-             "Rendered by `python -m bench grid` / `make grid` (and `make table`) from the grid's result files alone.", ""] + METHOD + [""]
+    lines = (
+        [
+            "# Inference grid: PyTorch vs TensorFlow vs Keras 3 (re-test of HF, Oct 2019)",
+            "",
+            "Rendered by `python -m bench grid` / `make grid` (and `make table`) from the grid's result files alone.",
+            "",
+        ]
+        + METHOD
+        + [""]
+    )
     for group in groups:
         lines += group_page(group, fig_dir, out.resolve().parent)
         if not group.on_gpu:
-            lines += ["This grid ran on a CPU only: its GPU findings are \"not tested on this hardware\". Where the machine was "
-                      "shared with other jobs while it ran, absolute times are noisy; the round-robin order keeps the comparison "
-                      "between columns of one point fair, not the absolute figures.", ""]
+            lines += [
+                "This grid ran on a CPU only: its GPU findings are \"not tested on this hardware\". Where the machine was "
+                "shared with other jobs while it ran, absolute times are noisy; the round-robin order keeps the comparison "
+                "between columns of one point fair, not the absolute figures.",
+                "",
+            ]
     write_text_atomic(out, "\n".join(lines).rstrip("\n") + "\n")
     return out
 
@@ -274,7 +409,10 @@ def grid_section(table, page) -> list[str]:
     groups = [g for g in load_grid(results_dir) if g.machine == table.group.machine]
     lines = []
     for group in groups:
-        lines += [f"Grid `{group.grid}` ({len(group.results)} points x columns; full tables and figures in [GRID.md]"
-                  f"({(results_dir / 'GRID.md').resolve().relative_to(page.out_dir.resolve()).as_posix() if (results_dir / 'GRID.md').resolve().is_relative_to(page.out_dir.resolve()) else 'GRID.md'})):", ""]
+        lines += [
+            f"Grid `{group.grid}` ({len(group.results)} points x columns; full tables and figures in [GRID.md]"
+            f"({(results_dir / 'GRID.md').resolve().relative_to(page.out_dir.resolve()).as_posix() if (results_dir / 'GRID.md').resolve().is_relative_to(page.out_dir.resolve()) else 'GRID.md'})):",
+            "",
+        ]
         lines += findings_table(group) + [""]
     return lines

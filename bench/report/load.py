@@ -5,19 +5,19 @@ reference CSV, read once, since row order and the comparison both follow it.
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Iterable
 
 from bench.backends import BACKENDS, STACKS, UNLOCKED_STACK, keras3_backends
 from bench.errors import BenchError
 from bench.ownenv import describe_environment
-from bench.provenance import machine_label, machine_slug
-from bench.results import Result, load, load_each, placement_problems, result_files, unreadable_error
 from bench.profiles import get_profile
+from bench.provenance import machine_label, machine_slug
 from bench.published import published_ms, published_note, published_rows
 from bench.registry import MODELS, get_model
+from bench.results import Result, load_each, placement_problems, unreadable_error
 from bench.spec import TASKS
 
 PROFILE_ORDER = ("paper", "smoke")  # paper before smoke; any other profile after, by name
@@ -142,10 +142,22 @@ def group_results(items: list[Loaded]) -> list[Group]:
         profile = item.result.cell.profile
         label = machine_label(item.result.provenance.get("machine", {}))
         stack = getattr(item.result.cell, "stack", "today")
-        environment = (item.result.provenance.get("environment") or {}).get("distributions_sha256") or "" if stack == UNLOCKED_STACK.name else ""
-        groups.setdefault((profile, label, stack, environment), Group(profile, label, stack=stack, environment=environment)).items.append(item)
-    rank = lambda g: (PROFILE_ORDER.index(g.profile) if g.profile in PROFILE_ORDER else len(PROFILE_ORDER), g.profile, g.machine,
-                      g.stack != "today", g.stack, g.environment)
+        environment = (
+            (item.result.provenance.get("environment") or {}).get("distributions_sha256") or ""
+            if stack == UNLOCKED_STACK.name
+            else ""
+        )
+        groups.setdefault(
+            (profile, label, stack, environment), Group(profile, label, stack=stack, environment=environment)
+        ).items.append(item)
+    rank = lambda g: (
+        PROFILE_ORDER.index(g.profile) if g.profile in PROFILE_ORDER else len(PROFILE_ORDER),
+        g.profile,
+        g.machine,
+        g.stack != "today",
+        g.stack,
+        g.environment,
+    )
     return sorted(groups.values(), key=rank)
 
 

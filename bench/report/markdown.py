@@ -54,7 +54,9 @@ def best_text(facts: RowFacts) -> str:
 def main_table(table: TableAnalysis) -> list[str]:
     """The table and its numbered notes, as both RESULTS.md and the README show them."""
     headers = ["Model / task", "Batch", *[c.header for c in COLUMNS], BEST]
-    body = [[md(row_label(f)), batch_text(f), *[cell_text(table, f, c) for c in COLUMNS], best_text(f)] for f in table.rows]
+    body = [
+        [md(row_label(f)), batch_text(f), *[cell_text(table, f, c) for c in COLUMNS], best_text(f)] for f in table.rows
+    ]
     lines = [github_table(body, headers)]
     if table.notes:
         lines += ["", "Notes:", ""] + [f"{n}. {text}" for n, text in enumerate(table.notes, 1)]
@@ -76,17 +78,25 @@ def legend(table: TableAnalysis) -> list[str]:
         "error: the cell failed. [n] points to the note with the message. Empty: not run.",
     ]
     if table.noisy_cells:
-        lines.append(f"Spread above {NOISY_CV:.0%} in {plural(table.noisy_cells, 'cell')}: too few or unsteady steps; read those medians as rough.")
+        lines.append(
+            f"Spread above {NOISY_CV:.0%} in {plural(table.noisy_cells, 'cell')}: too few or unsteady steps; read those medians as rough."
+        )
     if table.unsteady_cells:
-        lines.append(f"⚠ unsteady ({plural(table.unsteady_cells, 'cell')}): a compile inside the timed steps, warm-up stopped at its cap, "
-                     "a step far above the median or an impossible derived figure; the reasons are in the per-cell details.")
+        lines.append(
+            f"⚠ unsteady ({plural(table.unsteady_cells, 'cell')}): a compile inside the timed steps, warm-up stopped at its cap, "
+            "a step far above the median or an impossible derived figure; the reasons are in the per-cell details."
+        )
     if table.unresolved_rows:
-        lines.append(f"≈ ({plural(table.unresolved_rows, 'row')}): the gap between the two fastest Keras 3 backends is smaller than their "
-                     "spread or the machine's drift while they ran, so that ranking is not resolved.")
+        lines.append(
+            f"≈ ({plural(table.unresolved_rows, 'row')}): the gap between the two fastest Keras 3 backends is smaller than their "
+            "spread or the machine's drift while they ran, so that ranking is not resolved."
+        )
     if table.drift is not None:
         refs = table.references_ms
-        lines.append(f"Machine drift over these results: the reference matmul (timed before and after every cell) ranged from "
-                     f"{min(refs):.3g} to {max(refs):.3g} ms, {table.drift:.0%} apart.")
+        lines.append(
+            f"Machine drift over these results: the reference matmul (timed before and after every cell) ranged from "
+            f"{min(refs):.3g} to {max(refs):.3g} ms, {table.drift:.0%} apart."
+        )
     return lines
 
 
@@ -97,7 +107,10 @@ def head_section(table: TableAnalysis, page: Page) -> list[str]:
     numbers = main_table(table)
     lines = [numbers[0], "", *[f"- {text}" for text in legend(table)], *numbers[1:]]
     if table.missing:
-        lines += ["", f"Published rows not measured in this table: {', '.join(f'{k.label()} (batch {k.batch_size})' for k in table.missing)}."]
+        lines += [
+            "",
+            f"Published rows not measured in this table: {', '.join(f'{k.label()} (batch {k.batch_size})' for k in table.missing)}.",
+        ]
     return lines
 
 
@@ -131,7 +144,23 @@ def details_row(facts: RowFacts, column: Column) -> list[str]:
 def details_section(table: TableAnalysis, page: Page) -> list[str]:
     if not table.rows:  # a table of a study's workloads only: its own section shows them
         return []
-    headers = ["Model / task", "Batch", "Backend", "Status", "Runs", "Steps", "Median", "Mean", "p10–p90", "CV", "Run-median CV",
-               "First step (ms)", "First step holds", "Steady", "tok/s", "File"]
+    headers = [
+        "Model / task",
+        "Batch",
+        "Backend",
+        "Status",
+        "Runs",
+        "Steps",
+        "Median",
+        "Mean",
+        "p10–p90",
+        "CV",
+        "Run-median CV",
+        "First step (ms)",
+        "First step holds",
+        "Steady",
+        "tok/s",
+        "File",
+    ]
     body = [details_row(f, c) for f in table.rows for c in COLUMNS if c in f.cells]
     return ["<details><summary>Per-cell measurements</summary>", "", github_table(body, headers), "", "</details>"]

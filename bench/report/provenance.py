@@ -2,19 +2,33 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from bench.backends import BACKENDS, COMMON_ENVIRONMENT, cell_environment
+from bench.profiles import get_profile
 from bench.report.analysis import TableAnalysis
 from bench.report.load import Group
 from bench.report.sections import Page
 from bench.report.text import github_table, joined, md, plural
 from bench.results import Result
-from bench.profiles import get_profile
 
 # Package versions shown per environment (those an environment does not have are left blank).
-PACKAGES = ("tensorflow", "tf-keras", "keras", "keras-hub", "keras-nlp", "keras-cv", "jax", "jaxlib", "torch", "transformers", "diffusers", "peft")
+PACKAGES = (
+    "tensorflow",
+    "tf-keras",
+    "keras",
+    "keras-hub",
+    "keras-nlp",
+    "keras-cv",
+    "jax",
+    "jaxlib",
+    "torch",
+    "transformers",
+    "diffusers",
+    "peft",
+)
 
 
 def short_commit(git: dict) -> str:
@@ -32,13 +46,16 @@ def provenance_section(table: TableAnalysis, page: Page) -> list[str]:
     results = group.results
     machines = [r.provenance.get("machine", {}) for r in results]
     gpus = joined(
-        (
-            ", ".join(f"{g.get('name')} (driver {g.get('driver')}, driver CUDA {g.get('driver_cuda')}, {g.get('memory')})" for g in m.get("gpus") or [])
-            or "none (CPU only)"
-            for m in machines
+        ", ".join(
+            f"{g.get('name')} (driver {g.get('driver')}, driver CUDA {g.get('driver_cuda')}, {g.get('memory')})"
+            for g in m.get("gpus") or []
         )
+        or "none (CPU only)"
+        for m in machines
     )
-    cpus = joined(f"{m.get('cpu')}, {m.get('logical_cpus')} logical CPUs, {m.get('memory_gib')} GiB RAM" for m in machines)
+    cpus = joined(
+        f"{m.get('cpu')}, {m.get('logical_cpus')} logical CPUs, {m.get('memory_gib')} GiB RAM" for m in machines
+    )
     commits = Counter(short_commit(r.provenance.get("git") or {}) for r in results)
     dates = sorted(r.created_at for r in results)
     lines = [
@@ -50,7 +67,12 @@ def provenance_section(table: TableAnalysis, page: Page) -> list[str]:
         f"- **Profile**: {group.profile} ({get_profile(group.profile).description}) chosen by: {joined(r.provenance.get('profile_choice') for r in results) or 'not recorded'}",
         f"- **Result files**: {len(results)}, under `{joined((Path(l.path).parent.as_posix() for l in group.items), '`, `')}`",
     ]
-    return lines + ["", "Software per environment (every distinct value found in this table's results is listed):", "", env_table(group)]
+    return lines + [
+        "",
+        "Software per environment (every distinct value found in this table's results is listed):",
+        "",
+        env_table(group),
+    ]
 
 
 def env_table(group: Group) -> str:
@@ -78,22 +100,43 @@ def env_table(group: Group) -> str:
     def compile_setting(b: str) -> str:
         if BACKENDS[b].family == "native-torch":
             return joined(
-                f"{run.settings.get('variant')}: " + (f"torch.compile(mode={run.settings['compile_mode']})" if run.settings.get("compile_mode") else "no torch.compile")
+                f"{run.settings.get('variant')}: "
+                + (
+                    f"torch.compile(mode={run.settings['compile_mode']})"
+                    if run.settings.get("compile_mode")
+                    else "no torch.compile"
+                )
                 for run in runs[b]
                 if run.settings
             )
         return from_runs(b, lambda run: (run.settings or {}).get("jit_compile"))
 
     def dtypes(b: str) -> str:
-        return from_runs(b, lambda run: (run.settings or {}).get("dtype_policy") or "/".join((run.settings or {}).get("parameter_dtypes") or []) or None)
+        return from_runs(
+            b,
+            lambda run: (
+                (run.settings or {}).get("dtype_policy")
+                or "/".join((run.settings or {}).get("parameter_dtypes") or [])
+                or None
+            ),
+        )
 
     def precision(b: str) -> str:
-        return from_runs(b, lambda run: ", ".join(f"{k}={v}" for k, v in sorted(((run.framework or {}).get("precision") or {}).items())) or None)
+        return from_runs(
+            b,
+            lambda run: (
+                ", ".join(f"{k}={v}" for k, v in sorted(((run.framework or {}).get("precision") or {}).items())) or None
+            ),
+        )
 
     def variables(b: str) -> str:
         expected = {**cell_environment(b), **COMMON_ENVIRONMENT}
         return joined(
-            ", ".join(f"{k}={v}" for k, v in sorted(((run.process or {}).get("variables") or {}).items()) if k != "BENCH_GIT_COMMIT" and expected.get(k) != v)
+            ", ".join(
+                f"{k}={v}"
+                for k, v in sorted(((run.process or {}).get("variables") or {}).items())
+                if k != "BENCH_GIT_COMMIT" and expected.get(k) != v
+            )
             or None
             for run in runs[b]
         )
@@ -106,13 +149,31 @@ def env_table(group: Group) -> str:
         row("Python", lambda b: from_runs(b, lambda run: (run.process or {}).get("python"))),
         row("Env lock sha256", lambda b: from_runs(b, lock)),
         # the unlocked route (--env current): no lock, the fingerprint of every installed distribution in its place
-        row("Unlocked env: distributions sha256", lambda b: joined(str((r.provenance.get("environment") or {}).get("distributions_sha256") or "")[:12] or None
-                                                                   for r in by_backend[b])),
-        row("Input pipeline (where not the published tf.data)", lambda b: from_runs(b, lambda run: (run.settings or {}).get("input_pipeline"))),
+        row(
+            "Unlocked env: distributions sha256",
+            lambda b: joined(
+                str((r.provenance.get("environment") or {}).get("distributions_sha256") or "")[:12] or None
+                for r in by_backend[b]
+            ),
+        ),
+        row(
+            "Input pipeline (where not the published tf.data)",
+            lambda b: from_runs(b, lambda run: (run.settings or {}).get("input_pipeline")),
+        ),
         *[row(name, packages(name)) for name in PACKAGES],
         row("CUDA / cuDNN build", lambda b: from_runs(b, cuda_build)),
         row("JAX CUDA plugin", lambda b: from_runs(b, lambda run: (run.framework or {}).get("cuda_plugin"))),
-        row("GPUs the framework saw", lambda b: from_runs(b, lambda run: ", ".join(run.framework["gpus"]) if run.framework.get("gpus") else ("none" if run.framework else None))),
+        row(
+            "GPUs the framework saw",
+            lambda b: from_runs(
+                b,
+                lambda run: (
+                    ", ".join(run.framework["gpus"])
+                    if run.framework.get("gpus")
+                    else ("none" if run.framework else None)
+                ),
+            ),
+        ),
         row("jit_compile / torch.compile", compile_setting),
         row("Dtype policy (Keras) / parameter dtypes", dtypes),
         row("Precision flags", precision),

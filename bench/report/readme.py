@@ -19,7 +19,9 @@ def update_readme(readme: Path, results_md: Path, first: TableAnalysis, page: Pa
     """Replace the README's marked section with `first`'s main table and notes and its per-row figure."""
     text = readme.read_text()
     if text.count(README_START) != 1 or text.count(README_END) != 1:
-        raise BenchError(f"{readme} needs exactly one {README_START!r} and one {README_END!r} line for `make table` to fill")
+        raise BenchError(
+            f"{readme} needs exactly one {README_START!r} and one {README_END!r} line for `make table` to fill"
+        )
     rel = lambda p: Path(os.path.relpath(Path(p).resolve(), readme.resolve().parent)).as_posix()
     group = first.group
     section = [

@@ -1,9 +1,9 @@
 """How one table's part of RESULTS.md is assembled from its sections (see the package docstring)."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from bench.report.analysis import TableAnalysis
 

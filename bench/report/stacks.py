@@ -33,5 +33,7 @@ def stacks_section(table: TableAnalysis, page: Page) -> list[str]:
         f"The same cells on today's stack (table {today.group.title}), same profile and machine. "
         f"Speed-up = this stack's median / today's (above 1: today's stack is faster); — where either cell has no number.",
         "",
-        github_table(body, ["row", "batch", "column", f"{table.group.stack} (median)", "today (median)", "today's speed-up"]),
+        github_table(
+            body, ["row", "batch", "column", f"{table.group.stack} (median)", "today (median)", "today's speed-up"]
+        ),
     ]

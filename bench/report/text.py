@@ -1,7 +1,8 @@
 """Formatting shared by every renderer: number formats, Markdown-safe cells, GitHub tables, atomic writes."""
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from bench.atomic import write_text_atomic  # noqa: F401  (the report's writers import it from here)
 from bench.backends import BACKENDS, short_name
@@ -11,7 +12,15 @@ try:
 except ImportError:  # reported by render() as a clear error, not a traceback
     tabulate = None
 
-STATUS_TEXT = {"unsupported": "NA", "oom": "OOM", "timeout": "timeout", "error": "error", "killed": "killed", "unsteady": "unsteady", "oom-predicted": "OOM (predicted)"}
+STATUS_TEXT = {
+    "unsupported": "NA",
+    "oom": "OOM",
+    "timeout": "timeout",
+    "error": "error",
+    "killed": "killed",
+    "unsteady": "unsteady",
+    "oom-predicted": "OOM (predicted)",
+}
 SHORT = {name: short_name(name) for name in BACKENDS}
 BEST = "Keras 3 (best)"
 

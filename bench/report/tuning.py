@@ -12,13 +12,13 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+from bench.profiles import get_profile
+from bench.registry import get_model
 from bench.report.analysis import TableAnalysis
 from bench.report.load import Loaded
 from bench.report.sections import Page
 from bench.report.text import fmt_ms, fmt_x, github_table, md
 from bench.variants import is_tuning, reference_variant, tuning_variant
-from bench.profiles import get_profile
-from bench.registry import get_model
 
 TUNING_CSV = Path(__file__).resolve().parent.parent / "data" / "keras3_tuning_2024.csv"
 PUBLISHED_HARDWARE = "one NVIDIA L4"
@@ -81,7 +81,11 @@ def ratio_text(reference: Figure | None, variant: Figure) -> str:
     ratio = reference.ms / variant.ms
     noise = max(reference.cv, variant.cv)
     apart = hours_apart(reference, variant)
-    return fmt_x(ratio) + (" ≈" if abs(ratio - 1) < noise else "") + (f" (measured {apart:.0f} h apart)" if apart > SAME_SESSION_HOURS else "")
+    return (
+        fmt_x(ratio)
+        + (" ≈" if abs(ratio - 1) < noise else "")
+        + (f" (measured {apart:.0f} h apart)" if apart > SAME_SESSION_HOURS else "")
+    )
 
 
 def workloads_table(cells: dict[tuple, Figure]) -> list[str]:
@@ -92,11 +96,24 @@ def workloads_table(cells: dict[tuple, Figure]) -> list[str]:
         r = fig.item.result
         value = f"{fmt_ms(fig.ms)} ±{fig.cv * 100:.1f}%" if fig.ms is not None else r.status
         sps = fig.samples_per_s()
-        rows.append([f"{get_model(model).display} {task}", str(batch), backend, variant, value, f"{sps:.2f}" if sps else "", f"`{fig.item.path}`"])
+        rows.append(
+            [
+                f"{get_model(model).display} {task}",
+                str(batch),
+                backend,
+                variant,
+                value,
+                f"{sps:.2f}" if sps else "",
+                f"`{fig.item.path}`",
+            ]
+        )
     if not rows:
         return []
-    return ["The study's workloads at each backend's reference variant (median ms/step ± CV; samples/s = batch / median):", "",
-            github_table(rows, ["Workload", "Batch", "Backend", "Variant", "ms/step", "samples/s", "File"])]
+    return [
+        "The study's workloads at each backend's reference variant (median ms/step ± CV; samples/s = batch / median):",
+        "",
+        github_table(rows, ["Workload", "Batch", "Backend", "Variant", "ms/step", "samples/s", "File"]),
+    ]
 
 
 def variants_table(cells: dict[tuple, Figure]) -> list[str]:
@@ -107,18 +124,43 @@ def variants_table(cells: dict[tuple, Figure]) -> list[str]:
         base = reference_variant(backend)
         reference = cells.get((backend, model, task, batch, base))
         value = f"{fmt_ms(fig.ms)} ±{fig.cv * 100:.1f}%" if fig.ms is not None else fig.item.result.status
-        ref_text = f"{fmt_ms(reference.ms)} ({base})" if reference and reference.ms is not None else f"not measured ({base})"
-        rows.append([f"{get_model(model).display} {task}", str(batch), backend, variant, value, ref_text, ratio_text(reference, fig), f"`{fig.item.path}`"])
+        ref_text = (
+            f"{fmt_ms(reference.ms)} ({base})" if reference and reference.ms is not None else f"not measured ({base})"
+        )
+        rows.append(
+            [
+                f"{get_model(model).display} {task}",
+                str(batch),
+                backend,
+                variant,
+                value,
+                ref_text,
+                ratio_text(reference, fig),
+                f"`{fig.item.path}`",
+            ]
+        )
     if not rows:
         return []
-    return ["Each tuning variant against its backend's reference variant on the same workload and batch: ratio = reference ms / "
-            "variant ms (above 1: the variant is faster; ≈: within the larger of the two cells' CVs, not resolved).", "",
-            github_table(rows, ["Workload", "Batch", "Backend", "Variant", "ms/step", "Reference ms/step", "Ratio", "File"])]
+    return [
+        "Each tuning variant against its backend's reference variant on the same workload and batch: ratio = reference ms / "
+        "variant ms (above 1: the variant is faster; ≈: within the larger of the two cells' CVs, not resolved).",
+        "",
+        github_table(
+            rows, ["Workload", "Batch", "Backend", "Variant", "ms/step", "Reference ms/step", "Ratio", "File"]
+        ),
+    ]
 
 
 def first(cells: dict[tuple, Figure], backend: str, model: str, task: str, variant: str) -> Figure | None:
     """The measured cell of this backend, model, task and variant at the largest batch the table has."""
-    found = sorted(((k[3], f) for k, f in cells.items() if k[:3] == (backend, model, task) and k[4] == variant and f.ms is not None), key=lambda kv: -kv[0])
+    found = sorted(
+        (
+            (k[3], f)
+            for k, f in cells.items()
+            if k[:3] == (backend, model, task) and k[4] == variant and f.ms is not None
+        ),
+        key=lambda kv: -kv[0],
+    )
     return found[0][1] if found else None
 
 
@@ -126,7 +168,11 @@ def findings_rows(table: TableAnalysis, cells: dict[tuple, Figure]) -> list[list
     """Each published finding with ours where the table has its cells. Ours: a ratio of our medians chosen to
     answer the same question, stated in the row; a GPU finding measured here on a CPU says so."""
     on_gpu = any((l.result.provenance.get("machine") or {}).get("gpus") for l in table.group.items)
-    hardware = "GPU" if on_gpu else f"CPU only: the published figure is from {PUBLISHED_HARDWARE}; whether it holds on a GPU is not tested here"
+    hardware = (
+        "GPU"
+        if on_gpu
+        else f"CPU only: the published figure is from {PUBLISHED_HARDWARE}; whether it holds on a GPU is not tested here"
+    )
     if get_profile(table.group.profile).shapes_from != "paper" and table.group.profile != "paper":
         hardware = f"{table.group.profile} profile: reduced shapes, not comparable with the published figure"
     vit = lambda backend, variant: first(cells, backend, "vit", "fit", variant)
@@ -138,10 +184,14 @@ def findings_rows(table: TableAnalysis, cells: dict[tuple, Figure]) -> list[list
             workers = int(config.split()[-1])
             torch_variant = f"loader-workers-{workers}"
             # as published, both fed by a torch DataLoader with these workers; else (workers 0) in-memory data, said so
-            jax, torch = (vit(b, torch_variant) or (vit(b, "default") if workers == 0 else None) for b in ("jax", "torch"))
+            jax, torch = (
+                vit(b, torch_variant) or (vit(b, "default") if workers == 0 else None) for b in ("jax", "torch")
+            )
             if jax and torch:
                 ours = torch.ms / jax.ms
-                fed = lambda fig: "a torch DataLoader" if fig.item.result.cell.variant == torch_variant else "in-memory data"
+                fed = lambda fig: (
+                    "a torch DataLoader" if fig.item.result.cell.variant == torch_variant else "in-memory data"
+                )
                 how = f"ViT fit, torch ({fed(torch)}) ms / JAX ({fed(jax)}) ms"
         elif name == "sdpa_closes_gap":
             jax, torch = vit("jax", "default"), vit("torch", "sdpa")
@@ -151,20 +201,42 @@ def findings_rows(table: TableAnalysis, cells: dict[tuple, Figure]) -> list[list
             model = "gemma_2b" if f["model"] == "gemma-2b-lora" else f["model"]
             batch = int(config.split()[-1])
             # the published batch where it ran, else the largest this table has (a CPU runs batch 1), said so
-            fig = cells.get((f["backend_a"], model, "fit", batch, "default")) or first(cells, f["backend_a"], model, "fit", "default")
+            fig = cells.get((f["backend_a"], model, "fit", batch, "default")) or first(
+                cells, f["backend_a"], model, "fit", "default"
+            )
             if fig and fig.ms is not None:
                 ran = fig.item.result.cell.batch_size
-                ours, how = fig.samples_per_s(), f"Gemma 2B LoRA fit on {f['backend_a']} at batch {ran}" + ("" if ran == batch else f" (the published batch {batch} did not run here)")
+                ours, how = (
+                    fig.samples_per_s(),
+                    f"Gemma 2B LoRA fit on {f['backend_a']} at batch {ran}"
+                    + ("" if ran == batch else f" (the published batch {batch} did not run here)"),
+                )
         elif name == "matmul_precision_high_speedup":
             for model in ("gemma_2b", "vit"):
-                base, high = first(cells, "torch", model, "fit", "default"), first(cells, "torch", model, "fit", "matmul-high")
+                base, high = (
+                    first(cells, "torch", model, "fit", "default"),
+                    first(cells, "torch", model, "fit", "matmul-high"),
+                )
                 if base and high:
-                    ours, how = base.ms / high.ms, f"{get_model(model).display} fit on Keras's torch backend: default ms / matmul-high ms" + (
-                        " (the published finding is Gemma 2B's)" if model != "gemma_2b" else "")
+                    ours, how = (
+                        base.ms / high.ms,
+                        f"{get_model(model).display} fit on Keras's torch backend: default ms / matmul-high ms"
+                        + (" (the published finding is Gemma 2B's)" if model != "gemma_2b" else ""),
+                    )
                     break
         holds = verdict(f, ours) if "not comparable" not in hardware else "not comparable (reduced shapes)"
-        out.append([md(name), md(f["model"]), md(config), md(f["value"]) + " " + md(f["unit"]), ("" if ours is None else
-                    (f"{ours:.2f} samples/s" if f["unit"] == "samples/s" else fmt_x(ours))), holds, md(how), md(hardware) if ours is not None else ""])
+        out.append(
+            [
+                md(name),
+                md(f["model"]),
+                md(config),
+                md(f["value"]) + " " + md(f["unit"]),
+                ("" if ours is None else (f"{ours:.2f} samples/s" if f["unit"] == "samples/s" else fmt_x(ours))),
+                holds,
+                md(how),
+                md(hardware) if ours is not None else "",
+            ]
+        )
     return out
 
 
@@ -194,8 +266,15 @@ def tuning_section(table: TableAnalysis, page: Page) -> list[str]:
     variants = variants_table(cells)
     if variants:
         lines += ([""] if lines else []) + variants
-    lines += ["", "Published findings (bench/data/keras3_tuning_2024.csv) beside ours:", "",
-              github_table(findings_rows(table, cells), ["Finding", "Model", "Published config", "Published", "Ours", "Holds?", "Ours is", "Hardware"])]
+    lines += [
+        "",
+        "Published findings (bench/data/keras3_tuning_2024.csv) beside ours:",
+        "",
+        github_table(
+            findings_rows(table, cells),
+            ["Finding", "Model", "Published config", "Published", "Ours", "Holds?", "Ours is", "Hardware"],
+        ),
+    ]
     described = sorted({item.result.cell.variant for item in study if is_tuning(item.result.cell.variant)})
     if described:
         lines += ["", "Variants:", ""] + [f"- `{v}`: {md(tuning_variant(v).what)}" for v in described]

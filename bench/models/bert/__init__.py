@@ -24,7 +24,9 @@ class BertShape:
     def __post_init__(self) -> None:
         positive_fields(self)
         if self.attention_implementation not in ("eager", "sdpa", "flash_attention_2"):
-            raise ValueError(f"attention_implementation {self.attention_implementation!r} is not one transformers' BERT has")
+            raise ValueError(
+                f"attention_implementation {self.attention_implementation!r} is not one transformers' BERT has"
+            )
         if self.sequence_length > self.max_sequence_length:
             raise ValueError("sequence_length exceeds max_sequence_length")
         if self.hidden_dim % self.num_heads:
@@ -38,4 +40,6 @@ def paper_settings(cell, shape: BertShape) -> dict:
     return {"jit_compile": cell.backend != "torch"}  # v0.0.5 asked for XLA (use_jit()) except on Keras 3's torch
 
 
-SPEC = load_model_spec("bert", "BERT", BertShape, tasks=[fit_task(native="trainer"), predict_task()], paper_settings=paper_settings)
+SPEC = load_model_spec(
+    "bert", "BERT", BertShape, tasks=[fit_task(native="trainer"), predict_task()], paper_settings=paper_settings
+)

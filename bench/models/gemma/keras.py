@@ -9,7 +9,9 @@ from bench.models.keras_llm import KerasCausalLM, backbone_arguments
 def backbone_kwargs(s) -> dict[str, Any]:
     """keras-hub GemmaBackbone arguments for a CausalLMShape (transformers naming)."""
     if s.rope_max_wavelength != 10000.0:
-        raise ValueError(f"keras-hub Gemma fixes RoPE's max wavelength at 10000, the shape asks {s.rope_max_wavelength}")
+        raise ValueError(
+            f"keras-hub Gemma fixes RoPE's max wavelength at 10000, the shape asks {s.rope_max_wavelength}"
+        )
     # keras-hub's intermediate_dim is the gate and up projections together: twice transformers' intermediate_size.
     return dict(backbone_arguments(s), intermediate_dim=2 * s.intermediate_dim)
 

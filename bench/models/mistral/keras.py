@@ -7,7 +7,6 @@ from bench.models.keras_llm import KerasCausalLM, backbone_arguments
 from bench.models.mistral import SLIDING_WINDOW
 
 
-
 def backbone_kwargs(s) -> dict[str, Any]:
     """keras-hub MistralBackbone arguments for a CausalLMShape (transformers naming, the same widths)."""
     return dict(

@@ -8,12 +8,13 @@ from bench.models.mistral import SLIDING_WINDOW
 from bench.models.torch_llm import TorchCausalLM, config_arguments
 
 
-
 def build_config(s):
     """transformers MistralConfig for a CausalLMShape (mistralai/Mistral-7B-v0.1 at the paper shape)."""
     from transformers import MistralConfig
 
-    return MistralConfig(**config_arguments(s), hidden_act="silu", sliding_window=SLIDING_WINDOW, tie_word_embeddings=False)
+    return MistralConfig(
+        **config_arguments(s), hidden_act="silu", sliding_window=SLIDING_WINDOW, tie_word_embeddings=False
+    )
 
 
 class MistralTorch(TorchCausalLM):

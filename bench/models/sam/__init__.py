@@ -6,7 +6,6 @@ from dataclasses import dataclass
 from bench.models.base import COMPILED_TRAIN_STEP
 from bench.spec import fit_task, load_model_spec, positive_fields, predict_task
 
-
 # SAM's fixed parts, the same at every model size (segment_anything/build_sam.py), read by both implementations.
 MASK_IN_CHANNELS = 16  # the mask-prompt downscaler's width
 IOU_HEAD_DEPTH = 3
@@ -65,4 +64,6 @@ def paper_settings(cell, shape: SamShape) -> dict:
     return out
 
 
-SPEC = load_model_spec("sam", "SegmentAnything", SamShape, tasks=[fit_task(), predict_task()], paper_settings=paper_settings)
+SPEC = load_model_spec(
+    "sam", "SegmentAnything", SamShape, tasks=[fit_task(), predict_task()], paper_settings=paper_settings
+)

@@ -57,7 +57,9 @@ def build_sam_backbone_keras3(s):
         iou_head_depth=IOU_HEAD_DEPTH,
         iou_head_hidden_dim=s.embed_dim,
     )
-    backbone = keras_hub.models.SAMBackbone(image_encoder=image_encoder, prompt_encoder=prompt_encoder, mask_decoder=mask_decoder)
+    backbone = keras_hub.models.SAMBackbone(
+        image_encoder=image_encoder, prompt_encoder=prompt_encoder, mask_decoder=mask_decoder
+    )
     return backbone, image_encoder
 
 
@@ -69,7 +71,9 @@ def build_sam_keras3(s, abstract: bool = False):
     """
     import keras_hub
 
-    backbone, image_encoder = build_abstractly(build_sam_backbone_keras3, s) if abstract else build_sam_backbone_keras3(s)
+    backbone, image_encoder = (
+        build_abstractly(build_sam_backbone_keras3, s) if abstract else build_sam_backbone_keras3(s)
+    )
     return keras_hub.models.SAMImageSegmenter(backbone=backbone, preprocessor=None), image_encoder
 
 
@@ -109,7 +113,9 @@ def build_sam_keras2(s):
         iou_head_depth=IOU_HEAD_DEPTH,
         iou_head_hidden_dim=s.embed_dim,
     )
-    model = keras_cv.models.SegmentAnythingModel(backbone=image_encoder, prompt_encoder=prompt_encoder, mask_decoder=mask_decoder)
+    model = keras_cv.models.SegmentAnythingModel(
+        backbone=image_encoder, prompt_encoder=prompt_encoder, mask_decoder=mask_decoder
+    )
     return model, image_encoder
 
 
@@ -184,7 +190,11 @@ class SamKeras(KerasWorkload):
             "full_model_parameters": int(self.full_model.count_params()),
             "image_encoder_parameters": int(self.image_encoder.count_params()),
             "trainable_parameters": count_weights(self.model.trainable_weights),
-            **({"prompt_points": s.prompt_points, "prompt_labels": s.prompt_labels} if self.cell.task == "predict" else {"loss": "mse", "optimizer": "Adam"}),
+            **(
+                {"prompt_points": s.prompt_points, "prompt_labels": s.prompt_labels}
+                if self.cell.task == "predict"
+                else {"loss": "mse", "optimizer": "Adam"}
+            ),
         }
 
 

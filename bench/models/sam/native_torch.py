@@ -41,7 +41,9 @@ def build_sam(s):
     from segment_anything.modeling import ImageEncoderViT, MaskDecoder, PromptEncoder, Sam, TwoWayTransformer
 
     if s.mlp_dim % s.hidden_dim:
-        raise ValueError(f"segment-anything takes an integer mlp_ratio; mlp_dim {s.mlp_dim} / hidden_dim {s.hidden_dim} is not")
+        raise ValueError(
+            f"segment-anything takes an integer mlp_ratio; mlp_dim {s.mlp_dim} / hidden_dim {s.hidden_dim} is not"
+        )
     return Sam(
         image_encoder=ImageEncoderViT(
             depth=s.num_layers,
@@ -109,7 +111,9 @@ class SamTorch(TorchWorkload):
             self.model = self.sam.image_encoder
             self.model.train()
             self.target = torch.rand(bs, s.embed_dim, s.feature_size, s.feature_size, generator=g).to(self.device)
-            self.train_step = self.training_step(torch.optim.Adam(self.model.parameters(), lr=s.learning_rate), self.images, self.target)
+            self.train_step = self.training_step(
+                torch.optim.Adam(self.model.parameters(), lr=s.learning_rate), self.images, self.target
+            )
             return
         self.model = self.sam
         self.model.eval()
@@ -155,9 +159,19 @@ class SamTorch(TorchWorkload):
             "attention_implementation": ATTENTION,
         }
         if self.cell.task == "fit":
-            out.update(loss="mse", optimizer="Adam", learning_rate=s.learning_rate, compiled_function=COMPILED_TRAIN_STEP if self.compiled else None)
+            out.update(
+                loss="mse",
+                optimizer="Adam",
+                learning_rate=s.learning_rate,
+                compiled_function=COMPILED_TRAIN_STEP if self.compiled else None,
+            )
         else:
-            out.update(prompt_points=s.prompt_points, prompt_labels=s.prompt_labels, multimask_output=True, compiled_module="segment (whole predict step)" if self.compiled else None)
+            out.update(
+                prompt_points=s.prompt_points,
+                prompt_labels=s.prompt_labels,
+                multimask_output=True,
+                compiled_module="segment (whole predict step)" if self.compiled else None,
+            )
         return out
 
 

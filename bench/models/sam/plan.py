@@ -17,7 +17,9 @@ def holding(family: str, task: str, counts: dict[str, int], shape) -> Holding:
 def activations(family: str, task: str, batch: int, shape) -> tuple[float, str]:
     side = shape.image_size // shape.patch_size
     tokens = batch * side * side
-    spans = [side * side if i in shape.global_attention_layers else shape.window_size**2 for i in range(shape.num_layers)]
+    spans = [
+        side * side if i in shape.global_attention_layers else shape.window_size**2 for i in range(shape.num_layers)
+    ]
     args = (tokens, shape.hidden_dim, shape.mlp_dim, shape.num_heads)
     if task == "fit":
         return sum(transformer_fit_bytes(*args, span, 4) for span in spans), "vit"

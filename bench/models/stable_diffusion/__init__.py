@@ -57,5 +57,10 @@ def paper_settings(cell, shape: StableDiffusionShape) -> dict:
     return {}
 
 
-SPEC = load_model_spec("stable_diffusion", "StableDiffusion", StableDiffusionShape, tasks=[fit_task(), PREDICT_IN_STEP_PAIRS],
-                       paper_settings=paper_settings)
+SPEC = load_model_spec(
+    "stable_diffusion",
+    "StableDiffusion",
+    StableDiffusionShape,
+    tasks=[fit_task(), PREDICT_IN_STEP_PAIRS],
+    paper_settings=paper_settings,
+)

@@ -65,7 +65,9 @@ def build_pipeline(s, jit_compile: bool):
     from keras_cv.models import stable_diffusion as sd
 
     if s.text_length != MAX_PROMPT_LENGTH:
-        raise ValueError(f"keras-cv's StableDiffusion fixes the text length at {MAX_PROMPT_LENGTH}, the shape asks {s.text_length}")
+        raise ValueError(
+            f"keras-cv's StableDiffusion fixes the text length at {MAX_PROMPT_LENGTH}, the shape asks {s.text_length}"
+        )
     pipeline = keras_cv.models.StableDiffusion(img_height=s.resolution, img_width=s.resolution, jit_compile=jit_compile)
     # What the pipeline's lazy properties would build, minus the weight downloads.
     parts = {"_tokenizer": sd.SimpleTokenizer(bpe_path=clip_bpe_path())}
@@ -95,7 +97,9 @@ def parameter_counts(s, keras_major: int = 3) -> dict[str, int]:
     from keras_cv.models import stable_diffusion as sd
 
     build = lambda: {**pipeline_models(s), "image_encoder": sd.ImageEncoder(download_weights=False)}
-    return {name: count_weights(part.weights) for name, part in build_abstractly(build, keras_major=keras_major).items()}
+    return {
+        name: count_weights(part.weights) for name, part in build_abstractly(build, keras_major=keras_major).items()
+    }
 
 
 def output_shape(model, keras, input_shape: tuple) -> tuple:
@@ -159,8 +163,12 @@ class StableDiffusionKeras(KerasWorkload):
         s = self.shape
         import keras_cv
 
-        out = {**super().settings(), "resolution": s.resolution, "latent_size": s.latent_size,
-               "library_versions": {"keras_cv": keras_cv.__version__}}
+        out = {
+            **super().settings(),
+            "resolution": s.resolution,
+            "latent_size": s.latent_size,
+            "library_versions": {"keras_cv": keras_cv.__version__},
+        }
         if self.cell.task == "fit":
             out.update(
                 model_class=f"{type(self.encoder).__module__}.{type(self.encoder).__name__} (to layers[-3])",

@@ -42,7 +42,9 @@ NORM_GROUPS = 32
 
 def bytes_to_unicode() -> dict[int, str]:
     """GPT-2/CLIP's reversible byte -> printable unicode map (the alphabet of a byte-level BPE)."""
-    printable = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
+    printable = (
+        list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
+    )
     chars = printable[:]
     extra = 0
     for b in range(256):
@@ -65,7 +67,9 @@ def build_tokenizer(s):
     vocab = {c: i for i, c in enumerate(alphabet)}
     vocab.update({c + "</w>": len(alphabet) + i for i, c in enumerate(alphabet)})
     if s.text_vocabulary_size < len(vocab) + 2:
-        raise ValueError(f"text_vocabulary_size {s.text_vocabulary_size} is smaller than the {len(vocab) + 2}-token byte vocabulary")
+        raise ValueError(
+            f"text_vocabulary_size {s.text_vocabulary_size} is smaller than the {len(vocab) + 2}-token byte vocabulary"
+        )
     vocab["<|startoftext|>"] = s.text_vocabulary_size - 2
     vocab["<|endoftext|>"] = s.text_vocabulary_size - 1
     import transformers
@@ -133,7 +137,9 @@ def build_vae(s):
 
     levels = len(s.vae_block_out_channels)
     if 2 ** (levels - 1) != 8:
-        raise ValueError(f"the VAE needs 4 blocks to downsample by 8 (latents are resolution / 8), the shape has {levels}")
+        raise ValueError(
+            f"the VAE needs 4 blocks to downsample by 8 (latents are resolution / 8), the shape has {levels}"
+        )
     return AutoencoderKL(
         in_channels=3,
         out_channels=3,
@@ -184,7 +190,9 @@ def parameter_counts(s) -> dict[str, int]:
         "unet": count_parameters(on_meta(build_unet, s)),
         "vae": count_parameters(on_meta(build_vae, s)),
         "text_encoder": count_parameters(on_meta(build_text_encoder, s)),
-        "vae_encoder": count_parameters(on_meta(build_vae, s).encoder),  # the part of the VAE that fit trains (the plan's)
+        "vae_encoder": count_parameters(
+            on_meta(build_vae, s).encoder
+        ),  # the part of the VAE that fit trains (the plan's)
     }
 
 
@@ -209,7 +217,9 @@ class StableDiffusionTorch(TorchWorkload):
             self.target_shape = (bs, 2 * LATENT_CHANNELS, s.latent_size, s.latent_size)
             self.images = torch.rand(bs, 3, s.resolution, s.resolution, generator=g).to(self.device)
             self.target = torch.rand(self.target_shape, generator=g).to(self.device)
-            self.train_step = self.training_step(torch.optim.Adam(self.model.parameters(), lr=s.learning_rate), self.images, self.target)
+            self.train_step = self.training_step(
+                torch.optim.Adam(self.model.parameters(), lr=s.learning_rate), self.images, self.target
+            )
             self.output_shapes: list[tuple[int, ...]] = []
             return
         self.pipe = build_pipeline(s).to(self.device)

@@ -16,7 +16,11 @@ ACTIVATION_FORMULAS = {
 def holding(family: str, task: str, counts: dict[str, int], shape) -> Holding:
     fit = task == "fit"
     if family == "native-torch":  # diffusers' whole VAE is held; its encoder is what fit trains
-        return Holding(counts["vae"], counts["vae_encoder"]) if fit else Holding(counts["unet"] + counts["vae"] + counts["text_encoder"], 0)
+        return (
+            Holding(counts["vae"], counts["vae_encoder"])
+            if fit
+            else Holding(counts["unet"] + counts["vae"] + counts["text_encoder"], 0)
+        )
     if fit:  # keras-cv's ImageEncoder alone (its fit model stops 3 layers short of the end: a 72-parameter conv)
         return Holding(counts["image_encoder"], counts["image_encoder"])
     return Holding(counts["text_encoder"] + counts["diffusion_model"] + counts["decoder"], 0)
@@ -47,4 +51,3 @@ def conv_activations(family: str, task: str, batch: int, shape) -> float:
         peaks.append(c * side * side * 4 * 4)
     peaks.append(latent**4 * 4 * 2)  # the decoder's mid-block attention (1 head)
     return batch * max(peaks)
-

@@ -70,5 +70,7 @@ class RandomImages:
         import torch  # only in the envs that run the DataLoader
 
         s = self.shape
-        size = (s.image_size, s.image_size, s.channels) if self.channels_last else (s.channels, s.image_size, s.image_size)
+        size = (
+            (s.image_size, s.image_size, s.channels) if self.channels_last else (s.channels, s.image_size, s.image_size)
+        )
         return torch.randn(*size), torch.randint(0, s.num_classes, (), dtype=torch.int64)

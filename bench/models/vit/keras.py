@@ -23,12 +23,23 @@ def sdpa_attention_class(keras):
     (B, N, T, H) and scales by 1/sqrt(H) itself, as Keras's einsum path does."""
 
     class SDPAMultiHeadAttention(keras.layers.MultiHeadAttention):
-        def _compute_attention(self, query, key, value, attention_mask=None, training=None, return_attention_scores=False, use_causal_mask=False):
+        def _compute_attention(
+            self,
+            query,
+            key,
+            value,
+            attention_mask=None,
+            training=None,
+            return_attention_scores=False,
+            use_causal_mask=False,
+        ):
             import torch
             from torch.nn.functional import scaled_dot_product_attention
 
             if return_attention_scores or attention_mask is not None or use_causal_mask:
-                raise NotImplementedError("SDPAMultiHeadAttention computes unmasked attention without its scores (ViT's)")
+                raise NotImplementedError(
+                    "SDPAMultiHeadAttention computes unmasked attention without its scores (ViT's)"
+                )
             q, k, v = (torch.transpose(t, 1, 2) for t in (query, key, value))
             out = scaled_dot_product_attention(q, k, v, dropout_p=self._dropout if training else 0.0)
             return torch.transpose(out, 1, 2), None
@@ -68,7 +79,9 @@ def PositionEmbedding(keras):
         """One learned vector per patch position, added to the patch embeddings."""
 
         def build(self, input_shape):
-            self.embedding = self.add_weight(shape=tuple(input_shape[1:]), initializer=keras.initializers.RandomNormal(stddev=0.02), name="embedding")
+            self.embedding = self.add_weight(
+                shape=tuple(input_shape[1:]), initializer=keras.initializers.RandomNormal(stddev=0.02), name="embedding"
+            )
 
         def call(self, x):
             return x + keras.ops.cast(self.embedding, x.dtype)
@@ -88,7 +101,9 @@ def torch_loader(dataset, batch_size: int, workers: int):
     """A torch DataLoader over a map-style dataset (anything with __getitem__ and __len__)."""
     import torch
 
-    return torch.utils.data.DataLoader(dataset, batch_size=batch_size, num_workers=workers, drop_last=True, persistent_workers=workers > 0)
+    return torch.utils.data.DataLoader(
+        dataset, batch_size=batch_size, num_workers=workers, drop_last=True, persistent_workers=workers > 0
+    )
 
 
 class ViTKeras(KerasWorkload):
@@ -102,8 +117,11 @@ class ViTKeras(KerasWorkload):
         attention_class = sdpa_attention_class(keras) if variant == "sdpa" else None
         self.model = build_model(keras, s, attention_class, 0.0 if variant == "attention-dropout-0" else None)
         assert_keras_major(self.model, 3)
-        self.model.compile(optimizer=keras.optimizers.SGD(learning_rate=s.learning_rate),
-                           loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), jit_compile=reference_jit_compile(self.cell))
+        self.model.compile(
+            optimizer=keras.optimizers.SGD(learning_rate=s.learning_rate),
+            loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+            jit_compile=reference_jit_compile(self.cell),
+        )
         self.loader_workers = variants.loader_workers(variant)
         if self.loader_workers is None:
             r = rng()
@@ -115,11 +133,17 @@ class ViTKeras(KerasWorkload):
             self.data = torch_loader(RandomImages(s, bs * (steps + 1), channels_last=True), bs, self.loader_workers)
 
     def settings(self) -> dict[str, Any]:
-        out = {**super().settings(), "variant": self.cell.variant, "optimizer": "SGD",
-               "data": "in-memory batch (tf.data, repeated)" if self.loader_workers is None else f"torch DataLoader, {self.loader_workers} workers",
-               "loader_workers": self.loader_workers,
-               "attention_class": type(self.model.get_layer("attention_0")).__name__,
-               "attention_dropout": float(self.model.get_layer("attention_0").dropout)}
+        out = {
+            **super().settings(),
+            "variant": self.cell.variant,
+            "optimizer": "SGD",
+            "data": "in-memory batch (tf.data, repeated)"
+            if self.loader_workers is None
+            else f"torch DataLoader, {self.loader_workers} workers",
+            "loader_workers": self.loader_workers,
+            "attention_class": type(self.model.get_layer("attention_0")).__name__,
+            "attention_dropout": float(self.model.get_layer("attention_0").dropout),
+        }
         if self.cell.backend == "torch":
             import torch
 

@@ -65,13 +65,21 @@ class ViTTorch(TorchWorkload):
         self.loader_workers = variants.loader_workers(self.cell.variant)
         if self.loader_workers is None:
             g = torch.Generator().manual_seed(0)
-            batch = (torch.randn(bs, s.channels, s.image_size, s.image_size, generator=g), torch.randint(0, s.num_classes, (bs,), generator=g))
+            batch = (
+                torch.randn(bs, s.channels, s.image_size, s.image_size, generator=g),
+                torch.randint(0, s.num_classes, (bs,), generator=g),
+            )
             on_device = tuple(t.to(self.device) for t in batch)
             self.batches = iter(lambda: on_device, None)  # the same batch forever, already on the device
         else:
             steps = self.cell.window_plan().max_steps
-            loader = torch.utils.data.DataLoader(RandomImages(s, bs * (steps + 1), channels_last=False), batch_size=bs, num_workers=self.loader_workers,
-                                                 drop_last=True, persistent_workers=self.loader_workers > 0)
+            loader = torch.utils.data.DataLoader(
+                RandomImages(s, bs * (steps + 1), channels_last=False),
+                batch_size=bs,
+                num_workers=self.loader_workers,
+                drop_last=True,
+                persistent_workers=self.loader_workers > 0,
+            )
             self.batches = iter(loader)
         if self.cell.task == "fit":
             self.model.train()
@@ -116,11 +124,17 @@ class ViTTorch(TorchWorkload):
     def settings(self) -> dict[str, Any]:
         return {
             **super().settings(),
-            "compiled_function": ("train_step (forward, loss, backward, SGD)" if self.cell.task == "fit" else "predict (forward)") if self.compiled else None,
+            "compiled_function": (
+                "train_step (forward, loss, backward, SGD)" if self.cell.task == "fit" else "predict (forward)"
+            )
+            if self.compiled
+            else None,
             "attention_implementation": "nn.MultiheadAttention (scaled_dot_product_attention)",
             "autocast": "bfloat16" if self.autocast else None,
             "optimizer": "SGD",
-            "data": "in-memory batch on the device" if self.loader_workers is None else f"torch DataLoader, {self.loader_workers} workers",
+            "data": "in-memory batch on the device"
+            if self.loader_workers is None
+            else f"torch DataLoader, {self.loader_workers} workers",
             "loader_workers": self.loader_workers,
             "float32_matmul_precision": torch.get_float32_matmul_precision(),
         }

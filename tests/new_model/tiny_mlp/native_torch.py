@@ -31,7 +31,9 @@ class TinyMlpTorch(TorchWorkload):
         if self.cell.task == "fit":
             self.model.train()
             target = torch.randn(bs, s.classes, generator=g).to(self.device)
-            self.run = self.training_step(torch.optim.Adam(self.model.parameters(), lr=s.learning_rate), self.features, target)
+            self.run = self.training_step(
+                torch.optim.Adam(self.model.parameters(), lr=s.learning_rate), self.features, target
+            )
         else:
             self.model.eval()
             self.run = self.maybe_compile(self.predict)

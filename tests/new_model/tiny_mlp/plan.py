@@ -3,7 +3,9 @@ from __future__ import annotations
 
 from bench.plan.memory import Holding
 
-ACTIVATION_FORMULAS = {"mlp": "batch x (layers x hidden + classes) x 4 bytes, kept for backward in fit; twice the widest layer in predict"}
+ACTIVATION_FORMULAS = {
+    "mlp": "batch x (layers x hidden + classes) x 4 bytes, kept for backward in fit; twice the widest layer in predict"
+}
 
 
 def holding(family: str, task: str, counts: dict[str, int], shape) -> Holding:
