@@ -90,8 +90,8 @@ def test_unsupported_cells_show_both_statuses(comparison):
 def test_markdown_follows_the_published_layout(comparison):
     text = compare.markdown(comparison, "compare.png")
     lines = text.splitlines()
-    start = next(i for i, line in enumerate(lines) if line.startswith("|"))
-    table = list(itertools.takewhile(lambda line: line.startswith("|"), lines[start:]))  # the first table (others follow)
+    start = next(i for i, line in enumerate(lines) if line.startswith("|"))  # the first table (others follow)
+    table = list(itertools.takewhile(lambda line: line.startswith("|"), lines[start:]))
     headers = [h.strip() for h in table[0].strip("|").split("|")]
     assert headers == ["Model / task", "Batch", *[c.header for c in COLUMNS]]
     labels = [line.strip("|").split("|")[0].strip() for line in table[2:]]
