@@ -15,11 +15,13 @@ from committed import committed_results
 
 REPO = Path(__file__).resolve().parent.parent
 # The published table's result files, the inference grid's (results/grid/, which result_files leaves out) and the
-# tuning study's (its own folder).
+# tuning study's (its own folder), and the framework-overhead study's.
 # HEAD's files, not what a user's own run left in results/ (tests/committed.py).
 RESULTS = committed_results()
 COMMITTED = (result_files(RESULTS) + sorted(p for p in (RESULTS / "grid").rglob("*.json") if "history" not in p.parts)
-             + result_files(RESULTS / "tuning"))
+             + result_files(RESULTS / "tuning")
+             # the framework-overhead study's (results/overhead/, also left out by result_files; issue 30)
+             + sorted(p for p in (RESULTS / "overhead").rglob("*.json") if "history" not in p.parts))
 OK_FILE = RESULTS / "smoke" / "cpu-amd-epyc-2-cores" / "jax__bert__fit__bs2__default.json"  # a schema 1 file
 
 
