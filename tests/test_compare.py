@@ -1,4 +1,5 @@
 """make compare: the committed smoke results against a copy with some medians scaled."""
+import itertools
 import subprocess
 import sys
 from dataclasses import replace
@@ -88,7 +89,10 @@ def test_unsupported_cells_show_both_statuses(comparison):
 
 def test_markdown_follows_the_published_layout(comparison):
     text = compare.markdown(comparison, "compare.png")
-    table = [line for line in text.splitlines() if line.startswith("|")]
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("|"))
+    # the first table (the generate split's table follows it)
+    table = list(itertools.takewhile(lambda line: line.startswith("|"), lines[start:]))
     headers = [h.strip() for h in table[0].strip("|").split("|")]
     assert headers == ["Model / task", "Batch", *[c.header for c in COLUMNS]]
     labels = [line.strip("|").split("|")[0].strip() for line in table[2:]]
