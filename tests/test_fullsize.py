@@ -77,7 +77,8 @@ def test_each_full_size_cell_that_ran_recorded_the_paper_settings(result):
 # Issue 30: the full-size generate cells re-run with the prefill/decode split (results/cpu-full/NOTES.md says which
 # could not be re-run in the time there was).
 SPLIT_RERUN = ["native-torch__gemma__generate__bs1__eager", "native-torch__gemma__generate__bs1__compiled",
-               "torch__gemma__generate__bs1__default", "native-torch__mistral__generate__bs1__eager"]
+               "torch__gemma__generate__bs1__default", "native-torch__mistral__generate__bs1__eager",
+               "native-torch__mistral__generate__bs1__compiled"]
 
 
 @pytest.mark.parametrize("key", SPLIT_RERUN)
