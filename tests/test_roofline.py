@@ -342,3 +342,15 @@ def test_compare_divides_each_machines_speed_out_of_the_move(tmp_path):
     (pair,) = compare(tmp_path / "a", tmp_path / "b").pairs
     assert pair.ratio == pytest.approx(2.0) and pair.mfu_ratio == pytest.approx(1.5)
     assert "2.00× (2.00–2.00) · MFU 1.50×" in markdown(compare(tmp_path / "a", tmp_path / "b"))
+
+
+def test_a_machine_file_names_the_commit_that_measured_it(tmp_path, monkeypatch):
+    """make ceilings writes a file the report reads like a result: it names its code's commit as a result does."""
+    from bench.roofline import ceilings
+
+    probe = {"host": {"matmul": {"float32": {"median": 1e11}}, "triad": {"median": 1e10}}}
+    monkeypatch.setattr(ceilings, "measure_run", lambda *a, **kw: probe)
+    path = ceilings.measure_machine(tmp_path, tmp_path / "no-venvs", echo=lambda line: None, repeats=1)
+    git = json.loads(path.read_text())["provenance"]["git"]
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout.strip()
+    assert git["commit"] == head and git["source"] == "git"

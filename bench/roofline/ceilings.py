@@ -26,7 +26,7 @@ from pathlib import Path
 
 from bench.atomic import write_json_atomic
 from bench.backends import cell_environment, get_backend
-from bench.provenance import REPO_ROOT, machine_info, machine_label, machine_slug, now_utc
+from bench.provenance import REPO_ROOT, git_info, machine_info, machine_label, machine_slug, now_utc
 from bench.roofline.hardware import datasheet_for
 from bench.roofline.probe import PREFIX, measure
 
@@ -132,6 +132,7 @@ def measure_machine(results_dir: Path, venvs: Path, echo=print, repeats: int = 3
         "machine_label": machine_label(machine),
         "machine": machine,
         "created_at": now_utc(),
+        "provenance": {"git": git_info()},  # the code that measured: a ceilings file names its commit as a result does
         "budget_s": float(os.environ.get("BENCH_PROBE_BUDGET_S") or 0) or None,
         "load_average": list(os.getloadavg()),
         "repeats": repeats,
