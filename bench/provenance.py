@@ -256,6 +256,16 @@ def unlocked_environment() -> dict[str, Any]:
     }
 
 
+def study_provenance(git: dict, machine: dict, profile_choice: str, study: str, worker_environment: dict,
+                     reference: dict, **extra: Any) -> dict[str, Any]:
+    """A study point's provenance (the inference grid, the framework-overhead study: one long-lived worker per env,
+    not one process per cell): what a cell's result records, the study, the workers' variables, the drift probe
+    (`reference`), and the machine's load while the point ran (other jobs: the 1-minute load average)."""
+    return {"git": git, "machine": machine, "profile_choice": profile_choice, "orchestrator": sys.argv,
+            "repeats_planned": 1, "study": study, "worker_environment": worker_environment, "reference": reference,
+            "load_average_1m": round(os.getloadavg()[0], 2), "cpu_count": os.cpu_count(), **extra}
+
+
 def process_provenance() -> dict[str, Any]:
     """Everything knowable without importing a framework: the interpreter, its env, its variables."""
     return {

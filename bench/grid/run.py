@@ -18,7 +18,6 @@ import os
 import queue
 import shutil
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -35,7 +34,7 @@ from bench.grid.spec import COLUMNS, MODELS, REFERENCE_COLUMN, TASK, Grid, GridM
 from bench.grid.worker import REPLY
 from bench.plan import ram_gib
 from bench.progress import Progress, hms, status_counts
-from bench.provenance import REPO_ROOT, git_info, machine_info, machine_slug, now_utc
+from bench.provenance import REPO_ROOT, git_info, machine_info, machine_slug, now_utc, study_provenance
 from bench.registry import Cell
 from bench.results import Result, Run, check_cell_schema
 from bench.runner import CellProcess, check_writable, env_python
@@ -426,23 +425,18 @@ def finish_point(
             cell=grid_cell(model.name, s.column, batch, grid),
             runs=[run],
             unit="ms/forward",
-            provenance={
-                "git": git,
-                "machine": machine,
-                "profile_choice": f"make grid GRID={grid.name}",
-                "orchestrator": sys.argv,
-                "repeats_planned": 1,
-                "study": "inference grid (issue 14)",
-                "worker_environment": WORKER_ENVIRONMENT,
-                "reference": {**reference, "at_write_ms": probe_ms},
-                # other jobs on the machine while this point ran (1-minute load average)
-                "load_average_1m": round(os.getloadavg()[0], 2),
-                "cpu_count": os.cpu_count(),
-                "weights": {
+            provenance=study_provenance(
+                git,
+                machine,
+                f"make grid GRID={grid.name}",
+                "inference grid (issue 14)",
+                WORKER_ENVIRONMENT,
+                {**reference, "at_write_ms": probe_ms},
+                weights={
                     "source": "seeded PyTorch model (bench/grid/frameworks_grid.py export_weights)",
                     "parameters": exported.get("parameters"),
                 },
-            },
+            ),
             created_at=now_utc(),
         )
         path = result.write(results_dir)

@@ -29,6 +29,7 @@ from bench.backends import cell_environment
 from bench.drift import reference_ms
 from bench.errors import BenchError
 from bench.failures import crash_status, oom_kill_count
+from bench.grid.run import WORKER_ENVIRONMENT  # the grid workers' variables: spinning OpenMP threads
 from bench.overhead.spec import (
     BENCHMARKS,
     COLUMNS,
@@ -42,14 +43,12 @@ from bench.overhead.spec import (
     get_size,
 )
 from bench.plan import ram_gib
-from bench.provenance import REPO_ROOT, git_info, machine_info, machine_slug, now_utc
+from bench.provenance import REPO_ROOT, git_info, machine_info, machine_slug, now_utc, study_provenance
 from bench.registry import Cell
 from bench.results import Result, Run, check_cell_schema
 from bench.runner import CellProcess, check_writable, env_python
 
 WORKER_TIMEOUT_S = 1500.0  # one env's four columns x three benchmarks, compiles included (torch.compile is minutes)
-# As the grid's workers: OpenMP threads that spin after a call would steal the cores from the next column's call.
-WORKER_ENVIRONMENT = {"OMP_WAIT_POLICY": "PASSIVE"}
 
 
 class OverheadResult(Result):
@@ -215,18 +214,14 @@ def run_overhead(
                 cell=overhead_cell(benchmark, column, size),
                 runs=[run],
                 unit="ms/call",
-                provenance={
-                    "git": git,
-                    "machine": machine,
-                    "profile_choice": f"make overhead SIZE={size.name}",
-                    "orchestrator": sys.argv,
-                    "repeats_planned": 1,
-                    "study": "framework overhead (issue 30)",
-                    "worker_environment": WORKER_ENVIRONMENT,
-                    "reference": {**reference, "at_write_ms": probe_ms},
-                    "load_average_1m": round(os.getloadavg()[0], 2),
-                    "cpu_count": os.cpu_count(),
-                },
+                provenance=study_provenance(
+                    git,
+                    machine,
+                    f"make overhead SIZE={size.name}",
+                    "framework overhead (issue 30)",
+                    WORKER_ENVIRONMENT,
+                    {**reference, "at_write_ms": probe_ms},
+                ),
                 created_at=now_utc(),
             )
             path = result.write(results_dir)
