@@ -10,6 +10,7 @@ import types
 import pytest
 from conftest import REPO, env_python
 from fakes import a100, install_fake_nvidia_smi, make_fake_envs
+from test_sync_real import run_probe
 
 from bench.backends import get_backend
 from bench.cluster.estimate import cell_cost, cell_timeout_s, published_ms, units_per_step
@@ -209,17 +210,7 @@ print("PROBE " + json.dumps({"before": before, "after_recording": after_recordin
 
 @pytest.mark.envs
 def test_cuda_graph_recordings_count_as_compiles_and_skips_are_problems():
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    out = subprocess.run(
-        [str(env_python("native-torch")), "-c", CUDAGRAPH_PROBE, str(REPO)],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert out.returncode == 0, out.stderr[-3000:]
-    got = json.loads(next(line for line in out.stdout.splitlines() if line.startswith("PROBE "))[len("PROBE ") :])
+    got = run_probe("native-torch", CUDAGRAPH_PROBE, str(REPO))  # tests/test_sync_real.py: the backend's variables, one PROBE line
     assert got["after_recording"] == got["before"] + 1
     assert got["graphs"]["recordings"] == 1 and got["graphs"]["skips"] == 1
     assert any("skipped CUDA graphs 1 time" in p for p in got["problems"])
@@ -297,17 +288,7 @@ print("PROBE " + json.dumps({"calls": seen, "setting": workload.settings()["stat
 def test_the_compiled_native_generate_passes_one_static_cache_to_every_call():
     """transformers makes a new static cache inside generate() on every call (new tensors: CUDA graphs cannot replay);
     the compiled workload makes one and passes it, reset, to each call."""
-    env = {**os.environ, "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1"}
-    out = subprocess.run(
-        [str(env_python("native-torch")), "-c", STATIC_CACHE_PROBE, str(REPO)],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert out.returncode == 0, out.stderr[-3000:]
-    got = json.loads(next(line for line in out.stdout.splitlines() if line.startswith("PROBE "))[len("PROBE ") :])
+    got = run_probe("native-torch", STATIC_CACHE_PROBE, str(REPO))  # tests/test_sync_real.py: the backend's variables, one PROBE line
     first, second = got["calls"]
     assert first["type"] == "StaticCache" and first["id"] == second["id"]  # one cache object, passed to both calls
     assert first["implementation"] is None  # not also asked of generate(), which would make its own
