@@ -38,8 +38,9 @@ def measure(cell: Cell) -> Run:
     spec = get_model(cell.model)
     task = cell.task_spec
     wall = Stopwatch()
-    if on_gpu(cell, gpus()):
-        frameworks.require_gpu(backend.framework, gpus())  # never the CPU's figures under the GPU's label
+    listed = gpus()
+    if on_gpu(cell, listed):
+        frameworks.require_gpu(backend.framework, listed)  # never the CPU's figures under the GPU's label
     workload = spec.implementation(cell.backend).create(cell, spec.shape(cell.profile))
     log(f"setting up {spec.display} {cell.task} (batch {cell.batch_size}, profile {cell.profile}, {cell.variant})")
     workload.setup()

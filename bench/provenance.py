@@ -174,13 +174,14 @@ def gpu_state(gpu_ids: list[str]) -> list[dict[str, str]] | None:
 
 
 def machine_info() -> dict[str, Any]:
+    every = gpus(visible=None)  # nvidia-smi asked once: every GPU, then the visible ones among them
     return {
         "os": platform.platform(),
         "cpu": _cpu_model(),
         "logical_cpus": os.cpu_count(),
         "memory_gib": _memory_gib(),
-        "gpus": gpus(),  # the GPUs this run may use: CUDA_VISIBLE_DEVICES applied
-        "gpus_on_machine": len(gpus(visible=None)),
+        "gpus": visible_gpu_selection(every, os.environ.get("CUDA_VISIBLE_DEVICES")),  # the GPUs this run may use
+        "gpus_on_machine": len(every),
         "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
     }
 

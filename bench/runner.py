@@ -380,8 +380,7 @@ class Prepared:
                 "start": (state_at_start or [None])[0],
                 "end": (state_at_end or [None])[0],
             }
-        figures = plan_figures(cell, self.plans.get(cell.profile, {}), self.machine)
-        if run.status == "oom" and figures:
+        if run.status == "oom" and (figures := plan_figures(cell, self.plans.get(cell.profile, {}), self.machine)):
             run.message = f"{run.message} ({figures[2]})"  # an oom the plan did not predict: its figures beside it
         if run.device_memory is not None:
             run.device_memory["plan_gib"] = (self.plans.get(cell.profile, {}).get(cell.key) or {}).get("memory_gib")
