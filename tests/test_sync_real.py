@@ -20,19 +20,19 @@ from bench.timing import StepTimer, WindowPlan
 clock = time.perf_counter
 if framework == "jax":
     import jax, jax.numpy as jnp
-    x = jnp.ones((1200, 1200), jnp.float32)
+    x = jnp.ones((1500, 1500), jnp.float32)
     slow = jax.jit(lambda a: jnp.tanh(a @ a @ a @ a @ a @ a @ a @ a))
     fast = jax.jit(lambda a: a[:8, :8] + 1)
     wait = lambda r: jax.block_until_ready(r)
 elif framework == "torch":
     import torch
-    x = torch.ones(1200, 1200)
+    x = torch.ones(1500, 1500)
     slow = lambda a: torch.tanh(a @ a @ a @ a @ a @ a @ a @ a)
     fast = lambda a: a[:8, :8] + 1
     wait = lambda r: None
 else:
     import tensorflow as tf
-    x = tf.ones((1200, 1200))
+    x = tf.ones((1500, 1500))
     slow = tf.function(lambda a: tf.tanh(a @ a @ a @ a @ a @ a @ a @ a))
     fast = tf.function(lambda a: a[:8, :8] + 1)
     wait = lambda r: r.numpy()
