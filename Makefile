@@ -57,7 +57,7 @@ $(UV): containers/uv-requirements.txt
 	@mkdir -p $(dir $(UV))
 	$(PYTHON) containers/install-uv.py containers/uv-requirements.txt $(dir $(UV))
 
-.PHONY: help wheelhouse gpu-check bench bench-all bench-cpu-full grid tuning overhead plan table test test-extended test-stack2024 test-fast lint docs check ceilings flops-check bench-overhead clean-results doctor export compare submit submit-status
+.PHONY: help wheelhouse gpu-check bench bench-all bench-cpu-full bench-cpu-mid grid tuning overhead plan table test test-extended test-stack2024 test-fast lint docs check ceilings flops-check bench-overhead clean-results doctor export compare submit submit-status
 
 help: ## List every target with one line each
 	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | sort -u | awk 'BEGIN{FS=":.*## "}{printf "  %-18s %s\n", $$1, $$2}'
@@ -68,6 +68,7 @@ help: ## List every target with one line each
 # The doctor compares RAM with the plan of the profile about to run (<results>/plan-<profile>.json).
 DOCTOR_ARGS = --results-dir "$(RESULTS)" $(if $(PROFILE),--profile $(PROFILE))
 bench-cpu-full: DOCTOR_ARGS = --results-dir "$(CPU_FULL_RESULTS)" --profile cpu
+bench-cpu-mid: DOCTOR_ARGS = --results-dir "$(CPU_MID_RESULTS)" --profile cpu-mid
 doctor: ## Preflight (stdlib, < 2 s): Python 3.11, GNU make, C compiler, disk, memory, NVIDIA driver; FAIL stops make
 	@$(PYTHON) -m bench doctor $(DOCTOR_ARGS)
 
@@ -124,6 +125,19 @@ bench-cpu-full: doctor envs ## Every published cell at full size on this CPU (ba
 	$(TOOLS_PY) -m bench run --profile cpu $(if $(STEPS),--steps $(STEPS)) --resume \
 		$(if $(MODEL),--model $(MODEL)) $(if $(BACKEND),--backend $(BACKEND)) $(if $(TASK),--task $(TASK)) $(if $(BATCH),--batch-size $(BATCH)) \
 		--results-dir "$(CPU_FULL_RESULTS)"
+
+# Issue 30 item 3: the published generate findings (Table 2's Keras-torch / Keras-JAX ratio, keras-hub #2593, F.
+# Chollet's Keras-JAX vs HF PyTorch compiled) re-tested on this CPU at the largest size every compared column holds:
+# the cpu-mid profile, paper widths with the layers `python -m bench.plan.largest` allows (Gemma 6, Mistral 15), only
+# the compared columns' generate cells, resumable, one at a time (a Keras-on-JAX cell takes most of 23.5 GiB).
+CPU_MID_RESULTS = $(RESULTS)/cpu-mid
+bench-cpu-mid: doctor envs ## The published generate ratios at the largest size every compared column fits here (cpu-mid) -> $(RESULTS)/cpu-mid
+	$(TOOLS_PY) -m bench.plan.largest
+	$(TOOLS_PY) -m bench plan --profile cpu-mid --results-dir "$(CPU_MID_RESULTS)" >/dev/null
+	$(TOOLS_PY) -m bench run --profile cpu-mid --task generate --model gemma --backend torch,jax --resume \
+		--results-dir "$(CPU_MID_RESULTS)"
+	$(TOOLS_PY) -m bench run --profile cpu-mid --task generate --model mistral --backend torch,jax,native-torch \
+		--variant default,compiled --resume --results-dir "$(CPU_MID_RESULTS)"
 
 # The offline wheel bundle for a box that has its frameworks (docs/OWN_ENVIRONMENT.md): PYTHON_VERSION= (default 3.12).
 PYTHON_VERSION ?= 3.12

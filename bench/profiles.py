@@ -24,6 +24,8 @@ class Profile:
         ""  # a profile whose model shapes this one runs (a workload.toml table of its own overrides fields)
     )
     gpu: bool = False  # a GPU profile: where the machine has a GPU, a cell whose framework sees none fails at set-up
+    # What a profile that borrows shapes runs, for its tables' titles, when it is not the borrowed shapes unchanged.
+    scope: str = ""
 
     def __post_init__(self) -> None:
         if (

@@ -78,7 +78,7 @@ def test_each_full_size_cell_that_ran_recorded_the_paper_settings(result):
 # could not be re-run in the time there was).
 SPLIT_RERUN = ["native-torch__gemma__generate__bs1__eager", "native-torch__gemma__generate__bs1__compiled",
                "torch__gemma__generate__bs1__default", "native-torch__mistral__generate__bs1__eager",
-               "native-torch__mistral__generate__bs1__compiled"]
+               "native-torch__mistral__generate__bs1__compiled", "torch__mistral__generate__bs1__default"]
 
 
 @pytest.mark.parametrize("key", SPLIT_RERUN)
@@ -91,3 +91,46 @@ def test_the_rerun_full_size_generate_cells_carry_the_split(key):
     assert split["new_tokens"] == shape.new_tokens == 44 and split["split_tokens"] == [1, 22]
     keras = result.cell.backend != "native-torch"  # keras-hub's prefill computes the whole padded length
     assert split["prefill_positions"] == (shape.generate_length if keras else shape.prompt_length)
+
+
+# Issue 30 item 3: the published generate findings re-tested at the largest size every compared column fits
+# (`make bench-cpu-mid` -> results/cpu-mid/, the cpu-mid profile: paper widths, fewer layers).
+MID_SIZE = committed_results() / "cpu-mid"
+
+
+def test_the_mid_size_run_has_every_compared_generate_cell_with_its_split():
+    from bench.plan.largest import COMPARED, batches
+
+    results = {r.cell.key: r for r in load_all(MID_SIZE)}
+    wanted = [
+        c.key
+        for model, columns in COMPARED.items()
+        for backend, variant in columns
+        for c in plan_cells("cpu-mid", models=[model], tasks=["generate"], backends=[backend], variants=[variant])
+    ]
+    assert len(wanted) == 2 * sum(len(c) for c in COMPARED.values()) and sorted(wanted) == sorted(results), (
+        sorted(results)
+    )
+    assert {r.cell.batch_size for r in results.values()} == set(batches())
+    for key in wanted:
+        result = results[key]
+        assert result.status == "ok", (key, result.status, result.message)
+        shape = get_model(result.cell.model).shape("cpu-mid")
+        assert result.config["shape"]["num_layers"] == shape.num_layers < get_model(result.cell.model).shape(
+            "paper"
+        ).num_layers  # the run recorded the size it ran at
+        split = result.runs[0].generate_split
+        assert split["ttft_ms"] > 0 and split["new_tokens"] == 44 and split["agreement"]["relative_error"] >= 0
+
+
+def test_results_md_gives_each_published_generate_finding_at_the_mid_size():
+    text = (committed_results() / "RESULTS.md").read_text()
+    section = text[text.index("## ", text.index("cpu-mid profile") - 20):]
+    section = section[: section.index("\n## ", 1)] if "\n## " in section[1:] else section
+    for finding in ("Table 2: Keras-torch / Keras-JAX generate, gemma", "Table 2: Keras-torch / Keras-JAX generate, "
+                    "mistral", "keras-hub #2593", "F. Chollet 2024"):
+        assert finding in section, finding
+    for model in ("gemma", "mistral"):  # the size the findings ran at, said beside them
+        spec = get_model(model)
+        size = f"{spec.display} {spec.shape('cpu-mid').num_layers} of its {spec.shape('paper').num_layers} layers"
+        assert size in section, size

@@ -126,18 +126,22 @@ def test_xla_on_a_cpu_holds_a_float32_copy_of_bfloat16_weights():
     native = cell_entry(
         cell("native-torch", "gemma", "generate", 1, profile="cpu"), {"causal_lm": 8_537_680_896}, ram=23.5
     )
+    assert tf_entry["xla_cpu_float32_copy_gib"] == pytest.approx(2 * tf_entry["weights_gib"], rel=1e-3)
+    # generate with Gemma's tied embeddings: two more float32 copies of the table; the copy is then the buffer the
+    # full-size run failed to allocate ("Out of memory allocating 40442541544 bytes"), to within a megabyte
+    embedding_f32 = 4 * GEMMA.vocabulary_size * GEMMA.hidden_dim
+    assert jax_entry["xla_cpu_float32_copy_gib"] * GIB == pytest.approx(
+        2 * jax_entry["weights_gib"] * GIB + 2 * embedding_f32, rel=1e-4
+    )
+    assert abs(jax_entry["xla_cpu_float32_copy_gib"] * GIB - 40_442_541_544) < 2**20 * 5  # gib rounded to 3 places
     for entry in (jax_entry, tf_entry):
-        assert entry["xla_cpu_float32_copy_gib"] == pytest.approx(2 * entry["weights_gib"], rel=1e-3)
         assert entry["host_memory_gib"] > 45 and entry["fits"] == {"A100-40GB": True, "H100-80GB": True, "RAM": False}
     for entry in (torch_entry, native):
         assert "host_memory_gib" not in entry and entry["fits"]["RAM"] is True  # ~16 GiB of bf16 weights fit 23.5
     c = cell("jax", "gemma", "generate", 1, profile="cpu")
     cpu_machine = {"gpus": [], "memory_gib": 23.5}
     why = predicted_oom(c, {c.key: jax_entry}, cpu_machine)
-    assert (
-        f"estimates {jax_entry['host_memory_gib']:.2f} GiB" in why
-        and "XLA's float32 copy of the bfloat16 weights on a CPU" in why
-    )
+    assert f"estimates {jax_entry['host_memory_gib']:.2f} GiB" in why and "XLA's float32 copy" in why
     h100 = {"gpus": [{"name": "NVIDIA H100 80GB HBM3", "memory": "81559 MiB"}], "memory_gib": 23.5}
     assert predicted_oom(c, {c.key: jax_entry}, h100) is None  # on the GPU XLA multiplies bfloat16 as it is
     plan = {"profile": "cpu", "devices_gib": {"RAM": 23.5}, "cells": [jax_entry, torch_entry]}
@@ -354,18 +358,19 @@ def test_plan_counts_match_the_published_models():
     )
 
 
+def make_dry_run(*args: str) -> list[str]:
+    """What `make -n` would run for these arguments, a command a line (continuations joined)."""
+    out = subprocess.run(
+        ["make", "--no-print-directory", "-n", *args], cwd=REPO, capture_output=True, text=True, timeout=30
+    )
+    assert out.returncode == 0, out.stderr
+    return out.stdout.replace("\\\n", " ").splitlines()
+
+
 def test_make_bench_cpu_full_runs_the_published_cells_at_full_size_resumably_into_their_own_folder():
     """Issue 11's CPU run: the cpu profile (paper shapes), its own plan beside its results, a first step and 2 timed
     steps, an hour per cell, resumable; BATCH= reaches the run (the 7B fits at batch 1)."""
-    out = subprocess.run(
-        ["make", "--no-print-directory", "-n", "bench-cpu-full", "MODEL=gemma", "TASK=fit", "BATCH=1", "RESULTS=/r"],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
-    assert out.returncode == 0, out.stderr
-    lines = out.stdout.replace("\\\n", " ").splitlines()
+    lines = make_dry_run("bench-cpu-full", "MODEL=gemma", "TASK=fit", "BATCH=1", "RESULTS=/r")
     plan = next(l for l in lines if "-m bench plan" in l)
     run = next(l for l in lines if "-m bench run" in l)
     assert '--profile cpu --results-dir "/r/cpu-full" --batch-size 1' in " ".join(
@@ -387,3 +392,46 @@ def test_make_bench_cpu_full_runs_the_published_cells_at_full_size_resumably_int
     cells = plan_cells(profile="cpu", models=["gemma"], tasks=["fit"], backends=["jax"], batch_size=1)
     assert [c.batch_size for c in cells] == [1]
     assert get_model("gemma").shape("cpu").num_layers == get_model("gemma").shape("paper").num_layers == 28  # full size
+
+
+def test_the_cpu_mid_sizes_are_the_largest_every_compared_generate_column_holds():
+    """Issue 30 item 3: the published generate ratios re-tested at the largest size every compared column can hold
+    here. The cpu-mid profile's layer counts are what bench.plan.largest works out from the plan and the committed
+    full-size run's measured peaks: every compared column fits 23.5 GiB at that count, one more layer does not."""
+    from committed import committed_results
+
+    from bench.plan.largest import COMPARED, RAM_GIB, column_fits, largest_layers, measured_excess_gib
+
+    excess = measured_excess_gib(committed_results() / "cpu-full")
+    assert excess["jax"] > 1 and set(excess) >= {"jax", "torch", "native-torch"}  # measured, not assumed
+    for model in COMPARED:
+        layers = get_model(model).shape("cpu-mid").num_layers
+        assert layers == largest_layers(model, RAM_GIB, excess), model
+        assert 0 < layers < get_model(model).shape("paper").num_layers
+        assert max(column_fits(model, layers, RAM_GIB, excess).values()) <= RAM_GIB
+        assert max(column_fits(model, layers + 1, RAM_GIB, excess).values()) > RAM_GIB
+        # only the depth changes: every width, the prompt and the generate length are the paper's
+        mid, paper = get_model(model).shape("cpu-mid"), get_model(model).shape("paper")
+        assert {k: v for k, v in vars(mid).items() if k != "num_layers"} == {
+            k: v for k, v in vars(paper).items() if k != "num_layers"
+        }
+    mid = get_profile("cpu-mid")
+    assert (mid.timed_steps, mid.max_batch_size, mid.shapes_from) == (2, 2, "paper")
+
+
+def test_make_bench_cpu_mid_runs_the_compared_generate_cells_into_their_own_folder():
+    lines = [" ".join(line.split()) for line in make_dry_run("bench-cpu-mid", "RESULTS=/r")]
+    runs = [line for line in lines if "-m bench run" in line]
+    from bench.plan.largest import COMPARED
+
+    planned = set()
+    for run in runs:
+        assert "--profile cpu-mid" in run and "--task generate" in run and '--results-dir "/r/cpu-mid"' in run
+        words = run.split()
+        model, backends = words[words.index("--model") + 1], words[words.index("--backend") + 1].split(",")
+        variants = words[words.index("--variant") + 1].split(",") if "--variant" in words else None
+        cells = plan_cells(profile="cpu-mid", models=[model], tasks=["generate"], backends=backends, variants=variants)
+        planned |= {(c.model, c.backend, c.variant) for c in cells}
+    wanted = {(m, b, v) for m, columns in COMPARED.items() for b, v in columns}
+    assert planned == wanted
+    assert any(line.endswith('-m bench plan --profile cpu-mid --results-dir "/r/cpu-mid" >/dev/null') for line in lines)

@@ -20,9 +20,10 @@ from bench.atomic import write_json_atomic
 from bench.backends import cell_environment, get_backend
 from bench.errors import BenchError
 from bench.plan.counts import counts_for
-from bench.plan.memory import GIB, activation_formulas, figures, fits
+from bench.plan.memory import DTYPE_BYTES, GIB, activation_formulas, figures, fits
 from bench.provenance import git_info, machine_info, now_utc
 from bench.registry import Cell, get_model, plan_cells
+from bench.roofline.work import work_rule
 
 # What nvidia-smi reports as memory.total for the published GPU and the current flagship, in GiB.
 DEVICES = {"A100-40GB": 40960 / 1024, "H100-80GB": 81559 / 1024}
@@ -62,20 +63,28 @@ KERAS2_COUNTS = (
 # Found by the full-size CPU run (issue 11): XLA's CPU backend has no bfloat16 matmul, so it converts each bfloat16
 # weight to float32 and keeps those copies live across the step (hoisted out of generate's loop; held from forward to
 # backward in a fit). Gemma 7B generate on Keras/TensorFlow and Keras/JAX then asked for one 37.67 GiB buffer.
+# That buffer was exactly 4 x Gemma's 8,537,680,896 parameters + 2 x 4 x its 256,000 x 3,072 embedding + 0.36 MB:
+# with tied embeddings, generate also holds two more float32 copies of the table (the lookup's and the transposed
+# output projection's, by the figure; XLA's buffer names were not recorded).
 XLA_CPU_COPY = (
     "on a CPU, XLA (Keras on TensorFlow or JAX) computes bfloat16 matmuls in float32 and holds a float32 copy "
-    "of the bfloat16 weights through the step: host_memory_gib adds it (twice the bfloat16 weights' bytes)"
+    "of the bfloat16 weights through the step: host_memory_gib adds it (twice the bfloat16 weights' bytes), and for "
+    "generate with tied embeddings two more float32 copies of the embedding table (Gemma 7B's failed 37.67 GiB "
+    "allocation in the full-size CPU run was exactly that)"
 )
 
 
-def xla_cpu_copy_bytes(backend: str, entry: dict) -> int:
-    """The float32 copy of bfloat16 weights XLA holds on a CPU (see XLA_CPU_COPY); 0 where it does not apply."""
-    b = get_backend(backend)
-    return (
-        2 * entry["weights_bytes"]
-        if b.family == "keras" and b.framework in ("tensorflow", "jax") and entry["weights_dtype"] == "bfloat16"
-        else 0
-    )
+def xla_cpu_copy_bytes(cell: Cell, entry: dict, shape) -> int:
+    """The float32 copies of bfloat16 weights XLA holds on a CPU (see XLA_CPU_COPY) for a cell of this shape; 0 where
+    it does not apply."""
+    b = get_backend(cell.backend)
+    if not (b.family == "keras" and b.framework in ("tensorflow", "jax") and entry["weights_dtype"] == "bfloat16"):
+        return 0
+    copy = 2 * entry["weights_bytes"]
+    work = work_rule(cell.model)
+    if cell.task == "generate" and getattr(work, "TIED_EMBEDDINGS", False):
+        copy += 2 * DTYPE_BYTES["float32"] * shape.vocabulary_size * shape.hidden_dim
+    return copy
 
 
 def ram_gib() -> float | None:
@@ -122,7 +131,7 @@ def cell_entry(cell: Cell, counts: dict | str | None, ram: float | None) -> dict
         entry["counts_note"] = KERAS2_COUNTS
     total = entry["total_bytes"] / GIB
     host = total
-    if copy := xla_cpu_copy_bytes(cell.backend, entry):
+    if copy := xla_cpu_copy_bytes(cell, entry, spec.shape(cell.profile)):
         entry["xla_cpu_float32_copy_gib"] = round(copy / GIB, 3)
         host = total + copy / GIB
         entry["host_memory_gib"] = round(host, 3)

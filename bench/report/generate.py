@@ -199,7 +199,8 @@ def published_lines(table: TableAnalysis) -> list[str]:
     if not body:
         return []
     return [
-        f"The published generate findings, ours from this table (a ratio holds within {HOLDS_FACTOR:g}x either way):",
+        f"The published generate findings, ours from this table (a ratio holds within {HOLDS_FACTOR:g}x either way)"
+        f"{size_note(table)}:",
         "",
         text.tabulate(
             body, headers=["finding", "published", "ours", "verdict"], tablefmt="github", disable_numparse=True
@@ -208,6 +209,30 @@ def published_lines(table: TableAnalysis) -> list[str]:
         GPU_NOTE,
         "",
     ]
+
+
+def size_note(table: TableAnalysis) -> str:
+    """The size this table's generate rows ran at, where its profile cuts a model's layers (cpu-mid): the findings'
+    figures are ratios at that size, which a reader must know."""
+    from bench.registry import get_model
+    from bench.roofline.work import work_rule
+
+    cut = []
+    for model in dict.fromkeys(f.key.model for f in table.rows if f.key.task == "generate"):
+        spec = get_model(model)
+        shape, paper = spec.shape(table.group.profile), spec.shape("paper")
+        if getattr(shape, "num_layers", None) != getattr(paper, "num_layers", None):
+            params = (rule := work_rule(model)) and rule.parameters(shape)
+            cut.append(
+                f"{spec.display} {shape.num_layers} of its {paper.num_layers} layers"
+                + (f" ({params / 1e9:.2f}B parameters)" if params else "")
+            )
+    if not cut:
+        return ""
+    return (
+        f"; at {', '.join(cut)}, every width, the prompt and the generate length the paper's: the largest size "
+        "every compared column fits on this machine (`python -m bench.plan.largest`)"
+    )
 
 
 def verdict(ours: float | None, claimed: float) -> str:

@@ -43,7 +43,7 @@ def profile_scope(name: str) -> str:
     if not profile.shapes_from:
         return ""
     batch = f", batch ≤ {profile.max_batch_size}" if profile.max_batch_size else ""
-    return f" (full size: {profile.shapes_from} shapes{batch})"
+    return f" ({profile.scope or f'full size: {profile.shapes_from} shapes'}{batch})"
 
 
 @dataclass(frozen=True)
