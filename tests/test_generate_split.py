@@ -198,3 +198,20 @@ def test_export_and_compare_carry_the_split(tmp_path):
     assert rows["mistral"]["split_agreement_error"] == 0.02 and rows["bert"]["ttft_ms"] == ""  # not a generate cell
     text = compare.markdown(compare.compare(tmp_path / "a", tmp_path / "b"))
     assert "## Generate split" in text and "| 10 → 30 | 3.00×" in re.sub(" +", " ", text)
+
+
+def test_every_committed_smoke_generate_result_of_both_stacks_carries_the_split():
+    """Issue 30 item 1: every generate cell split, on both stacks (the committed smoke results; tests/committed.py
+    reads HEAD's, not a user's own run)."""
+    from committed import committed_results
+
+    from bench.results import load_all
+
+    generate = [r for r in load_all(committed_results() / "smoke") if r.cell.task == "generate" and r.status == "ok"]
+    by_stack = {stack: [r for r in generate if r.cell.stack == stack] for stack in ("today", "2024")}
+    assert all(len(results) >= 16 for results in by_stack.values()), {k: len(v) for k, v in by_stack.items()}
+    for result in generate:
+        split = result_split(result)
+        assert split and split["ttft_ms"] > 0 and split["agreement_error"] is not None, result.cell.key
+        padded = split["prefill_positions"] > split["prompt_tokens"]
+        assert padded == (result.cell.backend != "native-torch"), (result.cell.key, split)  # keras-hub pads the prompt
