@@ -86,8 +86,8 @@ else
 	$(TOOLS_PY) -m bench run --backend $(BACKEND) --model $(MODEL) $(RUN_ARGS)
 endif
 
-bench-all: doctor envs ## Run the whole matrix (every backend x model x task of the published table) on STACK
-	$(TOOLS_PY) -m bench run $(RUN_ARGS)
+bench-all: doctor envs ## Run the whole matrix (every backend x model x task of the published table) on STACK; MODEL= BACKEND= TASK= narrow it (lists)
+	$(TOOLS_PY) -m bench run $(if $(BACKEND),--backend $(BACKEND)) $(if $(MODEL),--model $(MODEL)) $(RUN_ARGS)
 
 # The inference grid study (bench/grid/): GRID=cpu (default) | full (the published grid, 30 repeats) | lengths | sample | smoke.
 GRID ?=

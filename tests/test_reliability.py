@@ -451,6 +451,17 @@ def test_make_takes_resume_yes_and_refuses_a_value_it_would_ignore(tmp_path):
 
 
 @pytest.mark.skipif(not shutil.which("make"), reason="GNU make is not installed")
+def test_make_bench_all_narrows_by_model_and_backend_instead_of_ignoring_them(tmp_path):
+    """`make bench-all BACKEND=native-torch MODEL=bert,sam` once ran the whole 72-cell matrix: the two variables
+    were not passed on. They narrow the run, as TASK= does."""
+    command = make("-n", "bench-all", "BACKEND=native-torch", "MODEL=bert,sam", "TASK=fit", tmp_path=tmp_path)
+    run = command.stdout.splitlines()[-1].split()
+    assert run[run.index("--backend") + 1] == "native-torch" and run[run.index("--model") + 1] == "bert,sam", run
+    assert run[run.index("--task") + 1] == "fit"
+    assert "--model" not in make("-n", "bench-all", tmp_path=tmp_path).stdout.splitlines()[-1]
+
+
+@pytest.mark.skipif(not shutil.which("make"), reason="GNU make is not installed")
 def test_make_env_with_an_unknown_stack_says_so_once(tmp_path):
     out = make("env", "BACKEND=jax", "STACK=1999", tmp_path=tmp_path)
     assert out.returncode != 0
