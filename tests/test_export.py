@@ -44,14 +44,17 @@ def test_the_committed_smoke_results_export_to_72_rows_per_stack(tmp_path):
     rows = [r for r in by_stack["today"] if r["profile"] == "smoke"]
     assert len(rows) == 72
     assert list(rows[0]) == list(export.COLUMNS)
-    assert {r["status"] for r in rows} == {"ok", "unsupported"}
+    assert {"ok", "unsupported"} <= {r["status"] for r in rows} <= {"ok", "unsupported", "unsteady"}
     assert sum(r["status"] == "unsupported" for r in rows) == 6
     assert {r["machine"] for r in rows} == {"CPU AMD EPYC (2 cores)"} and {r["profile"] for r in rows} == {"smoke"}
     bert = next(r for r in rows if r["file"] == "smoke/cpu-amd-epyc-2-cores/jax__bert__fit__bs2__default.json")
-    assert (bert["median"], bert["unit"], bert["batch"]) == ("3.398765", "ms/step", "2")
-    assert bert["commit"] == "882eced5fa846a4958e05a442a135e430b24cc26" and len(bert["lock_sha256"]) == 64
+    # the export's figures are the result file's own (the file is re-run whenever its code path changes)
+    bert_result = load(COMMITTED / bert["file"])
+    assert float(bert["median"]) == pytest.approx(bert_result.summary().median, rel=1e-5)
+    assert (bert["unit"], bert["batch"]) == ("ms/step", "2")
+    assert bert["commit"] == bert_result.provenance["git"]["commit"] and len(bert["commit"]) == 40
+    assert len(bert["lock_sha256"]) == 64
     gemma = next(r for r in rows if r["file"].endswith("jax__gemma__generate__bs1__default.json"))
-    # the export's figure is the result file's own (the file is re-run whenever its code path changes)
     expected = load(COMMITTED / gemma["file"]).tokens_per_s()
     assert float(gemma["tokens_per_s"]) == pytest.approx(expected, rel=1e-4) and gemma["unit"] == "ms/call"
     na = next(r for r in rows if r["status"] == "unsupported")
