@@ -400,7 +400,7 @@ def test_the_cpu_mid_sizes_are_the_largest_every_compared_generate_column_holds(
     full-size run's measured peaks: every compared column fits 23.5 GiB at that count, one more layer does not."""
     from committed import committed_results
 
-    from bench.plan.largest import COMPARED, RAM_GIB, column_fits, largest_layers, measured_excess_gib
+    from bench.plan.largest import COMPARED, RAM_GIB, column_needs_gib, largest_layers, measured_excess_gib
 
     excess = measured_excess_gib(committed_results() / "cpu-full")
     assert excess["jax"] > 1 and set(excess) >= {"jax", "torch", "native-torch"}  # measured, not assumed
@@ -408,8 +408,8 @@ def test_the_cpu_mid_sizes_are_the_largest_every_compared_generate_column_holds(
         layers = get_model(model).shape("cpu-mid").num_layers
         assert layers == largest_layers(model, RAM_GIB, excess), model
         assert 0 < layers < get_model(model).shape("paper").num_layers
-        assert max(column_fits(model, layers, RAM_GIB, excess).values()) <= RAM_GIB
-        assert max(column_fits(model, layers + 1, RAM_GIB, excess).values()) > RAM_GIB
+        assert max(column_needs_gib(model, layers, excess).values()) <= RAM_GIB
+        assert max(column_needs_gib(model, layers + 1, excess).values()) > RAM_GIB
         # only the depth changes: every width, the prompt and the generate length are the paper's
         mid, paper = get_model(model).shape("cpu-mid"), get_model(model).shape("paper")
         assert {k: v for k, v in vars(mid).items() if k != "num_layers"} == {

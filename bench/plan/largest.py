@@ -19,11 +19,12 @@ import dataclasses
 import json
 from pathlib import Path
 
+from bench.backends import get_backend
 from bench.plan import xla_cpu_copy_bytes
 from bench.plan.memory import GIB, figures
-from bench.profiles import get_profile
 from bench.provenance import REPO_ROOT
-from bench.registry import Cell, get_model
+from bench.registry import Cell, get_model, plan_cells
+from bench.results import load_all
 from bench.roofline.work import work_rule
 
 # The columns each model's published generate findings compare (bench/report/generate.py published_lines).
@@ -45,37 +46,33 @@ def measured_excess_gib(results_dir: Path = FULL_SIZE_RUN, profile: str = FULL_S
     plan = json.loads((results_dir / f"plan-{profile}.json").read_text())
     planned = {c["key"]: c.get("host_memory_gib", c.get("memory_gib")) for c in plan["cells"]}
     excess: dict[str, float] = {}
-    for path in sorted((results_dir / profile).glob("*/*.json")):
-        result = json.loads(path.read_text())
-        if result.get("status") != "ok" or planned.get(path.stem) is None:
-            continue
-        peaks = [(run.get("process") or {}).get("peak_rss_gib") for run in result["runs"]]
-        peaks = [p for p in peaks if p is not None]
-        if peaks:
-            backend = result["cell"]["backend"]
-            excess[backend] = max(excess.get(backend, 0.0), max(peaks) - planned[path.stem])
+    for result in load_all(results_dir / profile):
+        peaks = [p for run in result.runs if (p := (run.process or {}).get("peak_rss_gib")) is not None]
+        if result.status == "ok" and planned.get(result.cell.key) is not None and peaks:
+            backend = result.cell.backend
+            excess[backend] = max(excess.get(backend, 0.0), max(peaks) - planned[result.cell.key])
     return excess
 
 
 def host_gib(model: str, backend: str, variant: str, batch: int, shape) -> float:
     """The plan's host figure of a generate cell of this shape: its total plus XLA's float32 copies where due."""
     cell = Cell(backend, model, "generate", batch, PROFILE, variant, 0, 1)
-    family = "native-torch" if backend == "native-torch" else "keras"
+    family = get_backend(backend).family
     params = work_rule(model).parameters(shape)
     entry = figures(model, family, "generate", batch, {"backbone": params, "causal_lm": params}, shape).to_dict()
     return (entry["total_bytes"] + xla_cpu_copy_bytes(cell, entry, shape)) / GIB
 
 
-def batches(profile: str = PROFILE) -> tuple[int, ...]:
-    """The generate batches the profile runs: the published ones (1 and 32), capped by the profile."""
-    return tuple(sorted({get_profile(profile).batch_size(b) for b in (1, 32)}))
+def batches(model: str) -> tuple[int, ...]:
+    """The generate batches the profile runs for this model: the published table's, capped by the profile."""
+    return tuple(sorted({c.batch_size for c in plan_cells(PROFILE, models=[model], tasks=["generate"])}))
 
 
-def column_fits(model: str, layers: int, ram_gib: float, excess: dict[str, float]) -> dict[str, float]:
+def column_needs_gib(model: str, layers: int, excess: dict[str, float]) -> dict[str, float]:
     """Each compared column's need at this many layers (the worst batch): plan figure + measured excess, GiB."""
     shape = dataclasses.replace(get_model(model).shape("paper"), num_layers=layers)
     return {
-        f"{backend} ({variant})": max(host_gib(model, backend, variant, b, shape) for b in batches())
+        f"{backend} ({variant})": max(host_gib(model, backend, variant, b, shape) for b in batches(model))
         + excess.get(backend, max(excess.values()))
         for backend, variant in COMPARED[model]
     }
@@ -85,7 +82,7 @@ def largest_layers(model: str, ram_gib: float = RAM_GIB, excess: dict[str, float
     """The most layers (at most the paper's) at which every compared column fits ram_gib; 0 when not even one does."""
     excess = measured_excess_gib() if excess is None else excess
     for layers in range(get_model(model).shape("paper").num_layers, 0, -1):
-        if max(column_fits(model, layers, ram_gib, excess).values()) <= ram_gib:
+        if max(column_needs_gib(model, layers, excess).values()) <= ram_gib:
             return layers
     return 0
 
@@ -103,12 +100,12 @@ def main(argv: list[str] | None = None) -> int:
         n = largest_layers(model, args.ram_gib, excess)
         paper = get_model(model).shape("paper")
         params = work_rule(model).parameters(dataclasses.replace(paper, num_layers=n))
-        need = column_fits(model, n, args.ram_gib, excess)
+        need = column_needs_gib(model, n, excess)
         configured = get_model(model).shape(PROFILE).num_layers
         print(
             f"{model}: {n} of {paper.num_layers} layers ({params / 1e9:.2f}B parameters) fit {args.ram_gib} GiB: "
             + ", ".join(f"{c} {v:.2f} GiB" for c, v in need.items())
-            + f"; one more layer: {max(column_fits(model, n + 1, args.ram_gib, excess).values()):.2f} GiB"
+            + f"; one more layer: {max(column_needs_gib(model, n + 1, excess).values()):.2f} GiB"
             + f"; workload.toml [{PROFILE}] has {configured}"
         )
     return 0
