@@ -16,6 +16,7 @@ from bench.provenance import machine_slug
 from bench.registry import Cell, get_model
 from bench.roofline.work import cell_work
 from bench.schema import validate_result
+from bench.stats import Estimate, Noise, ProcessSpread, estimate, noise_reasons
 from bench.timing import Stats
 
 SCHEMA_VERSION = 2  # 2 added first_step_contains, steadiness, compile_events, derived, reference; killed, unsteady
@@ -27,8 +28,8 @@ HISTORY = "history"  # earlier results of the same cell, moved aside rather than
 # inference grid study's own results, read by bench/report/grid.py; tuning: the tuning study's own results folder,
 # `make tuning`, rendered on its own by `make table`).
 # gpu-check: its own report and short cells; ceilings: `make ceilings`' machine files (bench/roofline/ceilings.py);
-# overhead: the framework-overhead study (bench/overhead/, make overhead)
-NOT_RESULTS = {HISTORY, "logs", "figures", "slurm", "grid", "tuning", "quarantine", "gpu-check", "ceilings", "overhead"}
+# overhead: the framework-overhead study (bench/overhead/, make overhead); noise: the machine's noise study (make noise)
+NOT_RESULTS = {HISTORY, "logs", "figures", "slurm", "grid", "tuning", "quarantine", "gpu-check", "ceilings", "overhead", "noise"}
 QUARANTINE = "quarantine"  # where `bench validate --quarantine` moves unreadable result files
 
 
@@ -75,6 +76,10 @@ class Run:
     # generate only: the call split into prefill and decode (TTFT, TPOT, the agreement check) with the raw windows of
     # its one-token and partial calls (bench/generate_split.py); absent in results written before it
     generate_split: dict[str, Any] | None = None
+    # How the process chose its number of timed steps: the rule, the precision reached, what stopped it (bench/timing.py)
+    sampling: dict[str, Any] | None = None
+    # The noise gates as the orchestrator judged them when it wrote the result (bench/stats.py noise_reasons)
+    noise: dict[str, Any] | None = None
 
     def stats(self) -> Stats | None:
         return Stats.of(self.timed_ms, allow_negative=self.derived) if self.status == "ok" and self.timed_ms else None
@@ -133,6 +138,29 @@ class Result:
             else None
         )
 
+    def estimate(self, spread: ProcessSpread | None = None) -> Estimate | None:
+        """The cell's figure and its interval, from its processes' timed steps (bench/stats.py); `spread`: the
+        machine's process-to-process spread, for a cell of one process. None unless ok."""
+        if self.status != "ok":
+            return None
+        return estimate([r.timed_ms for r in self.runs if r.timed_ms], spread)
+
+    def figure(self) -> float | None:
+        """The cell's headline figure: the geometric mean of its processes' medians (one process: its median)."""
+        found = self.estimate()
+        return found.center if found else None
+
+    def noise(self, quiet_reference_ms: float | None = None) -> Noise:
+        """The noise gates over every process of the cell (bench/stats.py noise_reasons): noisy if any process is."""
+        reasons = []
+        for i, run in enumerate(self.runs):
+            if run.status != "ok" or not run.timed_ms:
+                continue
+            found = noise_reasons(run.timed_ms, run.reference, quiet_reference_ms)
+            prefix = f"process {i + 1}: " if len(self.runs) > 1 else ""
+            reasons += [prefix + reason for reason in found.reasons]
+        return Noise(bool(reasons), reasons)
+
     def tokens_per_s(self) -> float | None:
         summary = self.summary()
         tokens = self.runs[0].tokens_per_step if self.runs else None
@@ -148,6 +176,7 @@ class Result:
             "unit": self.unit,
             "summary": summary.to_dict() if summary else None,
             "repeat_spread": spread.to_dict() if spread else None,
+            "interval": found.to_dict() if (found := self.estimate()) else None,
             "tokens_per_s": self.tokens_per_s(),
             "runs": [r.to_dict() for r in self.runs],
             "provenance": self.provenance,
@@ -201,6 +230,7 @@ class Result:
             raise ValueError(f"status {data['status']!r} disagrees with its runs ({result.status!r})")
         result.summary()  # validates the raw step times
         check_stored_figures(data, result)
+        check_stored_interval(data, result)
         return result
 
     def relative_path(self) -> Path:
@@ -305,6 +335,32 @@ def check_stored_figures(data: dict[str, Any], result: Result) -> None:
                 raise ValueError(
                     f"{where} {name} is {kept!r}, but the raw step times give {value!r}: the file and the table would disagree"
                 )
+
+
+def check_stored_interval(data: dict[str, Any], result: Result) -> None:
+    """A stored interval must be the one its raw steps give (the report recomputes it; absent in older files)."""
+    if "interval" not in data:
+        return
+    stored, found = data["interval"], result.estimate()
+    computed = found.to_dict() if found else None
+    if computed is None or stored is None:
+        if computed != stored:
+            raise ValueError(f"interval is {stored!r}, but the raw step times give {computed!r}")
+        return
+    if not isinstance(stored, dict):
+        raise ValueError(f"interval is {stored!r}, not an object")
+    for name, value in computed.items():
+        kept = stored.get(name)
+        same = (
+            kept == value
+            if value is None or isinstance(value, str)
+            else isinstance(kept, (int, float)) and not isinstance(kept, bool)
+            and math.isclose(kept, value, rel_tol=1e-9, abs_tol=1e-12)
+        )
+        if not same:
+            raise ValueError(
+                f"interval {name} is {kept!r}, but the raw step times give {value!r}: the file and the table would disagree"
+            )
 
 
 def task_unit(cell: Cell) -> str:

@@ -18,6 +18,8 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
+from bench.stats import percentile  # noqa: F401  (the timing core's statistics use it; others import it from here)
+
 OUTLIER_FACTOR = 5.0  # a timed step above this multiple of the median is "far above" it
 
 
@@ -257,14 +259,3 @@ class Stats:
 
     def to_dict(self) -> dict[str, float]:
         return asdict(self)
-
-
-def percentile(values: list[float], q: float) -> float:
-    """The q-th percentile with linear interpolation between order statistics (NumPy's default)."""
-    if not 0 <= q <= 100:
-        raise ValueError(f"percentile must be in [0, 100], got {q}")
-    ordered = sorted(values)
-    position = (len(ordered) - 1) * q / 100
-    low = math.floor(position)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)

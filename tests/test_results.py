@@ -130,7 +130,8 @@ def test_version_1_files_are_migrated_on_load(tmp_path):
     data["schema_version"] = 1
     del data["cell"]["max_warmup_steps"]
     del data["cell"]["stack"]  # version 1 predates stacks
-    del data["work"]  # and the work counts (issue 31)
+    del data["work"]  # and the work counts
+    del data["interval"]  # and the figure's interval
     for run in data["runs"]:
         for new in (
             "first_step_contains",
@@ -141,6 +142,8 @@ def test_version_1_files_are_migrated_on_load(tmp_path):
             "device_memory",
             "gpu_state",
             "generate_split",
+            "sampling",
+            "noise",
         ):
             del run[new]
     path = tmp_path / "v1.json"

@@ -1,0 +1,76 @@
+"""The machine's noise study (`make noise`): how small a difference this machine can show, and its
+process-to-process spread, which a cell of one process borrows for its interval (bench/stats.py MACHINE_SPREAD).
+
+One file per processor under <results>/noise/: `<machine slug>--<processor fingerprint>.json` (the slug alone where
+the processor was not recorded). This module only finds and reads it; bench/noise/study.py makes it.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from bench.provenance import REPO_ROOT, machine_slug
+from bench.stats import ProcessSpread
+
+NOISE_DIR = "noise"
+NOISE_FORMAT = "noise-1"
+
+
+def processor_fingerprint(machine: dict[str, Any]) -> str | None:
+    """The fingerprint of the processor a result ran on (bench/provenance.py processor_info); None before it was
+    recorded."""
+    return ((machine or {}).get("processor") or {}).get("fingerprint")
+
+
+def noise_file_name(machine: dict[str, Any]) -> str:
+    fingerprint = processor_fingerprint(machine)
+    return f"{machine_slug(machine)}--{fingerprint[:12]}.json" if fingerprint else f"{machine_slug(machine)}.json"
+
+
+def noise_folders(results_dir: Path | None) -> list[Path]:
+    """Where a machine's noise file is looked for: the results folder's own, then the repository's results/."""
+    folders = [Path(results_dir) / NOISE_DIR] if results_dir is not None else []
+    default = REPO_ROOT / "results" / NOISE_DIR
+    return folders + ([default] if default.resolve() not in {f.resolve() for f in folders} else [])
+
+
+def find_noise_file(results_dir: Path | None, machine: dict[str, Any]) -> tuple[Path, bool] | None:
+    """The noise file for a result's machine, and whether it matched on the processor's fingerprint (True) or, for a
+    result that recorded none, on the machine's label only (False). None: no study for this machine."""
+    fingerprint = processor_fingerprint(machine)
+    slug = machine_slug(machine or {})
+    for folder in noise_folders(results_dir):
+        if not folder.is_dir():
+            continue
+        if fingerprint:
+            exact = folder / noise_file_name(machine)
+            if exact.is_file():
+                return exact, True
+            continue  # another processor's study does not describe this one
+        bare = folder / f"{slug}.json"
+        labelled = sorted(folder.glob(f"{slug}--*.json")) + ([bare] if bare.is_file() else [])
+        if labelled:
+            return labelled[-1], False
+    return None
+
+
+def read_noise_file(path: Path) -> dict[str, Any]:
+    data = json.loads(Path(path).read_text())
+    if not isinstance(data, dict) or data.get("format") != NOISE_FORMAT:
+        raise ValueError(f"{path}: not a noise study file ({NOISE_FORMAT})")
+    return data
+
+
+def machine_spread(results_dir: Path | None, machine: dict[str, Any]) -> ProcessSpread | None:
+    """The machine's process-to-process spread from its noise study, for cells of one process; None without one."""
+    found = find_noise_file(results_dir, machine)
+    if found is None:
+        return None
+    path, exact = found
+    try:
+        spread = read_noise_file(path)["process_spread"]
+        source = f"make noise, {path.name}" + ("" if exact else "; matched by machine label, processor not recorded")
+        return ProcessSpread(float(spread["log_sd"]), float(spread["dof"]), source)
+    except (OSError, ValueError, KeyError, TypeError):
+        return None

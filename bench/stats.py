@@ -1,0 +1,442 @@
+"""How sure a figure is, and what a comparison of two figures says: the one place the suite's intervals and verdicts
+are computed. Pure functions of numbers, standard library only (it runs in every env, a cell process's included).
+
+The model (Kalibera & Jones, "Rigorous benchmarking in reasonable time", 2013): a cell's steps vary within its
+process, and its processes vary from one another (memory layout, the moment of a shared machine, what the
+framework decided at start-up). More steps shrink only the first part. So a cell's figure is estimated at the
+level of its processes: the geometric mean of its processes' median step times, with a Student-t interval on the
+logarithms whose degrees of freedom are the processes' count less one. A cell of one process has no measured
+process-to-process spread: its interval then borrows the machine's, as its noise study measured it (`make noise`),
+or, without one, covers its steps only and decides nothing.
+
+Within one process, the median's interval is distribution-free (order statistics of the binomial), which is what
+the sampling rule (bench/timing.py) stops on.
+
+A comparison is B / A with a Welch interval on the log scale; its verdict is `same` when the whole interval lies in
+the equivalence band, `faster` / `slower` when it excludes 1, else `inconclusive`. A published claim `holds` when
+our interval lies within its tolerance and `does not hold` when it lies wholly outside.
+"""
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass, field
+
+CONFIDENCE = 0.95
+# A comparison whose whole 95% interval lies within this band either way (1/1.05 to 1.05) is called "same".
+EQUIVALENCE_BAND = 0.05
+MIN_STEPS_FOR_INTERVAL = 6  # the fewest steps whose [min, max] covers the median with >= 95% (1 - 2/2^6)
+
+FASTER, SLOWER, SAME, INCONCLUSIVE = "faster", "slower", "same", "inconclusive"
+HOLDS, DOES_NOT_HOLD = "holds", "does not hold"
+
+# What an estimate's interval stands on.
+PROCESSES = "processes"  # two or more processes: their own spread
+MACHINE_SPREAD = "machine spread"  # one process, widened by the machine's measured process-to-process spread
+STEPS_ONLY = "steps only"  # one process, no spread known: the interval covers step noise only, and decides nothing
+NO_INTERVAL = "no interval"
+
+# Noise gates: a process measured while the machine was disturbed keeps its figures but takes no part in a verdict.
+REFERENCE_FACTOR = 2.0  # the drift probe read more than this multiple of its quiet value before or after the process
+SPREAD_LIMIT = 0.5  # (p90 - p10) / median of the timed steps above this
+JUMP_LIMIT = 1.25  # the second half's median over the first half's (or its inverse) above this
+
+
+# -- distributions (the standard library has the normal, not Student's t)
+
+
+def _beta_continued_fraction(a: float, b: float, x: float) -> float:
+    """Lentz's continued fraction for the regularized incomplete beta function (Numerical Recipes' betacf)."""
+    tiny, eps = 1e-300, 3e-16
+    qab, qap, qam = a + b, a + 1.0, a - 1.0
+    c, d = 1.0, 1.0 - qab * x / qap
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    h = d
+    for m in range(1, 400):
+        m2 = 2 * m
+        aa = m * (b - m) * x / ((qam + m2) * (a + m2))
+        d = 1.0 + aa * d
+        d = 1.0 / (d if abs(d) > tiny else tiny)
+        c = 1.0 + aa / c
+        c = c if abs(c) > tiny else tiny
+        h *= d * c
+        aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))
+        d = 1.0 + aa * d
+        d = 1.0 / (d if abs(d) > tiny else tiny)
+        c = 1.0 + aa / c
+        c = c if abs(c) > tiny else tiny
+        delta = d * c
+        h *= delta
+        if abs(delta - 1.0) < eps:
+            break
+    return h
+
+
+def regularized_beta(a: float, b: float, x: float) -> float:
+    if x <= 0:
+        return 0.0
+    if x >= 1:
+        return 1.0
+    front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x))
+    if x < (a + 1) / (a + b + 2):
+        return front * _beta_continued_fraction(a, b, x) / a
+    return 1.0 - front * _beta_continued_fraction(b, a, 1 - x) / b
+
+
+def t_cdf(t: float, dof: float) -> float:
+    if math.isinf(dof):
+        return statistics.NormalDist().cdf(t)
+    tail = 0.5 * regularized_beta(dof / 2, 0.5, dof / (dof + t * t))
+    return 1 - tail if t >= 0 else tail
+
+
+def t_quantile(p: float, dof: float) -> float:
+    """Student's t quantile (dof may be fractional, as Welch's is; infinite: the normal's)."""
+    if not 0 < p < 1:
+        raise ValueError(f"p must be in (0, 1), got {p}")
+    if dof <= 0:
+        raise ValueError(f"degrees of freedom must be positive, got {dof}")
+    if math.isinf(dof) or dof > 1e7:
+        return statistics.NormalDist().inv_cdf(p)
+    if p < 0.5:
+        return -t_quantile(1 - p, dof)
+    low, high = 0.0, 1.0
+    while t_cdf(high, dof) < p:
+        high *= 2
+    for _ in range(200):
+        mid = (low + high) / 2
+        if t_cdf(mid, dof) < p:
+            low = mid
+        else:
+            high = mid
+        if high - low < 1e-12 * max(1.0, high):
+            break
+    return (low + high) / 2
+
+
+def binomial_cdf(k: int, n: int) -> float:
+    """P(X <= k) for X ~ Binomial(n, 1/2)."""
+    if k < 0:
+        return 0.0
+    return sum(math.comb(n, i) for i in range(0, min(k, n) + 1)) / 2**n
+
+
+# -- one process: its median and the median's interval
+
+
+def median_interval(values: list[float], confidence: float = CONFIDENCE) -> tuple[float, float, float] | None:
+    """A distribution-free interval for the median: the order statistics [x(k), x(n-k+1)] with the largest k whose
+    coverage, 1 - 2 P(Binomial(n, 1/2) <= k - 1), is at least `confidence`. Returns (low, high, coverage), or None
+    with fewer than MIN_STEPS_FOR_INTERVAL values (no such k)."""
+    n = len(values)
+    alpha = (1 - confidence) / 2
+    k = 0
+    while k + 1 <= n // 2 and binomial_cdf(k, n) <= alpha:  # x(k+1) still keeps the coverage
+        k += 1
+    if k == 0:
+        return None
+    ordered = sorted(values)
+    return ordered[k - 1], ordered[n - k], 1 - 2 * binomial_cdf(k - 1, n)
+
+
+def relative_half_width(values: list[float], confidence: float = CONFIDENCE) -> float | None:
+    """The median interval's wider side over the median (the sampling rule's precision); None without an interval
+    or with a median of zero or less."""
+    interval = median_interval(values, confidence)
+    mid = statistics.median(values) if values else 0.0
+    if interval is None or mid <= 0:
+        return None
+    low, high, _ = interval
+    return max(high - mid, mid - low) / mid
+
+
+def median_log_se(values: list[float]) -> float | None:
+    """The standard error of ln(median) of one process's steps: from the order-statistic interval when there are
+    enough steps, else the normal approximation (the median's variance is pi/2 times the mean's). None where a
+    value is zero or less (a derived figure under noise) or with a single step."""
+    if len(values) < 2 or min(values) <= 0:
+        return None
+    interval = median_interval(values)
+    if interval is not None:
+        low, high, coverage = interval
+        z = statistics.NormalDist().inv_cdf((1 + coverage) / 2)
+        return (math.log(high) - math.log(low)) / (2 * z)
+    logs = [math.log(v) for v in values]
+    return math.sqrt(math.pi / 2 * statistics.variance(logs) / len(logs))
+
+
+# -- a cell: its processes
+
+
+@dataclass(frozen=True)
+class ProcessSpread:
+    """A machine's process-to-process spread of a cell's figure, from its noise study: the standard deviation of
+    ln(a process's median), with its degrees of freedom and where it was measured."""
+
+    log_sd: float
+    dof: float
+    source: str
+
+    def __post_init__(self) -> None:
+        if not (self.log_sd >= 0 and self.dof > 0):
+            raise ValueError(f"invalid process spread: {self}")
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A cell's figure with the standard error of its logarithm. `basis` says what the interval stands on; only
+    PROCESSES and MACHINE_SPREAD take part in a verdict."""
+
+    center: float
+    log_se: float | None
+    dof: float
+    processes: int
+    steps: int
+    basis: str
+    note: str = ""
+
+    @property
+    def decidable(self) -> bool:
+        return self.log_se is not None and self.basis in (PROCESSES, MACHINE_SPREAD)
+
+    def interval(self, confidence: float = CONFIDENCE) -> tuple[float, float] | None:
+        if self.log_se is None or self.center <= 0:
+            return None
+        half = t_quantile((1 + confidence) / 2, self.dof) * self.log_se
+        return self.center * math.exp(-half), self.center * math.exp(half)
+
+    def half_width(self, confidence: float = CONFIDENCE) -> float | None:
+        """The interval's wider side as a share of the figure."""
+        interval = self.interval(confidence)
+        if interval is None:
+            return None
+        return max(interval[1] / self.center - 1, 1 - interval[0] / self.center)
+
+    def to_dict(self) -> dict:
+        interval = self.interval()
+        return {
+            "center": self.center,
+            "low": interval[0] if interval else None,
+            "high": interval[1] if interval else None,
+            "confidence": CONFIDENCE,
+            "log_se": self.log_se,
+            "dof": None if math.isinf(self.dof) else self.dof,
+            "processes": self.processes,
+            "steps": self.steps,
+            "basis": self.basis,
+        }
+
+
+def estimate(samples: list[list[float]], spread: ProcessSpread | None = None) -> Estimate | None:
+    """A cell's figure from its processes' timed steps (one list per process). None without any step."""
+    samples = [list(s) for s in samples if s]
+    if not samples:
+        return None
+    medians = [statistics.median(s) for s in samples]
+    steps = sum(len(s) for s in samples)
+    processes = len(samples)
+    if min(medians) <= 0:
+        return Estimate(statistics.median(medians), None, math.inf, processes, steps, NO_INTERVAL,
+                        "a process's median is zero or less (a derived figure under noise)")
+    within = [median_log_se(s) for s in samples]
+    if processes >= 2:
+        logs = [math.log(m) for m in medians]
+        between = statistics.variance(logs)
+        known = [w * w for w in within if w is not None]
+        floor = statistics.fmean(known) if known else 0.0  # the medians can agree by chance; their steps cannot
+        return Estimate(math.exp(statistics.fmean(logs)), math.sqrt(max(between, floor) / processes),
+                        processes - 1, processes, steps, PROCESSES)
+    w, n = within[0], len(samples[0])
+    step_dof = math.inf if n >= MIN_STEPS_FOR_INTERVAL else max(n - 1, 1)
+    if spread is not None:
+        w_var = (w or 0.0) ** 2
+        total = w_var + spread.log_sd**2
+        if total <= 0:
+            return Estimate(medians[0], None, math.inf, 1, steps, NO_INTERVAL, "no spread at all")
+        terms = (w_var**2 / step_dof if w_var else 0.0) + spread.log_sd**4 / spread.dof
+        dof = total**2 / terms if terms > 0 else math.inf
+        return Estimate(medians[0], math.sqrt(total), dof, 1, steps, MACHINE_SPREAD,
+                        f"one process; the machine's process spread ({spread.source})")
+    if w is None:
+        return Estimate(medians[0], None, math.inf, 1, steps, NO_INTERVAL, "one process of a single step")
+    return Estimate(medians[0], w, step_dof, 1, steps, STEPS_ONLY,
+                    "one process: its process-to-process spread is not measured")
+
+
+# -- comparisons
+
+
+@dataclass(frozen=True)
+class Ratio:
+    """A ratio of two figures (B / A) with the standard error of its logarithm. Not `decidable` (then `reason`
+    says why) where either side's interval covers its steps only, or a gate kept it out."""
+
+    value: float
+    log_se: float | None
+    dof: float
+    decidable: bool = True
+    reason: str = ""
+
+    def interval(self, confidence: float = CONFIDENCE) -> tuple[float, float] | None:
+        if self.log_se is None or self.value <= 0:
+            return None
+        half = t_quantile((1 + confidence) / 2, self.dof) * self.log_se
+        return self.value * math.exp(-half), self.value * math.exp(half)
+
+    def undecided(self, reason: str) -> Ratio:
+        return Ratio(self.value, self.log_se, self.dof, False, reason if self.decidable else self.reason)
+
+    def inverse(self) -> Ratio:
+        return Ratio(1 / self.value, self.log_se, self.dof, self.decidable, self.reason)
+
+    def to_dict(self) -> dict:
+        interval = self.interval()
+        return {
+            "ratio": self.value,
+            "low": interval[0] if interval else None,
+            "high": interval[1] if interval else None,
+            "confidence": CONFIDENCE,
+            "dof": None if math.isinf(self.dof) else self.dof,
+            "decidable": self.decidable,
+            "reason": self.reason,
+        }
+
+
+def welch_dof(variances: list[float], dofs: list[float]) -> float:
+    """Welch-Satterthwaite: the degrees of freedom of a sum of independently estimated variances."""
+    total = sum(variances)
+    terms = sum(v * v / d for v, d in zip(variances, dofs) if v > 0 and not math.isinf(d))
+    return total * total / terms if terms > 0 else math.inf
+
+
+def ratio(a: Estimate, b: Estimate) -> Ratio:
+    """B / A with its interval (Welch on the log scale)."""
+    value = b.center / a.center if a.center > 0 else math.nan
+    if a.log_se is None or b.log_se is None or not math.isfinite(value) or value <= 0:
+        return Ratio(value if math.isfinite(value) else 0.0, None, math.inf, False,
+                     "no interval: " + "; ".join(e.note or e.basis for e in (a, b) if e.log_se is None))
+    variances = [a.log_se**2, b.log_se**2]
+    dof = welch_dof(variances, [a.dof, b.dof])
+    undecided = [e for e in (a, b) if not e.decidable]
+    reason = "; ".join(dict.fromkeys(e.note or e.basis for e in undecided))
+    return Ratio(value, math.sqrt(sum(variances)), dof, not undecided, reason)
+
+
+def geometric_mean(ratios: list[Ratio], shared_log_var: float = 0.0, shared_dof: float = math.inf) -> Ratio | None:
+    """The geometric mean of independent ratios (the rows of one model), its variance the mean of theirs over k;
+    `shared_log_var` adds a part every ratio shares (one process per column measured every point)."""
+    usable = [r for r in ratios if r.log_se is not None and r.value > 0]
+    if not usable:
+        return None
+    k = len(usable)
+    value = math.exp(statistics.fmean(math.log(r.value) for r in usable))
+    variances = [r.log_se**2 / k**2 for r in usable] + ([shared_log_var] if shared_log_var > 0 else [])
+    dofs = [r.dof for r in usable] + ([shared_dof] if shared_log_var > 0 else [])
+    undecided = [r.reason for r in usable if not r.decidable]
+    return Ratio(value, math.sqrt(sum(variances)), welch_dof(variances, dofs), not undecided and k == len(ratios),
+                 "; ".join(dict.fromkeys(undecided)) or ("" if k == len(ratios) else "a ratio without an interval"))
+
+
+def verdict(r: Ratio | None, band: float = EQUIVALENCE_BAND) -> str:
+    """B against A: `same` (the whole interval within the band), `slower` (B slower: the interval above 1), `faster`,
+    else `inconclusive`; a ratio that cannot decide (steps only, a noisy side, other processors) is inconclusive."""
+    if r is None or not r.decidable or (interval := r.interval()) is None:
+        return INCONCLUSIVE
+    low, high = interval
+    if low >= 1 / (1 + band) and high <= 1 + band:
+        return SAME
+    if low > 1:
+        return SLOWER
+    if high < 1:
+        return FASTER
+    return INCONCLUSIVE
+
+
+def claim_within(r: Ratio | None, claimed: float, factor: float) -> str:
+    """A published ratio re-tested: `holds` when our whole interval lies within `factor` of it either way, `does not
+    hold` when it lies wholly outside, else `inconclusive`."""
+    if r is None or not r.decidable or (interval := r.interval()) is None:
+        return INCONCLUSIVE
+    low, high = interval
+    if low >= claimed / factor and high <= claimed * factor:
+        return HOLDS
+    if high < claimed / factor or low > claimed * factor:
+        return DOES_NOT_HOLD
+    return INCONCLUSIVE
+
+
+def claim_above(r: Ratio | None, threshold: float) -> str:
+    """A published "more than `threshold`" re-tested: holds when our whole interval is above it, does not hold when
+    wholly below, else inconclusive."""
+    if r is None or not r.decidable or (interval := r.interval()) is None:
+        return INCONCLUSIVE
+    low, high = interval
+    return HOLDS if low > threshold else DOES_NOT_HOLD if high < threshold else INCONCLUSIVE
+
+
+def fmt_ratio(r: Ratio | None) -> str:
+    """'1.23× (1.10–1.37)': significant digits, so that no ratio prints as 0.00×."""
+    if r is None or not math.isfinite(r.value) or r.value <= 0:
+        return "n/a"
+    interval = r.interval()
+    text = fmt_factor(r.value)
+    return text + (f" ({fmt_factor(interval[0], unit='')}–{fmt_factor(interval[1], unit='')})" if interval else "")
+
+
+def fmt_factor(value: float, unit: str = "×") -> str:
+    """Three significant digits at any size (0.00123×, 0.0812×, 1.23×, 258×)."""
+    if value == 0 or not math.isfinite(value):
+        return f"{value}{unit}"
+    digits = max(0, 2 - math.floor(math.log10(abs(value))))
+    return f"{value:.{digits}f}{unit}"
+
+
+def percentile(values: list[float], q: float) -> float:
+    """The q-th percentile with linear interpolation between order statistics (NumPy's default)."""
+    if not 0 <= q <= 100:
+        raise ValueError(f"percentile must be in [0, 100], got {q}")
+    ordered = sorted(values)
+    position = (len(ordered) - 1) * q / 100
+    low = math.floor(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+# -- noise gates
+
+
+@dataclass(frozen=True)
+class Noise:
+    noisy: bool
+    reasons: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return {"noisy": self.noisy, "reasons": list(self.reasons)}
+
+
+def noise_reasons(timed: list[float], reference: dict | None = None, quiet_reference_ms: float | None = None) -> Noise:
+    """Why a process's timed steps were taken on a disturbed machine: the drift probe far from its quiet value
+    before or after it, a spread beyond SPREAD_LIMIT, or a jump between the first and second half of its steps."""
+    reasons = []
+    if reference and quiet_reference_ms and quiet_reference_ms > 0:
+        worst = max((v for v in reference.values() if isinstance(v, (int, float)) and v > 0), default=None)
+        if worst is not None and worst > REFERENCE_FACTOR * quiet_reference_ms:
+            reasons.append(
+                f"the drift probe read {worst:.3g} ms beside it, {worst / quiet_reference_ms:.1f}x its quiet "
+                f"{quiet_reference_ms:.3g} ms (limit {REFERENCE_FACTOR:g}x)"
+            )
+    positive = [v for v in timed if v > 0]
+    if len(timed) >= 3 and positive:
+        mid = statistics.median(timed)
+        if mid > 0:
+            spread = (percentile(timed, 90) - percentile(timed, 10)) / mid
+            if spread > SPREAD_LIMIT:
+                reasons.append(f"its steps' p10-p90 spread is {spread:.0%} of the median (limit {SPREAD_LIMIT:.0%})")
+    if len(timed) >= 6:
+        half = len(timed) // 2
+        first, second = statistics.median(timed[:half]), statistics.median(timed[half:])
+        if first > 0 and second > 0 and max(second / first, first / second) > JUMP_LIMIT:
+            reasons.append(
+                f"its second half's median is {second / first:.2f}x its first half's (limit {JUMP_LIMIT:g}x either way)"
+            )
+    return Noise(bool(reasons), reasons)
