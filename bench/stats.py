@@ -284,7 +284,8 @@ class Ratio:
         return self.value * math.exp(-half), self.value * math.exp(half)
 
     def undecided(self, reason: str) -> Ratio:
-        return Ratio(self.value, self.log_se, self.dof, False, reason if self.decidable else self.reason)
+        """The same ratio, kept out of any verdict for `reason` (beside any reason it already had)."""
+        return Ratio(self.value, self.log_se, self.dof, False, "; ".join(filter(None, [self.reason, reason])))
 
     def inverse(self) -> Ratio:
         return Ratio(1 / self.value, self.log_se, self.dof, self.decidable, self.reason)

@@ -1,0 +1,93 @@
+"""How the suite judges result files: each cell's figure with its interval, whether it was measured on a disturbed
+machine, and B / A with its verdict. Every place that prints a comparison (`make compare`, the tables, the
+findings, the studies, `make noise`) asks one Judge, so they cannot disagree.
+
+A Judge is made over the results it will compare: the drift probe's quiet value is the lowest reading among them
+(and the machine's noise study's, when it has one), and a cell of one process borrows its machine's
+process-to-process spread from the noise study (bench/noise). The statistics themselves are bench/stats.py's.
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from bench import stats
+from bench.noise import machine_spread, processor_fingerprint
+from bench.results import Result
+from bench.stats import Estimate, Noise, ProcessSpread, Ratio
+
+
+def reference_readings(results: Iterable[Result]) -> list[float]:
+    """Every drift-probe reading recorded beside these results' processes (bench/drift.py)."""
+    return [
+        v
+        for r in results
+        for run in r.runs
+        for v in (run.reference or {}).values()
+        if isinstance(v, (int, float)) and v > 0
+    ]
+
+
+def processor_differences(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
+    """What differs between two results' processors (bench/provenance.py processor_info), as 'field: x vs y'; empty
+    when they are the same processor. A side that recorded none differs only if the other did."""
+    pa, pb = (a or {}).get("processor") or {}, (b or {}).get("processor") or {}
+    if processor_fingerprint(a or {}) == processor_fingerprint(b or {}):
+        return []
+    if not pa or not pb:
+        return ["processor: recorded on one side only"]
+    out = []
+    for name in sorted(set(pa) | set(pb)):
+        if name in ("fingerprint", "mhz"):
+            continue
+        if pa.get(name) != pb.get(name):
+            out.append(f"{name}: {json.dumps(pa.get(name))} vs {json.dumps(pb.get(name))}")
+    return out or ["processor fingerprint"]
+
+
+class Judge:
+    def __init__(self, results: Iterable[Result], results_dir: Path | None = None, across_processors: bool = False):
+        self.results = list(results)
+        self.results_dir = results_dir
+        self.across_processors = across_processors
+        readings = reference_readings(self.results)
+        self.quiet_reference_ms = min(readings) if readings else None
+        self._spreads: dict[str, ProcessSpread | None] = {}
+
+    def spread(self, result: Result) -> ProcessSpread | None:
+        machine = result.provenance.get("machine") or {}
+        key = json.dumps(machine, sort_keys=True, default=str)
+        if key not in self._spreads:
+            self._spreads[key] = machine_spread(self.results_dir, machine)
+        return self._spreads[key]
+
+    def estimate(self, result: Result) -> Estimate | None:
+        """The cell's figure and interval; a cell of one process with its machine's spread where one is known."""
+        if result.status != "ok":
+            return None
+        runs = [r for r in result.runs if r.timed_ms]
+        return result.estimate(self.spread(result) if len(runs) == 1 else None)
+
+    def noise(self, result: Result) -> Noise:
+        return result.noise(self.quiet_reference_ms)
+
+    def ratio(self, a: Result, b: Result) -> Ratio | None:
+        """B / A with its interval; not decidable where either is noisy, they ran on different processors (unless
+        the Judge was told to compare across them), or an interval covers steps only. None unless both are ok."""
+        ea, eb = self.estimate(a), self.estimate(b)
+        if ea is None or eb is None:
+            return None
+        found = stats.ratio(ea, eb)
+        for side, result in (("A", a), ("B", b)):
+            noise = self.noise(result)
+            if noise.noisy:
+                found = found.undecided(f"{side} noisy: {'; '.join(noise.reasons)}")
+        differences = processor_differences(a.provenance.get("machine") or {}, b.provenance.get("machine") or {})
+        if differences and not self.across_processors:
+            found = found.undecided("different processors (" + "; ".join(differences) + ")")
+        return found
+
+    def verdict(self, a: Result, b: Result, band: float = stats.EQUIVALENCE_BAND) -> str:
+        return stats.verdict(self.ratio(a, b), band)
