@@ -1,0 +1,226 @@
+"""The statistics behind every interval and verdict (bench/stats.py), checked where they can be wrong: the
+distributions against known values, the intervals' coverage by simulation on known distributions (step noise, a
+per-process offset, a heavy tail), and the verdicts' false-positive rate and power."""
+from __future__ import annotations
+
+import math
+import random
+import statistics
+
+import pytest
+
+from bench import stats
+from bench.stats import (
+    DOES_NOT_HOLD,
+    FASTER,
+    HOLDS,
+    INCONCLUSIVE,
+    SAME,
+    SLOWER,
+    ProcessSpread,
+    Ratio,
+    claim_above,
+    claim_within,
+    estimate,
+    median_interval,
+    ratio,
+    verdict,
+)
+
+
+@pytest.mark.parametrize(
+    ("p", "dof", "expected"),
+    [(0.975, 1, 12.7062), (0.975, 2, 4.3027), (0.975, 4, 2.7764), (0.975, 30, 2.0423), (0.8, 4, 0.9410),
+     (0.975, math.inf, 1.9600), (0.025, 3, -3.1824)],
+)
+def test_t_quantiles_are_students(p, dof, expected):
+    assert stats.t_quantile(p, dof) == pytest.approx(expected, abs=1e-4)
+
+
+def test_the_median_interval_is_the_binomial_order_statistics():
+    assert median_interval(list(range(5))) is None  # [min, max] of 5 covers the median only 93.75% of the time
+    low, high, coverage = median_interval(list(range(6)))
+    assert (low, high, coverage) == (0, 5, 1 - 2 / 64)
+    low, high, coverage = median_interval(list(range(100)))
+    assert (low, high) == (39, 60)  # ranks 40 and 61, the textbook interval for n = 100
+    assert 0.95 <= coverage < 0.97
+
+
+def test_the_median_interval_covers_the_median_at_least_95_percent_of_the_time():
+    rng = random.Random(7)
+    for n in (6, 11, 40):
+        hits = 0
+        for _ in range(2000):
+            low, high, _ = median_interval([rng.expovariate(1.0) for _ in range(n)])  # skewed: median ln 2
+            hits += low <= math.log(2) <= high
+        assert hits / 2000 >= 0.94, n
+
+
+def simulated_process(rng: random.Random, log_center: float, process_sd: float, step_sd: float, steps: int,
+                      spike: float = 0.0, offset_tail: float = 0.0) -> list[float]:
+    """One process's steps: a per-process offset (normal, and with probability `offset_tail` an extra 2x: a process
+    that landed on a slow moment), log-normal step noise, and with probability `spike` a step 3x slower."""
+    offset = rng.gauss(0, process_sd) + (math.log(2) if rng.random() < offset_tail else 0.0)
+    return [math.exp(log_center + offset + rng.gauss(0, step_sd)) * (3 if rng.random() < spike else 1)
+            for _ in range(steps)]
+
+
+CASES = {  # name: (process sd, step sd, steps per process, step spike rate, process offset tail)
+    "steps only, no process offset": (0.0, 0.05, 30, 0.0, 0.0),
+    "process offset beside step noise": (0.05, 0.03, 30, 0.0, 0.0),
+    "heavy-tailed steps": (0.03, 0.05, 30, 0.05, 0.0),
+    "heavy-tailed process offsets": (0.03, 0.03, 30, 0.0, 0.1),
+    "few steps per process": (0.04, 0.05, 3, 0.0, 0.0),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+@pytest.mark.parametrize("processes", [3, 5])
+def test_the_ratio_interval_covers_the_true_ratio_about_95_percent_of_the_time(case, processes):
+    """B is A slowed by exactly 1.2: the interval of B / A must contain 1.2 in about 95% of simulated pairs. A
+    per-process offset is what a steps-only interval misses (the overlap rule it replaces failed 28-51% of A/A
+    pairs); a heavy tail of slow processes makes the t interval wider, and without any process offset the floor of
+    the steps' own spread (three medians can agree by chance) makes it conservative: coverage may exceed 95% there,
+    never fall far below it."""
+    process_sd, step_sd, steps, spike, tail = CASES[case]
+    rng = random.Random(hash((case, processes)) & 0xFFFF)
+    trials, hits = 1000, 0
+    for _ in range(trials):
+        a = estimate([simulated_process(rng, 0.0, process_sd, step_sd, steps, spike, tail) for _ in range(processes)])
+        b = estimate([simulated_process(rng, math.log(1.2), process_sd, step_sd, steps, spike, tail)
+                      for _ in range(processes)])
+        low, high = ratio(a, b).interval()
+        hits += low <= 1.2 <= high
+    assert 0.92 <= hits / trials <= (0.999 if process_sd == 0 or tail else 0.99), hits / trials
+
+
+def test_a_cells_interval_covers_its_process_level_center():
+    """One cell: with log-normal steps the median of a process is exp(center + offset); the geometric mean of the
+    processes' medians has its interval around exp(center) in about 95% of simulated cells."""
+    rng = random.Random(11)
+    hits = 0
+    for _ in range(1000):
+        found = estimate([simulated_process(rng, 1.0, 0.05, 0.03, 41) for _ in range(4)])
+        low, high = found.interval()
+        hits += low <= math.e <= high
+    assert 0.92 <= hits / 1000 <= 0.99
+
+
+def test_a_steps_only_interval_misses_the_process_spread_and_decides_nothing():
+    """The reason one process decides nothing: with a 5% process offset, its steps-only interval covers the truth
+    far less than 95% of the time."""
+    rng = random.Random(3)
+    hits = 0
+    for _ in range(500):
+        found = estimate([simulated_process(rng, 0.0, 0.05, 0.02, 200)])
+        assert found.basis == stats.STEPS_ONLY and not found.decidable
+        low, high = found.interval()
+        hits += low <= 1.0 <= high
+    assert hits / 500 < 0.5
+    a = estimate([simulated_process(rng, 0.0, 0.05, 0.02, 200)])
+    b = estimate([simulated_process(rng, math.log(3), 0.05, 0.02, 200)])
+    assert verdict(ratio(a, b)) == INCONCLUSIVE and "one process" in ratio(a, b).reason
+
+
+def test_the_machine_spread_makes_one_process_decidable_and_covers_again():
+    rng = random.Random(5)
+    spread = ProcessSpread(0.05, 20, "a simulated noise study")
+    hits = 0
+    for _ in range(1000):
+        a = estimate([simulated_process(rng, 0.0, 0.05, 0.02, 50)], spread)
+        b = estimate([simulated_process(rng, math.log(1.2), 0.05, 0.02, 50)], spread)
+        assert a.basis == stats.MACHINE_SPREAD and a.decidable
+        low, high = ratio(a, b).interval()
+        hits += low <= 1.2 <= high
+    assert 0.92 <= hits / 1000 <= 0.995
+
+
+def verdict_counts(true_ratio: float, processes: int, process_sd: float, trials: int, seed: int) -> dict[str, int]:
+    rng = random.Random(seed)
+    counts = dict.fromkeys((FASTER, SLOWER, SAME, INCONCLUSIVE), 0)
+    for _ in range(trials):
+        a = estimate([simulated_process(rng, 0.0, process_sd, 0.03, 30) for _ in range(processes)])
+        b = estimate([simulated_process(rng, math.log(true_ratio), process_sd, 0.03, 30) for _ in range(processes)])
+        counts[verdict(ratio(a, b))] += 1
+    return counts
+
+
+def test_identical_code_is_rarely_called_faster_or_slower():
+    counts = verdict_counts(1.0, 3, 0.05, 2000, seed=1)
+    assert (counts[FASTER] + counts[SLOWER]) / 2000 <= 0.05, counts
+    quiet = verdict_counts(1.0, 3, 0.005, 500, seed=2)  # a quiet machine: identical code is resolved as the same
+    assert quiet[SAME] / 500 >= 0.95, quiet
+
+
+def test_a_20_percent_slowdown_is_called_slower_and_never_faster_or_same():
+    counts = verdict_counts(1.2, 3, 0.02, 500, seed=4)
+    assert counts[SLOWER] / 500 >= 0.95 and counts[FASTER] == counts[SAME] == 0, counts
+    loud = verdict_counts(1.2, 3, 0.15, 500, seed=6)  # a loud machine: inconclusive is right, same or faster wrong
+    assert (loud[SAME] + loud[FASTER]) / 500 <= 0.03, loud
+
+
+def fixed(value: float, low: float, high: float, decidable: bool = True) -> Ratio:
+    """A ratio whose 95% interval is [low, high] (log-symmetric around value)."""
+    z = stats.t_quantile(0.975, math.inf)
+    return Ratio(value, (math.log(high) - math.log(low)) / (2 * z), math.inf, decidable, "" if decidable else "why")
+
+
+def test_verdicts_follow_the_interval_and_the_band():
+    assert verdict(fixed(1.0, 0.97, 1.03)) == SAME
+    assert verdict(fixed(1.3, 1.2, 1.4)) == SLOWER
+    assert verdict(fixed(0.7, 0.6, 0.8)) == FASTER
+    assert verdict(fixed(1.04, 0.98, 1.10)) == INCONCLUSIVE  # straddles 1 and leaves the band
+    assert verdict(fixed(1.3, 1.2, 1.4, decidable=False)) == INCONCLUSIVE
+    assert verdict(None) == INCONCLUSIVE
+    # the band is symmetric on the log scale: A against B says what B against A says, mirrored
+    for r in (fixed(1.0, 0.955, 1.045), fixed(1.3, 1.2, 1.4)):
+        mirrored = {SAME: SAME, SLOWER: FASTER, FASTER: SLOWER, INCONCLUSIVE: INCONCLUSIVE}
+        assert verdict(r.inverse()) == mirrored[verdict(r)]
+
+
+def test_published_claims_hold_only_when_the_whole_interval_agrees():
+    assert claim_within(fixed(4.4, 4.0, 4.8), 4.5, 1.5) == HOLDS
+    assert claim_within(fixed(1.2, 1.0, 1.4), 4.5, 1.5) == DOES_NOT_HOLD
+    assert claim_within(fixed(3.0, 2.5, 3.6), 4.5, 1.5) == INCONCLUSIVE  # straddles 4.5 / 1.5 = 3.0
+    assert claim_within(fixed(4.4, 4.0, 4.8, decidable=False), 4.5, 1.5) == INCONCLUSIVE
+    assert claim_above(fixed(2.5, 2.2, 2.8), 2) == HOLDS
+    assert claim_above(fixed(0.5, 0.4, 0.6), 2) == DOES_NOT_HOLD
+    assert claim_above(fixed(2.1, 1.8, 2.4), 2) == INCONCLUSIVE
+
+
+def test_the_geometric_mean_of_rows_and_a_shared_process_offset():
+    rows = [fixed(2.0, 1.8, 2.2), fixed(8.0, 7.2, 8.8)]
+    mean = stats.geometric_mean(rows)
+    assert mean.value == pytest.approx(4.0)
+    assert mean.log_se == pytest.approx(rows[0].log_se / math.sqrt(2))  # two independent rows of equal error
+    shared = stats.geometric_mean(rows, shared_log_var=0.1**2)
+    assert shared.log_se == pytest.approx(math.sqrt(mean.log_se**2 + 0.01))  # a shared offset does not average out
+    assert not stats.geometric_mean([rows[0], fixed(3.0, 2.0, 4.0, decidable=False)]).decidable
+
+
+def test_ratios_print_with_significant_digits_never_as_zero():
+    assert stats.fmt_factor(0.000812) == "0.000812×"
+    assert stats.fmt_factor(258.3) == "258×"
+    assert stats.fmt_factor(1.234) == "1.23×"
+    assert "0.00×" not in stats.fmt_ratio(fixed(0.0031, 0.0029, 0.0033))
+
+
+def test_the_noise_gates():
+    quiet = stats.noise_reasons([1.0, 1.01, 0.99, 1.0, 1.02, 0.98], {"before_ms": 0.3, "after_ms": 0.31}, 0.3)
+    assert not quiet.noisy
+    probe = stats.noise_reasons([1.0] * 6, {"before_ms": 20.0, "after_ms": 44.0}, 0.4)
+    assert probe.noisy and "drift probe" in probe.reasons[0]
+    spread = stats.noise_reasons([32.4, 241.4, 302.9], None, None)  # a 9x spread, once recorded as "steady"
+    assert spread.noisy and "spread" in spread.reasons[0]
+    jump = stats.noise_reasons([1.0, 1.0, 1.01, 1.6, 1.6, 1.61], None, None)
+    assert jump.noisy and any("half" in r for r in jump.reasons)
+
+
+def test_an_estimate_of_processes_is_their_geometric_mean():
+    found = estimate([[1.0] * 6, [4.0] * 6])
+    assert found.center == pytest.approx(2.0) and found.processes == 2 and found.steps == 12
+    assert found.basis == stats.PROCESSES and found.dof == 1
+    assert estimate([]) is None
+    negative = estimate([[-1.0, -2.0, 0.5]])  # a derived figure whose median is below zero
+    assert negative.interval() is None and not negative.decidable
+    assert statistics.median([1.0, 2.0, 3.0]) == estimate([[1.0, 2.0, 3.0]]).center
