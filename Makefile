@@ -161,9 +161,9 @@ docs: env-tools ## Regenerate the generated parts of docs/: the result field tab
 export: env-tools ## Every current result under RESULTS as one CSV ($(RESULTS)/results.csv, or OUT=file)
 	$(TOOLS_PY) -m bench export --results-dir "$(RESULTS)" $(if $(OUT),--out "$(OUT)")
 
-compare: env-tools ## Per cell, B's median / A's median with its interval: make compare A=<dir> B=<dir> [OUT=file.md]
-	@test -n "$(A)" -a -n "$(B)" || { echo "usage: make compare A=<results dir> B=<results dir> [OUT=compare/compare.md]" >&2; exit 2; }
-	$(TOOLS_PY) -m bench compare $(A) $(B) $(if $(OUT),--out $(OUT))
+compare: env-tools ## Per cell, B / A with its 95% interval and a verdict (faster/slower/same/inconclusive): make compare A=<dir> B=<dir> [OUT=file.md] [ACROSS=1]
+	@test -n "$(A)" -a -n "$(B)" || { echo "usage: make compare A=<results dir> B=<results dir> [OUT=compare/compare.md] [ACROSS=1: decide across different processors]" >&2; exit 2; }
+	$(TOOLS_PY) -m bench compare $(A) $(B) $(if $(OUT),--out $(OUT)) $(if $(ACROSS),--across-processors)
 
 ceilings: env-tools ## This machine's ceilings (matmul FLOP/s per dtype, triad GB/s) in every built env: results/ceilings/<machine>.json (docs/ROOFLINE.md)
 	$(TOOLS_PY) -m bench.roofline.ceilings --results-dir "$(RESULTS)"

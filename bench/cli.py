@@ -177,16 +177,26 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--results-dir", type=Path, default=DEFAULT_RESULTS)
     export.add_argument("--out", type=Path, help="CSV file (default: <results-dir>/results.csv)")
 
-    comp = sub.add_parser("compare", help="per cell in both, B's median / A's median with an interval; Markdown + PNG")
-    comp.add_argument("a", type=Path, help="results folder A (the baseline)")
+    comp = sub.add_parser(
+        "compare",
+        help="per cell in both, B / A with its 95%% interval and a verdict (faster, slower, same, inconclusive); "
+        "Markdown + PNG + JSON",
+    )
+    comp.add_argument("a", type=Path, help="results folder A (the baseline; its noise/ holds the noise studies used)")
     comp.add_argument("b", type=Path, help="results folder B")
     comp.add_argument(
         "--out-dir",
         type=Path,
         default=Path("compare"),
-        help="writes compare.md and compare.png here (default: ./compare)",
+        help="writes compare.md, compare.png and compare.json here (default: ./compare)",
     )
-    comp.add_argument("--out", type=Path, help="the Markdown file instead (its PNG beside it)")
+    comp.add_argument("--out", type=Path, help="the Markdown file instead (its PNG and JSON beside it)")
+    comp.add_argument(
+        "--across-processors",
+        action="store_true",
+        help="decide cells whose two sides ran on different processors (by default they are inconclusive); the "
+        "output says the comparison crosses processors",
+    )
     gpu = sub.add_parser(
         "gpu-check",
         help="on one GPU, <= 15 min: sync vs CUDA events, CUDA graph replays, peak memory vs plan, short paper cells",
@@ -410,9 +420,9 @@ def cmd_export(args: argparse.Namespace) -> int:
 def cmd_compare(args: argparse.Namespace) -> int:
     from bench.compare import run
 
-    text, out, png = run(args.a, args.b, args.out or args.out_dir / "compare.md")
-    print(text, end="")
-    print(f"wrote {out}" + (f" and {png}" if png else ""), file=sys.stderr)
+    written = run(args.a, args.b, args.out or args.out_dir / "compare.md", args.across_processors)
+    print(written.text, end="")
+    print(f"wrote {written.markdown}, {written.json}" + (f" and {written.png}" if written.png else ""), file=sys.stderr)
     return 0
 
 

@@ -1,31 +1,57 @@
-"""`make compare A=<dir> B=<dir>`: how much did each cell move from result set A to result set B?
+"""`make compare A=<dir> B=<dir>`: did each cell move from result set A to result set B, and can this data say so?
 
 Cells match on (backend, model, task, batch, variant, profile, stack), whatever machine they ran on. For a cell ok
-in both, the ratio is B's median / A's median (> 1: B is slower), with the interval
-[B.p10 / A.p90, B.p90 / A.p10] from the two step-time spreads; "same" marks a cell whose two p10-p90 intervals
-overlap, i.e. the move is within the noise. Output: Markdown in the published table's layout (rows = model /
-task / batch in the published order, one column per backend; bench/report/load.py's COLUMNS and order_rows) and a
-PNG of the ratios. Where one folder holds the same cell from two machines, the newest file is used.
+in both, B / A of the cell's figure (the geometric mean of its processes' median step times; > 1: B is slower) with
+its 95% interval and a verdict, as bench.judge.Judge decides every comparison the suite prints: Welch's interval on
+the logarithms of the per-process medians; `same` where the whole interval lies within the equivalence band (±5%),
+`faster` / `slower` where it excludes 1, `inconclusive` otherwise, or where the comparison cannot decide (a side
+measured while the machine was disturbed, a cell of one process whose process-to-process spread is not measured, two
+different processors unless told to compare across them), with the reason. docs/METHOD.md says why.
 
-Beside the raw ratio, the ratio of MFU (docs/ROOFLINE.md): A's MFU / B's MFU, each against its own machine's
-ceilings (the run's probe, else the folder's `make ceilings` file), which is B's median / A's median times B's
-ceiling / A's ceiling: what is left of the move once each machine's speed is divided out (> 1: B further from its
-machine's limit). Where either side has no ceiling, no MFU ratio.
+Output: Markdown in the published table's layout (rows = model / task / batch in the published order, one column
+per backend; bench/report/load.py's COLUMNS and order_rows), a PNG of the ratios with their intervals, and the same
+comparison as JSON for tools (`make noise` counts verdicts in-process with `verdicts`). Where one folder holds the
+same cell from two machines, the newest file is used.
+
+Beside the ratio, the ratio of MFU (docs/ROOFLINE.md): A's MFU / B's MFU, each against its own machine's ceilings
+(the run's probe, else the folder's `make ceilings` file for the same processor), which is B's median / A's median
+times B's ceiling / A's ceiling: what is left of the move once each machine's speed is divided out (> 1: B further
+from its machine's limit). Where either side has no ceiling, no MFU ratio.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
+from bench import stats
+from bench.atomic import write_text_atomic
 from bench.backends import DEFAULT_STACK
 from bench.errors import BenchError
-from bench.generate_split import result_split
+from bench.generate_split import result_split, run_split
+from bench.judge import Judge, processor_differences
 from bench.report.load import COLUMNS, Column, RowKey, load_results, order_rows
-from bench.report.text import fmt_x, github_table, md, status_label, write_text_atomic
+from bench.report.text import github_table, md, status_label
 from bench.results import Result
-from bench.roofline.ceilings import load_machine_file
+from bench.roofline.ceilings import machine_file_for
 from bench.roofline.utilisation import use_of
+from bench.stats import FASTER, INCONCLUSIVE, SAME, SLOWER, Ratio, fmt_factor, fmt_ratio
+
+VERDICTS = (FASTER, SLOWER, SAME, INCONCLUSIVE)
+JSON_FORMAT = "compare-1"
+TOO_WIDE = f"the interval holds 1 and reaches beyond ±{stats.EQUIVALENCE_BAND:.0%}: more processes would narrow it"
+METHOD = (
+    "B / A of the cell's figure (the geometric mean of its processes' median step times; > 1: B is slower) with "
+    f"its {stats.CONFIDENCE:.0%} interval, Welch's on the logarithms of the per-process medians (Student t); "
+    f"**faster** / **slower** where the interval excludes 1, **same** where it lies wholly within "
+    f"±{stats.EQUIVALENCE_BAND:.0%} (1/{1 + stats.EQUIVALENCE_BAND:g} to {1 + stats.EQUIVALENCE_BAND:g}), "
+    "**inconclusive** otherwise, or where the comparison cannot decide: a side measured while the machine was "
+    "disturbed (a noise gate), a cell of one process whose process-to-process spread is not measured (a cell of one "
+    "process borrows its machine's spread from its noise study, `make noise`, where there is one), or two different "
+    "processors. docs/METHOD.md says how and why."
+)
 
 
 class CellKey(NamedTuple):
@@ -61,13 +87,45 @@ class CellKey(NamedTuple):
 
 @dataclass
 class Pair:
-    """One cell present in both sets."""
+    """One cell present in both sets, judged: `judged` is B / A with its interval (None unless both are ok)."""
 
     key: CellKey
     a: Result
     b: Result
     a_ceilings: dict | None = None  # the side's machine file (bench/roofline/ceilings.py), for a run without its own
     b_ceilings: dict | None = None
+    judged: Ratio | None = None
+
+    @property
+    def comparable(self) -> bool:
+        return self.a.status == "ok" and self.b.status == "ok"
+
+    @property
+    def ratio(self) -> float | None:
+        """B's figure / A's figure; None unless both are ok with a figure."""
+        if self.judged is None or not self.judged.value > 0:
+            return None
+        return self.judged.value
+
+    @property
+    def interval(self) -> tuple[float, float] | None:
+        return self.judged.interval() if self.judged is not None and self.ratio is not None else None
+
+    @property
+    def verdict(self) -> str | None:
+        """faster / slower / same / inconclusive; None where a side is not ok (nothing to compare)."""
+        return stats.verdict(self.judged) if self.comparable else None
+
+    @property
+    def reason(self) -> str:
+        """Why an inconclusive cell is: the judge's reason, else the interval too wide to decide; empty otherwise."""
+        if self.verdict != INCONCLUSIVE:
+            return ""
+        if self.judged is None or self.ratio is None:
+            return "no figure on a side"
+        if self.judged.reason:
+            return self.judged.reason
+        return TOO_WIDE if self.interval else "no interval"
 
     @property
     def mfu_ratio(self) -> float | None:
@@ -79,48 +137,33 @@ class Pair:
             return None
         return a.mfu / b.mfu
 
-    @property
-    def comparable(self) -> bool:
-        return self.a.status == "ok" and self.b.status == "ok"
-
-    @property
-    def ratio(self) -> float | None:
-        if not self.comparable or self.a.summary().median == 0:
-            return None
-        return self.b.summary().median / self.a.summary().median
-
-    @property
-    def interval(self) -> tuple[float, float] | None:
-        """[B.p10 / A.p90, B.p90 / A.p10]: the ratio's range if each side can be anywhere in its p10-p90."""
-        if not self.comparable:
-            return None
-        a, b = self.a.summary(), self.b.summary()
-        if a.p10 <= 0 or a.p90 <= 0:
-            return None
-        return b.p10 / a.p90, b.p90 / a.p10
-
-    @property
-    def same(self) -> bool:
-        """The two p10-p90 intervals overlap: the move is within the step-to-step noise."""
-        if not self.comparable:
-            return False
-        a, b = self.a.summary(), self.b.summary()
-        return a.p10 <= b.p90 and b.p10 <= a.p90
-
     def text(self) -> str:
         if not self.comparable:
             return f"A {status_text(self.a)} / B {status_text(self.b)}"
-        ratio, interval = self.ratio, self.interval
-        text = fmt_x(ratio) if ratio is not None else "n/a"
-        if interval:
-            text += f" ({interval[0]:.2f}–{interval[1]:.2f})"
-        if self.same:
-            text += " same"
+        verdict = self.verdict
+        text = (f"**{verdict}**" if verdict in (FASTER, SLOWER) else verdict) + " " + fmt_ratio(self.judged)
         if (mfu := self.mfu_ratio) is not None:
-            text += f" · MFU {fmt_x(mfu)}"
+            text += f" · MFU {fmt_factor(mfu)}"
         if self.a.unit != self.b.unit:
             text += f" [units differ: {self.a.unit} vs {self.b.unit}]"
         return text
+
+    def to_dict(self) -> dict[str, Any]:
+        """The pair as the JSON comparison holds it (and `verdicts` returns)."""
+        interval = self.interval
+        return {
+            "key": self.key._asdict(),
+            "cell": self.key.text(),
+            "a_status": self.a.status,
+            "b_status": self.b.status,
+            "ratio": self.ratio,
+            "low": interval[0] if interval else None,
+            "high": interval[1] if interval else None,
+            "confidence": stats.CONFIDENCE,
+            "verdict": self.verdict,
+            "reason": self.reason if self.comparable else f"A {status_text(self.a)} / B {status_text(self.b)}",
+            "mfu_ratio": self.mfu_ratio,
+        }
 
 
 def status_text(result: Result) -> str:
@@ -134,10 +177,34 @@ class Comparison:
     pairs: list[Pair]
     only_a: list[CellKey]
     only_b: list[CellKey]
+    across_processors: bool = False
+    processor_differences: list[str] = field(default_factory=list)  # A's processor against B's, where they differ
+    ceilings_notes: list[str] = field(default_factory=list)  # how each side's ceilings file matched (or did not)
 
     def tables(self) -> list[tuple[str, str]]:
         """(profile, stack) of each table, today's stack first."""
         return sorted({p.key.table for p in self.pairs}, key=lambda t: (t[0], t[1] != DEFAULT_STACK, t[1]))
+
+    def counts(self) -> dict[str, int]:
+        """Pairs per verdict, and those not compared (a side not ok)."""
+        found = Counter(p.verdict for p in self.pairs)
+        return {**{v: found.get(v, 0) for v in VERDICTS}, "not compared": found.get(None, 0)}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "format": JSON_FORMAT,
+            "a": str(self.a_dir),
+            "b": str(self.b_dir),
+            "method": METHOD.replace("**", ""),
+            "confidence": stats.CONFIDENCE,
+            "equivalence_band": stats.EQUIVALENCE_BAND,
+            "across_processors": self.across_processors,
+            "processor_differences": self.processor_differences,
+            "counts": self.counts(),
+            "pairs": [p.to_dict() for p in self.pairs],
+            "only_a": [k._asdict() for k in self.only_a],
+            "only_b": [k._asdict() for k in self.only_b],
+        }
 
 
 def newest_by_cell(results_dir: Path) -> dict[CellKey, Result]:
@@ -153,16 +220,41 @@ def newest_by_cell(results_dir: Path) -> dict[CellKey, Result]:
     return cells
 
 
-def folder_ceilings(results_dir: Path, result: Result) -> dict | None:
-    """The machine file a folder keeps for the machine a result ran on (make ceilings RESULTS=<dir>), if any."""
-    return (load_machine_file(results_dir, result.provenance.get("machine") or {}) or {}).get("ceilings")
+def folder_ceilings(results_dir: Path, result: Result, notes: list[str] | None = None) -> dict | None:
+    """The machine file a folder keeps for the processor a result ran on (make ceilings RESULTS=<dir>), if any; how
+    it matched (or why it was not used) goes to `notes`."""
+    data, note = machine_file_for(results_dir, result.provenance.get("machine") or {})
+    if note and notes is not None and note not in notes:
+        notes.append(note)
+    return (data or {}).get("ceilings")
 
 
-def compare(a_dir: Path, b_dir: Path) -> Comparison:
+def machine_of(result: Result) -> dict:
+    return result.provenance.get("machine") or {}
+
+
+def compare(a_dir: Path, b_dir: Path, across_processors: bool = False) -> Comparison:
+    """Every cell of both folders paired and judged by one Judge over both (its noise studies looked up in A's
+    folder, then the repository's results/)."""
     a, b = newest_by_cell(a_dir), newest_by_cell(b_dir)
-    keys = sorted(a.keys() & b.keys())
-    pairs = [Pair(k, a[k], b[k], folder_ceilings(a_dir, a[k]), folder_ceilings(b_dir, b[k])) for k in keys]
-    return Comparison(a_dir, b_dir, pairs, sorted(a.keys() - b.keys()), sorted(b.keys() - a.keys()))
+    judge = Judge([*a.values(), *b.values()], a_dir, across_processors=across_processors)
+    notes: list[str] = []
+    pairs = [
+        Pair(k, a[k], b[k], folder_ceilings(a_dir, a[k], notes), folder_ceilings(b_dir, b[k], notes),
+             judge.ratio(a[k], b[k]))
+        for k in sorted(a.keys() & b.keys())
+    ]
+    differences = list(
+        dict.fromkeys(d for p in pairs for d in processor_differences(machine_of(p.a), machine_of(p.b)))
+    )
+    return Comparison(a_dir, b_dir, pairs, sorted(a.keys() - b.keys()), sorted(b.keys() - a.keys()),
+                      across_processors, differences, notes)
+
+
+def verdicts(a_dir: Path, b_dir: Path, across_processors: bool = False) -> list[dict[str, Any]]:
+    """Every pair with its ratio, interval, verdict and reason (Pair.to_dict), for a caller that counts verdicts
+    in-process (`make noise`)."""
+    return [p.to_dict() for p in compare(a_dir, b_dir, across_processors).pairs]
 
 
 def ordered_pairs(comparison: Comparison, table: tuple[str, str]) -> list[tuple[RowKey, dict[Column, Pair]]]:
@@ -174,16 +266,44 @@ def ordered_pairs(comparison: Comparison, table: tuple[str, str]) -> list[tuple[
     return [(row, grid[row]) for row in order_rows(table[0], grid)]
 
 
+def counts_text(comparison: Comparison) -> str:
+    counts = comparison.counts()
+    verdict_counts = ", ".join(f"{counts[v]} {v}" for v in VERDICTS)
+    not_compared = f", {counts['not compared']} not compared (a side not ok)" if counts["not compared"] else ""
+    return (
+        f"{len(comparison.pairs)} cells in both: {verdict_counts}{not_compared}; "
+        f"{len(comparison.only_a)} only in A, {len(comparison.only_b)} only in B."
+    )
+
+
+def processors_text(comparison: Comparison) -> list[str]:
+    if not comparison.processor_differences:
+        return []
+    which = "; ".join(comparison.processor_differences)
+    if comparison.across_processors:
+        return [
+            "",
+            f"**This comparison crosses processors** (`--across-processors`, `ACROSS=1`): A and B ran on different "
+            f"processors ({which}). Its verdicts hold the machines' difference as well as the code's.",
+        ]
+    return [
+        "",
+        f"**Different processors**: A and B ran on different processors ({which}), so every cell that crosses them "
+        "is inconclusive: a move there may be the machine's. `make compare ... ACROSS=1` (`--across-processors`) "
+        "decides them anyway, and says so.",
+    ]
+
+
 def markdown(comparison: Comparison, figure: str | None = None) -> str:
     lines = [
         f"# Comparison: B = `{comparison.b_dir}` over A = `{comparison.a_dir}`",
         "",
-        "Each cell: B's median / A's median (> 1: B is slower), with the range [B.p10 / A.p90, B.p90 / A.p10]; "
-        "**same** where the two p10–p90 intervals overlap (the move is within the step-to-step noise); "
-        "**MFU**: A's MFU / B's MFU, each against its own machine's measured ceilings (> 1: B further from its "
-        "machine's limit; docs/ROOFLINE.md), the move with each machine's speed divided out.",
-        f"{len(comparison.pairs)} cells in both, {sum(p.same for p in comparison.pairs)} the same, "
-        f"{len(comparison.only_a)} only in A, {len(comparison.only_b)} only in B.",
+        "Each cell: " + METHOD + " **MFU**: A's MFU / B's MFU, each against its own machine's measured ceilings "
+        "(> 1: B further from its machine's limit; docs/ROOFLINE.md), the move with each machine's speed divided "
+        "out.",
+        "",
+        counts_text(comparison),
+        *processors_text(comparison),
     ]
     headers = ["Model / task", "Batch", *[c.header for c in COLUMNS]]
     for profile, stack in comparison.tables():
@@ -191,14 +311,57 @@ def markdown(comparison: Comparison, figure: str | None = None) -> str:
             [md(row.label()), str(row.batch_size), *[md(cells[c].text()) if c in cells else "" for c in COLUMNS]]
             for row, cells in ordered_pairs(comparison, (profile, stack))
         ]
-        lines += ["", f"## {profile} profile" + ("" if stack == DEFAULT_STACK else f", stack {stack}"), "", github_table(body, headers)]
+        heading = f"## {profile} profile" + ("" if stack == DEFAULT_STACK else f", stack {stack}")
+        lines += ["", heading, "", github_table(body, headers)]
+    lines += inconclusive_lines(comparison)
     lines += split_lines(comparison)
+    if comparison.ceilings_notes:
+        lines += ["", "Ceilings files: " + "; ".join(comparison.ceilings_notes) + "."]
     for name, keys in (("A", comparison.only_a), ("B", comparison.only_b)):
         if keys:
             lines += ["", f"## Only in {name}", ""] + [f"- {k.text()}" for k in keys]
     if figure:
         lines += ["", f"![B / A per cell]({figure})"]
     return "\n".join(lines) + "\n"
+
+
+LISTED_CELLS = 8  # an inconclusive reason names at most this many cells, then counts the rest
+
+
+def inconclusive_lines(comparison: Comparison) -> list[str]:
+    """Why each inconclusive cell is, one line per reason with the cells it holds."""
+    by_reason: dict[str, list[CellKey]] = {}
+    for pair in comparison.pairs:
+        if pair.verdict == INCONCLUSIVE:
+            by_reason.setdefault(pair.reason, []).append(pair.key)
+    if not by_reason:
+        return []
+    lines = ["", "## Inconclusive: why", ""]
+    for reason, keys in sorted(by_reason.items(), key=lambda item: -len(item[1])):
+        named = ", ".join(k.text() for k in keys[:LISTED_CELLS])
+        more = f" and {len(keys) - LISTED_CELLS} more" if len(keys) > LISTED_CELLS else ""
+        lines.append(f"- {reason} ({len(keys)} cell{'s' if len(keys) != 1 else ''}: {named}{more})")
+    return lines
+
+
+def split_values(result: Result, name: str) -> list[float]:
+    """One figure of the generate split (ttft_ms, tpot_ms) per process that has it."""
+    return [s[name] for run in result.runs if (s := run_split(run)) and s.get(name) is not None]
+
+
+def split_ratio_text(a: Result, b: Result, name: str, a_split: dict, b_split: dict) -> str:
+    """B / A of a split figure: with its interval where both sides have it from two or more processes (their
+    values through bench.stats.estimate), else the point ratio of the two medians and "no interval"."""
+    a_values, b_values = split_values(a, name), split_values(b, name)
+    if len(a_values) >= 2 and len(b_values) >= 2:
+        ea, eb = stats.estimate([[v] for v in a_values]), stats.estimate([[v] for v in b_values])
+        if ea is not None and eb is not None:
+            found = stats.ratio(ea, eb)
+            if found.interval() is not None:
+                return fmt_ratio(found)
+    if a_split.get(name) and b_split.get(name) and a_split[name] > 0 and b_split[name] > 0:
+        return f"{fmt_factor(b_split[name] / a_split[name])} (no interval)"
+    return "n/a"
 
 
 def split_lines(comparison: Comparison) -> list[str]:
@@ -209,7 +372,7 @@ def split_lines(comparison: Comparison) -> list[str]:
         a, b = result_split(pair.a), result_split(pair.b)
         if not pair.comparable or not a or not b:
             continue
-        ratios = [fmt_x(b[k] / a[k]) if a.get(k) and b.get(k) and a[k] > 0 else "n/a" for k in ("ttft_ms", "tpot_ms")]
+        ratios = [split_ratio_text(pair.a, pair.b, k, a, b) for k in ("ttft_ms", "tpot_ms")]
         tpot = f"{a['tpot_ms']:.4g} → {b['tpot_ms']:.4g}" if None not in (a.get("tpot_ms"), b.get("tpot_ms")) else ""
         body.append([md(pair.key.text()), f"{a['ttft_ms']:.4g} → {b['ttft_ms']:.4g}", ratios[0], tpot, ratios[1]])
     if not body:
@@ -218,18 +381,34 @@ def split_lines(comparison: Comparison) -> list[str]:
         "",
         "## Generate split: time to first token and time per output token, B / A",
         "",
+        "The medians of each side's processes; B / A with its 95% interval where both sides have the split from two "
+        "or more processes (Welch on the logarithms of the per-process values), else the point ratio.",
+        "",
         github_table(body, ["cell", "TTFT ms (A → B)", "TTFT B / A", "TPOT ms (A → B)", "TPOT B / A"]),
     ]
 
 
+def ratio_ticks(low: float, high: float, most: int = 9) -> list[float]:
+    """Round ratios to mark a log axis from `low` to `high`: fine steps near 1 on a narrow axis (a log axis's own
+    ticks would mark 1 alone there), 1-2-5 per decade on a wide one, every few decades on a very wide one."""
+    fine = (1, 1.05, 1.1, 1.2, 1.25, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 9, 9.5)  # 9, 9.5: 0.9 and 0.95 below 1
+    for mantissas in (fine, (1, 1.5, 2, 3, 5), (1, 2, 5), (1,)):
+        ticks = sorted({round(m * 10.0**e, 12) for e in range(-8, 8) for m in mantissas})
+        inside = [t for t in ticks if low <= t <= high]
+        if len(inside) <= most:
+            return inside or [1.0]
+    return inside[:: len(inside) // most + 1]
+
+
 def draw(comparison: Comparison, path: Path) -> Path | None:
-    """Ratios with their intervals, one line per comparable cell, log scale; None when there is none."""
+    """Ratios with their intervals, one line per comparable cell, log scale; the marker says the verdict (filled:
+    faster or slower; hollow: same; grey: inconclusive). None when there is no ratio to draw."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.style
     from matplotlib.figure import Figure
-    from matplotlib.ticker import FuncFormatter, NullFormatter
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
 
     rows = [
         (row, c, cells[c])
@@ -244,38 +423,60 @@ def draw(comparison: Comparison, path: Path) -> Path | None:
         fig = Figure(figsize=(8, 1.5 + 0.22 * len(rows)))
         ax = fig.add_subplot()
         ax.set_xscale("log")
+        band = 1 + stats.EQUIVALENCE_BAND
+        ax.axvspan(1 / band, band, color="0.92", zorder=0)
         for y, (_row, column, pair) in enumerate(rows):
+            verdict = pair.verdict
+            color = "0.6" if verdict == INCONCLUSIVE else column.color
             low, high = pair.interval or (pair.ratio, pair.ratio)
-            color = column.color
             ax.errorbar(
                 pair.ratio,
                 y,
                 xerr=[[pair.ratio - low], [high - pair.ratio]],
                 fmt="o",
                 color=color,
-                mfc="white" if pair.same else color,
+                mfc=color if verdict in (FASTER, SLOWER) else "white",
                 capsize=2,
                 markersize=4,
             )
-        ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}×"))
+        ends = [e for _, _, p in rows for e in (p.interval or (p.ratio, p.ratio))]
+        ax.xaxis.set_major_locator(FixedLocator(ratio_ticks(min(ends + [1 / band]), max(ends + [band]))))
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: fmt_factor(x)))
         ax.xaxis.set_minor_formatter(NullFormatter())
         ax.axvline(1.0, color="black", linewidth=0.8, linestyle="--")
         ax.set_yticks(
             range(len(rows)), [f"{row.label()} b{row.batch_size} · {c.header}" for row, c, _ in rows], fontsize=6
         )
         ax.invert_yaxis()
-        ax.set_xlabel("B median / A median (log scale); > 1: B slower; hollow: the same within p10–p90")
-        ax.set_title(f"B = {comparison.b_dir} over A = {comparison.a_dir}")
+        ax.set_xlabel(
+            f"B / A with its 95% interval (log scale; > 1: B slower; shaded: the ±{stats.EQUIVALENCE_BAND:.0%} band)\n"
+            "filled: faster or slower · hollow: same · grey: inconclusive"
+        )
+        title = f"B = {comparison.b_dir} over A = {comparison.a_dir}"
+        if comparison.processor_differences:
+            title += " (across processors)" if comparison.across_processors else " (different processors)"
+        ax.set_title(title)
         fig.tight_layout()
         path.parent.mkdir(parents=True, exist_ok=True)
         fig.savefig(path, format="png", dpi=100, metadata={"Software": None})
     return path
 
 
-def run(a_dir: Path, b_dir: Path, out: Path) -> tuple[str, Path, Path | None]:
-    """Write <out> (Markdown) and the PNG beside it; return the Markdown and both paths."""
-    comparison = compare(a_dir, b_dir)
+@dataclass
+class Written:
+    text: str
+    markdown: Path
+    json: Path
+    png: Path | None
+
+
+def run(a_dir: Path, b_dir: Path, out: Path, across_processors: bool = False) -> Written:
+    """Write <out> (Markdown), the PNG and the JSON beside it."""
+    comparison = compare(a_dir, b_dir, across_processors)
     png = draw(comparison, out.with_suffix(".png"))
     text = markdown(comparison, png.name if png else None)
     write_text_atomic(out, text)
-    return text, out, png
+    data = out.with_suffix(".json")
+    write_text_atomic(data, json.dumps(comparison.to_dict(), indent=1, allow_nan=False) + "\n")
+    return Written(text, out, data, png)
+

@@ -56,6 +56,105 @@ def _cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
+# The instruction-set extensions that decide which kernels a framework's libraries dispatch to (oneDNN, XLA's CPU
+# backend, Eigen, OpenBLAS and MKL pick their matmul and convolution code by these): two hosts that differ in one of
+# them run different code for the same cell. x86 names as /proc/cpuinfo "flags" spells them, then Arm's "Features".
+VECTOR_EXTENSIONS = (
+    "sse4_1", "sse4_2", "avx", "avx2", "fma", "f16c",
+    "avx512f", "avx512dq", "avx512cd", "avx512bw", "avx512vl", "avx512ifma", "avx512vbmi", "avx512_vbmi2",
+    "avx512_vnni", "avx512_bf16", "avx512_fp16", "avx512_bitalg", "avx512_vpopcntdq",
+    "avx_vnni", "avx_vnni_int8", "avx_ne_convert", "amx_tile", "amx_bf16", "amx_int8", "amx_fp16",
+    "sha_ni", "aes", "vaes", "pclmulqdq", "vpclmulqdq", "gfni",
+    "asimd", "asimdhp", "asimddp", "fphp", "i8mm", "bf16", "sve", "sve2", "svebf16", "svei8mm", "sme",
+)
+# The fields that name a processor: its fingerprint is their sha256. Not the clock it reports (it moves with load and
+# power state), the microcode revision (a firmware update would orphan every noise study) or the cache size (a
+# hypervisor may report it differently for the same part): those are recorded beside it.
+PROCESSOR_IDENTITY = ("vendor", "family", "model", "stepping", "model_name", "flags")
+
+
+def _cpuinfo_first_block(text: str) -> dict[str, str]:
+    """The first processor's "key : value" lines of /proc/cpuinfo (every logical CPU repeats them); Arm kernels put
+    some keys (Hardware, Revision) in a block of their own at the end, which are not needed here."""
+    fields: dict[str, str] = {}
+    for line in text.splitlines():
+        if not line.strip():
+            if fields:
+                break
+            continue
+        key, sep, value = line.partition(":")
+        if sep:
+            fields.setdefault(key.strip(), value.strip())
+    return fields
+
+
+def processor_fields(cpuinfo: str) -> dict[str, Any]:
+    """The processor's identity from /proc/cpuinfo's text: x86 (vendor_id, cpu family, model, stepping, model name,
+    microcode, cpu MHz, cache size, flags) or Arm (CPU implementer, architecture, part, variant and revision,
+    Features); the vector extensions are those of VECTOR_EXTENSIONS it lists."""
+    fields = _cpuinfo_first_block(cpuinfo)
+    flags = set((fields.get("flags") or fields.get("Features") or "").split())
+    mhz = fields.get("cpu MHz")
+    try:
+        mhz_value = round(float(mhz), 1) if mhz else None
+    except ValueError:
+        mhz_value = None
+    if "CPU implementer" in fields and "vendor_id" not in fields:  # Arm
+        variant, revision = fields.get("CPU variant"), fields.get("CPU revision")
+        info = {
+            "vendor": fields.get("CPU implementer"),
+            "family": fields.get("CPU architecture"),
+            "model": fields.get("CPU part"),
+            "stepping": f"{variant}r{revision}" if variant and revision else revision,
+            "model_name": fields.get("model name") or platform.processor() or platform.machine(),
+        }
+    else:
+        info = {
+            "vendor": fields.get("vendor_id"),
+            "family": fields.get("cpu family"),
+            "model": fields.get("model"),
+            "stepping": fields.get("stepping"),
+            "model_name": fields.get("model name"),
+        }
+    return {
+        **info,
+        "microcode": fields.get("microcode"),
+        "flags": [name for name in VECTOR_EXTENSIONS if name in flags],
+        "mhz": mhz_value,
+        "cache_size": fields.get("cache size"),
+    }
+
+
+def processor_fingerprint_of(info: dict[str, Any]) -> str:
+    """sha256 over the identity fields (PROCESSOR_IDENTITY), as canonical JSON."""
+    import hashlib
+
+    identity = {name: info.get(name) for name in PROCESSOR_IDENTITY}
+    return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
+
+
+def processor_info() -> dict[str, Any]:
+    """What identifies this host's processor, beyond the name a hypervisor may cut to "AMD EPYC": vendor, family,
+    model, stepping, model name, the vector extensions it has (VECTOR_EXTENSIONS), and the microcode, reported clock
+    (`mhz`, informational) and cache size; `fingerprint` tells two processors apart (PROCESSOR_IDENTITY). From
+    /proc/cpuinfo on Linux; elsewhere what the platform module gives (name and architecture, no extensions)."""
+    try:
+        info = processor_fields(Path("/proc/cpuinfo").read_text())
+    except OSError:
+        info = {
+            "vendor": None,
+            "family": None,
+            "model": platform.machine() or None,
+            "stepping": None,
+            "model_name": platform.processor() or platform.machine() or None,
+            "microcode": None,
+            "flags": [],
+            "mhz": None,
+            "cache_size": None,
+        }
+    return {**info, "fingerprint": processor_fingerprint_of(info)}
+
+
 def _memory_gib() -> float | None:
     try:
         for line in Path("/proc/meminfo").read_text().splitlines():
@@ -178,6 +277,7 @@ def machine_info() -> dict[str, Any]:
     return {
         "os": platform.platform(),
         "cpu": _cpu_model(),
+        "processor": processor_info(),  # identity beyond the label's name: two hosts of one label can differ
         "logical_cpus": os.cpu_count(),
         "memory_gib": _memory_gib(),
         "gpus": visible_gpu_selection(every, os.environ.get("CUDA_VISIBLE_DEVICES")),  # the GPUs this run may use

@@ -16,7 +16,7 @@ from bench.provenance import machine_slug
 from bench.registry import Cell, get_model
 from bench.roofline.work import cell_work
 from bench.schema import validate_result
-from bench.stats import Estimate, Noise, ProcessSpread, estimate, noise_reasons
+from bench.stats import PROCESSES, STEPS_ONLY, Estimate, Noise, ProcessSpread, estimate, noise_reasons
 from bench.timing import Stats
 
 SCHEMA_VERSION = 2  # 2 added first_step_contains, steadiness, compile_events, derived, reference; killed, unsteady
@@ -261,16 +261,73 @@ class Result:
         return path
 
     def describe(self) -> str:
+        """One line: the figure with its 95% interval, the steps' spread, how sampling ended, the first step, and the
+        noise gates as recorded when the result was written."""
         if self.status != "ok":
             return f"{self.status}: {self.message}"
         s = self.summary()
-        text = f"median {s.median:.2f} {self.unit} (p10 {s.p10:.2f}, p90 {s.p90:.2f}, cv {s.cv:.1%}, n={s.count}); first step {self.runs[0].first_step_ms:.0f} ms"
+        text = f"{interval_text(self.estimate(), self.unit)}; steps: median {s.median:.4g} (p10 {s.p10:.4g}, p90 "
+        text += f"{s.p90:.4g}, cv {s.cv:.1%}, n={s.count})"
+        if sampling := sampling_text(self.runs):
+            text += f"; sampling: {sampling}"
+        if self.runs[0].first_step_ms is not None:
+            text += f"; first step {self.runs[0].first_step_ms:.0f} ms"
+        noisy = []
+        for i, run in enumerate(self.runs):
+            if (run.noise or {}).get("noisy"):
+                prefix = f"process {i + 1}: " if len(self.runs) > 1 else ""
+                noisy += [prefix + reason for reason in run.noise.get("reasons") or []]
+        if noisy:
+            text += "; noisy: " + "; ".join(noisy)
         if self.tokens_per_s():
             text += f"; {self.tokens_per_s():.1f} tokens/s"
         planned = self.provenance.get("repeats_planned")
         if isinstance(planned, int) and len(self.runs) < planned:  # an interrupted run: not the figure asked for
             text += f"; only {len(self.runs)} of {planned} repeats"
         return text
+
+
+def interval_text(found: Estimate | None, unit: str) -> str:
+    """'12.3 ms/step, 95% interval 12.0-12.6 (3 processes)', or what the figure's interval stands on where it
+    cannot decide (one process: steps only)."""
+    if found is None:
+        return "no figure"
+    text = f"{found.center:.4g} {unit}"
+    interval = found.interval()
+    if interval is None:
+        return f"{text}, no interval ({found.note or found.basis})"
+    on = f"{found.processes} processes" if found.basis == PROCESSES else found.note or found.basis
+    if found.basis == STEPS_ONLY:
+        on = "one process, steps only"
+    return f"{text}, 95% interval {interval[0]:.4g}–{interval[1]:.4g} ({on})"
+
+
+def sampling_outcome(sampling: dict[str, Any] | None) -> str | None:
+    """How one process's sampling ended (runs[].sampling, bench/timing.py): 'reached 2%', 'target not reached:
+    capped at 5 s', 'fixed 100 steps'; None where it was not recorded."""
+    if not isinstance(sampling, dict):
+        return None
+    rule = sampling.get("rule") or {}
+    target, stopped = rule.get("target_half_width"), sampling.get("stopped_by")
+    if stopped == "fixed":
+        return f"fixed {sampling.get('steps')} steps"
+    if sampling.get("reached") and target is not None:
+        return f"reached {target:.0%}"
+    cap = (
+        f"{rule.get('max_s'):g} s" if stopped == "max_s" and rule.get("max_s") is not None
+        else f"{rule.get('max_steps')} steps" if stopped == "max_steps" and rule.get("max_steps") is not None
+        else str(stopped)
+    )
+    return f"target not reached: capped at {cap}"
+
+
+def sampling_text(runs: list[Run]) -> str:
+    """Each distinct sampling outcome of a cell's processes, with how many ended so when they differ."""
+    outcomes = [o for r in runs if (o := sampling_outcome(r.sampling))]
+    distinct = list(dict.fromkeys(outcomes))
+    if len(distinct) <= 1:
+        return distinct[0] if distinct else ""
+    return ", ".join(f"{o} ({outcomes.count(o)} of {len(outcomes)})" for o in distinct)
 
 
 def result_path(results_dir: Path, cell: Cell, machine: dict[str, Any]) -> Path:
@@ -307,6 +364,9 @@ def check_cell_schema(cell: Any) -> None:
         value = cell.get(name)
         if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
             raise ValueError(f"cell {name.replace('_', ' ')} must be an integer >= {minimum}, got {value!r}")
+    most = cell.get("max_timed_steps")  # absent or null: exactly timed_steps (a fixed count)
+    if most is not None and (isinstance(most, bool) or not isinstance(most, int) or most < cell["timed_steps"]):
+        raise ValueError(f"cell max timed steps must be null or an integer >= timed steps, got {most!r}")
 
 
 def check_stored_figures(data: dict[str, Any], result: Result) -> None:

@@ -14,6 +14,7 @@ import sys
 import tempfile
 import threading
 import time
+import uuid
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -43,6 +44,7 @@ from bench.results import Result, Run, load, load_each, result_path, task_unit, 
 from bench.roofline.ceilings import measure_run as measure_ceilings
 from bench.runlock import hold as hold_results_folder
 from bench.runlock import release as release_results_folder
+from bench.stats import noise_reasons
 
 VENVS_DIR = Path(os.environ.get("BENCH_VENVS_DIR", REPO_ROOT / ".venvs"))
 LOG_TAIL_LINES = 30
@@ -342,6 +344,8 @@ class Prepared:
     skipped: int = 0
     plans: dict[str, dict[str, dict]] = field(default_factory=dict)  # profile -> the plan's cells by key (may be empty)
     configs: dict[str, dict] = field(default_factory=dict)  # cell key -> its resolved configuration (bench/config.py)
+    # One per orchestrator invocation, in every result it writes: the cells of one run id ran interleaved together
+    run_id: str = field(default_factory=lambda: uuid.uuid4().hex)
 
     def attempt(
         self,
@@ -414,11 +418,23 @@ class Prepared:
                 "profile_choice": profile_choice,
                 "orchestrator": sys.argv,
                 "repeats_planned": repeats,
+                "run_id": self.run_id,
                 **provenance,
                 **({"slurm_task": os.environ["BENCH_SLURM_TASK"]} if os.environ.get("BENCH_SLURM_TASK") else {}),
             },  # bench/cluster/task.py
             created_at=now_utc(),
         )
+
+
+def record_noise(runs: list[Run], readings: list[float]) -> float | None:
+    """The noise gates judged as the result is written (bench/stats.py noise_reasons): each ok run's `noise`, against
+    the quietest drift-probe reading of this run so far (kept as `quiet_reference_ms`). Returns that reading."""
+    quiet = min((r for r in readings if r and r > 0), default=None)
+    for run in runs:
+        if run.status == "ok" and run.timed_ms:
+            found = noise_reasons(run.timed_ms, run.reference, quiet)
+            run.noise = {**found.to_dict(), "quiet_reference_ms": quiet}
+    return quiet
 
 
 def prepare(
@@ -476,6 +492,7 @@ def run_cells(
     number = {cell.key: i for i, cell in enumerate((c for row in rows for c in row), 1)}
     reference = {"start_ms": reference_ms()}
     latest = reference["start_ms"]
+    readings = [latest]  # every drift-probe reading of this run: the quietest is the noise gate's reference
     # the machine's ceilings, once per run (bench/roofline/ceilings.py): the host's always, each framework's on a GPU
     ceilings = measure_ceilings(
         {c.backend: prepared.pythons[c.env] for c in cells if c.env in prepared.pythons}, prepared.machine, echo
@@ -484,11 +501,13 @@ def run_cells(
     started = time.perf_counter()
 
     def finish(cell: Cell, runs: list[Run]) -> None:
+        record_noise(runs, readings)
         result = prepared.result(
             cell, runs, profile_choice, repeats, reference={**reference, "at_write_ms": latest}, ceilings=ceilings
         )
         path = write_or_show(result, results_dir, echo, kept=len(done), of=len(cells))
         done.append(result)
+        # its figure with its interval, how its sampling ended, and any noise gate that tripped (Result.describe)
         line = f"{result.describe()}  [{path.relative_to(results_dir)}]"
         progress.cell_finished(cell, line) if progress else echo(f"    -> {line}")
         if result.status not in ("ok", "unsupported") and runs[-1].process.get("log"):
@@ -512,6 +531,7 @@ def run_cells(
                         runs[cell.key].append(run)  # kept even if Ctrl-C comes during the probe below
                         if not prepared.not_run(cell):  # a process ran: probe the drift
                             before, latest = latest, reference_ms()
+                            readings.append(latest)
                             run.reference = {"before_ms": before, "after_ms": latest}
                         if run.status != "ok" or repeat == repeats - 1:
                             open_cells.remove(cell)

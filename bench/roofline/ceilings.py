@@ -15,6 +15,8 @@ Once per run, beside the drift probe (bench/runner.py), `measure_run` records in
 `python -m bench ceilings` (`make ceilings`) measures every built env's framework and writes
 results/ceilings/<machine>.json: the figures MFU is taken against for results that recorded none (those run before
 this probe existed, such as the committed full-size CPU results); the report says which source each figure used.
+The file records the machine's processor (bench/provenance.py processor_info): hosts that share a label can hold
+different processors, and a file measured on another processor than a result's is not used for it (it says so).
 """
 
 from __future__ import annotations
@@ -22,10 +24,12 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 from bench.atomic import write_json_atomic
 from bench.backends import cell_environment, get_backend
+from bench.judge import processor_differences
 from bench.provenance import REPO_ROOT, git_info, machine_info, machine_label, machine_slug, now_utc
 from bench.roofline.hardware import datasheet_for
 from bench.roofline.probe import PREFIX, measure
@@ -130,7 +134,7 @@ def measure_machine(results_dir: Path, venvs: Path, echo=print, repeats: int = 3
     probes = [measure_run(pythons, machine, echo=echo, frameworks=True) for _ in range(repeats)]
     data = {
         "machine_label": machine_label(machine),
-        "machine": machine,
+        "machine": machine,  # its `processor` too: a file is used only for results of the same processor
         "created_at": now_utc(),
         "provenance": {"git": git_info()},  # the code that measured: a ceilings file names its commit as a result does
         "budget_s": float(os.environ.get("BENCH_PROBE_BUDGET_S") or 0) or None,
@@ -148,12 +152,40 @@ def measure_machine(results_dir: Path, venvs: Path, echo=print, repeats: int = 3
     return path
 
 
-def load_machine_file(results_dir: Path, machine: dict) -> dict | None:
-    """The ceilings a machine's file holds (the newest), or None."""
+def machine_file_for(results_dir: Path, machine: dict) -> tuple[dict | None, str | None]:
+    """The machine file for a result's machine (matched by its label's slug, as the file is named) and a note on
+    the match: (None, why) where the file was measured on another processor than the result's (two hosts of one
+    label can differ: its ceilings are not this host's, so they are not used); (file, why) where one side recorded
+    no processor, so the match stands on the label alone; (file, None) for the same processor; (None, None) without
+    a file."""
+    path = machine_file(results_dir, machine)
     try:
-        return json.loads(machine_file(results_dir, machine).read_text())
+        data = json.loads(path.read_text())
     except (OSError, ValueError):
-        return None
+        return None, None
+    if not isinstance(data, dict):
+        return None, None
+    theirs = data.get("machine") or {}
+    if not (theirs.get("processor") and (machine or {}).get("processor")):
+        side = "the file" if not theirs.get("processor") else "the result"
+        return data, f"{path} matched by the machine's label only ({side} recorded no processor)"
+    differences = processor_differences(theirs, machine)
+    if differences:
+        return None, f"{path} not used: measured on another processor ({'; '.join(differences)})"
+    return data, None
+
+
+_said: set[str] = set()
+
+
+def load_machine_file(results_dir: Path, machine: dict) -> dict | None:
+    """The ceilings a machine's file holds (the newest), or None; a file measured on another processor than the
+    result's is not used, and that is said on stderr (once per file and processor) so no report goes silent."""
+    data, note = machine_file_for(results_dir, machine)
+    if data is None and note and note not in _said:
+        _said.add(note)
+        print(f"warning: {note}", file=sys.stderr)
+    return data
 
 
 def main(argv: list[str] | None = None) -> int:
