@@ -1,6 +1,7 @@
 """The inference grid study without a framework: NA rules, grids, the round-robin with adaptive repeats, the
 parity rule, OOM/crash statuses, result files, the findings logic on synthetic points, and the report."""
 import json
+import math
 from pathlib import Path
 
 import numpy as np
@@ -13,6 +14,7 @@ from bench.grid.run import TOLERANCE, ColumnState, GridResult, check_parity, fin
 from bench.grid.spec import COLUMNS, GRIDS, MODELS, columns_for_envs, get_grid
 from bench.provenance import machine_info
 from bench.results import Run, load, load_all
+from bench.stats import ProcessSpread
 
 # -- NA rules and grids
 
@@ -188,12 +190,23 @@ def test_keras_xlnet_without_a_converter_must_match_the_parameter_count():
 # -- findings on synthetic points
 
 
-def points(pt_ms, tf_ms, lengths=(8, 64, 128, 512), model="bert", pt_status=None):
+SPREAD = ProcessSpread(0.02, 30, "a test's noise study")  # the machine's process-to-process spread
+ONE_PROCESS = "inconclusive (one process per column; run `make noise` to measure this machine's process spread)"
+
+
+def point(model, column, n, ms, status="ok", log_se=0.01, noise="", batch=1):
+    """A grid point whose mean and median are `ms`, its median's log standard error `log_se` (from its steps)."""
+    if status != "ok":
+        return F.PointFigure(model, column, batch, n, status)
+    return F.PointFigure(model, column, batch, n, status, ms, ms, log_se, math.inf, noise)
+
+
+def points(pt_ms, tf_ms, lengths=(8, 64, 128, 512), model="bert", pt_status=None, log_se=0.01):
     out = []
     for n in lengths:
         status = (pt_status or {}).get(n, "ok")
-        out.append(F.PointFigure(model, "torch-eager", 1, n, status, pt_ms * n if status == "ok" else None))
-        out.append(F.PointFigure(model, "tf-function", 1, n, "ok", tf_ms * n))
+        out.append(point(model, "torch-eager", n, pt_ms * n, status, log_se))
+        out.append(point(model, "tf-function", n, tf_ms * n, "ok", log_se))
     return out
 
 
@@ -202,13 +215,64 @@ def verdicts(found):
 
 
 def test_tensorflow_slower_on_cpu_holds_and_gpu_findings_are_not_tested_on_a_cpu():
-    v = verdicts(F.findings(points(1.0, 1.2), on_gpu=False))
-    assert v["mean_cpu"] == F.HOLDS and v["difference_grows"] == F.HOLDS
+    v = verdicts(F.findings(points(1.0, 1.2), on_gpu=False, spread=SPREAD))
+    assert v["mean_cpu"] == F.HOLDS  # TF / PT 1.2x, its interval wholly above 1
     assert v["mean_gpu"] == v["xla_speedup_vs_tf"] == v["pytorch_oom"] == F.NOT_TESTED
 
 
 def test_tensorflow_faster_on_cpu_does_not_hold():
-    assert verdicts(F.findings(points(1.2, 1.0), on_gpu=False))["mean_cpu"] == F.DOES_NOT_HOLD
+    assert verdicts(F.findings(points(1.2, 1.0), on_gpu=False, spread=SPREAD))["mean_cpu"] == F.DOES_NOT_HOLD
+
+
+def test_a_mean_whose_interval_contains_one_is_inconclusive():
+    found = {f.key: f for f in F.findings(points(1.0, 1.02), on_gpu=False, spread=SPREAD)}
+    assert found["mean_cpu"].verdict == "inconclusive (the interval contains 1.00×)"
+    assert found["mean_cpu"].ours.startswith("TensorFlow / PyTorch 1.02× (")
+
+
+def test_one_process_columns_decide_nothing_without_the_machines_spread():
+    """Each column is one worker process: its offset is not measured by its own points."""
+    found = {f.key: f for f in F.findings(points(1.0, 1.2, log_se=0.001), on_gpu=False)}
+    assert found["mean_cpu"].verdict == ONE_PROCESS and found["mean_cpu"].decided == F.INCONCLUSIVE
+    assert "TensorFlow / PyTorch 1.20×:" in found["mean_cpu"].ours  # the value alone, no interval of steps only
+    assert "arithmetic means PyTorch 0.178 s, TensorFlow 0.2136 s over 4 points" in found["mean_cpu"].ours
+
+
+def test_averaging_points_does_not_shrink_the_workers_offsets():
+    many = points(1.0, 1.2, lengths=tuple(range(8, 8 + 200)), log_se=0.01)
+    r = F.mean_ratio(F.point_ratios(many, F.TENSORFLOW, F.PYTORCH), SPREAD)
+    low, high = r.interval()
+    offsets = 1.959 * math.sqrt(2) * SPREAD.log_sd  # the two workers' offsets, however many points
+    assert math.log(high / r.value) >= offsets
+    assert math.log(high / r.value) < offsets * 1.1  # and the points' own error has shrunk
+
+
+def test_noisy_points_are_left_out_of_the_verdict_and_counted():
+    pts = points(1.0, 1.2)
+    pts[1] = point("bert", "tf-function", 8, 0.5 * 8, noise="its steps' p10-p90 spread is 80% of the median")
+    found = {f.key: f for f in F.findings(pts, on_gpu=False, spread=SPREAD)}
+    assert "geometric mean over 3 paired points; 1 noisy paired point(s) left out" in found["mean_cpu"].ours
+    assert found["mean_cpu"].verdict == F.HOLDS  # the noisy point (TF faster there) takes no part
+    assert "over 4 points where both succeeded" in found["mean_cpu"].ours  # the published way keeps it
+
+
+def growing(small_x, large_x):
+    """TF / PT of small_x at the two smaller inputs and large_x at the two larger."""
+    out = []
+    for n, x in ((8, small_x), (64, small_x), (128, large_x), (512, large_x)):
+        out += [point("bert", "torch-eager", n, 10.0 * n), point("bert", "tf-function", n, 10.0 * n * x)]
+    return out
+
+
+def test_the_difference_grows_with_the_input_decided_by_the_halves_quotient_without_the_spread():
+    # the workers' offsets cancel in the quotient of two halves of the same columns: no spread needed
+    assert verdicts(F.findings(growing(1.1, 1.5), on_gpu=False))["difference_grows"] == F.HOLDS
+    assert verdicts(F.findings(growing(0.8, 0.6), on_gpu=False))["difference_grows"] == F.HOLDS  # TF faster, more
+    assert verdicts(F.findings(growing(1.5, 1.1), on_gpu=False))["difference_grows"] == F.DOES_NOT_HOLD
+    same = verdicts(F.findings(growing(1.2, 1.2), on_gpu=False))["difference_grows"]
+    assert same.startswith("inconclusive (the interval contains 1.00×")
+    flips = verdicts(F.findings(growing(0.8, 1.1), on_gpu=False))["difference_grows"]
+    assert flips.startswith("inconclusive (the two halves lie on either side of 1x")
 
 
 def test_dropping_failed_points_the_published_way_favours_the_framework_that_failed_them():
@@ -217,13 +281,14 @@ def test_dropping_failed_points_the_published_way_favours_the_framework_that_fai
     means = F.framework_means(pts)
     assert means["paired"]["points"] == 3 and means["paired"]["pytorch"] > means["paired"]["tensorflow"]
     assert means["published_way"]["pytorch"] < means["published_way"]["tensorflow"]
+    assert verdicts(F.findings(pts, on_gpu=False, spread=SPREAD))["mean_cpu"] == F.DOES_NOT_HOLD  # PyTorch slower
 
 
 def test_every_column_mean_leaves_out_a_point_any_column_failed_for_all_columns():
     pts = points(1.0, 2.0, lengths=(8, 64, 128), pt_status={128: "oom"})
-    pts.append(F.PointFigure("bert", "keras-jax", 1, 8, "ok", 4.0))
-    pts += [F.PointFigure("bert", "keras-jax", 1, n, "ok", 3.0 * n) for n in (64, 128)]
-    pts.append(F.PointFigure("bert", "tf-xla", 1, 8, "unsupported"))  # NA: not a column that ran
+    pts.append(point("bert", "keras-jax", 8, 4.0))
+    pts += [point("bert", "keras-jax", n, 3.0 * n) for n in (64, 128)]
+    pts.append(point("bert", "tf-xla", 8, None, "unsupported"))  # NA: not a column that ran
     means = F.column_means(pts)["bert"]
     assert means["points"] == 2 and "tf-xla" not in means  # 128: PyTorch ran out of memory
     assert means["torch-eager"] == pytest.approx((8 + 64) / 2 / 1000)
@@ -232,18 +297,31 @@ def test_every_column_mean_leaves_out_a_point_any_column_failed_for_all_columns(
 
 
 def test_torchscript_findings_from_the_ratios():
-    pts = [F.PointFigure("xlnet", "torch-eager", 1, n, "ok", 10.0) for n in (8, 64)] + [
-        F.PointFigure("xlnet", "torch-traced", 1, n, "ok", 8.0) for n in (8, 64)
+    pts = [point("xlnet", "torch-eager", n, 10.0) for n in (8, 64)] + [
+        point("xlnet", "torch-traced", n, 8.0) for n in (8, 64)
     ]
-    pts += [F.PointFigure("xlm", "torch-eager", 1, n, "ok", 10.0) for n in (8, 512)]
-    pts += [
-        F.PointFigure("xlm", "torch-traced", 1, 8, "ok", 8.0),
-        F.PointFigure("xlm", "torch-traced", 1, 512, "ok", 12.0),
-    ]
-    v = verdicts(F.findings(pts, on_gpu=False))
+    pts += [point("xlm", "torch-eager", n, 10.0) for n in (8, 512)]
+    pts += [point("xlm", "torch-traced", 8, 8.0), point("xlm", "torch-traced", 512, 12.0)]
+    v = verdicts(F.findings(pts, on_gpu=False, spread=SPREAD))
     assert v["torchscript"] == F.HOLDS and v["torchscript_xlnet"] == F.HOLDS and v["torchscript_xlm"] == F.HOLDS
-    pts[2] = F.PointFigure("xlnet", "torch-traced", 1, 8, "ok", 11.0)  # slower once: "always faster" fails
-    assert verdicts(F.findings(pts, on_gpu=False))["torchscript_xlnet"] == F.DOES_NOT_HOLD
+    without = verdicts(F.findings(pts, on_gpu=False))  # one process per column, no spread measured
+    assert without["torchscript"] == without["torchscript_xlnet"] == without["torchscript_xlm"] == ONE_PROCESS
+    pts[2] = point("xlnet", "torch-traced", 8, 11.0)  # slower once, with confidence: "always faster" fails
+    assert verdicts(F.findings(pts, on_gpu=False, spread=SPREAD))["torchscript_xlnet"] == F.DOES_NOT_HOLD
+    pts[2] = point("xlnet", "torch-traced", 8, 9.9)  # 1% faster: its interval contains 1
+    assert verdicts(F.findings(pts, on_gpu=False, spread=SPREAD))["torchscript_xlnet"].startswith("inconclusive")
+
+
+def test_xla_on_a_gpu_speeds_up_every_model_only_where_each_models_interval_says_so():
+    pts = []
+    for model, tf_over_xla in (("bert", 1.3), ("gpt2", 1.2)):
+        for n in (8, 64, 128):
+            pts += [point(model, "tf-function", n, 10.0 * n * tf_over_xla), point(model, "tf-xla", n, 10.0 * n),
+                    point(model, "torch-eager", n, 10.0 * n)]
+    assert verdicts(F.findings(pts, on_gpu=True, spread=SPREAD))["xla_speedup_vs_tf"] == F.HOLDS
+    pts[-3:] = [point("gpt2", "tf-function", 128, 1280.0 * 0.7), point("gpt2", "tf-xla", 128, 1280.0),
+                point("gpt2", "torch-eager", 128, 1280.0)]  # gpt2 now 1.2, 1.2, 0.7: its mean about 1.0
+    assert verdicts(F.findings(pts, on_gpu=True, spread=SPREAD))["xla_speedup_vs_tf"].startswith("inconclusive")
 
 
 def test_gpu_oom_finding_on_a_gpu():
@@ -291,14 +369,31 @@ def write_synthetic(results_dir: Path, machine: dict) -> None:
     ).write(results_dir)
 
 
-def test_grid_page_has_then_and_now_tables_and_figures(tmp_path):
+def write_noise_study(results_dir: Path, machine: dict, log_sd=0.02, dof=30) -> None:
+    from bench.noise import NOISE_DIR, NOISE_FORMAT, noise_file_name
+
+    path = results_dir / NOISE_DIR / noise_file_name(machine)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"format": NOISE_FORMAT, "process_spread": {"log_sd": log_sd, "dof": dof}}))
+
+
+def test_grid_page_has_then_and_now_tables_and_figures(tmp_path, monkeypatch):
     pytest.importorskip("matplotlib")
+    import bench.noise
     from bench.report.grid import render_grid
 
-    write_synthetic(tmp_path, machine_info())
+    monkeypatch.setattr(bench.noise, "REPO_ROOT", tmp_path / "no-checkout")  # only this test's own noise study
+    machine = machine_info()
+    write_synthetic(tmp_path, machine)
+    page = render_grid(tmp_path).read_text()
+    assert "Then and now" in page and "**holds**" not in page and "not tested on this hardware" in page
+    assert "**inconclusive** (one process per column; run `make noise`" in page  # no noise study yet
+    write_noise_study(tmp_path, machine)
     out = render_grid(tmp_path)
     page = out.read_text()
-    assert "Then and now" in page and "**holds**" in page and "not tested on this hardware" in page
+    then = page.split("### Then and now", 1)[1].split("###", 1)[0]
+    mean = [line for line in then.splitlines() if line.startswith("| CPU: mean over all models")][0]
+    assert "TensorFlow / PyTorch 1.20× (" in mean and "**holds**" in mean, mean  # 12 / 10 with its interval
     assert "NA" in page and "BERT base" in page and "dropout 0" in page.lower()
     every = page.split("### Every column over the same points", 1)[1].split("###", 1)[0]
     assert "| BERT base" in every and "(x1.00)" in every, every

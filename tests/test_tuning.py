@@ -59,42 +59,115 @@ def test_the_cpu_profile_runs_paper_shapes_at_a_small_batch():
     assert get_model("bert").shape("cpu").hidden_dim == 768
 
 
-def test_the_tuning_section_shows_ratios_to_the_reference_and_no_vit_row_in_the_main_table(tmp_path):
+@pytest.fixture
+def no_repo_noise_study(monkeypatch, tmp_path):
+    """Only the test's own results folder may hold a noise study (not the checkout's results/noise/)."""
+    import bench.noise
+
+    monkeypatch.setattr(bench.noise, "REPO_ROOT", tmp_path / "no-checkout")
+
+
+def table_row(page, *cells):
+    """The cells of the one table line that contains every one of `cells` as a whole cell."""
+    rows = [[c.strip() for c in line.strip().strip("|").split("|")] for line in page.splitlines() if line.startswith("|")]
+    (row,) = [r for r in rows if all(c in r for c in cells)]
+    return row
+
+
+def test_the_tuning_section_shows_ratios_to_the_reference_and_no_vit_row_in_the_main_table(
+    tmp_path, no_repo_noise_study
+):
     pytest.importorskip("tabulate")
     pytest.importorskip("matplotlib")
     from test_table import CPU, make, write_all
 
     from bench.report import render
 
+    three = dict(profile="cpu", machine=CPU, repeats=3)  # three processes a cell: intervals of their own
     results = write_all(
         tmp_path / "results",
         [
-            make("jax", "vit", "fit", 2, 100.0, profile="cpu", machine=CPU),
-            make("torch", "vit", "fit", 2, 150.0, profile="cpu", machine=CPU),
-            make("torch", "vit", "fit", 2, 120.0, profile="cpu", machine=CPU, variant="sdpa"),
-            make("torch", "vit", "fit", 2, 300.0, profile="cpu", machine=CPU, variant="loader-workers-0"),
-            make("jax", "vit", "fit", 2, 230.0, profile="cpu", machine=CPU, variant="loader-workers-0"),
+            make("jax", "vit", "fit", 2, 100.0, **three),
+            make("torch", "vit", "fit", 2, 150.0, **three),
+            make("torch", "vit", "fit", 2, 120.0, variant="sdpa", **three),
+            make("torch", "vit", "fit", 2, 300.0, variant="loader-workers-0", **three),
+            make("torch", "vit", "fit", 2, 151.0, variant="matmul-high", **three),
+            make("jax", "vit", "fit", 2, 230.0, variant="loader-workers-0", **three),
             make("jax", "gemma_2b", "fit", 1, 20000.0, profile="cpu", machine=CPU),
         ],
     )
     render(results, tmp_path / "RESULTS.md")
     tuning = (tmp_path / "TUNING.md").read_text()
-    assert "| 1.25×" in tuning  # 150 / 120: sdpa against default on torch
-    assert "| 0.50×" in tuning  # 150 / 300: the published DataLoader against in-memory data
-    assert "1.20×" in tuning and "holds" in tuning  # JAX over torch: 120 / 100 with sdpa, 150 / 100 ...
-    # JAX over torch with 0 loader workers, both fed by the DataLoader as published: 300 / 230
-    assert "1.30×" in tuning and "ViT fit, torch (a torch DataLoader) ms / JAX (a torch DataLoader) ms" in tuning
+    # reference ms / variant ms with its interval, and what the variant is
+    sdpa = table_row(tuning, "sdpa")
+    assert sdpa[6].startswith("1.25× (") and sdpa[7] == "faster", sdpa  # 150 / 120
+    loader = table_row(tuning, "torch", "loader-workers-0")
+    assert loader[6].startswith("0.500× (") and loader[7] == "slower", loader  # 150 / 300
+    assert table_row(tuning, "matmul-high")[7] == "same"  # 150 / 151, within 5% with confidence
+    # published findings: JAX over torch, as published both fed by the DataLoader: 300 / 230, JAX faster: holds
+    speedup = table_row(tuning, "dataloader workers 0")
+    assert speedup[4].startswith("1.30× (") and speedup[5] == "holds", speedup
+    assert "ViT fit, torch (a torch DataLoader) ms / JAX (a torch DataLoader) ms" in speedup
+    # the gap does not close with SDPA: 120 / 100, JAX still 20% faster, where the published is about equal
+    gap = table_row(tuning, "sdpa_closes_gap")
+    assert gap[4].startswith("1.20× (") and gap[5] == "does not hold here (ours: jax faster)", gap
     assert "CPU only: the published figure is from one NVIDIA L4" in tuning
-    assert (
-        "| 0.05 samples/s | not comparable (a throughput of other hardware) | Gemma 2B LoRA fit on jax at batch 1 (the published batch 4 did not run here)"
-        in tuning
-    )
+    assert table_row(tuning, "batch 4")[4:7] == [
+        "0.05 samples/s",
+        "not comparable (a throughput of other hardware)",
+        "Gemma 2B LoRA fit on jax at batch 1 (the published batch 4 did not run here)",
+    ]
     page = (tmp_path / "RESULTS.md").read_text()
     assert "Published rows not measured" not in page and "ViT-Base/16 fit | 2 (not a published row)" not in page
     assert "Tuning study" in page
 
 
-def test_a_variant_ratio_of_cells_measured_hours_apart_says_so(tmp_path):
+def test_one_process_cells_say_why_their_verdict_is_inconclusive(tmp_path, no_repo_noise_study):
+    pytest.importorskip("tabulate")
+    pytest.importorskip("matplotlib")
+    import json
+
+    from test_table import CPU, make, write_all
+
+    from bench.noise import NOISE_DIR, NOISE_FORMAT, noise_file_name
+    from bench.report import render
+
+    write_all(tmp_path, [make("torch", "vit", "fit", 2, 150.0, profile="cpu", machine=CPU),
+                         make("torch", "vit", "fit", 2, 120.0, profile="cpu", machine=CPU, variant="sdpa")])
+    render(tmp_path, tmp_path / "RESULTS.md")
+    sdpa = table_row((tmp_path / "TUNING.md").read_text(), "sdpa")
+    assert sdpa[6] == "1.25×" and sdpa[7].startswith(  # no interval that covers steps only
+        "inconclusive (one process per cell; run `make noise` to measure this machine's process spread"
+    ), sdpa
+    noise = tmp_path / NOISE_DIR / noise_file_name(CPU)
+    noise.parent.mkdir()
+    noise.write_text(json.dumps({"format": NOISE_FORMAT, "process_spread": {"log_sd": 0.03, "dof": 20}}))
+    render(tmp_path, tmp_path / "RESULTS.md")
+    sdpa = table_row((tmp_path / "TUNING.md").read_text(), "sdpa")
+    assert sdpa[6].startswith("1.25× (") and sdpa[7] == "faster", sdpa
+
+
+def test_a_published_speedup_holds_by_its_interval():
+    import math
+
+    from bench.report.tuning import finding_verdict, published_findings
+    from bench.stats import Ratio, t_quantile
+
+    def between(low, high):  # a ratio whose 95% interval is [low, high]
+        return Ratio(math.sqrt(low * high), math.log(high / low) / 2 / t_quantile(0.975, math.inf), math.inf)
+
+    speedup = next(f for f in published_findings() if f["finding"] == "matmul_precision_high_speedup")  # 1.29x
+    assert finding_verdict(speedup, between(1.1, 1.4)) == "holds"  # wholly above 1: the tuning faster
+    assert finding_verdict(speedup, between(0.97, 1.03)) == "does not hold here (ours: about equal)"
+    assert finding_verdict(speedup, between(0.7, 0.9)) == "does not hold here (ours: without it faster)"
+    assert finding_verdict(speedup, between(0.98, 1.2)).startswith("inconclusive (the interval contains 1×")
+    equal = next(f for f in published_findings() if f["finding"] == "sdpa_closes_gap")  # ~1.0
+    assert finding_verdict(equal, between(0.97, 1.04)) == "holds"
+    assert finding_verdict(equal, between(0.9, 1.1)).startswith("inconclusive")
+    assert finding_verdict(equal, None) == "not measured"
+
+
+def test_a_variant_ratio_of_cells_measured_hours_apart_says_so(tmp_path, no_repo_noise_study):
     pytest.importorskip("tabulate")
     pytest.importorskip("matplotlib")
     from test_table import CPU, make, write_all
@@ -104,17 +177,19 @@ def test_a_variant_ratio_of_cells_measured_hours_apart_says_so(tmp_path):
     write_all(
         tmp_path,
         [
-            make("torch", "vit", "fit", 2, 4000.0, profile="cpu", machine=CPU, created="2026-11-24T01:50:00+00:00"),
+            make("torch", "vit", "fit", 2, 4000.0, profile="cpu", machine=CPU, created="2026-11-24T01:50:00+00:00",
+                 repeats=3),
             make(
                 "torch",
                 "vit",
                 "fit",
                 2,
-                4100.0,
+                4400.0,
                 profile="cpu",
                 machine=CPU,
                 variant="matmul-high",
                 created="2026-11-24T01:52:00+00:00",
+                repeats=3,
             ),
             make(
                 "torch",
@@ -126,13 +201,16 @@ def test_a_variant_ratio_of_cells_measured_hours_apart_says_so(tmp_path):
                 machine=CPU,
                 variant="sdpa",
                 created="2026-11-24T11:14:00+00:00",
+                repeats=3,
             ),
         ],
     )
     render(tmp_path, tmp_path / "RESULTS.md")
     tuning = (tmp_path / "TUNING.md").read_text()
-    assert "| 0.98× ≈ " in tuning  # same session: no remark
-    assert "2.50× (measured 9 h apart)" in tuning
+    high = table_row(tuning, "matmul-high")
+    assert high[6].startswith("0.909× (") and high[7] == "slower", high  # same session: decided
+    sdpa = table_row(tuning, "sdpa")
+    assert sdpa[6] == "2.50×" and sdpa[7] == "inconclusive (measured 9 h apart)", sdpa
 
 
 def probe(backend: str, code: str, *args: str) -> dict:
@@ -217,7 +295,8 @@ def run_cells(tmp_path, *args: str):
 
     results = tmp_path / "results"
     out = subprocess.run(
-        [sys.executable, "-m", "bench", "run", "--profile", "smoke", *args, "--results-dir", str(results)],
+        # one process a cell: these tests check what each variant changed, not the spread across processes
+        [sys.executable, "-m", "bench", "run", "--profile", "smoke", "--repeats", "1", *args, "--results-dir", str(results)],
         cwd=REPO,
         capture_output=True,
         text=True,

@@ -1,19 +1,32 @@
 """The published findings (bench/data/hf_2019_pytorch_vs_tensorflow.csv) against ours: "then and now".
 
-Pure functions of the points (model, column, batch, length, status, mean/median ms): the tests feed them
-synthetic points. A finding about a GPU, re-tested only on a CPU, is "not tested on this hardware", never
-"holds"; a finding without the points it needs is "not measured".
+Pure functions of the points (model, column, batch, length, status, mean/median ms, the median's log standard
+error, the noise gates' reason): the tests feed them synthetic points. A finding about a GPU, re-tested only on a
+CPU, is "not tested on this hardware", never "holds"; a finding without the points it needs is "not measured".
+
+A finding about means or speed-ups is decided by a ratio with its 95% interval: the geometric mean over the paired
+points of one column's median over the other's. Each point's ratio carries its steps' standard error; each column is
+one worker process that measured every point, so a worker's offset is shared by all its points and averaging points
+does not shrink it: the mean's variance adds the two workers' offsets (2 x the machine's process-to-process log
+variance, from its noise study) once. Without that spread a comparison against 1 decides nothing (inconclusive). A
+ratio of two such means over disjoint points of the same columns (the larger inputs' over the smaller's) has the
+offsets cancel, so it needs no spread. The published way's arithmetic means are kept beside, as published.
 """
 from __future__ import annotations
 
 import csv
+import math
 import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench import claims, stats
+from bench.stats import INCONCLUSIVE, ProcessSpread, Ratio, fmt_factor, geometric_mean, welch_dof
+
 PUBLISHED_CSV = Path(__file__).resolve().parent.parent / "data" / "hf_2019_pytorch_vs_tensorflow.csv"
 PYTORCH, TENSORFLOW = "torch-eager", "tf-function"  # the published comparison: eager PyTorch vs TF 2.0 (tf.function)
-HOLDS, DOES_NOT_HOLD, NOT_TESTED, NOT_MEASURED = "holds", "does not hold", "not tested on this hardware", "not measured"
+HOLDS, DOES_NOT_HOLD, NOT_MEASURED = stats.HOLDS, stats.DOES_NOT_HOLD, claims.NOT_MEASURED
+NOT_TESTED = "not tested on this hardware"
 
 
 @dataclass(frozen=True)
@@ -25,6 +38,9 @@ class PointFigure:
     status: str
     mean_ms: float | None = None
     median_ms: float | None = None
+    log_se: float | None = None  # the standard error of ln(median) from the point's own steps (bench/stats.py)
+    dof: float = math.inf  # its degrees of freedom
+    noise: str = ""  # why the point was measured on a disturbed machine (the noise gates); "" where it was not
 
 
 @dataclass(frozen=True)
@@ -33,7 +49,12 @@ class Finding:
     claim: str
     published: str
     ours: str
-    verdict: str
+    verdict: str  # holds, does not hold, not tested, not measured, or inconclusive followed by its reason
+
+    @property
+    def decided(self) -> str:
+        """The verdict without its reason."""
+        return INCONCLUSIVE if self.verdict.startswith(INCONCLUSIVE) else self.verdict
 
 
 def published() -> dict[tuple[str, str], dict[str, str]]:
@@ -98,76 +119,210 @@ def speedups(points: list[PointFigure], slow: str, fast: str) -> dict[tuple, flo
     return {k: a[k].mean_ms / b[k].mean_ms for k in sorted(set(a) & set(b)) if b[k].mean_ms > 0}
 
 
-def difference_grows(points: list[PointFigure]) -> bool | None:
-    """Whether |TF - PT| grows with the input (batch x length): the larger half of the paired points has the
-    larger mean absolute difference. None with fewer than 4 paired points."""
+def absolute_differences(points: list[PointFigure]) -> tuple[float, float] | None:
+    """The published way's figure for "the larger the input, the larger the difference": the mean |TF - PT| (ms) of
+    the smaller and the larger half of the paired points by batch x length. None with fewer than 4 paired points."""
     pt, tf = _ok(points, PYTORCH), _ok(points, TENSORFLOW)
     pairs = sorted((k[1] * k[2], abs(tf[k].mean_ms - pt[k].mean_ms)) for k in set(pt) & set(tf))
     if len(pairs) < 4:
         return None
     half = len(pairs) // 2
-    return statistics.fmean(d for _, d in pairs[half:]) > statistics.fmean(d for _, d in pairs[:half])
+    return statistics.fmean(d for _, d in pairs[:half]), statistics.fmean(d for _, d in pairs[half:])
 
 
-def findings(points: list[PointFigure], on_gpu: bool) -> list[Finding]:
+# -- ratios with their intervals
+
+
+def _timed(points: list[PointFigure], column: str) -> dict[tuple, PointFigure]:
+    """The column's ok points with a median."""
+    return {
+        (p.model, p.batch, p.length): p
+        for p in points
+        if p.column == column and p.status == "ok" and p.median_ms is not None and p.median_ms > 0
+    }
+
+
+@dataclass(frozen=True)
+class PointRatios:
+    """Per paired point, numerator median / denominator median with the two medians' step error (no workers'
+    offsets: `offsets()` adds them), and the paired points left out of any verdict (a noisy side, no interval)."""
+
+    ratios: dict[tuple, Ratio]
+    left_out: dict[tuple, str]
+
+    def where(self, keep) -> PointRatios:
+        return PointRatios({k: r for k, r in self.ratios.items() if keep(k)},
+                           {k: why for k, why in self.left_out.items() if keep(k)})
+
+    def left_out_text(self) -> str:
+        if not self.left_out:
+            return ""
+        noisy = sum(1 for why in self.left_out.values() if why.startswith("noisy"))
+        other = len(self.left_out) - noisy
+        parts = ([f"{noisy} noisy"] if noisy else []) + ([f"{other} without an interval"] if other else [])
+        return f"; {' and '.join(parts)} paired point(s) left out"
+
+
+def point_ratios(points: list[PointFigure], numerator: str, denominator: str) -> PointRatios:
+    a, b = _timed(points, denominator), _timed(points, numerator)
+    ratios, left_out = {}, {}
+    for k in sorted(set(a) & set(b)):
+        pa, pb = a[k], b[k]
+        if pa.noise or pb.noise:
+            left_out[k] = "noisy: " + "; ".join(filter(None, (pa.noise, pb.noise)))
+        elif pa.log_se is None or pb.log_se is None:
+            left_out[k] = "a side without an interval (a single step)"
+        else:
+            variances = [pa.log_se**2, pb.log_se**2]
+            ratios[k] = Ratio(pb.median_ms / pa.median_ms, math.sqrt(sum(variances)),
+                              welch_dof(variances, [pa.dof, pb.dof]))
+    return PointRatios(ratios, left_out)
+
+
+def with_offsets(r: Ratio | None, spread: ProcessSpread | None) -> Ratio | None:
+    """A ratio of two columns' points compared with a fixed figure: each column is one worker process, so its
+    interval adds the two workers' offsets (2 x the machine's process-to-process log variance), once however many
+    points it averages. Without the machine's spread it decides nothing."""
+    if r is None:
+        return None
+    if spread is None:
+        return r.undecided(claims.ONE_PROCESS_COLUMN)
+    variances = [r.log_se**2, 2 * spread.log_sd**2]
+    return Ratio(r.value, math.sqrt(sum(variances)), welch_dof(variances, [r.dof, spread.dof]), r.decidable, r.reason)
+
+
+def mean_ratio(found: PointRatios, spread: ProcessSpread | None) -> Ratio | None:
+    """The geometric mean of the points' ratios with its interval, the workers' offsets included; None without a
+    point that has an interval."""
+    return with_offsets(geometric_mean(list(found.ratios.values())), spread)
+
+
+def quotient(a: Ratio, b: Ratio) -> Ratio:
+    """a / b of two independent ratios."""
+    variances = [a.log_se**2, b.log_se**2]
+    return Ratio(a.value / b.value, math.sqrt(sum(variances)), welch_dof(variances, [a.dof, b.dof]),
+                 a.decidable and b.decidable, "; ".join(dict.fromkeys(filter(None, (a.reason, b.reason)))))
+
+
+def halves(found: PointRatios) -> tuple[PointRatios, PointRatios] | None:
+    """The smaller and the larger half of the points with a ratio, by batch x length; None with fewer than 2."""
+    keys = sorted(found.ratios, key=lambda k: (k[1] * k[2], k))
+    if len(keys) < 2:
+        return None
+    small = set(keys[: len(keys) // 2])
+    return (PointRatios({k: found.ratios[k] for k in keys if k in small}, {}),
+            PointRatios({k: found.ratios[k] for k in keys if k not in small}, {}))
+
+
+def _not_measured_or(verdict: str, found: PointRatios) -> str:
+    if verdict == NOT_MEASURED and found.left_out:
+        return f"{INCONCLUSIVE} (no paired point can decide: {next(iter(found.left_out.values()))})"
+    return verdict
+
+
+def _combine(verdicts: list[str]) -> str:
+    """All of several claims: does not hold if any does not, holds if all do, else the first inconclusive one."""
+    if any(v == DOES_NOT_HOLD for v in verdicts):
+        return DOES_NOT_HOLD
+    if verdicts and all(v == HOLDS for v in verdicts):
+        return HOLDS
+    return next((v for v in verdicts if v not in (HOLDS, DOES_NOT_HOLD)), NOT_MEASURED)
+
+
+def x(value: float) -> str:
+    """A ratio as the published grid figures print it: x1.23 (three significant digits: never x0.00)."""
+    return "x" + fmt_factor(value, unit="")
+
+
+# -- the findings
+
+
+def mean_finding(points: list[PointFigure], device: str, row: dict[str, str], spread: ProcessSpread | None) -> Finding:
+    """"TensorFlow slower (or faster) than PyTorch": the TF / PT geometric mean over the paired points, decided by
+    its interval against 1, with the published way's arithmetic means beside it."""
+    means = framework_means(points)
+    paired, theirs_way = means["paired"], means["published_way"]
+    claim = f"{device.upper()}: mean over all models and points, PyTorch vs TensorFlow ({row['note']})"
+    pub = f"PyTorch {row['pytorch']} s, TensorFlow {row['tensorflow']} s"
+    if not paired["points"]:
+        return Finding(f"mean_{device}", claim, pub, "no point where both PyTorch eager and TensorFlow succeeded",
+                       NOT_MEASURED)
+    tf_slower_then = float(row["tensorflow"]) > float(row["pytorch"])
+    found = point_ratios(points, TENSORFLOW, PYTORCH)
+    r = mean_ratio(found, spread)
+    # the published direction, as a claim that a ratio lies above 1
+    verdict = _not_measured_or(claims.above(r if tf_slower_then or r is None else r.inverse(), 1.0), found)
+    ours = (
+        f"TensorFlow / PyTorch {claims.ours(r)}: geometric mean over {len(found.ratios)} paired points"
+        f"{found.left_out_text()}; arithmetic means PyTorch {paired['pytorch']:.4g} s, TensorFlow "
+        f"{paired['tensorflow']:.4g} s over {paired['points']} points where both succeeded (the published way: "
+        f"{theirs_way['pytorch']:.4g} s over {theirs_way['points']} vs {theirs_way['tensorflow']:.4g} s over "
+        f"{theirs_way['points_tensorflow']})"
+    )
+    return Finding(f"mean_{device}", claim, pub, ours, verdict)
+
+
+def difference_grows(points: list[PointFigure]) -> Finding:
+    """"The larger the input, the larger the PyTorch/TensorFlow difference", as ratios: TF / PT over the larger half
+    of the paired points moves further from 1 (its own way) than over the smaller half. The quotient of the two
+    halves' geometric means has the workers' offsets cancel, so it decides without the machine's spread; halves on
+    either side of 1 (the difference changes its direction) are inconclusive."""
+    claim, published = "the larger the input, the larger the PyTorch/TensorFlow difference", "stated, no figure"
+    found = point_ratios(points, TENSORFLOW, PYTORCH)
+    split = halves(found)
+    absolute = absolute_differences(points)
+    if split is None or absolute is None:
+        return Finding("difference_grows", claim, published, "fewer than 4 points where both succeeded",
+                       NOT_MEASURED)
+    small, large = (geometric_mean(list(h.ratios.values())) for h in split)
+    arithmetic = (f" (the published way, in ms: mean |TF - PT| {absolute[0]:.4g} over the smaller half, "
+                  f"{absolute[1]:.4g} over the larger)")
+    if small is None or large is None:
+        return Finding("difference_grows", claim, published, "too few points with an interval" + arithmetic,
+                       f"{INCONCLUSIVE} (too few points with an interval{found.left_out_text()})")
+    growth = quotient(large, small) if large.value >= 1 else quotient(small, large)
+    ours = (
+        f"TensorFlow / PyTorch over the larger half of the inputs {x(large.value)}, over the smaller half "
+        f"{x(small.value)}; the larger half's difference over the smaller's {claims.ours(growth)}"
+        f"{found.left_out_text()}" + arithmetic
+    )
+    if (large.value - 1) * (small.value - 1) < 0:
+        verdict = f"{INCONCLUSIVE} (the two halves lie on either side of 1x: the difference changes its direction)"
+    else:
+        verdict = claims.above(growth, 1.0)
+    return Finding("difference_grows", claim, published, ours, verdict)
+
+
+def findings(points: list[PointFigure], on_gpu: bool, spread: ProcessSpread | None = None) -> list[Finding]:
+    """Every published finding against ours; `spread`: the machine's process-to-process spread (its noise study),
+    without which a comparison of two columns against a fixed figure is inconclusive."""
     ref = published()
     out: list[Finding] = []
     device = "gpu" if on_gpu else "cpu"
-    means = framework_means(points)
-    paired, theirs_way = means["paired"], means["published_way"]
     for dev in ("cpu", "gpu"):
         row = ref[("mean_inference_time_all_models", dev)]
-        claim = f"{dev.upper()}: mean over all models and points, PyTorch vs TensorFlow ({row['note']})"
-        pub = f"PyTorch {row['pytorch']} s, TensorFlow {row['tensorflow']} s"
         if dev != device:
+            claim = f"{dev.upper()}: mean over all models and points, PyTorch vs TensorFlow ({row['note']})"
+            pub = f"PyTorch {row['pytorch']} s, TensorFlow {row['tensorflow']} s"
             out.append(Finding(f"mean_{dev}", claim, pub, f"run on a {device.upper()} only", NOT_TESTED))
-            continue
-        if not paired["points"]:
-            out.append(
-                Finding(
-                    f"mean_{dev}",
-                    claim,
-                    pub,
-                    "no point where both PyTorch eager and TensorFlow succeeded",
-                    NOT_MEASURED,
-                )
-            )
-            continue
-        tf_slower_then = float(row["tensorflow"]) > float(row["pytorch"])
-        tf_slower_now = paired["tensorflow"] > paired["pytorch"]
-        ours = (
-            f"PyTorch {paired['pytorch']:.4g} s, TensorFlow {paired['tensorflow']:.4g} s over {paired['points']} points where both "
-            f"succeeded (the published way: {theirs_way['pytorch']:.4g} s over {theirs_way['points']} vs "
-            f"{theirs_way['tensorflow']:.4g} s over {theirs_way['points_tensorflow']})"
-        )
-        out.append(
-            Finding(f"mean_{dev}", claim, pub, ours, HOLDS if tf_slower_now == tf_slower_then else DOES_NOT_HOLD)
-        )
-    grows = difference_grows(points)
-    out.append(
-        Finding(
-            "difference_grows",
-            "the larger the input, the larger the PyTorch/TensorFlow difference",
-            "stated, no figure",
-            {
-                None: "fewer than 4 points where both succeeded",
-                True: "the larger half of the inputs has the larger mean difference",
-                False: "the larger half of the inputs does not have the larger mean difference",
-            }[grows],
-            NOT_MEASURED if grows is None else HOLDS if grows else DOES_NOT_HOLD,
-        )
-    )
+        else:
+            out.append(mean_finding(points, dev, row, spread))
+    out.append(difference_grows(points))
 
     row = ref[("torchscript_speedup_vs_eager", "any")]
     ts = speedups(points, PYTORCH, "torch-traced")
+    traced = point_ratios(points, PYTORCH, "torch-traced")  # eager / traced: above 1, traced faster
     if ts:
         per_model = {
             m: statistics.fmean(v for k, v in ts.items() if k[0] == m) for m in dict.fromkeys(k[0] for k in ts)
         }
         mean_x = statistics.fmean(per_model.values())
+        r = mean_ratio(traced, spread)
         ours = (
-            f"x{mean_x:.2f} (mean over {len(per_model)} models of each model's mean eager/traced ratio; "
-            + ", ".join(f"{m} x{v:.2f}" for m, v in per_model.items())
+            f"eager / traced {claims.ours(r)}: geometric mean over {len(traced.ratios)} paired points"
+            f"{traced.left_out_text()} (the published way: {x(mean_x)}, mean over {len(per_model)} models of each "
+            "model's mean eager/traced ratio; "
+            + ", ".join(f"{m} {x(v)}" for m, v in per_model.items())
             + ")"
         )
         out.append(
@@ -176,7 +331,7 @@ def findings(points: list[PointFigure], on_gpu: bool) -> list[Finding]:
                 f"TorchScript (traced) faster than eager PyTorch, on average ({device.upper()} run)",
                 f"x{row['value']}",
                 ours,
-                HOLDS if mean_x > 1 else DOES_NOT_HOLD,
+                _not_measured_or(claims.above(r, 1.0), traced),
             )
         )
     else:
@@ -190,24 +345,37 @@ def findings(points: list[PointFigure], on_gpu: bool) -> list[Finding]:
             )
         )
     xlnet = {k: v for k, v in ts.items() if k[0] == "xlnet"}
-    out.append(
-        Finding(
-            "torchscript_xlnet",
-            "TorchScript always faster on XLNet",
-            "always faster",
-            f"faster at {sum(v > 1 for v in xlnet.values())} of {len(xlnet)} points" if xlnet else "XLNet not measured",
-            NOT_MEASURED if not xlnet else HOLDS if all(v > 1 for v in xlnet.values()) else DOES_NOT_HOLD,
-        )
-    )
+    if xlnet:
+        at_points = traced.where(lambda k: k[0] == "xlnet")
+        each = [claims.above(with_offsets(r, spread), 1.0) for r in at_points.ratios.values()]
+        faster = sum(v == HOLDS for v in each)
+        slower = sum(v == DOES_NOT_HOLD for v in each)
+        counted = (f"faster with confidence at {faster}, slower at {slower} of {len(each)} points" if spread else
+                   f"{len(each)} points, none decidable without the machine's process spread")
+        ours = (f"{counted}{at_points.left_out_text()} (the published way: faster at "
+                f"{sum(v > 1 for v in xlnet.values())} of {len(xlnet)} points)")
+        verdict = _not_measured_or(_combine(each), at_points)
+        if at_points.left_out and verdict == HOLDS:  # "always" cannot hold over points left out
+            verdict = f"{INCONCLUSIVE} ({len(at_points.left_out)} point(s) left out of the verdict)"
+    else:
+        ours, verdict = "XLNet not measured", NOT_MEASURED
+    out.append(Finding("torchscript_xlnet", "TorchScript always faster on XLNet", "always faster", ours, verdict))
     xlm = {k: v for k, v in ts.items() if k[0] == "xlm"}
-    if len(xlm) >= 2:
+    xlm_ratios = traced.where(lambda k: k[0] == "xlm")
+    split = halves(xlm_ratios)
+    if len(xlm) >= 2 and split is not None:
         ordered = [v for _, v in sorted((k[1] * k[2], v) for k, v in xlm.items())]
         half = len(ordered) // 2
-        small, large = statistics.fmean(ordered[:half]), statistics.fmean(ordered[half:])
-        verdict = HOLDS if small > 1 > large else DOES_NOT_HOLD
-        ours = f"smaller half of the inputs x{small:.2f}, larger half x{large:.2f}"
+        small_x, large_x = statistics.fmean(ordered[:half]), statistics.fmean(ordered[half:])
+        small, large = (mean_ratio(h, spread) for h in split)
+        # faster on the smaller inputs (eager / traced above 1), slower on the larger (below 1)
+        verdict = _combine([claims.above(small, 1.0), claims.above(large.inverse() if large else None, 1.0)])
+        ours = (f"smaller half of the inputs {claims.ours(small)}, larger half {claims.ours(large)}"
+                f"{xlm_ratios.left_out_text()} (the published way: {x(small_x)} and {x(large_x)})")
     else:
         verdict, ours = NOT_MEASURED, "fewer than 2 XLM points with both columns"
+        if len(xlm) >= 2 and xlm_ratios.left_out:
+            verdict = f"{INCONCLUSIVE} (fewer than 2 XLM points with an interval{xlm_ratios.left_out_text()})"
     out.append(
         Finding(
             "torchscript_xlm",
@@ -219,10 +387,13 @@ def findings(points: list[PointFigure], on_gpu: bool) -> list[Finding]:
     )
 
     xla = speedups(points, TENSORFLOW, "tf-xla")
+    with_xla = point_ratios(points, TENSORFLOW, "tf-xla")  # TF / XLA: above 1, XLA faster
+    xla_mean = mean_ratio(with_xla, spread)
     xla_ours = (
         (
-            f"on this {device.upper()}: x{statistics.fmean(xla.values()):.2f} mean over {len(xla)} points, "
-            f"{sum(v > 1 for v in xla.values())} faster"
+            f"on this {device.upper()}: TF / XLA {claims.ours(xla_mean)}, geometric mean over {len(with_xla.ratios)} "
+            f"paired points{with_xla.left_out_text()} (the published way: {x(statistics.fmean(xla.values()))} mean "
+            f"over {len(xla)} points, {sum(v > 1 for v in xla.values())} faster)"
         )
         if xla
         else "no point with both columns"
@@ -247,22 +418,28 @@ def findings(points: list[PointFigure], on_gpu: bool) -> list[Finding]:
                 Finding(key, f"GPU: {label} {row['value']}", f"{row['value']} {row['unit']}", xla_ours, NOT_MEASURED)
             )
         elif key == "xla_speedup_vs_tf":
-            models = {k[0] for k in xla}
-            every = all(statistics.fmean(v for k, v in xla.items() if k[0] == m) > 1 for m in models)
-            out.append(
-                Finding(
-                    key, f"GPU: {label} {row['value']}", f"x{row['value']}", xla_ours, HOLDS if every else DOES_NOT_HOLD
-                )
-            )
+            models = list(dict.fromkeys(k[0] for k in xla))
+            per_model = {m: mean_ratio(with_xla.where(lambda k, m=m: k[0] == m), spread) for m in models}
+            verdict = _not_measured_or(_combine([claims.above(r, 1.0) for r in per_model.values()]), with_xla)
+            ours = xla_ours + "; per model " + ", ".join(f"{m} {claims.ours(r)}" for m, r in per_model.items())
+            out.append(Finding(key, f"GPU: {label} {row['value']}", f"x{row['value']}", ours, verdict))
         else:
+            # at least half the published reduction at some point, with confidence
+            threshold = 1 / (1 - float(row["value"]) * 0.5)
+            each = [claims.above(with_offsets(r, spread), threshold) for r in with_xla.ratios.values()]
+            verdict = (HOLDS if HOLDS in each else DOES_NOT_HOLD if each and all(v == DOES_NOT_HOLD for v in each)
+                       else next((v for v in each if v.startswith(INCONCLUSIVE)), NOT_MEASURED))
             best = 1 - 1 / max(xla.values())
             out.append(
                 Finding(
                     key,
                     f"GPU: {label} {row['value']}",
                     f"{float(row['value']):.0%} less time",
-                    f"at most {best:.0%} less time",
-                    HOLDS if best >= float(row["value"]) * 0.5 else DOES_NOT_HOLD,
+                    f"at most {best:.0%} less time (the published way); at least {1 - 1 / threshold:.0%} less with "
+                    + (f"confidence at {sum(v == HOLDS for v in each)} of {len(each)} points" if spread else
+                       "confidence: not decidable without the machine's process spread")
+                    + with_xla.left_out_text(),
+                    _not_measured_or(verdict, with_xla),
                 )
             )
 

@@ -1,7 +1,8 @@
 """RESULTS.md's generate split (issue 30): per generate row and backend, time to first token (TTFT), time per
 output token (TPOT), decode tokens/s and the agreement check (bench/generate_split.py), a figure of TTFT and TPOT
 per backend, the published footnote on Keras-on-torch re-tested (padded prefill or decode loop?) and the published
-generate findings as "published, ours, holds or not". A table with no split (results from before it) gets no lines.
+generate findings as "published, ours with its interval, holds / does not hold / inconclusive". A table with no
+split (results from before it) gets no lines.
 """
 
 from __future__ import annotations
@@ -9,14 +10,17 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from bench import claims
 from bench.generate_split import TOLERANCE, result_split
-from bench.overhead.spec import HOLDS_FACTOR, holds
+from bench.judge import Judge
+from bench.overhead.spec import HOLDS_FACTOR
 from bench.published import published_ms
 from bench.report import text
 from bench.report.analysis import RowFacts, TableAnalysis
 from bench.report.load import COLUMNS, Column
 from bench.report.sections import Page
 from bench.report.text import fmt_ms
+from bench.stats import FASTER, SAME, SLOWER, Ratio, fmt_factor, verdict
 
 FIGURE_KIND = "generate-split"
 KERAS_TORCH, KERAS_JAX = Column("torch", "default"), Column("jax", "default")
@@ -102,13 +106,21 @@ def generate_section(table: TableAnalysis, page: Page) -> list[str]:
         page.figures[FIGURE_KIND] = path
         caption = "TTFT and TPOT per backend (log scale)"
         lines += [f"![{caption}]({Path(os.path.relpath(path, page.out_dir)).as_posix()})", ""]
-    lines += footnote_lines(table) + published_lines(table)
+    judge = table_judge(table, page)
+    lines += footnote_lines(table, judge) + published_lines(table, judge)
     return lines
 
 
-def footnote_lines(table: TableAnalysis) -> list[str]:
+def table_judge(table: TableAnalysis, page: Page) -> Judge:
+    """The Judge over this table's results (its machine's noise study found beside them: the figures' folder's
+    parent is the results folder)."""
+    return Judge(table.group.results, page.fig_dir.parent)
+
+
+def footnote_lines(table: TableAnalysis, judge: Judge) -> list[str]:
     """The published footnote: Keras-on-torch's generate is "abnormally slow ... because KerasNLP uses static
-    sequence padding". Per row with Keras-on-torch and native eager both split: where its extra time goes."""
+    sequence padding". Per row with Keras-on-torch and native eager both split: whether Keras-on-torch is slower with
+    confidence, and if so where its extra time goes; "inconclusive" where the two cells cannot be told apart."""
     lines = []
     for facts in table.rows:
         if facts.key.task != "generate":
@@ -120,14 +132,21 @@ def footnote_lines(table: TableAnalysis) -> list[str]:
         if not a or not b:
             continue
         whole_a, whole_b = facts.ms(KERAS_TORCH), facts.ms(NATIVE_EAGER)
+        r = claims.judged(judge, ne.result, kt.result)  # Keras 3 (PyTorch) / native eager
         extra_prefill = a["ttft_ms"] - b["ttft_ms"]
         extra_decode = (whole_a - a["ttft_ms"]) - (whole_b - b["ttft_ms"])
         cause = "the decode loop" if extra_decode > extra_prefill else "the padded prefill"
-        verdict_text = (f"**{cause}** makes most of the difference." if whole_a > whole_b else
-                        "Keras 3 (PyTorch) is not slower than native eager here, so there is no slowness to explain.")
+        found = verdict(r)
+        if found == SLOWER:
+            verdict_text = f"**{cause}** makes most of the difference."
+        elif found in (SAME, FASTER):
+            verdict_text = (f"Keras 3 (PyTorch) is not slower than native eager here ({found}), so there is no "
+                            "slowness to explain.")
+        else:
+            verdict_text = f"{claims.compared(r)}, so neither part is blamed."
         lines.append(
             f"- {row_name(facts)}: Keras 3 (PyTorch) takes {fmt_ms(whole_a)} ms a call against native eager's "
-            f"{fmt_ms(whole_b)}; its prefill computes {a['prefill_positions']} positions "
+            f"{fmt_ms(whole_b)}, {claims.ours(r)} as long; its prefill computes {a['prefill_positions']} positions "
             f"(native: {b['prefill_positions']}) and takes {fmt_ms(a['ttft_ms'])} ms ({more(extra_prefill)}), "
             f"its decode {fmt_ms(whole_a - a['ttft_ms'])} ms "
             f"({more(extra_decode)}; TPOT {fmt_ms(a['tpot_ms'])} against {fmt_ms(b['tpot_ms'])}): {verdict_text}"
@@ -138,7 +157,8 @@ def footnote_lines(table: TableAnalysis) -> list[str]:
         [
             "The published footnote re-tested (Keras-on-torch generate \"abnormally slow ... because KerasNLP uses "
             "static "
-            "sequence padding\"): is it the padded prefill or the decode loop?",
+            "sequence padding\"): is it the padded prefill or the decode loop? (Keras 3 (PyTorch) / native eager as a "
+            "ratio with its 95% interval; a part is blamed only where Keras 3 (PyTorch) is slower with confidence.)",
             "",
         ]
         + lines
@@ -150,20 +170,23 @@ def more(ms: float) -> str:
     return f"{fmt_ms(ms)} more" if ms >= 0 else f"{fmt_ms(-ms)} less"
 
 
-def ratio(facts: RowFacts, a: Column, b: Column) -> float | None:
-    x, y = facts.ms(a), facts.ms(b)
-    return x / y if x and y else None
+def cell_ratio(judge: Judge, facts: RowFacts, numerator: Column, denominator: Column) -> Ratio | None:
+    """numerator / denominator of this row's two cells with the Judge's interval; None unless both are ok."""
+    a, b = facts.cells.get(denominator), facts.cells.get(numerator)
+    if a is None or b is None:
+        return None
+    return claims.judged(judge, a.result, b.result)
 
 
-def published_lines(table: TableAnalysis) -> list[str]:
+def published_lines(table: TableAnalysis, judge: Judge) -> list[str]:
     """Table 2's Keras-on-torch / Keras-on-JAX generate ratio, keras-hub #2593's 4.5x and F. Chollet's "over twice
-    the throughput of HF PyTorch compiled", each beside this table's figure."""
+    the throughput of HF PyTorch compiled", each beside this table's ratio with its interval and a verdict from it."""
     published = {(model, batch): ms for (model, task, batch), ms in published_ms().items() if task == "generate"}
     body = []
     for facts in table.rows:
         if facts.key.task != "generate":
             continue
-        ours = ratio(facts, KERAS_TORCH, KERAS_JAX)
+        ours = cell_ratio(judge, facts, KERAS_TORCH, KERAS_JAX)
         batch = facts.published_batch or facts.key.batch_size
         figures = published.get((facts.key.model, batch)) or {}
         if figures.get("torch") and figures.get("jax"):
@@ -171,36 +194,36 @@ def published_lines(table: TableAnalysis) -> list[str]:
             body.append(
                 [
                     f"Table 2: Keras-torch / Keras-JAX generate, {facts.key.model} batch {batch} (A100)",
-                    f"{claimed:.2f}x",
-                    f"{ours:.2f}x" if ours else "–",
-                    verdict(ours, claimed),
+                    fmt_factor(claimed),
+                    claims.ours(ours),
+                    claims.within(ours, claimed, HOLDS_FACTOR),
                 ]
             )
         body.append(
             [
                 f"keras-hub #2593: CausalLM.generate 4.5x slower on torch than JAX ({row_name(facts)})",
-                "4.50x",
-                f"{ours:.2f}x" if ours else "–",
-                verdict(ours, 4.5),
+                fmt_factor(4.5),
+                claims.ours(ours),
+                claims.within(ours, 4.5, HOLDS_FACTOR),
             ]
         )
         if facts.key.model == "mistral":
-            compiled = ratio(facts, NATIVE_COMPILED, KERAS_JAX)
-            held = "not measured" if compiled is None else "holds" if compiled > 2 else "does not hold"
+            compiled = cell_ratio(judge, facts, NATIVE_COMPILED, KERAS_JAX)
             body.append(
                 [
                     "F. Chollet 2024: KerasNLP-JAX over 2x the throughput of HF PyTorch compiled "
                     f"(V100, float16, batch 10; here {row_name(facts)})",
-                    "> 2x",
-                    f"{compiled:.2f}x" if compiled else "–",
-                    held,
+                    f"> {fmt_factor(2)}",
+                    claims.ours(compiled),
+                    claims.above(compiled, 2.0),
                 ]
             )
     if not body:
         return []
     return [
-        f"The published generate findings, ours from this table (a ratio holds within {HOLDS_FACTOR:g}x either way)"
-        f"{size_note(table)}:",
+        f"The published generate findings, ours from this table as a ratio with its 95% interval (a ratio holds when "
+        f"our whole interval lies within {HOLDS_FACTOR:g}x of it either way, does not hold when it lies wholly "
+        f"outside, else inconclusive){size_note(table)}:",
         "",
         text.tabulate(
             body, headers=["finding", "published", "ours", "verdict"], tablefmt="github", disable_numparse=True
@@ -225,7 +248,7 @@ def size_note(table: TableAnalysis) -> str:
             params = (rule := work_rule(model)) and rule.parameters(shape)
             cut.append(
                 f"{spec.display} {shape.num_layers} of its {paper.num_layers} layers"
-                + (f" ({params / 1e9:.2f}B parameters)" if params else "")
+                + (f" ({fmt_parameters(params)} parameters)" if params else "")
             )
     if not cut:
         return ""
@@ -235,9 +258,12 @@ def size_note(table: TableAnalysis) -> str:
     )
 
 
-def verdict(ours: float | None, claimed: float) -> str:
-    held = holds(ours, claimed)
-    return "not measured" if held is None else "holds" if held else "does not hold"
+def fmt_parameters(count: int) -> str:
+    """2.45B, 146K: three significant digits at the count's own scale."""
+    for scale, suffix in ((1e9, "B"), (1e6, "M"), (1e3, "K")):
+        if count >= scale:
+            return f"{count / scale:.3g}{suffix}"
+    return str(count)
 
 
 def draw_split_figure(table: TableAnalysis, rows: list[tuple[RowFacts, Column, dict]], fig_dir: Path) -> Path | None:

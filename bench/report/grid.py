@@ -6,17 +6,21 @@ One page part per (grid, machine): numbers from different hardware never share a
 """
 from __future__ import annotations
 
+import math
 import statistics
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 from bench.grid.findings import PointFigure, column_means, findings, framework_means
 from bench.grid.run import GRID_DIR, TOLERANCE, WORKER_ENVIRONMENT, beyond_tolerance
 from bench.grid.spec import COLUMNS, MODELS
+from bench.judge import Judge
 from bench.provenance import machine_label, machine_slug
 from bench.report import text
 from bench.report.text import md, write_text_atomic
 from bench.results import HISTORY, Result, load
+from bench.stats import ProcessSpread, fmt_factor
 
 FIG_SUBDIR = "grid"
 
@@ -28,13 +32,30 @@ class GridGroup:
     slug: str
     on_gpu: bool
     results: list[Result] = field(default_factory=list)
+    results_dir: Path | None = None  # where the machine's noise study is looked for (bench/noise)
+
+    @cached_property
+    def judge(self) -> Judge:
+        return Judge(self.results, self.results_dir)
+
+    @property
+    def spread(self) -> ProcessSpread | None:
+        """The machine's process-to-process spread from its noise study: each column is one worker process."""
+        return self.judge.spread(self.results[0]) if self.results else None
 
     def points(self) -> list[PointFigure]:
+        """Each result as a point: its arithmetic mean (the published way), its median with the standard error of
+        its logarithm from its own steps (the worker's offset is added once per comparison, bench/grid/findings.py)
+        and the noise gates' reason."""
         out = []
         for r in self.results:
             s = r.summary()
+            steps = r.estimate() if s else None  # no spread: the point's own steps only
+            noise = self.judge.noise(r) if s else None
             out.append(PointFigure(r.cell.model, r.cell.variant, r.cell.batch_size, length_of(r), r.status,
-                                   s.mean if s else None, s.median if s else None))
+                                   s.mean if s else None, steps.center if steps else None,
+                                   steps.log_se if steps else None, steps.dof if steps else math.inf,
+                                   "; ".join(noise.reasons) if noise and noise.noisy else ""))
         return out
 
 
@@ -55,7 +76,11 @@ def load_grid(results_dir: Path) -> list[GridGroup]:
         group = groups.setdefault(
             key,
             GridGroup(
-                result.cell.profile.removeprefix("grid-"), key[1], machine_slug(machine), bool(machine.get("gpus"))
+                result.cell.profile.removeprefix("grid-"),
+                key[1],
+                machine_slug(machine),
+                bool(machine.get("gpus")),
+                results_dir=Path(results_dir),
             ),
         )
         group.results.append(result)
@@ -132,9 +157,16 @@ def model_table(group: GridGroup, model: str) -> list[str]:
     return lines
 
 
+def verdict_cell(finding) -> str:
+    """The verdict in bold, its reason after it."""
+    reason = finding.verdict[len(finding.decided):].strip()
+    return f"**{finding.decided}**" + (f" {md(reason)}" if reason else "")
+
+
 def findings_table(group: GridGroup) -> list[str]:
     rows = [
-        [md(f.claim), md(f.published), md(f.ours), f"**{f.verdict}**"] for f in findings(group.points(), group.on_gpu)
+        [md(f.claim), md(f.published), md(f.ours), verdict_cell(f)]
+        for f in findings(group.points(), group.on_gpu, group.spread)
     ]
     return [
         text.tabulate(
@@ -219,7 +251,7 @@ def draw_figures(group: GridGroup, fig_dir: Path) -> dict[str, Path]:
                 title=MODELS[model].display,
             )
             for (b, n), v in values.items():
-                ax.text(lengths.index(n), batches.index(b), f"{v:.2f}", ha="center", va="center", fontsize=7)
+                ax.text(lengths.index(n), batches.index(b), fmt_factor(v, unit=""), ha="center", va="center", fontsize=7)
         fig.colorbar(image, ax=axes[0].tolist(), label="log2(PyTorch / TensorFlow): > 0 TensorFlow faster")
         path = fig_dir / f"{group.slug}__{group.grid}__pytorch-tensorflow-ratio.png"
         fig.savefig(path, format="png", dpi=90, metadata={"Software": None})
@@ -249,6 +281,12 @@ METHOD = [
     "the column has no such model.",
     "- **Averages**: over the points where every compared column succeeded, and separately the published way (each framework "
     "over its own successful points), which favours a framework that failed the largest points.",
+    "- **Verdicts**: a finding about means or speed-ups is decided by a ratio with its 95% interval, the geometric mean over "
+    "the paired points of one column's median over the other's (bench/grid/findings.py). Each column is one worker process "
+    "that measured every point, so a worker's offset is shared by all its points and averaging points does not shrink it: "
+    "the interval adds the two workers' offsets once, from this machine's process spread (its noise study, `make noise`); "
+    "without one such a finding is inconclusive. A point a noise gate flagged is left out of the verdicts, and said so. "
+    "The published way's arithmetic figures stay beside.",
 ]
 
 
@@ -266,7 +304,7 @@ def every_column_table(points: list[PointFigure]) -> list[str]:
                 if c not in m
                 else "–"
                 if m[c] is None
-                else f"{text.fmt_ms(m[c] * 1000)}" + (f" (x{m[c] / base:.2f})" if base else "")
+                else f"{text.fmt_ms(m[c] * 1000)}" + (f" (x{fmt_factor(m[c] / base, unit='')})" if base else "")
                 for c in columns
             ]
         )

@@ -8,8 +8,11 @@ One page part per (size, machine): numbers from different hardware never share a
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
+from bench import claims
+from bench.judge import Judge
 from bench.overhead.spec import (
     BENCHMARKS,
     COLUMNS,
@@ -18,7 +21,6 @@ from bench.overhead.spec import (
     SOURCES,
     STUDY_DIR,
     TOLERANCE,
-    holds,
     published,
     published_ratio,
 )
@@ -26,6 +28,7 @@ from bench.provenance import machine_label
 from bench.report import text
 from bench.report.text import write_text_atomic
 from bench.results import HISTORY, Result, load
+from bench.stats import Ratio, fmt_factor
 
 PAGE = "OVERHEAD.md"
 
@@ -35,6 +38,11 @@ class OverheadGroup:
     size: str
     machine: str
     results: list[Result] = field(default_factory=list)
+    results_dir: Path | None = None  # where the machine's noise study is looked for (bench/noise)
+
+    @cached_property
+    def judge(self) -> Judge:
+        return Judge(self.results, self.results_dir)
 
     def ms(self, benchmark: str, column: str) -> float | None:
         for r in self.results:
@@ -45,9 +53,14 @@ class OverheadGroup:
     def result(self, benchmark: str, column: str) -> Result | None:
         return next((r for r in self.results if r.cell.model == benchmark and r.cell.variant == column), None)
 
-    def ratio(self, benchmark: str, numerator: str, denominator: str) -> float | None:
-        a, b = self.ms(benchmark, numerator), self.ms(benchmark, denominator)
-        return a / b if a and b else None
+    def ratio(self, benchmark: str, numerator: str, denominator: str) -> Ratio | None:
+        """numerator / denominator with its interval. One worker process per env times all of its columns, so each
+        column's figure is one process: its interval borrows the machine's process spread (its noise study), and
+        without one the ratio decides nothing. None unless both columns are ok."""
+        a, b = self.result(benchmark, denominator), self.result(benchmark, numerator)
+        if a is None or b is None:
+            return None
+        return claims.judged(self.judge, a, b, claims.ONE_PROCESS_COLUMN)
 
 
 def load_overhead(results_dir: Path) -> list[OverheadGroup]:
@@ -59,7 +72,7 @@ def load_overhead(results_dir: Path) -> list[OverheadGroup]:
             continue
         result = load(path)
         key = (result.cell.profile.removeprefix("overhead-"), machine_label(result.provenance.get("machine", {})))
-        groups.setdefault(key, OverheadGroup(*key)).results.append(result)
+        groups.setdefault(key, OverheadGroup(*key, results_dir=Path(results_dir))).results.append(result)
     return list(groups.values())
 
 
@@ -72,13 +85,8 @@ def cell_text(result: Result | None) -> str:
     return f"{text.fmt_ms(s.median)} ({text.fmt_ms(s.p10)}–{text.fmt_ms(s.p90)})"
 
 
-def fmt_ratio(value: float | None) -> str:
-    return f"{value:.2f}x" if value else "–"
-
-
-def verdict(ours: float | None, claimed: float) -> str:
-    held = holds(ours, claimed)
-    return "not measured" if held is None else "holds" if held else "does not hold"
+def fmt_published(value: float | None) -> str:
+    return fmt_factor(value) if value else "–"
 
 
 def findings_table(group: OverheadGroup) -> list[str]:
@@ -86,7 +94,13 @@ def findings_table(group: OverheadGroup) -> list[str]:
     for f in FINDINGS:
         ours = group.ratio(f.benchmark, f.numerator, f.denominator)
         rows.append(
-            [f.text, SOURCES[f.source], fmt_ratio(published_ratio(f)), fmt_ratio(ours), verdict(ours, f.claimed)]
+            [
+                f.text,
+                SOURCES[f.source],
+                fmt_published(published_ratio(f)),
+                claims.ours(ours),
+                claims.within(ours, f.claimed, HOLDS_FACTOR),
+            ]
         )
     return [
         text.tabulate(
@@ -136,10 +150,11 @@ def group_lines(group: OverheadGroup) -> list[str]:
     keras = [c for c, spec in COLUMNS.items() if spec.keras]
     lines += [
         "Overhead: each Keras column's ms per call over its plain framework's (the pull request's overhead analysis); "
-        "ours, then the pull request's and the issue's:",
+        "ours with its 95% interval (inconclusive: it decides nothing, for the reason numbered under the table), "
+        "then the pull request's and the issue's:",
         "",
     ]
-    rows = []
+    rows, undecided = [], []
     for b in BENCHMARKS:
         row = [BENCHMARKS[b].display]
         for c in keras:
@@ -148,13 +163,23 @@ def group_lines(group: OverheadGroup) -> list[str]:
                 figures.get((s, b, c)) and figures.get((s, b, base)) and figures[(s, b, c)] / figures[(s, b, base)]
                 for s in SOURCES
             ]
-            row.append(f"{fmt_ratio(group.ratio(b, c, base))} ({' / '.join(fmt_ratio(p) for p in reversed(pub))})")
+            ours = group.ratio(b, c, base)
+            shown = claims.ours(ours)
+            if ours is not None and not ours.decidable:
+                undecided.append(f"({len(undecided) + 1}) {BENCHMARKS[b].display}, {COLUMNS[c].display} / "
+                                 f"{COLUMNS[base].display}: {text.md(ours.reason)}")
+                shown += f" inconclusive ({len(undecided)})"
+            row.append(f"{shown} ({' / '.join(fmt_published(p) for p in reversed(pub))})")
         rows.append(row)
     headers = ["benchmark"] + [f"{COLUMNS[c].display} / {COLUMNS[COLUMNS[c].baseline].display}" for c in keras]
     lines += [text.tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True), ""]
+    if undecided:
+        lines += ["Why a ratio above is inconclusive:", ""] + [f"- {line}" for line in undecided] + [""]
     lines += [
-        "Published findings re-tested on this machine (a finding holds when our ratio is within "
-        f"{HOLDS_FACTOR:g}x of the published one, either way):",
+        "Published findings re-tested on this machine (a finding holds when our ratio's whole 95% interval is within "
+        f"{HOLDS_FACTOR:g}x of the published ratio, either way, and does not hold when it lies wholly outside; each "
+        "column is one process (one worker per env times all its columns), so its interval borrows this machine's "
+        "process spread from its noise study, and without one the finding is inconclusive):",
         "",
     ]
     lines += findings_table(group) + [""]

@@ -1,5 +1,6 @@
 """The tuning study's section (issue 15): the study's workloads per backend, each tuning variant as a ratio to its
-backend's reference variant, and each published finding (bench/data/keras3_tuning_2024.csv) beside ours.
+backend's reference variant with its 95% interval and a verdict (faster, slower, same, inconclusive), and each published
+finding (bench/data/keras3_tuning_2024.csv) beside ours, holding, not holding or inconclusive by that interval.
 
 Reads the table's loaded results only; returns no lines for a table without study models or tuning variants, so
 every other table's output is unchanged. `render()` also writes the section alone to TUNING.md beside RESULTS.md.
@@ -12,12 +13,15 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+from bench import claims
+from bench.judge import Judge
 from bench.profiles import get_profile
 from bench.registry import get_model
 from bench.report.analysis import TableAnalysis
 from bench.report.load import Loaded
 from bench.report.sections import Page
-from bench.report.text import fmt_ms, fmt_x, github_table, md
+from bench.report.text import fmt_ms, github_table, md
+from bench.stats import FASTER, SAME, SLOWER, Ratio, verdict
 from bench.variants import is_tuning, reference_variant, tuning_variant
 
 TUNING_CSV = Path(__file__).resolve().parent.parent / "data" / "keras3_tuning_2024.csv"
@@ -71,21 +75,23 @@ def hours_apart(a: Figure, b: Figure) -> float:
     return abs((created[0] - created[1]).total_seconds()) / 3600
 
 
-def ratio_text(reference: Figure | None, variant: Figure) -> str:
-    """reference ms / variant ms: above 1 the variant is faster. `≈` when the gap is within the two cells' spread.
-    A ratio of cells measured hours apart says so: a machine label ("AMD EPYC (2 cores)") can stand for hosts of
-    different speeds at different times (seen here: the same ViT fit 2.8x faster ten hours later), so such a ratio is
-    not a variant's effect."""
+def variant_ratio(judge: Judge, reference: Figure | None, variant: Figure) -> Ratio | None:
+    """variant / reference with the Judge's interval (B / A: above 1 the variant is slower). Undecided where the two
+    were measured hours apart: a machine label ("AMD EPYC (2 cores)") can stand for hosts of different speeds at
+    different times (seen here: the same ViT fit 2.8x faster ten hours later), so such a ratio is not a variant's
+    effect. None unless both cells are ok."""
     if reference is None or reference.ms is None or variant.ms is None:
-        return "—"
-    ratio = reference.ms / variant.ms
-    noise = max(reference.cv, variant.cv)
+        return None
+    found = claims.judged(judge, reference.item.result, variant.item.result)
     apart = hours_apart(reference, variant)
-    return (
-        fmt_x(ratio)
-        + (" ≈" if abs(ratio - 1) < noise else "")
-        + (f" (measured {apart:.0f} h apart)" if apart > SAME_SESSION_HOURS else "")
-    )
+    if found is not None and apart > SAME_SESSION_HOURS:
+        found = found.undecided(f"measured {apart:.0f} h apart")
+    return found
+
+
+def ratio_text(r: Ratio | None) -> str:
+    """reference ms / variant ms (above 1: the variant is faster), with its interval where it can decide."""
+    return claims.ours(r.inverse()) if r is not None else "—"
 
 
 def workloads_table(cells: dict[tuple, Figure]) -> list[str]:
@@ -116,7 +122,7 @@ def workloads_table(cells: dict[tuple, Figure]) -> list[str]:
     ]
 
 
-def variants_table(cells: dict[tuple, Figure]) -> list[str]:
+def variants_table(cells: dict[tuple, Figure], judge: Judge) -> list[str]:
     rows = []
     for (backend, model, task, batch, variant), fig in sorted(cells.items()):
         if not is_tuning(variant):
@@ -127,6 +133,7 @@ def variants_table(cells: dict[tuple, Figure]) -> list[str]:
         ref_text = (
             f"{fmt_ms(reference.ms)} ({base})" if reference and reference.ms is not None else f"not measured ({base})"
         )
+        r = variant_ratio(judge, reference, fig)
         rows.append(
             [
                 f"{get_model(model).display} {task}",
@@ -135,18 +142,21 @@ def variants_table(cells: dict[tuple, Figure]) -> list[str]:
                 variant,
                 value,
                 ref_text,
-                ratio_text(reference, fig),
+                ratio_text(r),
+                claims.compared(r) if r is not None else "—",
                 f"`{fig.item.path}`",
             ]
         )
     if not rows:
         return []
     return [
-        "Each tuning variant against its backend's reference variant on the same workload and batch: ratio = reference ms / "
-        "variant ms (above 1: the variant is faster; ≈: within the larger of the two cells' CVs, not resolved).",
+        "Each tuning variant against its backend's reference variant on the same workload and batch: ratio = reference "
+        "ms / variant ms with its 95% interval (above 1: the variant is faster); the variant is faster or slower where "
+        "the interval excludes 1, the same where it lies within ±5% of 1, else inconclusive (with the reason).",
         "",
         github_table(
-            rows, ["Workload", "Batch", "Backend", "Variant", "ms/step", "Reference ms/step", "Ratio", "File"]
+            rows,
+            ["Workload", "Batch", "Backend", "Variant", "ms/step", "Reference ms/step", "Ratio", "Variant is", "File"],
         ),
     ]
 
@@ -164,9 +174,9 @@ def first(cells: dict[tuple, Figure], backend: str, model: str, task: str, varia
     return found[0][1] if found else None
 
 
-def findings_rows(table: TableAnalysis, cells: dict[tuple, Figure]) -> list[list[str]]:
-    """Each published finding with ours where the table has its cells. Ours: a ratio of our medians chosen to
-    answer the same question, stated in the row; a GPU finding measured here on a CPU says so."""
+def findings_rows(table: TableAnalysis, cells: dict[tuple, Figure], judge: Judge) -> list[list[str]]:
+    """Each published finding with ours where the table has its cells. Ours: a ratio of our cells chosen to answer
+    the same question, stated in the row, with its 95% interval; a GPU finding measured here on a CPU says so."""
     on_gpu = any((l.result.provenance.get("machine") or {}).get("gpus") for l in table.group.items)
     hardware = (
         "GPU"
@@ -176,10 +186,13 @@ def findings_rows(table: TableAnalysis, cells: dict[tuple, Figure]) -> list[list
     if get_profile(table.group.profile).shapes_from != "paper" and table.group.profile != "paper":
         hardware = f"{table.group.profile} profile: reduced shapes, not comparable with the published figure"
     vit = lambda backend, variant: first(cells, backend, "vit", "fit", variant)
+    # ours: the other cell's ms over the cell of the side a published figure above 1 calls faster (the Judge's B / A)
+    ratio_of = lambda claimed_faster, other: claims.judged(judge, claimed_faster.item.result, other.item.result)
     out = []
     for f in published_findings():
         name, config = f["finding"], f["config"]
-        ours, how = None, "not measured in this table"
+        ours: Ratio | None = None
+        throughput, how = None, "not measured in this table"
         if name == "jax_over_torch_speedup":
             workers = int(config.split()[-1])
             torch_variant = f"loader-workers-{workers}"
@@ -188,7 +201,7 @@ def findings_rows(table: TableAnalysis, cells: dict[tuple, Figure]) -> list[list
                 vit(b, torch_variant) or (vit(b, "default") if workers == 0 else None) for b in ("jax", "torch")
             )
             if jax and torch:
-                ours = torch.ms / jax.ms
+                ours = ratio_of(jax, torch)
                 fed = lambda fig: (
                     "a torch DataLoader" if fig.item.result.cell.variant == torch_variant else "in-memory data"
                 )
@@ -196,7 +209,7 @@ def findings_rows(table: TableAnalysis, cells: dict[tuple, Figure]) -> list[list
         elif name == "sdpa_closes_gap":
             jax, torch = vit("jax", "default"), vit("torch", "sdpa")
             if jax and torch:
-                ours, how = torch.ms / jax.ms, "ViT fit, torch with the SDPA attention layer ms / JAX ms"
+                ours, how = ratio_of(jax, torch), "ViT fit, torch with the SDPA attention layer ms / JAX ms"
         elif name == "throughput":
             model = "gemma_2b" if f["model"] == "gemma-2b-lora" else f["model"]
             batch = int(config.split()[-1])
@@ -206,7 +219,7 @@ def findings_rows(table: TableAnalysis, cells: dict[tuple, Figure]) -> list[list
             )
             if fig and fig.ms is not None:
                 ran = fig.item.result.cell.batch_size
-                ours, how = (
+                throughput, how = (
                     fig.samples_per_s(),
                     f"Gemma 2B LoRA fit on {f['backend_a']} at batch {ran}"
                     + ("" if ran == batch else f" (the published batch {batch} did not run here)"),
@@ -219,39 +232,51 @@ def findings_rows(table: TableAnalysis, cells: dict[tuple, Figure]) -> list[list
                 )
                 if base and high:
                     ours, how = (
-                        base.ms / high.ms,
+                        ratio_of(high, base),
                         f"{get_model(model).display} fit on Keras's torch backend: default ms / matmul-high ms"
                         + (" (the published finding is Gemma 2B's)" if model != "gemma_2b" else ""),
                     )
                     break
-        holds = verdict(f, ours) if "not comparable" not in hardware else "not comparable (reduced shapes)"
+        measured = ours is not None or throughput is not None
+        if "not comparable" in hardware:
+            holds = "not comparable (reduced shapes)" if measured else "not measured"
+        elif f["unit"] != "x":
+            holds = "not comparable (a throughput of other hardware)" if measured else "not measured"
+        else:
+            holds = finding_verdict(f, ours)
         out.append(
             [
                 md(name),
                 md(f["model"]),
                 md(config),
                 md(f["value"]) + " " + md(f["unit"]),
-                ("" if ours is None else (f"{ours:.2f} samples/s" if f["unit"] == "samples/s" else fmt_x(ours))),
+                f"{throughput:.2f} samples/s" if throughput is not None else claims.ours(ours) if ours is not None else "",
                 holds,
                 md(how),
-                md(hardware) if ours is not None else "",
+                md(hardware) if measured else "",
             ]
         )
     return out
 
 
-def verdict(finding: dict[str, str], ours: float | None) -> str:
-    """Whether our figure points the same way as the published one: for a speedup, both above 1.05, both within
-    5% of 1 (`~1.0`), or not; a throughput is a figure of its hardware, not a finding to hold or not."""
+def side(finding: dict[str, str], ratio: float) -> str:
+    """What a speed-up says (above 1: backend_a, or the tuning, faster): faster beyond 5% either way, else equal."""
+    a, b = (finding["backend_a"], finding["backend_b"]) if finding["backend_b"] else ("the tuning", "without it")
+    return f"{a} faster" if ratio > 1.05 else f"{b} faster" if ratio < 1 / 1.05 else "about equal"
+
+
+def finding_verdict(finding: dict[str, str], ours: Ratio | None) -> str:
+    """Whether ours points the way the published speed-up does, decided by its interval: the published side
+    (backend_a faster, backend_b faster, about equal within 5%) holds when our interval shows the same (wholly
+    above 1, wholly below 1, wholly within ±5% of 1), does not hold when it shows another, else inconclusive."""
     if ours is None:
         return "not measured"
-    if finding["unit"] != "x":
-        return "not comparable (a throughput of other hardware)"
-    published = float(finding["value"].lstrip("~"))
-    # A ratio above 1: backend_a faster than backend_b, or (one backend) the tuning faster than without it.
-    a, b = (finding["backend_a"], finding["backend_b"]) if finding["backend_b"] else ("the tuning", "without it")
-    side = lambda x: f"{a} faster" if x > 1.05 else f"{b} faster" if x < 1 / 1.05 else "about equal"
-    return "holds" if side(published) == side(ours) else f"does not hold here (ours: {side(ours)})"
+    # ours is B / A with A the side a published ratio above 1 calls faster: B slower means A faster
+    shown = {SLOWER: side(finding, 2.0), FASTER: side(finding, 0.5), SAME: side(finding, 1.0)}.get(verdict(ours))
+    if shown is None:
+        return claims.compared(ours)
+    published = side(finding, float(finding["value"].lstrip("~")))
+    return "holds" if shown == published else f"does not hold here (ours: {shown})"
 
 
 def tuning_section(table: TableAnalysis, page: Page) -> list[str]:
@@ -262,16 +287,18 @@ def tuning_section(table: TableAnalysis, page: Page) -> list[str]:
     # The study's cells, and the reference cells its tuning variants are compared with (a published model's too).
     compared = {(*k[:4], reference_variant(k[0])) for k in every if is_tuning(k[4])}
     cells = {k: f for k, f in every.items() if is_study_item(f.item) or k in compared}
+    judge = Judge(table.group.results, page.fig_dir.parent)
     lines = workloads_table(cells)
-    variants = variants_table(cells)
+    variants = variants_table(cells, judge)
     if variants:
         lines += ([""] if lines else []) + variants
     lines += [
         "",
-        "Published findings (bench/data/keras3_tuning_2024.csv) beside ours:",
+        "Published findings (bench/data/keras3_tuning_2024.csv) beside ours (a ratio with its 95% interval; a "
+        "speed-up holds where our interval points the same way, beyond 5% or within it):",
         "",
         github_table(
-            findings_rows(table, cells),
+            findings_rows(table, cells, judge),
             ["Finding", "Model", "Published config", "Published", "Ours", "Holds?", "Ours is", "Hardware"],
         ),
     ]

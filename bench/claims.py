@@ -1,0 +1,82 @@
+"""How the studies word a comparison: ours as a ratio with its interval, and a verdict that says why where it decides
+nothing. The statistics are bench/stats.py's and which comparisons can decide is the Judge's (bench/judge.py); this
+module only words them, so that the generate, tuning, overhead and grid sections say the same thing the same way.
+Standard library only (the grid's findings are pure functions of numbers).
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from bench import stats
+from bench.stats import INCONCLUSIVE, STEPS_ONLY, Ratio, fmt_factor, fmt_ratio
+
+if TYPE_CHECKING:
+    from bench.judge import Judge
+    from bench.results import Result
+
+NOT_MEASURED = "not measured"
+MAKE_NOISE = "run `make noise` to measure this machine's process spread"
+ONE_PROCESS_CELL = f"one process per cell; {MAKE_NOISE}, or re-run the cells with REPEATS=3"
+ONE_PROCESS_COLUMN = f"one process per column; {MAKE_NOISE}"
+
+
+def label(result: Result) -> str:
+    """A cell as a reason names it: its backend, and its variant where that is not the default."""
+    cell = result.cell
+    return cell.backend if cell.variant == "default" else f"{cell.backend} {cell.variant}"
+
+
+def judged(judge: Judge, a: Result, b: Result, one_process: str = ONE_PROCESS_CELL) -> Ratio | None:
+    """B / A as the Judge decides it, with its reason worded for a reader: a noisy side named, and a side of one
+    process whose machine has no measured process spread saying how to measure it. None unless both cells are ok."""
+    found = judge.ratio(a, b)
+    if found is None or found.decidable:
+        return found
+    reason = found.reason
+    for side, result in (("A", a), ("B", b)):
+        reason = reason.replace(f"{side} noisy: ", f"{label(result)} noisy: ")
+        estimate = judge.estimate(result)
+        if estimate is not None and estimate.basis == STEPS_ONLY and estimate.note:
+            reason = reason.replace(estimate.note, one_process)
+    return Ratio(found.value, found.log_se, found.dof, False, "; ".join(dict.fromkeys(reason.split("; "))))
+
+
+def ours(r: Ratio | None) -> str:
+    """Our ratio as printed beside a verdict: with its 95% interval where it can decide; the value alone where it
+    cannot (its verdict says why), so that no interval that covers step noise only is read as the cell's."""
+    if r is None:
+        return "–"
+    return fmt_ratio(r) if r.decidable else fmt_factor(r.value)
+
+
+def _worded(verdict: str, r: Ratio | None, straddles: str) -> str:
+    if verdict != INCONCLUSIVE:
+        return verdict
+    if r is None:
+        return NOT_MEASURED
+    if not r.decidable or r.interval() is None:
+        return f"{INCONCLUSIVE} ({r.reason or 'no interval'})"
+    return f"{INCONCLUSIVE} ({straddles})"
+
+
+def within(r: Ratio | None, claimed: float, factor: float) -> str:
+    """A published ratio re-tested (bench/stats.py claim_within), worded: holds, does not hold, inconclusive (why)
+    or not measured."""
+    low, high = claimed / factor, claimed * factor
+    return _worded(
+        stats.claim_within(r, claimed, factor),
+        r,
+        f"the interval reaches across an edge of {fmt_factor(low, unit='')}–{fmt_factor(high)}",
+    )
+
+
+def above(r: Ratio | None, threshold: float) -> str:
+    """A published "more than `threshold`" re-tested (bench/stats.py claim_above), worded."""
+    return _worded(stats.claim_above(r, threshold), r, f"the interval contains {fmt_factor(threshold)}")
+
+
+def compared(r: Ratio | None, band: float = stats.EQUIVALENCE_BAND) -> str:
+    """B against A (bench/stats.py verdict): faster, slower, same, inconclusive (why) or not measured."""
+    return _worded(
+        stats.verdict(r, band), r, f"the interval contains 1× and reaches beyond ±{band:.0%} of it"
+    )
