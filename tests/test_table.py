@@ -3,6 +3,7 @@
 Goldens are regenerated only on purpose: BENCH_UPDATE_GOLDEN=1 pytest tests/test_table.py
 """
 import difflib
+import math
 import os
 import re
 import struct
@@ -10,10 +11,12 @@ from pathlib import Path
 
 import pytest
 
+import bench.noise
+
 pytest.importorskip("tabulate")
 pytest.importorskip("matplotlib")
 
-from bench import cli
+from bench import cli, stats
 from bench.errors import BenchError
 from bench.profiles import get_profile
 from bench.registry import Cell
@@ -114,12 +117,14 @@ def make(
     tokens=None,
     git=COMMIT_A,
     created="2026-11-20T10:00:00+00:00",
-    repeats=1,
+    repeats=None,
     steadiness=None,
     reference=None,
 ):
-    """A schema-valid result; `ms` is the median of its timed steps (or a list of raw step times)."""
+    """A schema-valid result; `ms` is the median of its timed steps (or a list of raw step times). `repeats`: its
+    processes (default: the profile's, 3 for paper, else 1), each 1% apart, centred on `ms`."""
     prof = get_profile(profile)
+    repeats = repeats or (3 if profile == "paper" else 1)
     cell = Cell(backend, model, task, bs, profile, variant, prof.warmup_steps, 5)
     settings = {"unit": unit}
     if backend == "native-torch":
@@ -153,7 +158,7 @@ def make(
             Run(
                 status="ok",
                 first_step_ms=5000.0 + 100 * r,
-                timed_ms=[t * (1 + 0.01 * r) for t in timed],
+                timed_ms=[t * (1 + 0.01 * (r - (repeats - 1) / 2)) for t in timed],
                 tokens_per_step=tokens,
                 settings=settings,
                 framework=framework,
@@ -290,6 +295,15 @@ def write_all(results_dir, results):
     return results_dir
 
 
+@pytest.fixture(scope="module", autouse=True)
+def no_committed_noise_study(tmp_path_factory):
+    """A one-process cell borrows its machine's spread from a noise study, looked for beside the results and in the
+    repository's results/: the fixtures' machines must not find the committed one."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(bench.noise, "REPO_ROOT", tmp_path_factory.mktemp("no-repo"))
+        yield
+
+
 @pytest.fixture(scope="module")
 def rendered(tmp_path_factory):
     results = write_all(tmp_path_factory.mktemp("results"), smoke_cpu() + paper_h100() + paper_a100())
@@ -424,24 +438,22 @@ def test_rows_in_published_order_with_extra_rows_after_their_task(rendered):
     assert "Mistral fit (batch 8)" in paper(rendered[1])  # listed as not measured
 
 
-def test_bold_marks_the_fastest_keras3_backend(rendered):
+def test_bold_marks_only_a_confident_winner(rendered):
     section = paper(rendered[1])
-    sam = row(section, "SegmentAnything fit")
-    assert sam[4] == "**330.0 ±3.2%**" and "**" not in sam[3] + sam[5] + sam[2] + sam[6] + sam[7]
+    sam = row(section, "SegmentAnything fit")  # JAX 330 against TF 373 and PyTorch 1389, 3 processes each
+    assert sam[4] == "**330.0 ±4.5%**" and "**" not in sam[3] + sam[5] + sam[2] + sam[6] + sam[7]
     assert sam[8] == "330.0 (JAX)"
-    # A tie at the shown precision: both bold, both named.
+    # TF and JAX 0.01% apart: a tie, no bold, both named.
     tie = row(section, "SegmentAnything predict")
-    assert tie[3].startswith("**376.3") and tie[4].startswith("**376.3") and "**" not in tie[5]
-    assert tie[8] == "376.3 (TF, JAX) ≈"  # a tie is within any noise: not resolved
-    # Only some backends ran: the fastest of those is bold, the best column says so with †.
-    bert = row(section, "BERT predict")
+    assert "**" not in "".join(tie) and tie[8] == "376.3 (TF ≈ JAX, tie)"
+    # Two Keras 3 backends ran, 14% apart: the faster wins; † says fewer than three were ranked.
     gemma = row(section, "Gemma fit")
-    assert gemma[3] == "**232.5 ±3.2%**" and gemma[4] == "273.7 ±3.2%" and gemma[8] == "232.5 (TF) †"
+    assert gemma[3] == "**232.5 ±4.5%**" and gemma[4] == "273.7 ±4.5%" and gemma[8] == "232.5 (TF) †"
     # A single Keras 3 number is not called the fastest: no bold, the best column still has it (with †).
     bert = row(section, "BERT predict")
-    assert bert[4] == "418.7 ±3.2%" and bert[3] == bert[5] == "" and bert[8] == "418.7 (JAX) †"
+    assert bert[4] == "418.7 ±4.5%" and bert[3] == bert[5] == "" and bert[8] == "418.7 (JAX) †"
     smoke = sections(rendered[1])["3. smoke profile — CPU AMD EPYC (2 cores)"]
-    assert row(smoke, "BERT fit")[5] == "**0.900 ±3.2% ⚠**" and row(smoke, "BERT fit")[4] == "14.70 ±45.9%"
+    assert row(smoke, "BERT fit")[5] == "0.900 ±5.0%ˢ ⚠" and row(smoke, "BERT fit")[4] == "14.70 ±87%ˢ noisy"
 
 
 def test_status_cells_and_notes(rendered):
@@ -458,18 +470,23 @@ def test_status_cells_and_notes(rendered):
     assert "4. Gemma needs Keras 3; NA as published" in notes
 
 
-def test_spread_units_and_tokens(rendered):
+def test_each_cell_shows_its_figure_and_its_intervals_wider_side(rendered):
     section = paper(rendered[1])
-    assert row(section, "SegmentAnything fit")[2] == "386.9 ±3.2%"
-    assert "coefficient of variation" in section and "Spread above" not in section
+    keras2 = make("keras2", "sam", "fit", 1, 386.93)  # the fixture's cell: 3 processes of 5 steps
+    found = stats.estimate([run.timed_ms for run in keras2.runs])
+    assert found.basis == stats.PROCESSES and found.processes == 3
+    assert row(section, "SegmentAnything fit")[2] == f"{found.center:.1f} ±{found.half_width() * 100:.1f}%"
+    assert "wider side of its 95% interval" in section and "coefficient of variation" not in section
+    assert "Processes per cell: 3 (24 cells), 2 (1 cell); timed steps per process: 5." in section
     smoke = sections(rendered[1])["3. smoke profile — CPU AMD EPYC (2 cores)"]
-    assert row(smoke, "BERT fit")[4] == "14.70 ±45.9%"
-    assert "Spread above 10% in 1 cell: too few or unsteady steps" in smoke
+    assert row(smoke, "BERT fit")[4] == "14.70 ±87%ˢ noisy"  # one process: steps only; a spread beyond the bound
+    assert "Processes per cell: 1 (4 cells)" in smoke
+    assert "stand on: steps only (4 cells); 1 noisy cell, not ranked" in smoke
     gen = row(section, "Gemma generate (ms/call)")
-    assert gen[4] == "**1128.2 ±3.2% · 1276.4 tok/s**"  # 1440 tokens / 1.12821 s = 1276.38
-    assert row(section, "StableDiffusion predict (ms/denoising step)")[3] == "**600.2 ±3.2%**"
+    assert gen[4] == "1128.2 ±4.5% · 1276.4 tok/s"  # 1440 tokens / 1.12821 s = 1276.38; a tie with TF: no bold
+    assert row(section, "StableDiffusion predict (ms/denoising step)")[3] == "**600.2 ±4.5%**"
     comparison = section.split("Measured ÷ published")[1]
-    assert row(comparison, "StableDiffusion predict (ms/denoising step)")[3] == "0.97 (600.2 / 616.0)"
+    assert row(comparison, "StableDiffusion predict (ms/denoising step)")[3] == "0.974 (0.932–1.02; 600.2 / 616.0)"
 
 
 # ---------------------------------------------------------------- provenance
@@ -513,11 +530,12 @@ def test_comparison_with_published_for_paper_only(rendered):
     section = paper(rendered[1])
     comparison = section.split("### 1.2")[1]
     assert "Copied verbatim from ../shared/reference" in comparison  # the CSV's source note is kept
-    assert row(comparison, "BERT fit")[4] == "1.10 (244.6 / 222.4)"
-    assert row(comparison, "BERT fit")[2] == "1.00 (486.0 / 486.0)"
+    # ours over published, with our interval divided by the published figure (which has none)
+    assert row(comparison, "BERT fit")[4] == "1.10 (1.05–1.15; 244.6 / 222.4)"
+    assert row(comparison, "BERT fit")[2].endswith("; 486.0 / 486.0)")
     assert row(comparison, "BERT fit")[5] == "error"
     assert row(comparison, "Gemma fit")[2] == "NA (published NA)"
-    assert row(comparison, "BERT fit")[6] == "1.00 (214.5 / 214.5)"  # best vs published best
+    assert row(comparison, "BERT fit")[6].endswith("; 214.5 / 214.5)")  # best vs published best
     ratios = comparison.split("Measured ÷ published")[1].split("Throughput speedup per row")[0]
     assert sum(1 for l in ratios.splitlines() if l.startswith("| BERT fit ")) == 1  # the bs-16 row is not compared
     h100 = sections(rendered[1])["2. paper profile — 1x NVIDIA H100 80GB HBM3"]
@@ -531,14 +549,26 @@ def test_derived_findings_ours_and_published(rendered):
     section = paper(rendered[1]).split("### 1.2")[1]
     findings = section.split("Throughput speedup per row")[1]
     sam = row(findings, "SegmentAnything")
-    # ours: (386.93/330 + 1859.27/376.31) / 2; published: (386.93/355.25 + 1859.27/376.34) / 2
-    assert sam[1] == f"{(386.93 / 330 + 1859.27 / 376.31) / 2:.2f}× (2 rows)"
-    assert sam[2] == f"{(386.93 / 355.25 + 1859.27 / 376.34) / 2:.2f}× (2 rows)"
-    assert sam[3] == f"{700 / 330:.2f}× (1 row of 2)" and sam[4] == f"{350 / 330:.2f}× (1 row of 2)"
+    # ours: the geometric mean of 386.93/330 and 1859.27/376.31 (the fastest of the tie), with its interval
+    ours = stats.fmt_factor(math.sqrt(386.93 / 330 * 1859.27 / 376.31))
+    assert re.fullmatch(re.escape(ours) + r" \(\S+–\S+\) Keras 3 faster \(2 rows\)", sam[1]), sam[1]
+    # published: the geometric mean beside the arithmetic one its Figure 1 shows
+    assert sam[2] == (
+        f"{stats.fmt_factor(math.sqrt(386.93 / 355.25 * 1859.27 / 376.34))} geometric · "
+        f"{stats.fmt_factor((386.93 / 355.25 + 1859.27 / 376.34) / 2)} arithmetic, as Figure 1 (2 rows)"
+    )
+    assert sam[3].startswith(f"{stats.fmt_factor(700 / 330)} (") and sam[3].endswith("Keras 3 faster (1 row of 2)")
+    assert sam[4].startswith(f"{stats.fmt_factor(350 / 330)} (") and sam[4].endswith("(1 row of 2)")
     assert row(findings, "Gemma")[1] == "—" and row(findings, "Gemma")[2] == "—"
+    assert "Figure 1 averages the rows arithmetically; ours is geometric so that it has an interval" in section
     assert (
-        "Single fastest Keras 3 backend, published: no single backend wins every row (rows won, of the 12 with ≥2 Keras 3 numbers; a tie counts for each tied backend: JAX 7, TF 5)"
-        in section
+        "Single fastest Keras 3 backend, ours: no single backend wins every row (rows won with 95% confidence, of "
+        "the 7 with two or more ranked Keras 3 backends: TF 3, JAX 1; 3 ties, 0 inconclusive)" in section
+    )
+    assert (
+        "Single fastest Keras 3 backend, published: no single backend wins every row (rows won, of the 12 with ≥2 "
+        "Keras 3 numbers; the published figures have no interval, so the fastest at the shown precision wins and a "
+        "tie counts for each tied backend: JAX 7, TF 5)" in section
     )
 
 
@@ -629,12 +659,12 @@ def test_readme_without_markers_is_refused_untouched(rendered, tmp_path):
     assert readme.read_text() == "# no markers\n"
 
 
-def test_unsteady_cells_drift_and_unresolved_rows_are_shown(rendered):
+def test_unsteady_cells_drift_and_inconclusive_rows_are_shown(rendered):
     section = rendered[1].split("smoke profile — CPU")[-1]
     bert = row(section, "BERT fit")
-    assert bert[5] == "**0.900 ±3.2% ⚠**"  # Keras 3 (PyTorch): a compile inside its timed steps
-    assert bert[8].endswith("≈")  # TF 0.95 vs PyTorch 0.90 while the machine drifted 30%
-    assert "⚠ unsteady (1 cell)" in section and "≈ (1 row)" in section
+    assert bert[5] == "0.900 ±5.0%ˢ ⚠"  # Keras 3 (PyTorch): a compile inside its timed steps
+    assert bert[8] == "0.900 (lowest: PyTorch, inconclusive) †"  # one process each: steps only, nothing decided
+    assert "0 winners, 0 ties, 1 inconclusive among the 1 row" in section and "1 unsteady cell" in section
     assert "ranged from 1 to 1.3 ms, 30% apart" in section
     assert "1 compile/retrace event(s) inside the timed steps" in section  # the reason, in the per-cell details
 
@@ -647,3 +677,91 @@ def test_results_of_cells_no_longer_in_the_registry_are_listed_not_tabled(tmp_pa
     render(results, results / "RESULTS.md")
     text = (results / "RESULTS.md").read_text()
     assert "## Results of cells no longer in the registry" in text and "unknown model 'retired_model'" in text
+
+
+# ---------------------------------------------------------------- verdicts
+
+
+def rendered_table(tmp_path, results):
+    render(write_all(tmp_path / "results", results), tmp_path / "RESULTS.md")
+    return (tmp_path / "RESULTS.md").read_text()
+
+
+def test_a_confident_difference_wins_and_a_small_one_is_a_tie(tmp_path):
+    # three processes each: JAX 1.5x faster than TF on BERT fit, 1.02x on BERT predict
+    text = rendered_table(
+        tmp_path,
+        [
+            make("jax", "bert", "fit", 32, 110.0),
+            make("tensorflow", "bert", "fit", 32, 165.0),
+            make("jax", "bert", "predict", 256, 110.0),
+            make("tensorflow", "bert", "predict", 256, 112.2),
+        ],
+    )
+    table = paper(text)
+    fit, predict = row(table, "BERT fit"), row(table, "BERT predict")
+    assert fit[4] == "**110.0 ±4.5%**" and fit[3] == "165.0 ±4.5%" and fit[8] == "110.0 (JAX) †"
+    assert "**" not in "".join(predict) and predict[8] == "110.0 (JAX ≈ TF, tie) †"
+    assert "1 winner, 1 tie, 0 inconclusive among the 2 rows" in table
+    assert "rows won with 95% confidence, of the 2 with two or more ranked Keras 3 backends: JAX 1; 1 tie" in table
+
+
+def test_a_noisy_cell_is_shown_and_not_ranked(tmp_path):
+    # JAX has the lowest figure, but its steps jump between halves (a disturbed machine); TF beats PyTorch clearly
+    jumpy = [40.0, 41.0, 40.5, 80.0, 81.0, 80.5]
+    text = rendered_table(
+        tmp_path,
+        [
+            make("jax", "bert", "fit", 32, jumpy),
+            make("tensorflow", "bert", "fit", 32, 110.0),
+            make("torch", "bert", "fit", 32, 220.0),
+        ],
+    )
+    fit = row(paper(text), "BERT fit")
+    assert fit[4].startswith("60.") and fit[4].endswith(" noisy") and "**" not in fit[4]
+    assert fit[3] == "**110.0 ±4.5%**"  # the winner among the ranked backends
+    assert fit[8] == "110.0 (TF) †; JAX lower but noisy"
+    assert "second half's median is" in paper(text).split("Per-cell measurements")[1]  # the reason, in the details
+
+
+def test_a_row_of_one_process_per_cell_without_a_noise_study_names_no_winner(tmp_path):
+    kw = dict(profile="smoke", machine=CPU)  # one process each; no noise study for this machine
+    text = rendered_table(
+        tmp_path, [make("jax", "bert", "fit", 2, 1.0, **kw), make("tensorflow", "bert", "fit", 2, 1.5, **kw)]
+    )
+    fit = row(text, "BERT fit")
+    assert "**" not in "".join(fit) and fit[4] == "1.000 ±5.0%ˢ" and fit[8] == "1.000 (lowest: JAX, inconclusive) †"
+    assert "0 winners, 0 ties, 1 inconclusive" in text and "stand on: steps only (2 cells)" in text
+
+
+def test_a_one_process_cell_borrows_the_machines_noise_study_spread(tmp_path):
+    import json
+
+    results = tmp_path / "results"
+    (results / "noise").mkdir(parents=True)
+    study = {"format": "noise-1", "process_spread": {"log_sd": 0.02, "dof": 20}}
+    (results / "noise" / "cpu-amd-epyc-2-cores.json").write_text(json.dumps(study))
+    kw = dict(profile="smoke", machine=CPU)
+    text = rendered_table(
+        tmp_path, [make("jax", "bert", "fit", 2, 1.0, **kw), make("tensorflow", "bert", "fit", 2, 1.5, **kw)]
+    )
+    fit = row(text, "BERT fit")
+    assert fit[4].startswith("**1.000 ±") and fit[4].endswith("%ᵐ**") and fit[8] == "1.000 (JAX) †"
+    assert "stand on: machine spread (2 cells)" in text
+
+
+def test_the_speedups_carry_an_interval_and_a_verdict_and_no_ratio_prints_as_zero(tmp_path):
+    text = rendered_table(
+        tmp_path,
+        [
+            make("jax", "bert", "fit", 32, 110.0),
+            make("tensorflow", "bert", "fit", 32, 165.0),
+            make("keras2", "bert", "fit", 32, 330.0),
+            make("native-torch", "bert", "fit", 32, 0.004, variant="compiled"),  # 27,500x faster: a tiny ratio
+        ],
+    )
+    findings = paper(text).split("Throughput speedup per row")[1]
+    bert = row(findings, "BERT")
+    assert re.fullmatch(r"3\.00× \(\d\.\d+–\d\.\d+\) Keras 3 faster \(1 row\)", bert[1]), bert[1]
+    assert re.fullmatch(r"0\.0000364× \(\S+–\S+\) Keras 3 slower \(1 row\)", bert[4]), bert[4]
+    assert not re.findall(r"(?<![\w.])0\.0+(?:×|–| \(|\)|;)", text)  # no ratio rounded to zero ("0.00×")

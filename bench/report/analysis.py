@@ -1,13 +1,19 @@
-"""The analysis, done once per table: per-row facts (medians, winners, unit, whether the ranking is within the
-noise), the table's status notes, machine drift and the speedups. Every renderer reads these objects; none
-recomputes them, so the Markdown, the findings and the figures cannot disagree.
+"""The analysis, done once per table: per-row facts (each cell's figure and interval, the ranking of the Keras 3
+backends with its verdict), the table's status notes, machine drift and the speed-ups. Every renderer reads these
+objects; none recomputes them, so the Markdown, the findings and the figures cannot disagree.
+
+Every figure, interval and verdict comes from one bench.judge.Judge per table (bench/stats.py's statistics), so the
+tables decide a winner exactly as `make compare` decides a difference.
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import statistics
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bench import stats
+from bench.judge import Judge
 from bench.registry import get_model
 from bench.report.load import (
     COLUMNS,
@@ -25,52 +31,125 @@ from bench.report.load import (
 )
 from bench.report.text import distinct, fmt_ms, md
 from bench.results import Result
+from bench.stats import Estimate, Noise, Ratio
 
-NOISY_CV = 0.10  # a cell whose steps vary more than this is flagged under its table
 KERAS2 = Column("keras2", "default")
 MESSAGE_LIMIT = 400  # characters of a status message quoted in a note; the rest stays in the result file
 
+# How a row's Keras 3 backends rank (RowFacts.outcome).
+WINNER = "winner"  # the fastest is faster than every other ranked backend with confidence
+TIE = "tie"  # the fastest cannot be told apart from some other: the same within the band, or an undecided interval
+INCONCLUSIVE = "inconclusive"  # some comparison with the fastest cannot be decided (steps only, no interval)
+UNCONTESTED = "uncontested"  # fewer than two ranked Keras 3 backends: nothing to rank
 
-def median(loaded: Loaded | None) -> float | None:
-    if loaded is None or loaded.result.status != "ok":
-        return None
-    return loaded.result.summary().median
+
+class CellJudge:
+    """A table's Judge with its answers kept: each cell's estimate and noise are asked for by every renderer."""
+
+    def __init__(self, judge: Judge):
+        self.judge = judge
+        self._estimates: dict[int, Estimate | None] = {}
+        self._noise: dict[int, Noise] = {}
+        self._ratios: dict[tuple[int, int], Ratio | None] = {}
+
+    def estimate(self, loaded: Loaded | None) -> Estimate | None:
+        """The cell's figure and its 95% interval; None unless ok."""
+        if loaded is None:
+            return None
+        key = id(loaded.result)
+        if key not in self._estimates:
+            self._estimates[key] = self.judge.estimate(loaded.result)
+        return self._estimates[key]
+
+    def noise(self, loaded: Loaded) -> Noise:
+        key = id(loaded.result)
+        if key not in self._noise:
+            self._noise[key] = self.judge.noise(loaded.result)
+        return self._noise[key]
+
+    def ratio(self, a: Loaded | None, b: Loaded | None) -> Ratio | None:
+        """B / A with its interval (bench.judge.Judge.ratio); None unless both are ok."""
+        if a is None or b is None:
+            return None
+        key = (id(a.result), id(b.result))
+        if key not in self._ratios:
+            self._ratios[key] = self.judge.ratio(a.result, b.result)
+        return self._ratios[key]
+
+
+def figure_of(cells: CellJudge, loaded: Loaded | None) -> float | None:
+    found = cells.estimate(loaded)
+    return found.center if found else None
 
 
 @dataclass
 class RowFacts:
     key: RowKey
     cells: dict[Column, Loaded]
-    keras3_ms: dict[str, float]  # backend -> median, Keras 3 backends with a number
-    winners: list[str]  # fastest Keras 3 backend(s), equal at the shown precision
+    figures: dict[Column, float]  # every ok cell's headline figure (its estimate's center)
+    keras3_ms: dict[str, float]  # backend -> figure, every Keras 3 backend with a number (noisy ones included)
+    ranked: list[str]  # the Keras 3 backends that take part in the ranking (a number, not noisy), fastest first
+    noisy: list[Column]  # cells measured on a disturbed machine: shown, not ranked
+    outcome: str = UNCONTESTED  # WINNER, TIE, INCONCLUSIVE or UNCONTESTED
+    winners: list[str] = field(default_factory=list)  # WINNER: the one; TIE: the fastest and those tied with it
+    reason: str = ""  # INCONCLUSIVE: why a comparison with the fastest cannot be decided
     unit: str | None = None  # for the row label, when every cell has the same unit and it is not ms/step
     unit_in_cell: bool = False  # the cells' units differ, so each cell names its own
-    within_noise: bool = False  # see within_noise()
     published_batch: int | None = None  # the published row's batch size; None: not a published row
 
     @property
+    def fastest(self) -> str | None:
+        """The ranked Keras 3 backend with the lowest figure (the winner only where outcome is WINNER)."""
+        return self.ranked[0] if self.ranked else None
+
+    @property
+    def best(self) -> Loaded | None:
+        """The cell of Keras 3 (best): the fastest ranked backend's."""
+        return self.cells.get(Column(self.fastest, "default")) if self.fastest else None
+
+    @property
     def best_ms(self) -> float | None:
-        return min(self.keras3_ms.values()) if self.keras3_ms else None
+        return self.keras3_ms[self.fastest] if self.fastest else None
 
     def ms(self, column: Column) -> float | None:
-        return median(self.cells.get(column))
+        """The cell's headline figure (the geometric mean of its processes' medians; one process: its median)."""
+        return self.figures.get(column)
 
 
-def winners_of(ms: dict[str, float]) -> list[str]:
-    if not ms:
-        return []
-    best = fmt_ms(min(ms.values()))
-    return [b for b, m in ms.items() if fmt_ms(m) == best]
+def rank_keras3(facts: RowFacts, cells: CellJudge) -> None:
+    """Set the row's outcome: a winner only where the fastest ranked backend is faster than each other with
+    confidence (B / A of the other over the fastest is `slower`); a tie among the fastest and the backends whose
+    comparison with it is decided but is not `slower`; inconclusive where any comparison cannot be decided."""
+    if len(facts.ranked) < 2:
+        facts.outcome, facts.winners = UNCONTESTED, []
+        return
+    fastest = facts.cells[Column(facts.ranked[0], "default")]
+    tied, undecided = [], []
+    for backend in facts.ranked[1:]:
+        found = cells.ratio(fastest, facts.cells[Column(backend, "default")])
+        if found is None or not found.decidable or found.interval() is None:
+            undecided.append(found.reason if found is not None and found.reason else "no interval")
+        elif stats.verdict(found) != stats.SLOWER:
+            tied.append(backend)
+    if undecided:
+        facts.outcome, facts.winners, facts.reason = INCONCLUSIVE, [], "; ".join(dict.fromkeys(undecided))
+    elif tied:
+        facts.outcome, facts.winners = TIE, [facts.ranked[0], *tied]
+    else:
+        facts.outcome, facts.winners = WINNER, [facts.ranked[0]]
 
 
-def row_facts(profile: str, key: RowKey, cells: dict[Column, Loaded]) -> RowFacts:
-    keras3 = {b: m for b in KERAS3 if (m := median(cells.get(Column(b, "default")))) is not None}
-    facts = RowFacts(key, cells, keras3, winners_of(keras3), published_batch=published_batch(profile, key))
-    units = distinct(l.result.unit for l in cells.values() if l.result.status == "ok")
+def row_facts(profile: str, key: RowKey, row: dict[Column, Loaded], cells: CellJudge) -> RowFacts:
+    figures = {c: v for c, loaded in row.items() if (v := figure_of(cells, loaded)) is not None}
+    noisy = [c for c, loaded in row.items() if c in figures and cells.noise(loaded).noisy]
+    keras3 = {b: figures[c] for b in KERAS3 if (c := Column(b, "default")) in figures}
+    ranked = sorted((b for b in keras3 if Column(b, "default") not in noisy), key=lambda b: keras3[b])
+    facts = RowFacts(key, row, figures, keras3, ranked, noisy, published_batch=published_batch(profile, key))
+    rank_keras3(facts, cells)
+    units = distinct(l.result.unit for l in row.values() if l.result.status == "ok")
     facts.unit_in_cell = len(units) > 1
     if len(units) == 1 and units[0] != "ms/step":
         facts.unit = units[0]
-    facts.within_noise = within_noise(facts)
     return facts
 
 
@@ -101,39 +180,67 @@ def drift_of(results: Iterable[Result]) -> float | None:
     return max(refs) / min(refs) - 1 if len(refs) >= 2 else None
 
 
-def within_noise(facts: RowFacts) -> bool:
-    """The row's ranking is not resolved: the gap between its two fastest Keras 3 backends is smaller than their
-    spread (cv) or than the machine's drift while they ran."""
-    ranked = sorted(facts.keras3_ms.items(), key=lambda kv: kv[1])
-    if len(ranked) < 2:
-        return False
-    (first, best), (second, runner_up) = ranked[:2]
-    results = [facts.cells[Column(b, "default")].result for b in (first, second)]
-    noise = max([r.summary().cv for r in results] + [drift_of(results) or 0.0])
-    return runner_up / best - 1 < noise
-
-
-def speedups(rows: list[RowFacts], base: Callable[[RowFacts], float | None]) -> dict[str, list[float]]:
-    """Per model: base_ms / Keras 3 (best) ms of every row that has both (a throughput speedup at equal batch)."""
-    out: dict[str, list[float]] = {}
+def speedups(rows: list[RowFacts], base: Column, cells: CellJudge) -> dict[str, list[Ratio]]:
+    """Per model: base / Keras 3 (best) of every row that has both, with its interval (a throughput speed-up at
+    equal batch: above 1, Keras 3 (best) is faster)."""
+    out: dict[str, list[Ratio]] = {}
     for f in rows:
-        b = base(f)
-        if b is not None and f.best_ms:
-            out.setdefault(f.key.model, []).append(b / f.best_ms)
+        found = cells.ratio(f.best, f.cells.get(base))
+        if found is not None and found.value > 0:
+            out.setdefault(f.key.model, []).append(found)
     return out
 
 
-def published_facts() -> list[RowFacts]:
-    """The published Table 2 as row facts (no cells), so its winners and speedups come from the same code."""
-    facts = []
-    for key, values in read_published()[1].items():
-        keras3 = {b: values[b] for b in KERAS3 if values[b] is not None}
-        facts.append(RowFacts(key, {}, keras3, winners_of(keras3)))
-    return facts
+def mean_speedup(ratios: list[Ratio] | None) -> Ratio | None:
+    """A model's speed-up: the geometric mean of its rows' ratios with its interval (bench.stats.geometric_mean)."""
+    return stats.geometric_mean(ratios) if ratios else None
 
 
-def published_keras2(facts: RowFacts) -> float | None:
-    return read_published()[1].get(facts.key, {}).get("keras2")
+def keras3_verdict(speedup: Ratio | None) -> str:
+    """A speed-up (other / Keras 3 best) read from Keras 3's side: `faster` when Keras 3 (best) is faster with
+    confidence, `slower`, `same` or `inconclusive`."""
+    return stats.verdict(speedup.inverse() if speedup is not None and speedup.value > 0 else None)
+
+
+@dataclass
+class PublishedRow:
+    """A published Table 2 row: its figures (no interval: the paper gives none) and the fastest Keras 3 backends
+    at the shown precision."""
+
+    key: RowKey
+    keras3_ms: dict[str, float]
+    keras2_ms: float | None
+
+    @property
+    def best_ms(self) -> float | None:
+        return min(self.keras3_ms.values()) if self.keras3_ms else None
+
+    @property
+    def winners(self) -> list[str]:
+        if not self.keras3_ms:
+            return []
+        best = fmt_ms(self.best_ms)
+        return [b for b, m in self.keras3_ms.items() if fmt_ms(m) == best]
+
+
+def published_rows_facts() -> list[PublishedRow]:
+    return [
+        PublishedRow(key, {b: values[b] for b in KERAS3 if values[b] is not None}, values.get("keras2"))
+        for key, values in read_published()[1].items()
+    ]
+
+
+def published_speedups(rows: list[PublishedRow]) -> dict[str, list[float]]:
+    """Per model: the published Keras 2 / Keras 3 (best) of every row with both (the published Figure 1's bars)."""
+    out: dict[str, list[float]] = {}
+    for f in rows:
+        if f.keras2_ms is not None and f.best_ms:
+            out.setdefault(f.key.model, []).append(f.keras2_ms / f.best_ms)
+    return out
+
+
+def geometric(values: list[float]) -> float:
+    return statistics.geometric_mean(values)
 
 
 def status_notes(rows: list[RowFacts]) -> tuple[list[str], dict[tuple[RowKey, Column], int]]:
@@ -160,18 +267,19 @@ class TableAnalysis:
     """Everything one table's renderers need, computed once."""
 
     group: Group
+    judge: Judge
+    cells: CellJudge
     rows: list[RowFacts]
     notes: list[str]
     note_refs: dict[tuple[RowKey, Column], int]
     missing: list[RowKey]  # published rows (at this profile's batch sizes) with no result in this table
     references_ms: list[float]
     drift: float | None
-    noisy_cells: int
-    unsteady_cells: int
-    speedup_keras2: dict[str, list[float]]  # per model, Keras 3 (best) over Keras 2
-    speedup_native: dict[Column, dict[str, list[float]]]  # per native PyTorch variant, then per model
-    published: list[RowFacts]  # the published rows, paper profile only (others are not comparable)
+    speedup_keras2: dict[str, list[Ratio]]  # per model, Keras 2 / Keras 3 (best) of each row
+    speedup_native: dict[Column, dict[str, list[Ratio]]]  # per native PyTorch variant, then per model
+    published: list[PublishedRow]  # the published rows, paper profile only (others are not comparable)
     published_speedup_keras2: dict[str, list[float]]
+    results_dir: Path | None = None
     # Another stack's table: today's table of the same profile and machine, which it is set beside (None: none)
     today: TableAnalysis | None = None
 
@@ -179,39 +287,60 @@ class TableAnalysis:
     def paper(self) -> bool:
         return self.group.profile == "paper"
 
-    @property
-    def unresolved_rows(self) -> int:
-        return sum(1 for f in self.rows if f.within_noise)
+    def estimate(self, loaded: Loaded | None) -> Estimate | None:
+        """A cell's figure with its 95% interval (None unless ok)."""
+        return self.cells.estimate(loaded)
+
+    def ratio(self, a: Loaded | None, b: Loaded | None) -> Ratio | None:
+        """B / A with its 95% interval; not decidable where a side is noisy, the processors differ or an interval
+        covers steps only. None unless both are ok."""
+        return self.cells.ratio(a, b)
+
+    def noise(self, loaded: Loaded) -> Noise:
+        """The noise gates of a cell: a noisy cell is shown, not ranked."""
+        return self.cells.noise(loaded)
 
     def ok_cells(self) -> list[Loaded]:
         return [l for f in self.rows for l in f.cells.values() if l.result.status == "ok"]
 
+    def rows_with(self, outcome: str) -> list[RowFacts]:
+        return [f for f in self.rows if f.outcome == outcome]
 
-def analyse_group(group: Group) -> TableAnalysis:
+    def noisy_cells(self) -> list[tuple[RowFacts, Column]]:
+        return [(f, c) for f in self.rows for c in f.noisy]
+
+    def unsteady_cells(self) -> int:
+        return sum(1 for f in self.rows for l in f.cells.values() if unsteady_reasons(l.result))
+
+
+def analyse_group(group: Group, results_dir: Path | None = None) -> TableAnalysis:
+    judge = Judge(group.results, results_dir)
+    cells = CellJudge(judge)
     # A study's models (bench/report/tuning.py shows them) are no rows of the published table.
     rows = [
-        row_facts(group.profile, key, cells) for key, cells in group.grid().items() if not get_model(key.model).study
+        row_facts(group.profile, key, row, cells)
+        for key, row in group.grid().items()
+        if not get_model(key.model).study
     ]
     notes, refs = status_notes(rows)
     present = {f.key for f in rows}
     paper = group.profile == "paper"
-    published = published_facts() if paper else []
+    published = published_rows_facts() if paper else []
     return TableAnalysis(
         group=group,
+        judge=judge,
+        cells=cells,
         rows=rows,
         notes=notes,
         note_refs=refs,
         missing=[k for k, _ in expected_rows(group.profile) if k not in present],
         references_ms=references_ms(group.results),
         drift=drift_of(group.results),
-        noisy_cells=sum(
-            1 for f in rows for l in f.cells.values() if l.result.status == "ok" and l.result.summary().cv > NOISY_CV
-        ),
-        unsteady_cells=sum(1 for f in rows for l in f.cells.values() if unsteady_reasons(l.result)),
-        speedup_keras2=speedups(rows, lambda f: f.ms(KERAS2)),
-        speedup_native={c: speedups(rows, lambda f, c=c: f.ms(c)) for c in NATIVE},
+        speedup_keras2=speedups(rows, KERAS2, cells),
+        speedup_native={c: speedups(rows, c, cells) for c in NATIVE},
         published=published,
-        published_speedup_keras2=speedups(published, published_keras2),
+        published_speedup_keras2=published_speedups(published),
+        results_dir=results_dir,
     )
 
 
@@ -230,7 +359,7 @@ def analyse(results_dir: Path) -> Report:
     # Archived results stay readable forever: a cell today's registry no longer has is listed, not tabled.
     retired = [(item, why) for item in items if (why := item.result.cell.why_not_in_registry())]
     current = [item for item in items if not item.result.cell.why_not_in_registry()]
-    tables = [analyse_group(g) for g in group_results(current)]
+    tables = [analyse_group(g, Path(results_dir)) for g in group_results(current)]
     todays = {(t.group.profile, t.group.machine): t for t in tables if t.group.stack == "today"}
     for table in tables:
         if table.group.stack != "today":

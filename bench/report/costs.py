@@ -61,7 +61,8 @@ def cost_row(label: str, item: Loaded, out_dir: Path) -> tuple[list[str], float]
     cell = result.cell
     run = result.runs[0]  # a full-size CPU run is one process per cell; repeats are summed in the wall column
     wall = sum(r.wall_s or 0.0 for r in result.runs)
-    timed = f"{len(run.timed_ms)} × {fmt_ms(result.summary().median)}" if result.status == "ok" and run.timed_ms else ""
+    figure = result.figure() if result.status == "ok" and run.timed_ms else None
+    timed = f"{len(run.timed_ms)} × {fmt_ms(figure)}" if figure is not None else ""
     peaks = [r.process.get("peak_rss_gib") for r in result.runs if (r.process or {}).get("peak_rss_gib") is not None]
     planned = planned_gib(item, out_dir)
     variant = "" if cell.variant == "default" else f" ({cell.variant})"
@@ -92,7 +93,7 @@ def costs_section(table: TableAnalysis, page: Page) -> list[str]:
         "Status",
         "Set-up (s)",
         "First step (s)",
-        "Timed (n × median ms)",
+        "Timed (n × figure ms)",
         "Cell wall (s)",
         "Peak RSS (GiB)",
         "Plan (GiB)",

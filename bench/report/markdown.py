@@ -1,17 +1,45 @@
 """The Markdown of a table's numbers: the main table (as published: one row per model / task / batch, one column
-per backend), its legend and status notes, and the per-cell details."""
+per backend), its legend and status notes, and the per-cell details.
+
+A cell reads "1.23 ±2.1%": its figure (the geometric mean of its processes' medians) and the wider side of its 95%
+interval as a share of it, with marks for what the interval stands on and for a disturbed machine. Bold names a
+winner only where the judge decided one (bench/report/analysis.py rank_keras3)."""
 from __future__ import annotations
 
-from bench.report.analysis import NOISY_CV, RowFacts, TableAnalysis, unsteady_reasons
-from bench.report.load import COLUMNS, KERAS3, Column
+from collections import Counter
+
+from bench import stats
+from bench.report.analysis import INCONCLUSIVE, TIE, UNCONTESTED, WINNER, RowFacts, TableAnalysis, unsteady_reasons
+from bench.report.load import COLUMNS, KERAS3, Column, Loaded
 from bench.report.sections import Page
 from bench.report.text import BEST, SHORT, fmt_ms, github_table, joined, md, plural, status_label
-from bench.results import Result
+from bench.stats import Estimate
+
+# What a cell's interval stands on, as a mark after its ±; a cell of several processes has none.
+BASIS_MARKS = {stats.STEPS_ONLY: "ˢ", stats.MACHINE_SPREAD: "ᵐ", stats.PROCESSES: "", stats.NO_INTERVAL: ""}
+NOISY_MARK = "noisy"
+UNSTEADY_MARK = "⚠"
+TIE_SIGN = "≈"
 
 
-def measured_text(result: Result, unit_in_cell: bool) -> str:
-    s = result.summary()
-    text = f"{fmt_ms(s.median)} ±{s.cv * 100:.1f}%" + (" ⚠" if unsteady_reasons(result) else "")
+def spread_text(found: Estimate) -> str:
+    """'±2.1%ˢ': the interval's wider side over the figure, marked with its basis; 'no interval' without one."""
+    half = found.half_width()
+    if half is None:
+        return "(no interval)"
+    percent = half * 100
+    text = f"±{percent:.1f}%" if percent < 10 else f"±{percent:.0f}%"
+    return text + BASIS_MARKS.get(found.basis, "")
+
+
+def measured_text(table: TableAnalysis, loaded: Loaded, unit_in_cell: bool) -> str:
+    result = loaded.result
+    found = table.estimate(loaded)
+    text = f"{fmt_ms(found.center)} {spread_text(found)}"
+    if table.noise(loaded).noisy:
+        text += f" {NOISY_MARK}"
+    if unsteady_reasons(result):
+        text += f" {UNSTEADY_MARK}"
     if unit_in_cell:
         text += f" {result.unit}"
     if result.tokens_per_s():
@@ -38,17 +66,30 @@ def cell_text(table: TableAnalysis, facts: RowFacts, column: Column) -> str:
         return ""
     if loaded.result.status != "ok":
         return f"{status_label(loaded.result.status)} [{table.note_refs[(facts.key, column)]}]"
-    text = measured_text(loaded.result, facts.unit_in_cell)
-    if column.backend in facts.winners and len(facts.keras3_ms) >= 2:
+    text = measured_text(table, loaded, facts.unit_in_cell)
+    if facts.outcome == WINNER and column.backend in facts.winners and column.variant == "default":
         text = f"**{text}**"
     return text
 
 
 def best_text(facts: RowFacts) -> str:
-    if facts.best_ms is None:
-        return ""
-    marker = ("" if len(facts.keras3_ms) == len(KERAS3) else " †") + (" ≈" if facts.within_noise else "")
-    return f"{fmt_ms(facts.best_ms)} ({', '.join(SHORT[b] for b in facts.winners)}){marker}"
+    """Keras 3 (best): the fastest ranked figure and what the ranking decided."""
+    if facts.fastest is None:
+        return "not ranked (noisy)" if facts.keras3_ms else ""
+    figure, fastest = fmt_ms(facts.best_ms), SHORT[facts.fastest]
+    if facts.outcome == WINNER:
+        text = f"{figure} ({fastest})"
+    elif facts.outcome == TIE:
+        text = f"{figure} ({f' {TIE_SIGN} '.join(SHORT[b] for b in facts.winners)}, tie)"
+    elif facts.outcome == INCONCLUSIVE:
+        text = f"{figure} (lowest: {fastest}, inconclusive)"
+    else:
+        text = f"{figure} ({fastest})"
+    if len(facts.ranked) < len(KERAS3):
+        text += " †"
+    # a noisy cell with a lower figure is no winner, and the reader must see that it was set aside
+    lower = [SHORT[b] for b, ms in facts.keras3_ms.items() if b not in facts.ranked and ms < facts.best_ms]
+    return text + (f"; {', '.join(lower)} lower but {NOISY_MARK}" if lower else "")
 
 
 def main_table(table: TableAnalysis) -> list[str]:
@@ -63,33 +104,64 @@ def main_table(table: TableAnalysis) -> list[str]:
     return lines
 
 
+def count_text(counts: Counter) -> str:
+    """'3 (12 cells), 1 (2 cells)': each distinct count, most cells first."""
+    return ", ".join(f"{n} ({plural(k, 'cell')})" for n, k in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def steps_text(table: TableAnalysis) -> str:
+    per_process = [len(run.timed_ms) for l in table.ok_cells() for run in l.result.runs if run.timed_ms]
+    if not per_process:
+        return "none"
+    low, high = min(per_process), max(per_process)
+    return str(low) if low == high else f"{low} to {high} (median {sorted(per_process)[len(per_process) // 2]})"
+
+
 def legend(table: TableAnalysis) -> list[str]:
-    counts = joined((f"{l.result.summary().count}" for l in table.ok_cells()), ", ")
+    estimates = [e for l in table.ok_cells() if (e := table.estimate(l)) is not None]
+    processes = Counter(e.processes for e in estimates)
+    bases = Counter(e.basis for e in estimates)
+    contested = [f for f in table.rows if f.outcome != UNCONTESTED]
     lines = [
-        "Each cell: **median** ms/step over every timed step of the cell (all repeats pooled; the first step and the warm-up "
-        "steps are excluded) **± the coefficient of variation** (stdev / mean) of those steps. Lower is better. "
-        f"Timed steps per cell: {counts or 'none'} (per-cell details below).",
+        "Each cell: its **figure**, the geometric mean of its processes' median step times (one process: its median; "
+        "the first step and the warm-up steps are excluded), **± the wider side of its 95% interval** as a share of "
+        "the figure (a Student-t interval on the logarithms of the processes' medians, Kalibera & Jones; "
+        "docs/METHOD.md). Lower is better. "
+        f"Processes per cell: {count_text(processes) or 'none'}; timed steps per process: {steps_text(table)}.",
         "Unit: ms/step unless the row names another (generate rows: ms per generate call, with generated tokens/s; "
         "StableDiffusion predict: ms per denoising step).",
-        "**Bold**: the fastest Keras 3 backend of the row, as published (ties at the shown precision are all bold; "
-        "no bold where fewer than two Keras 3 backends have a number). "
-        f"{BEST}: that figure and its backend; † = chosen among fewer than three Keras 3 backends with a number.",
+        "**Bold**: the row's winner, the fastest Keras 3 backend where it is faster than every other ranked Keras 3 "
+        f"backend with 95% confidence. {TIE_SIGN} and \"tie\" in {BEST}: the fastest cannot be told apart from the "
+        f"backends named with it (no bold). \"inconclusive\": an interval of the row cannot decide (it covers one "
+        f"process's steps only, or a cell has none), so the lowest figure is named but no winner. {BEST}: the fastest "
+        "ranked figure and its backend; † = ranked among fewer than three Keras 3 backends (the others have no number "
+        "or are noisy; with one, nothing is ranked); \"lower "
+        f"but {NOISY_MARK}\": a Keras 3 cell with a lower figure was set aside as noisy.",
+        f"Marks: ˢ steps only, a cell of one process whose interval covers its steps only (the process-to-process "
+        f"spread, usually the larger part, is not known: it decides nothing); ᵐ machine spread, a cell of one process "
+        f"whose interval borrows the machine's process-to-process spread from its noise study (`make noise`); "
+        f"{NOISY_MARK}: measured while the machine was disturbed (the drift probe far from its quiet value, a step "
+        f"spread beyond the bound, or a jump between the first and second half of its steps), shown with its "
+        f"figures and not ranked; {UNSTEADY_MARK} unsteady: a compile inside the timed steps, warm-up stopped at its "
+        "cap, a step far above the median or an impossible derived figure. The reasons are in the per-cell details.",
         "NA: the cell cannot run on that backend (unsupported); OOM: out of memory; timeout: killed at the time limit; "
         "error: the cell failed. [n] points to the note with the message. Empty: not run.",
     ]
-    if table.noisy_cells:
+    if contested or bases:
+        tally = [
+            plural(len(table.rows_with(WINNER)), "winner"),
+            plural(len(table.rows_with(TIE)), "tie"),
+            f"{len(table.rows_with(INCONCLUSIVE))} inconclusive",
+        ]
+        by_count = sorted(bases.items(), key=lambda kv: (-kv[1], kv[0]))
+        basis = ", ".join(f"{b} ({plural(n, 'cell')})" for b, n in by_count)
+        noisy = table.noisy_cells()
         lines.append(
-            f"Spread above {NOISY_CV:.0%} in {plural(table.noisy_cells, 'cell')}: too few or unsteady steps; read those medians as rough."
-        )
-    if table.unsteady_cells:
-        lines.append(
-            f"⚠ unsteady ({plural(table.unsteady_cells, 'cell')}): a compile inside the timed steps, warm-up stopped at its cap, "
-            "a step far above the median or an impossible derived figure; the reasons are in the per-cell details."
-        )
-    if table.unresolved_rows:
-        lines.append(
-            f"≈ ({plural(table.unresolved_rows, 'row')}): the gap between the two fastest Keras 3 backends is smaller than their "
-            "spread or the machine's drift while they ran, so that ranking is not resolved."
+            f"In this table: {', '.join(tally)} among the {plural(len(contested), 'row')} with two or more ranked "
+            f"Keras 3 backends; the intervals stand on: {basis}"
+            + (f"; {plural(len(noisy), 'noisy cell')}, not ranked" if noisy else "")
+            + (f"; {plural(table.unsteady_cells(), 'unsteady cell')}" if table.unsteady_cells() else "")
+            + "."
         )
     if table.drift is not None:
         refs = table.references_ms
@@ -107,32 +179,55 @@ def head_section(table: TableAnalysis, page: Page) -> list[str]:
     numbers = main_table(table)
     lines = [numbers[0], "", *[f"- {text}" for text in legend(table)], *numbers[1:]]
     if table.missing:
-        lines += [
-            "",
-            f"Published rows not measured in this table: {', '.join(f'{k.label()} (batch {k.batch_size})' for k in table.missing)}.",
-        ]
+        missing = ", ".join(f"{k.label()} (batch {k.batch_size})" for k in table.missing)
+        lines += ["", f"Published rows not measured in this table: {missing}."]
     return lines
 
 
-def details_row(facts: RowFacts, column: Column) -> list[str]:
+def sampling_text(loaded: Loaded) -> str:
+    """How the cell's processes chose their step counts (runs[].sampling): the target and how many reached it,
+    what stopped the others."""
+    found = [run.sampling for run in loaded.result.runs if run.sampling]
+    if not found:
+        return "not recorded"
+    if all(s.get("stopped_by") == "fixed" for s in found):
+        return f"fixed count ({joined((s.get('steps') for s in found), ', ')} steps)"
+    target = (found[0].get("rule") or {}).get("target_half_width")
+    reached = sum(1 for s in found if s.get("reached"))
+    text = (f"±{target:.0%} " if isinstance(target, (int, float)) else "") + f"reached in {reached} of {len(found)}"
+    capped = Counter(s.get("stopped_by") for s in found if not s.get("reached"))
+    if capped:
+        text += "; capped: " + ", ".join(f"{why} ({n})" for why, n in sorted(capped.items(), key=str))
+    return text
+
+
+def interval_text(found: Estimate | None) -> str:
+    interval = found.interval() if found else None
+    return f"{fmt_ms(interval[0])}–{fmt_ms(interval[1])}" if interval else ""
+
+
+def details_row(table: TableAnalysis, facts: RowFacts, column: Column) -> list[str]:
     loaded = facts.cells[column]
     r = loaded.result
     s = r.summary()
-    spread = r.repeat_spread()
+    found = table.estimate(loaded)
     firsts = [run.first_step_ms for run in r.runs if run.first_step_ms is not None]
     reasons = unsteady_reasons(r)
+    noise = table.noise(loaded) if found else None
+    steps = [len(run.timed_ms) for run in r.runs if run.timed_ms]
     return [
         facts.key.label(),
         str(facts.key.batch_size),
         column.header,
         r.status,
         str(len(r.runs)),
-        str(s.count) if s else "",
-        f"{fmt_ms(s.median)} {r.unit}" if s else "",
-        fmt_ms(s.mean) if s else "",
+        ", ".join(str(n) for n in steps),
+        f"{fmt_ms(found.center)} {r.unit}" if found else "",
+        interval_text(found),
+        (found.basis + (f" ({md(found.note)})" if found.basis == stats.MACHINE_SPREAD else "")) if found else "",
         f"{fmt_ms(s.p10)}–{fmt_ms(s.p90)}" if s else "",
-        f"{s.cv:.1%}" if s else "",
-        f"{spread.cv:.1%}" if spread else "",
+        sampling_text(loaded) if found else "",
+        (md("; ".join(noise.reasons)) or "none") if noise else "",
         ", ".join(f"{x:.0f}" for x in firsts),
         md(joined(run.first_step_contains for run in r.runs) or "not recorded"),
         md("; ".join(reasons)) if reasons else ("yes" if any(run.steadiness for run in r.runs) else "not checked"),
@@ -149,18 +244,20 @@ def details_section(table: TableAnalysis, page: Page) -> list[str]:
         "Batch",
         "Backend",
         "Status",
-        "Runs",
-        "Steps",
-        "Median",
-        "Mean",
-        "p10–p90",
-        "CV",
-        "Run-median CV",
+        "Processes",
+        "Steps per process",
+        "Figure",
+        "95% interval",
+        "Interval basis",
+        "p10–p90 of the steps",
+        "Sampling",
+        "Noise",
         "First step (ms)",
         "First step holds",
         "Steady",
         "tok/s",
         "File",
     ]
-    body = [details_row(f, c) for f in table.rows for c in COLUMNS if c in f.cells]
+    body = [details_row(table, f, c) for f in table.rows for c in COLUMNS if c in f.cells]
     return ["<details><summary>Per-cell measurements</summary>", "", github_table(body, headers), "", "</details>"]
+

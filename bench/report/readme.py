@@ -7,7 +7,7 @@ from pathlib import Path
 from bench.errors import BenchError
 from bench.report.analysis import TableAnalysis
 from bench.report.figures import CAPTIONS
-from bench.report.markdown import main_table
+from bench.report.markdown import legend, main_table
 from bench.report.sections import Page
 from bench.report.text import write_text_atomic
 
@@ -28,9 +28,11 @@ def update_readme(readme: Path, results_md: Path, first: TableAnalysis, page: Pa
         README_START,
         "",
         f"**{group.title}**, {len(group.items)} cells (from [{rel(results_md)}]({rel(results_md)}), "
-        "which has the spread, the provenance and the comparison with the published numbers):",
+        "which has the per-cell details, the provenance and the comparison with the published numbers):",
         "",
         *main_table(first),
+        "",
+        *[f"- {text}" for text in legend(first)],
         "",
     ]
     figure = page.figures.get("per-row")

@@ -151,6 +151,8 @@ MACHINE_TITLE = "Against the machine's limits: MFU and bandwidth use"
 def table_uses(table, results_dir) -> tuple[dict, list[dict]]:
     """(row key, column) -> Use for every ok cell with a count, and the machine ceilings files read (once per
     machine) for results that recorded no ceilings of their own."""
+    import dataclasses
+
     from bench.report.load import COLUMNS
     from bench.roofline.ceilings import load_machine_file
     from bench.roofline.utilisation import use_of
@@ -167,8 +169,10 @@ def table_uses(table, results_dir) -> tuple[dict, list[dict]]:
             if key not in files:
                 files[key] = load_machine_file(results_dir, machine)
             use = use_of(item.result, (files[key] or {}).get("ceilings"))
-            if use is not None:
-                out[(facts.key, column)] = use
+            figure = table.estimate(item)
+            if use is not None and figure is not None and figure.center > 0:
+                # the cell's headline figure (its processes' geometric mean), as every table shows it
+                out[(facts.key, column)] = dataclasses.replace(use, ms=figure.center)
     return out, [f for f in files.values() if f]
 
 
@@ -220,7 +224,7 @@ def machine_section(table, page) -> list[str]:
     if sheets:
         sources.append("the GPU's datasheet (bench/roofline/hardware.py) at " + ", ".join(sheets))
     lines = [
-        "Each ok cell's median over its step's work (docs/ROOFLINE.md; model FLOPs and the least bytes, counted from "
+        "Each ok cell's figure over its step's work (docs/ROOFLINE.md; model FLOPs and the least bytes, counted from "
         "the "
         "shape it ran): **MFU** (its achieved FLOP/s over the ceiling of its framework's matmul in the step's dtype) · "
         "achieved GFLOP/s; for generate, **BW**: the least bytes of a call over the whole call's time, against the "
