@@ -2,9 +2,12 @@
 machine, and B / A with its verdict. Every place that prints a comparison (`make compare`, the tables, the
 findings, the studies, `make noise`) asks one Judge, so they cannot disagree.
 
-A Judge is made over the results it will compare: the drift probe's quiet value is the lowest reading among them
-(and the machine's noise study's, when it has one), and a cell of one process borrows its machine's
-process-to-process spread from the noise study (bench/noise). The statistics themselves are bench/stats.py's.
+A Judge is made over the results it will compare. A cell's drift-probe quiet value is the lowest reading of the run
+it was measured in (its provenance's run_id; results written before run ids count as one run): a cell whose probe
+read far above it was measured on a disturbed machine. Two cells from runs whose quiet values differ by the same
+factor ran on a machine of another speed (another host of the label, or a loaded spell), and are not compared. A cell
+of one process borrows its machine's process-to-process spread from the noise study (bench/noise). The statistics
+themselves are bench/stats.py's.
 """
 from __future__ import annotations
 
@@ -30,6 +33,11 @@ def reference_readings(results: Iterable[Result]) -> list[float]:
     ]
 
 
+def run_of(result: Result) -> str | None:
+    """The orchestrator invocation a result was measured in (None: written before run ids were recorded)."""
+    return result.provenance.get("run_id")
+
+
 def processor_differences(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
     """What differs between two results' processors (bench/provenance.py processor_info), as 'field: x vs y'; empty
     when they are the same processor. A side that recorded none differs only if the other did."""
@@ -52,8 +60,10 @@ class Judge:
         self.results = list(results)
         self.results_dir = results_dir
         self.across_processors = across_processors
-        readings = reference_readings(self.results)
-        self.quiet_reference_ms = min(readings) if readings else None
+        by_run: dict[str | None, list[float]] = {}
+        for result in self.results:
+            by_run.setdefault(run_of(result), []).extend(reference_readings([result]))
+        self._quiet = {run: min(readings) for run, readings in by_run.items() if readings}
         self._spreads: dict[str, ProcessSpread | None] = {}
 
     def spread(self, result: Result) -> ProcessSpread | None:
@@ -70,8 +80,23 @@ class Judge:
         runs = [r for r in result.runs if r.timed_ms]
         return result.estimate(self.spread(result) if len(runs) == 1 else None)
 
+    def quiet_reference_ms(self, result: Result) -> float | None:
+        """The lowest drift-probe reading of the run the result was measured in (None: no reading)."""
+        return self._quiet.get(run_of(result))
+
     def noise(self, result: Result) -> Noise:
-        return result.noise(self.quiet_reference_ms)
+        return result.noise(self.quiet_reference_ms(result))
+
+    def speed_difference(self, a: Result, b: Result) -> str | None:
+        """Why two cells from different runs are not compared: their runs' quiet probe readings differ by more
+        than the noise gate's factor (the machine itself ran at another speed)."""
+        qa, qb = self.quiet_reference_ms(a), self.quiet_reference_ms(b)
+        if run_of(a) == run_of(b) or not qa or not qb or max(qa / qb, qb / qa) <= stats.REFERENCE_FACTOR:
+            return None
+        return (
+            f"the machine ran at another speed in each side's run (drift probe quiet {qa:.3g} ms vs {qb:.3g} ms, "
+            f"over {stats.REFERENCE_FACTOR:g}x apart)"
+        )
 
     def ratio(self, a: Result, b: Result) -> Ratio | None:
         """B / A with its interval; not decidable where either is noisy, they ran on different processors (unless
@@ -84,6 +109,8 @@ class Judge:
             noise = self.noise(result)
             if noise.noisy:
                 found = found.undecided(f"{side} noisy: {'; '.join(noise.reasons)}")
+        if (why := self.speed_difference(a, b)) is not None:
+            found = found.undecided(why)
         differences = processor_differences(a.provenance.get("machine") or {}, b.provenance.get("machine") or {})
         if differences and not self.across_processors:
             found = found.undecided("different processors (" + "; ".join(differences) + ")")
