@@ -151,8 +151,6 @@ MACHINE_TITLE = "Against the machine's limits: MFU and bandwidth use"
 def table_uses(table, results_dir) -> tuple[dict, list[dict]]:
     """(row key, column) -> Use for every ok cell with a count, and the machine ceilings files read (once per
     machine) for results that recorded no ceilings of their own."""
-    import dataclasses
-
     from bench.report.load import COLUMNS
     from bench.roofline.ceilings import load_machine_file
     from bench.roofline.utilisation import use_of
@@ -169,10 +167,8 @@ def table_uses(table, results_dir) -> tuple[dict, list[dict]]:
             if key not in files:
                 files[key] = load_machine_file(results_dir, machine)
             use = use_of(item.result, (files[key] or {}).get("ceilings"))
-            figure = table.estimate(item)
-            if use is not None and figure is not None and figure.center > 0:
-                # the cell's headline figure (its processes' geometric mean), as every table shows it
-                out[(facts.key, column)] = dataclasses.replace(use, ms=figure.center)
+            if use is not None:
+                out[(facts.key, column)] = use
     return out, [f for f in files.values() if f]
 
 

@@ -42,10 +42,6 @@ def fmt_ms(value: float) -> str:
     return f"{value:.3f}"
 
 
-def fmt_x(value: float) -> str:
-    return f"{value:.2f}×"
-
-
 def plural(n: int, word: str) -> str:
     return f"{n} {word}{'s' if n != 1 else ''}"
 

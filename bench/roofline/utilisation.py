@@ -1,11 +1,11 @@
 """A result against its machine's limits: achieved FLOP/s and bytes/s, MFU, bandwidth use (docs/ROOFLINE.md).
 
-The work is the cell's count (bench/roofline/work.py); the time the result's median (ms/step, ms per generate call,
-ms per denoising step: each the unit the count is per). The ceiling, by preference: the run's own probe of the
-cell's framework at the step's dtype (`provenance.ceilings`), the machine's ceilings file (`make ceilings`, measured
-apart from the run), and failing both the framework-free host probe (NumPy float32). On a GPU with a known datasheet
-the datasheet's fraction is given beside the measured one, at the mode the run recorded its float32 matmuls in
-(TF32 or full float32) or bfloat16.
+The work is the cell's count (bench/roofline/work.py); the time the result's headline figure (ms/step, ms per
+generate call, ms per denoising step: each the unit the count is per). The ceiling, by preference: the run's own
+probe of the cell's framework at the step's dtype (`provenance.ceilings`), the machine's ceilings file (`make
+ceilings`, measured apart from the run), and failing both the framework-free host probe (NumPy float32). On a GPU
+with a known datasheet the datasheet's fraction is given beside the measured one, at the mode the run recorded its
+float32 matmuls in (TF32 or full float32) or bfloat16.
 """
 
 from __future__ import annotations
@@ -133,9 +133,10 @@ def float32_mode(result: Result) -> str:
 
 
 def use_of(result: Result, machine_ceilings: dict | None = None) -> Use | None:
-    """An ok result's use of its machine; None when it is not ok or has no count."""
-    summary = result.summary()
-    work = result_work(result) if summary and summary.median > 0 else None
+    """An ok result's use of its machine at its headline figure (its processes' geometric mean, as every table and
+    comparison shows it); None when it is not ok, its figure is not positive, or it has no count."""
+    figure = result.figure()
+    work = result_work(result) if figure and figure > 0 else None
     if work is None:
         return None
-    return Use(work, summary.median, ceiling(result, work.dtype, machine_ceilings))
+    return Use(work, figure, ceiling(result, work.dtype, machine_ceilings))
