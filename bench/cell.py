@@ -19,7 +19,7 @@ from bench.provenance import gpus
 from bench.registry import Cell, get_model
 from bench.results import Run, write_json_atomic
 from bench.runlock import alive
-from bench.timing import Split, StepTimer, Stopwatch
+from bench.timing import Split, StepTimer, Stopwatch, describe_sampling
 
 
 def log(message: str) -> None:
@@ -47,13 +47,18 @@ def measure(cell: Cell) -> Run:
     setup_s = wall.seconds()
     plan = cell.window_plan()
     log(
-        f"set up in {setup_s:.1f} s; running 1 first + {cell.warmup_steps} warm-up (up to {plan.warmup_cap}) + {cell.timed_steps} timed steps ({workload.driver} driver)"
+        f"set up in {setup_s:.1f} s; running 1 first + {cell.warmup_steps} warm-up (up to {plan.warmup_cap}) + {timed_plan(plan)} ({workload.driver} driver)"
     )
-    timer = StepTimer(workload.timing_device, plan)
+    derive = DERIVATIONS[task.derivation] if task.derivation else None  # the rule judges the figures reported
+    timer = StepTimer(workload.timing_device, plan, derive=derive)
     drive(workload, timer)
     workload.steps_run = timer.steps_done
     workload.check()
     split, derived = figures(timer, task.derivation)
+    sampling = timer.sampling()
+    log(describe_sampling(sampling, statistics.median(split.timed_ms)))
+    if (parts := getattr(workload, "split_timer", None)) is not None and parts.done:
+        log("one-token and partial calls: " + describe_sampling(parts.sampling(), statistics.median(parts.timed_figures)))
     steadiness = timer.steadiness(split.timed_ms)
     status, message = "ok", None
     if derived and statistics.median(split.timed_ms) <= 0:
@@ -89,6 +94,19 @@ def measure(cell: Cell) -> Run:
         process={**provenance.process_provenance(), "peak_rss_gib": provenance.peak_rss_gib()},
         device_memory=frameworks.device_memory(backend.framework),
         generate_split=generate_split(workload, cell, split.timed_ms),
+        sampling=sampling,
+    )
+
+
+def timed_plan(plan) -> str:
+    """The plan's timed steps in words, for the cell's log."""
+    if plan.fixed:
+        return f"{plan.timed_steps} timed steps"
+    rule = plan.rule()
+    seconds = f"at least {rule['min_s']:g} s" + (f", at most {rule['max_s']:g} s" if rule["max_s"] else "")
+    return (
+        f"{plan.timed_steps} to {plan.max_timed_steps} timed steps (until the median's 95% interval is within "
+        f"{plan.target_half_width * 100:g}%; {seconds})"
     )
 
 

@@ -74,9 +74,16 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--profile", help=f"{listing(profiles(), 'or')} (default: paper when a CUDA GPU is visible, else smoke)"
     )
-    run.add_argument("--steps", type=positive_int, help="timed steps (default: the profile's)")
+    run.add_argument(
+        "--steps",
+        type=positive_int,
+        help="a fixed count of timed steps (default: the profile's sampling: its fewest steps, then until the "
+        "median's 95%% interval is within its target, up to its cap)",
+    )
     run.add_argument("--warmup", type=non_negative_int, help="warm-up steps after the first (default: the profile's)")
-    run.add_argument("--repeats", type=positive_int, default=1, help="whole-process repeats per cell (default: 1)")
+    run.add_argument(
+        "--repeats", type=positive_int, help="processes per cell, interleaved across the cells (default: the profile's)"
+    )
     run.add_argument("--timeout", type=positive_int, help="seconds per cell process (default: the profile's)")
     run.add_argument("--results-dir", type=Path, default=DEFAULT_RESULTS)
     run.add_argument(
@@ -259,6 +266,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         profile, why = default_profile(machine_info())
         choice = f"default: {why}"
     print(f"profile: {profile} ({choice})", flush=True)
+    if args.repeats is None:
+        args.repeats = get_profile(profile).repeats
     stack, results_dir = args.stack, args.results_dir
     if args.env == "current":  # the unlocked route: apart from every locked result, one folder per environment
         from bench.backends import UNLOCKED_STACK

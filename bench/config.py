@@ -28,7 +28,7 @@ class CellConfig:
 
     cell: dict[str, Any]
     shape: dict[str, Any]
-    window_plan: dict[str, int | None]
+    window_plan: dict[str, int | float | None]
     timeout_s: float
     environment: dict[str, str]
     sources: dict[str, str] = field(default_factory=dict)
@@ -44,13 +44,19 @@ def shape_of(cell: Cell) -> dict[str, Any]:
     return json.loads(json.dumps(values))  # tuples as lists: as it reads back from the result file
 
 
-def window_plan_of(cell: Cell) -> dict[str, int | None]:
+def window_plan_of(cell: Cell) -> dict[str, int | float | None]:
+    """The cell's windows and its sampling rule (bench/timing.py WindowPlan): a fixed count has no max_timed_steps
+    (or one equal to timed_steps) and no bounds in seconds."""
     plan = cell.window_plan()
     return {
         "warmup_steps": plan.warmup_steps,
         "max_warmup_steps": plan.max_warmup_steps,
         "timed_steps": plan.timed_steps,
         "windows_per_step": plan.windows_per_step,
+        "max_timed_steps": plan.max_timed_steps,
+        "target_half_width": plan.target_half_width,
+        "min_timed_s": plan.min_timed_s,
+        "max_timed_s": plan.max_timed_s,
     }
 
 
@@ -71,6 +77,16 @@ def resolve(cell: Cell, timeout_s: float | None = None, environment: dict[str, s
         if cell.max_warmup_steps == max(cell.warmup_steps, profile.max_warmup_steps)
         else COMMAND_LINE
     )
+    fixed = cell.window_plan().fixed
+    if cell.max_timed_steps is None:
+        sources["max_timed_steps"] = f"{COMMAND_LINE} (--steps: a fixed count)"
+    elif cell.max_timed_steps == profile.max_timed_steps:
+        sources["max_timed_steps"] = f"{at} max_timed_steps" + (" (a fixed count)" if fixed else "")
+    else:
+        sources["max_timed_steps"] = f"the cell as given (the profile's is {profile.max_timed_steps})"
+    sources["target_half_width"] = f"{at} target_half_width"
+    for name in ("min_timed_s", "max_timed_s"):
+        sources[name] = "none: a fixed count of timed steps" if fixed else f"{at} {name}"
     published = [r.batch_size for r in published_rows() if (r.model, r.task) == (cell.model, cell.task)]
     own = [r.batch_size for r in spec.rows() if r.task == cell.task]
     if any(profile.batch_size(b) == cell.batch_size for b in published):

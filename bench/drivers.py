@@ -5,10 +5,12 @@ clock. Framework loops (Keras fit/predict, the transformers Trainer) tile their 
 end and the next opens at once, so what the loop does between steps (taking the next batch from its in-memory
 source, its bookkeeping) counts on every backend alike. Keras 3 on PyTorch takes the next batch before
 on_train_batch_begin while JAX and TensorFlow take it inside their step function: tiling times the same thing
-on all three. The loops are started with the plan's largest step count and stopped once the timer has its windows.
+on all three. The loops are started with the plan's largest step count (its warm-up and timed caps) and stopped
+once the timer has its windows, which a sampling plan decides as it goes (bench/timing.py).
 """
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
@@ -28,8 +30,10 @@ def drive_generate(workload, timer: StepTimer) -> None:
     """Generate, split into prefill and decode (bench/generate_split.py): per step, the whole call in `timer`'s
     window (the published ms/call figure, as the "steps" driver times it), then the one-new-token and partial
     calls in a second timer's windows (`workload.split_timer`), alternating their order step by step. Each timer
-    keeps its own warm-up; the loop goes on until both have their windows, so every part is timed interleaved with
-    the whole calls and the machine's drift touches them alike."""
+    keeps its own warm-up and its own end: the second samples by the same rule on a step's one-token and partial
+    calls together (their windows' sum), so neither stops before its own figure is as precise as asked or capped.
+    The loop goes on until both have their windows, so the parts are timed interleaved with the whole calls for as
+    long as both run, and the machine's drift touches them alike."""
     lengths = split_lengths(workload.shape.new_tokens)
     plan = replace(timer.plan, windows_per_step=len(lengths))
     parts = StepTimer(workload.timing_device, plan, clock=timer._clock)  # one clock for both timers
@@ -69,9 +73,31 @@ def drive_keras_fit(workload, timer: StepTimer) -> None:
 
 def drive_keras_predict(workload, timer: StepTimer) -> None:
     model = workload.model
-    # Keras 3 stops predict() on stop_predicting; Keras 2 cannot stop it early, so its extra steps are not timed.
-    callback = keras_windows(workload, timer, "predict", lambda: setattr(model, "stop_predicting", True))
-    model.predict(workload.data, steps=timer.plan.max_steps, callbacks=[callback], verbose=0)
+    if getattr(workload, "keras_major", 3) != 2:  # Keras 3 stops predict() on stop_predicting
+        callback = keras_windows(workload, timer, "predict", lambda: setattr(model, "stop_predicting", True))
+        model.predict(workload.data, steps=timer.plan.max_steps, callbacks=[callback], verbose=0)
+        return
+    # Keras 2's predict loop has no such flag and would run every one of the plan's most steps (thousands while
+    # sampling), untimed. Its loop ends on StopIteration inside the step loop (DataHandler.catch_stop_iteration, how
+    # it stops at the end of a finite input), raised here by the callback once the timer is done; the warning it
+    # logs then, that the input ran out of data, is not true of this stop and is filtered out.
+    def stop() -> None:
+        raise StopIteration
+
+    callback = keras_windows(workload, timer, "predict", stop)
+    tf_logger = logging.getLogger("tensorflow")
+    tf_logger.addFilter(ran_out_of_data := InputRanOutFilter())
+    try:
+        model.predict(workload.data, steps=timer.plan.max_steps, callbacks=[callback], verbose=0)
+    finally:
+        tf_logger.removeFilter(ran_out_of_data)
+
+
+class InputRanOutFilter(logging.Filter):
+    """Drops Keras 2's "Your input ran out of data" warning (logged when its predict loop is stopped early)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "ran out of data" not in record.getMessage()
 
 
 def keras_windows(workload, timer: StepTimer, mode: str, stop: Callable[[], None]):
@@ -92,7 +118,7 @@ def keras_windows(workload, timer: StepTimer, mode: str, stop: Callable[[], None
 
         def _end(self, batch, logs=None):
             if timer.done:
-                return  # Keras 2's predict runs to the end of `steps`; those steps are not timed
+                return  # a loop that runs a step past the stop is not timed for it
             if not timer.lap(logs if logs else None):
                 stop()
 

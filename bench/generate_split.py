@@ -64,6 +64,8 @@ def split_record(
         "tags": list(parts.tags),
         "compile_events": list(parts.compile_events),
         "warmup_steps_run": warm,
+        # how the parts' timer chose its number of steps (bench/timing.py StepTimer.sampling)
+        "sampling": parts.sampling() if getattr(parts, "done", False) else None,
         **work,
         "ttft_ms": None,
         "tpot_ms": None,

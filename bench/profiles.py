@@ -20,6 +20,14 @@ class Profile:
     timeout_s: int
     max_batch_size: int  # 0: use the published batch sizes unchanged
     max_warmup_steps: int  # warm-up goes on past warmup_steps, up to this, while steps still compile
+    # Sampling to a precision (bench/timing.py): timed_steps is the fewest, max_timed_steps the most (equal: a fixed
+    # count); the median's 95% interval, as a share of it, that ends sampling; timed seconds at least and at most
+    # (max 0: no cap in seconds).
+    max_timed_steps: int
+    target_half_width: float
+    min_timed_s: float
+    max_timed_s: float
+    repeats: int  # processes per cell when `bench run` is not given --repeats
     shapes_from: str = (
         ""  # a profile whose model shapes this one runs (a workload.toml table of its own overrides fields)
     )
@@ -34,8 +42,21 @@ class Profile:
             or self.timeout_s < 1
             or self.max_batch_size < 0
             or self.max_warmup_steps < self.warmup_steps
+            or self.max_timed_steps < self.timed_steps
+            or not 0 < self.target_half_width < 1
+            or self.min_timed_s < 0
+            or self.max_timed_s < 0
+            or (self.max_timed_s and self.max_timed_s < self.min_timed_s)
+            or self.repeats < 1
         ):
             raise BenchError(f"profile {self.name!r} has invalid values: {self}")
+        if self.max_timed_steps > self.timed_steps and not self.max_timed_s and self.min_timed_s:
+            raise BenchError(f"profile {self.name!r} asks for {self.min_timed_s} s timed with no cap in seconds")
+
+    @property
+    def samples(self) -> bool:
+        """Whether the profile samples to a precision (else a fixed count of timed steps)."""
+        return self.max_timed_steps > self.timed_steps
         if self.shapes_from == self.name:
             raise BenchError(f"profile {self.name!r} cannot borrow its own shapes")
 

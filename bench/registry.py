@@ -63,6 +63,9 @@ class Cell:
     timed_steps: int
     max_warmup_steps: int | None = None  # None: no extension past warmup_steps
     stack: str = DEFAULT_STACK  # the software stack (bench/backends.py STACKS); results before stacks are today's
+    # Sampling to the profile's precision takes timed_steps at the least and this many at the most; None: exactly
+    # timed_steps (a fixed count: --steps on the command line, and every result written before sampling)
+    max_timed_steps: int | None = None
 
     def __post_init__(self) -> None:
         backend = get_backend(self.backend)
@@ -79,6 +82,14 @@ class Cell:
         ):
             raise BenchError(
                 f"max warm-up steps must be an integer >= warm-up steps ({self.warmup_steps}), got {self.max_warmup_steps!r}"
+            )
+        if self.max_timed_steps is not None and (
+            isinstance(self.max_timed_steps, bool)
+            or not isinstance(self.max_timed_steps, int)
+            or self.max_timed_steps < self.timed_steps
+        ):
+            raise BenchError(
+                f"max timed steps must be an integer >= timed steps ({self.timed_steps}), got {self.max_timed_steps!r}"
             )
         variant_rules.check(backend.name, self.model, self.task, self.variant)
 
@@ -98,9 +109,22 @@ class Cell:
         return get_model(self.model).task(self.task)
 
     def window_plan(self):
+        """The cell's windows and its sampling rule: a fixed count of timed steps (no max_timed_steps, or one equal
+        to timed_steps) is still reported against the profile's target; a sampling cell takes the profile's
+        target and its bounds in seconds."""
         from bench.timing import WindowPlan
 
-        return WindowPlan(self.warmup_steps, self.timed_steps, self.max_warmup_steps, self.task_spec.windows_per_step)
+        profile = get_profile(self.profile)
+        steps = (self.warmup_steps, self.timed_steps, self.max_warmup_steps, self.task_spec.windows_per_step)
+        if self.max_timed_steps is None or self.max_timed_steps == self.timed_steps:
+            return WindowPlan(*steps, max_timed_steps=self.max_timed_steps, target_half_width=profile.target_half_width)
+        return WindowPlan(
+            *steps,
+            max_timed_steps=self.max_timed_steps,
+            target_half_width=profile.target_half_width,
+            min_timed_s=profile.min_timed_s,
+            max_timed_s=profile.max_timed_s or None,
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -141,7 +165,9 @@ def plan_cells(
 ) -> list[Cell]:
     """The cells of the published table (narrowed by the arguments; a study's model only when named), backend by
     backend. Each backend runs its own variants unless `variants` names others; a tuning variant runs only where it
-    applies, and one that applies to none of the chosen cells is refused, naming where it applies."""
+    applies, and one that applies to none of the chosen cells is refused, naming where it applies. The timed steps
+    sample to the profile's precision up to its max_timed_steps, unless `timed_steps` is given: the user's count is
+    then fixed."""
     prof = get_profile(profile)
     chosen = [get_backend(name) for name in backends or BACKENDS]
     specs = [get_model(m) for m in (models or paper_models())]
@@ -181,6 +207,7 @@ def plan_cells(
                         timed_steps=prof.timed_steps if timed_steps is None else timed_steps,
                         max_warmup_steps=max(warm, prof.max_warmup_steps),
                         stack=stack,
+                        max_timed_steps=prof.max_timed_steps if timed_steps is None else None,
                     )
                     if cell.key not in seen:  # an explicit --batch-size can merge two rows
                         seen.add(cell.key)

@@ -8,9 +8,16 @@ input, its own bookkeeping) is in some step's window on every backend alike.
 Warm-up is decided online: at least `warmup_steps`, and more (up to `max_warmup_steps`) while the last window
 still compiled (the framework's compile/retrace counter moved). What still looks unsteady in the timed windows
 (compile events, a step far above the median, an impossible derived value) is reported, never hidden.
+
+So is the end of the timed steps (the sampling rule), decided once after each whole timed step: a fixed plan takes
+exactly `timed_steps`; a sampling plan stops once it has at least `timed_steps` steps and `min_timed_s` seconds
+and its median's 95% interval (bench/stats.py, distribution-free) is within `target_half_width` of the median,
+or at its cap (`max_timed_steps` steps or `max_timed_s` seconds, never before the minimum steps). A cheap, quiet
+step reaches the target in a fraction of a second; a noisy one runs to the cap and says so.
 """
 from __future__ import annotations
 
+import bisect
 import math
 import statistics
 import time
@@ -18,9 +25,16 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
-from bench.stats import percentile  # noqa: F401  (the timing core's statistics use it; others import it from here)
+from bench.stats import (
+    median_interval,
+    percentile,  # noqa: F401  (the timing core's statistics use it; others import it from here)
+    relative_half_width,
+)
 
 OUTLIER_FACTOR = 5.0  # a timed step above this multiple of the median is "far above" it
+
+# What ended a process's timed steps (a run's `sampling.stopped_by`).
+PRECISION, MAX_STEPS, MAX_S, FIXED = "precision", "max_steps", "max_s", "fixed"
 
 
 class Device(Protocol):
@@ -50,41 +64,91 @@ class HostDevice:
 @dataclass(frozen=True)
 class WindowPlan:
     """How many windows a cell takes: 1 first (trace + compile), warm-up (at least `warmup_steps`, extended up to
-    `max_warmup_steps` while compiling), then `timed_steps`. `windows_per_step` > 1 groups windows into one step
-    (StableDiffusion's high/low call pair)."""
+    `max_warmup_steps` while compiling), then the timed steps. `windows_per_step` > 1 groups windows into one step
+    (StableDiffusion's high/low call pair).
+
+    The timed steps: exactly `timed_steps` when `max_timed_steps` is None or equal to it (a fixed count); else at
+    least `timed_steps` and `min_timed_s` seconds, then until the median's relative 95% half-width is at most
+    `target_half_width`, or `max_timed_steps` steps, or `max_timed_s` seconds (None: no cap in seconds). A fixed
+    plan still measures its interval against `target_half_width` (None: no target to report against)."""
 
     warmup_steps: int
     timed_steps: int
     max_warmup_steps: int | None = None
     windows_per_step: int = 1
+    max_timed_steps: int | None = None
+    target_half_width: float | None = None
+    min_timed_s: float = 0.0
+    max_timed_s: float | None = None
 
     def __post_init__(self) -> None:
         if self.timed_steps < 1 or self.warmup_steps < 0 or self.windows_per_step < 1:
             raise ValueError(f"invalid window plan: {self}")
         if self.max_warmup_steps is not None and self.max_warmup_steps < self.warmup_steps:
             raise ValueError(f"max_warmup_steps {self.max_warmup_steps} is below warmup_steps {self.warmup_steps}")
+        if self.max_timed_steps is not None and self.max_timed_steps < self.timed_steps:
+            raise ValueError(f"max_timed_steps {self.max_timed_steps} is below timed_steps {self.timed_steps}")
+        if self.target_half_width is not None and not 0 < self.target_half_width < 1:
+            raise ValueError(f"target_half_width must be a share between 0 and 1, got {self.target_half_width}")
+        if not self.fixed and self.target_half_width is None:
+            raise ValueError("a plan that samples to a precision needs a target_half_width")
+        if self.min_timed_s < 0 or (self.max_timed_s is not None and self.max_timed_s <= 0):
+            raise ValueError(f"invalid timed seconds: min {self.min_timed_s}, max {self.max_timed_s}")
+
+    @property
+    def fixed(self) -> bool:
+        """Whether the plan takes exactly `timed_steps` (no sampling to a precision)."""
+        return self.max_timed_steps is None or self.max_timed_steps == self.timed_steps
 
     @property
     def warmup_cap(self) -> int:
         return self.warmup_steps if self.max_warmup_steps is None else self.max_warmup_steps
 
     @property
+    def timed_cap(self) -> int:
+        """The most timed steps the plan may take."""
+        return self.timed_steps if self.fixed else self.max_timed_steps
+
+    @property
     def max_steps(self) -> int:
         """The most steps a driver may have to run (a framework loop is started with this many and stopped early)."""
-        return 1 + self.warmup_cap + self.timed_steps
+        return 1 + self.warmup_cap + self.timed_cap
+
+    def rule(self) -> dict[str, Any]:
+        """The sampling rule as a run records it (`sampling.rule`): a fixed count has equal min_steps and max_steps
+        and no seconds bounds."""
+        if self.fixed:
+            return {"target_half_width": self.target_half_width, "min_steps": self.timed_steps, "min_s": 0.0,
+                    "max_steps": self.timed_steps, "max_s": None}  # fmt: skip
+        return {"target_half_width": self.target_half_width, "min_steps": self.timed_steps, "min_s": self.min_timed_s,
+                "max_steps": self.max_timed_steps, "max_s": self.max_timed_s}  # fmt: skip
 
 
 class StepTimer:
-    """Collects synchronised windows; drivers call begin()/end() around a step, or lap() between steps of a loop."""
+    """Collects synchronised windows; drivers call begin()/end() around a step, or lap() between steps of a loop.
 
-    def __init__(self, device: Device, plan: WindowPlan, clock: Callable[[], int] = time.perf_counter_ns):
-        self._device, self.plan, self._clock = device, plan, clock
+    `derive`: a task whose figure is derived from its windows (StableDiffusion's pair difference, bench/drivers.py
+    DERIVATIONS) gives the derivation, applied to one step's windows and tags at a time, so that the sampling rule
+    judges the figures the cell reports. Without it, a step's figure is its windows' sum."""
+
+    def __init__(
+        self,
+        device: Device,
+        plan: WindowPlan,
+        clock: Callable[[], int] = time.perf_counter_ns,
+        derive: Callable[[list[float], list[Any]], list[float]] | None = None,
+    ):
+        self._device, self.plan, self._clock, self._derive = device, plan, clock, derive
         self._started: int | None = None
         self._compiles_at_begin = 0
         self.windows_ns: list[int] = []
         self.compile_events: list[int] = []  # per window
         self.tags: list[Any] = []  # per window, what the driver said it was (e.g. a call's step count)
         self.warmup_run: int | None = None  # decided online, once warm-up ends
+        self.stopped_by: str | None = None  # decided online, once the timed steps end (PRECISION, MAX_STEPS, ...)
+        self.timed_figures: list[float] = []  # one per timed step, in order: what the sampling rule judges
+        self._timed_sorted: list[float] = []  # the same, sorted (the rule asks for the median's interval each step)
+        self._timed_ns = 0  # every window of the timed steps, summed
 
     # -- the windows
     @property
@@ -93,14 +157,20 @@ class StepTimer:
 
     @property
     def done(self) -> bool:
-        return (
-            self.steps_done
-            >= 1 + (self.warmup_run if self.warmup_run is not None else self.plan.warmup_cap) + self.plan.timed_steps
-        )
+        return self.stopped_by is not None
 
     @property
     def steps_done(self) -> int:
         return len(self.windows_ns) // self.plan.windows_per_step
+
+    @property
+    def timed_steps_done(self) -> int:
+        return 0 if self.warmup_run is None else max(0, self.steps_done - 1 - self.warmup_run)
+
+    @property
+    def timed_s(self) -> float:
+        """Seconds in the timed steps' windows (every window of each, pairs included)."""
+        return self._timed_ns / 1e9
 
     def begin(self) -> None:
         if self._started is not None:
@@ -119,8 +189,9 @@ class StepTimer:
         self._started = None
         self.compile_events.append(self._device.compile_count() - self._compiles_at_begin)
         self.tags.append(tag)
-        if len(self.windows_ns) % self.plan.windows_per_step == 0:
+        if len(self.windows_ns) % self.plan.windows_per_step == 0:  # after the clock: the decisions are in no window
             self._decide_warmup()
+            self._decide_stop()
 
     def lap(self, result: Any = None, tag: Any = None) -> bool:
         """Close this window and, unless every window is taken, open the next at once. Returns whether one is open."""
@@ -144,6 +215,60 @@ class StepTimer:
         elif k >= self.plan.warmup_cap:
             self.warmup_run = self.plan.warmup_cap
 
+    def _step_figure(self) -> float:
+        """The figure of the step just finished: its derived value, or its windows' sum."""
+        per = self.plan.windows_per_step
+        windows = [ns / 1e6 for ns in self.windows_ns[-per:]]
+        if self._derive is None:
+            return sum(windows)
+        [figure] = self._derive(windows, self.tags[-per:])
+        return figure
+
+    def _decide_stop(self) -> None:
+        """After each whole step: whether the timed steps end here (the module docstring's rule)."""
+        if self.stopped_by is not None or self.timed_steps_done == 0:
+            return
+        per, plan = self.plan.windows_per_step, self.plan
+        self._timed_ns += sum(self.windows_ns[-per:])
+        figure = self._step_figure()
+        self.timed_figures.append(figure)
+        bisect.insort(self._timed_sorted, figure)
+        steps, seconds = self.timed_steps_done, self.timed_s
+        if plan.fixed:
+            self.stopped_by = FIXED if steps >= plan.timed_steps else None
+        elif steps < plan.timed_steps:
+            return
+        elif seconds >= plan.min_timed_s and self.reached():
+            self.stopped_by = PRECISION
+        elif steps >= plan.max_timed_steps:
+            self.stopped_by = MAX_STEPS
+        elif plan.max_timed_s is not None and seconds >= plan.max_timed_s:
+            self.stopped_by = MAX_S
+
+    def half_width(self) -> float | None:
+        """The timed figures' median 95% interval, its wider side as a share of the median (None: fewer than 6
+        steps, or a median of zero or less)."""
+        return relative_half_width(self._timed_sorted)
+
+    def reached(self) -> bool:
+        found = self.half_width()
+        return found is not None and self.plan.target_half_width is not None and found <= self.plan.target_half_width
+
+    def sampling(self) -> dict[str, Any]:
+        """How the timed steps were chosen, as a run records it (`sampling`, docs/schema/result-v2.schema.json)."""
+        if not self.done:
+            raise RuntimeError("the timed steps have not ended: no sampling to record")
+        interval = median_interval(self._timed_sorted)
+        return {
+            "rule": self.plan.rule(),
+            "steps": self.timed_steps_done,
+            "timed_s": round(self.timed_s, 6),
+            "half_width": self.half_width(),
+            "interval": [interval[0], interval[1]] if interval else None,
+            "reached": self.reached(),
+            "stopped_by": self.stopped_by,
+        }
+
     # -- what was measured
     @property
     def windows_ms(self) -> list[float]:
@@ -156,11 +281,11 @@ class StepTimer:
                 f"the driver stopped after {self.steps_done} steps; the plan needs {1 + self.plan.warmup_steps + self.plan.timed_steps} or more"
             )
         values = self.windows_ms if values is None else values
-        expected = 1 + self.warmup_run + self.plan.timed_steps
-        steps = len(self.windows_ns) // self.plan.windows_per_step
-        if len(values) != expected or steps != expected:
+        timed = self.timed_steps_done
+        expected = 1 + self.warmup_run + timed
+        if len(values) != expected or self.steps_done != expected:
             raise RuntimeError(
-                f"expected {expected} steps (1 first + {self.warmup_run} warm-up + {self.plan.timed_steps} timed), got {len(values)}"
+                f"expected {expected} steps (1 first + {self.warmup_run} warm-up + {timed} timed), got {len(values)}"
             )
         return Split(values[0], values[1 : 1 + self.warmup_run], values[1 + self.warmup_run :])
 
@@ -189,6 +314,22 @@ class StepTimer:
         if outliers:
             reasons.append(f"{len(outliers)} timed step(s) above {OUTLIER_FACTOR:g}x the median")
         return Steadiness(not reasons, reasons, self.warmup_run or 0, events, outliers)
+
+
+def describe_sampling(sampling: dict[str, Any], median_ms: float) -> str:
+    """A run's sampling in one line, e.g. "timed 412 steps in 0.51 s: median 1.23 ms ±1.1% (target 2%, reached)"."""
+    rule, stopped_by = sampling["rule"], sampling["stopped_by"]
+    fixed = " (a fixed count)" if stopped_by == FIXED else ""
+    head = f"timed {sampling['steps']} steps in {sampling['timed_s']:.2f} s{fixed}: median {median_ms:.4g} ms"
+    width = sampling["half_width"]
+    head += f" ±{width:.1%}" if width is not None else ", no interval (too few steps, or a median of zero or less)"
+    target = rule.get("target_half_width")
+    if target is None:
+        return head
+    if sampling["reached"]:
+        return f"{head} (target {target * 100:g}%, reached)"
+    caps = {MAX_STEPS: f"capped at {rule['max_steps']} steps", MAX_S: f"capped at {rule['max_s']:g} s"}
+    return f"{head} (target {target * 100:g}%, not reached{': ' + caps[stopped_by] if stopped_by in caps else ''})"
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ def test_make_bench_bert(backend, tmp_path):
             f"BACKEND={backend}",
             "MODEL=bert",
             "PROFILE=smoke",
+            "REPEATS=1",  # one process a cell: the test checks each backend's code path, not the process spread
             f"RESULTS={results}",
         ],
         cwd=REPO,
@@ -37,7 +38,9 @@ def test_make_bench_bert(backend, tmp_path):
     for r in found:
         assert r.status == "ok", r.message
         run = r.runs[0]
-        assert len(run.timed_ms) == r.cell.timed_steps and run.first_step_ms > 0
+        # sampled to the profile's precision: the fit and predict loops ran past the fewest steps and stopped early
+        assert r.cell.timed_steps <= len(run.timed_ms) == run.sampling["steps"] <= r.cell.max_timed_steps
+        assert run.first_step_ms > 0
         assert run.process["environment"]["backend"] == backend
         assert 0.1 < run.process["peak_rss_gib"] < 20  # the cell process's own peak, beside the plan's prediction
         assert run.framework["version"]

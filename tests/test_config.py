@@ -34,10 +34,15 @@ def test_each_result_holds_the_config_its_process_was_given(tmp_path, monkeypatc
     assert config["shape"] == json.loads(json.dumps(dataclasses.asdict(shape)))
     profile = get_profile("smoke")
     assert config["window_plan"] == {"warmup_steps": profile.warmup_steps, "max_warmup_steps": profile.max_warmup_steps,
-                                     "timed_steps": profile.timed_steps, "windows_per_step": 1}
+                                     "timed_steps": profile.timed_steps, "windows_per_step": 1,
+                                     "max_timed_steps": profile.max_timed_steps,
+                                     "target_half_width": profile.target_half_width,
+                                     "min_timed_s": profile.min_timed_s, "max_timed_s": profile.max_timed_s}
     assert config["timeout_s"] == profile.timeout_s and config["environment"]["KERAS_BACKEND"] == "jax"
     sources = config["sources"]
     assert sources["timed_steps"] == "bench/profiles.toml [smoke] timed_steps"
+    assert sources["max_timed_steps"] == "bench/profiles.toml [smoke] max_timed_steps"
+    assert sources["min_timed_s"] == "bench/profiles.toml [smoke] min_timed_s"
     assert sources["batch_size"].startswith("keras3_benchmarks_2024.csv (the published table), capped at 2")
     assert (
         sources["shape"] == "bench/models/bert/workload.toml [smoke]"
@@ -52,6 +57,18 @@ def test_a_value_from_the_command_line_says_so(tmp_path, monkeypatch):
     assert sources["timed_steps"] == sources["batch_size"] == sources["timeout_s"] == COMMAND_LINE
     assert sources["warmup_steps"] == "bench/profiles.toml [smoke] warmup_steps"
     assert result.config["timeout_s"] == 99 and result.config["window_plan"]["timed_steps"] == 7
+    # --steps is a fixed count: no sampling, no bounds in seconds, and the source says so
+    plan = result.config["window_plan"]
+    assert plan["max_timed_steps"] is None and plan["min_timed_s"] == 0 and plan["max_timed_s"] is None
+    assert sources["max_timed_steps"].startswith(COMMAND_LINE) and "fixed" in sources["max_timed_steps"]
+    assert sources["max_timed_s"] == "none: a fixed count of timed steps"
+
+
+def test_the_paper_profile_keeps_a_fixed_count_and_reports_against_its_target():
+    cell = plan_cells("paper", backends=["jax"], models=["bert"], tasks=["predict"])[0]
+    plan = resolve(cell).window_plan
+    assert plan["timed_steps"] == plan["max_timed_steps"] == 100 and cell.window_plan().fixed
+    assert plan["target_half_width"] == get_profile("paper").target_half_width and plan["max_timed_s"] is None
 
 
 def test_a_paper_cells_timeout_names_the_estimate():
@@ -77,6 +94,8 @@ def test_a_cell_refuses_a_config_that_is_not_what_it_would_run():
                 "window_plan": {**config["window_plan"], "timed_steps": 1},
             },
         )
+    with pytest.raises(RuntimeError, match="differs from this process's in window_plan"):  # the sampling rule too
+        check_config(cell, {**config, "window_plan": {**config["window_plan"], "target_half_width": 0.5}})
 
 
 def test_the_full_size_cpu_run_is_the_cpu_profile_alone():

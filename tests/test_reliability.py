@@ -290,6 +290,8 @@ def test_a_rerun_keeps_the_log_of_the_result_it_moves_to_history(venvs, tmp_path
         "run",
         "--profile",
         "smoke",
+        "--repeats",  # one process a run: one log each
+        "1",
         "--backend",
         "jax",
         "--model",

@@ -130,6 +130,7 @@ def test_version_1_files_are_migrated_on_load(tmp_path):
     data["schema_version"] = 1
     del data["cell"]["max_warmup_steps"]
     del data["cell"]["stack"]  # version 1 predates stacks
+    del data["cell"]["max_timed_steps"]  # and sampling to a precision
     del data["work"]  # and the work counts
     del data["interval"]  # and the figure's interval
     for run in data["runs"]:

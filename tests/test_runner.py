@@ -370,7 +370,8 @@ def test_a_writer_killed_mid_write_leaves_the_previous_file_intact(tmp_path):
 
 def test_resume_after_ctrl_c_runs_only_the_rest(venvs, tmp_path):
     results, pid_file, order = tmp_path / "results", tmp_path / "cell.pid", tmp_path / "order"
-    args = run_args(results, "--backend", "jax,torch,tensorflow", "--model", "bert", "--task", "fit")
+    # one process a cell: a cell interrupted between its processes would be re-run whole (fewer than its repeats)
+    args = run_args(results, "--backend", "jax,torch,tensorflow", "--model", "bert", "--task", "fit", "--repeats", "1")
     proc = start_run(args, {**bench_env(venvs, torch="sleep"), "FAKE_PID_FILE": str(pid_file)})
     for line in proc.stdout:
         if "fake cell torch" in line:

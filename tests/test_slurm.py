@@ -75,14 +75,15 @@ def test_scontrol_and_jobcomp_lines_give_each_array_task_its_state():
 def test_resources_come_from_the_profile_and_the_plan():
     paper, smoke = bert_cell("paper"), bert_cell("smoke")
     res = cell_resources(paper, {})
-    assert (res.time_min, res.mem_gib, res.gres) == (70, 48, "gpu:1")  # 3600 s timeout + 600 s margin
+    # the profile's processes (bench run without --repeats), each up to its 3600 s timeout, + 600 s margin
+    assert get_profile("paper").repeats == 3 and (res.time_min, res.mem_gib, res.gres) == (190, 48, "gpu:1")
     assert cell_resources(paper, {paper.key: {"memory_gib": 10}}).mem_gib == 13  # 25 % headroom
     assert cell_resources(paper, {}, gres="none").gres is None
     assert cell_resources(paper, {}, gres="gpu:a100:1").sbatch_options()[-1] == "--gres=gpu:a100:1"
     smoke_res = cell_resources(smoke, {})
     assert (
         smoke_res.gres is None
-        and smoke_res.time_min == (get_profile("smoke").timeout_s + 600) // 60
+        and smoke_res.time_min == (get_profile("smoke").repeats * get_profile("smoke").timeout_s + 600) // 60
         and "--gres" not in " ".join(smoke_res.sbatch_options())
     )
 
@@ -136,7 +137,8 @@ def test_current_results_are_skipped_unless_forced(tmp_path):
     out = bench(["submit", *args, "--dry-run", "--job-name", "forced", "--force"], env)
     assert len(JobDir(results / "slurm" / "forced").cells()) == 2
     script = (results / "slurm" / "forced" / "array-0.sbatch").read_text()
-    minutes = (get_profile("smoke").timeout_s + 600) // 60  # the cell's timeout plus 10 minutes for env start-up
+    # each of the cell's processes up to its timeout, plus 10 minutes for env start-up
+    minutes = (get_profile("smoke").repeats * get_profile("smoke").timeout_s + 600) // 60
     assert "#SBATCH --array=0,1" in script and f"#SBATCH --time={minutes}\n" in script and "#SBATCH --mem=4G" in script
     assert "-m bench.cluster.task" in script and f"BENCH_VENVS_DIR={venvs}" in script
     assert len(load_all(results)) == 2  # job folders under results/slurm are not taken for results

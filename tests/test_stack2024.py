@@ -197,7 +197,7 @@ def test_two_stacks_results_are_kept_apart_and_tabled_apart(tmp_path):
     # the 2024 table sets each cell beside today's: 20 ms on 2024, 10 ms today
     beside = text.split("Beside today's stack", 1)[1]
     row = next(line for line in beside.splitlines() if "Keras 3 (JAX)" in line)
-    assert "| 20.0" in row and "| 10.0" in row and "2.00x" in row, row
+    assert "| 20.0" in row and "| 10.0" in row and "2.00× (" in row, row
     assert "Beside today's stack" not in text.split(headings[1])[0]  # not in today's own table
 
 
@@ -225,6 +225,7 @@ def test_make_bench_bert_on_the_2024_stack(tmp_path):
             "MODEL=bert",
             "STACK=2024",
             "PROFILE=smoke",
+            "REPEATS=1",  # one process a cell: the test checks the 2024 stack's code path
             f"RESULTS={results}",
         ],
         cwd=REPO,
@@ -239,7 +240,8 @@ def test_make_bench_bert_on_the_2024_stack(tmp_path):
         assert r.status == "ok", r.message
         assert r.cell.stack == "2024" and "stack-2024" in str(r.relative_path())
         run = r.runs[0]
-        assert len(run.timed_ms) == r.cell.timed_steps
+        # sampled to the profile's precision: Keras 3.0.5's fit and predict loops stopped early
+        assert r.cell.timed_steps <= len(run.timed_ms) == run.sampling["steps"] <= r.cell.max_timed_steps
         assert run.process["environment"]["backend"] == "jax-2024"
         assert run.framework["version"] == "0.4.20"
         assert run.settings["keras_version"] == "3.0.5"

@@ -19,7 +19,9 @@ def add_parsers(sub, csv_list, positive_int, non_negative_int, default_results: 
     submit.add_argument(
         "--profile", default="paper", help="paper or smoke (default: paper; the nodes' GPUs are not visible here)"
     )
-    submit.add_argument("--steps", type=positive_int)
+    submit.add_argument(
+        "--steps", type=positive_int, help="a fixed count of timed steps (default: the profile's, sampled as locally)"
+    )
     submit.add_argument("--warmup", type=non_negative_int)
     submit.add_argument("--results-dir", type=Path, default=default_results, help="on a file system the nodes share")
     submit.add_argument("--force", action="store_true", help="re-run cells that already have a current result")

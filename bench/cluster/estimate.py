@@ -8,7 +8,10 @@ figure's unit (one step for most tasks; StableDiffusion predict's step is a pair
 denoising-step count, each with a text encoder and a VAE decoder around its denoising steps), for 1 first step +
 warm-up + timed steps, plus a fixed per-cell overhead (process start-up, model build, trace and compile; more for
 torch.compile variants). The overheads are assumptions, not measured on the A100. The expected cost counts the
-planned warm-up; the worst case counts warm-up extended to its cap, and the timeout is a multiple of that.
+planned warm-up and the fewest timed steps; the worst case counts warm-up extended to its cap and, for a cell that
+samples to a precision, the timed steps run to their cap (in steps, or in seconds: the cap's seconds and the one
+step that crosses it, never fewer than the fewest steps), and the timeout is a multiple of that. A cell's processes
+(its profile's repeats) each get that timeout; a Slurm task runs them all, and its --time counts every one.
 Cells run in the matrix's order, each on the first GPU to free up (bench/cluster/gpus.py's schedule, what
 `run --jobs N` and a Slurm array with N GPUs do); Slurm queue waits are not counted.
 """
@@ -52,36 +55,60 @@ def units_per_step(cell: Cell) -> float:
 
 @dataclass(frozen=True)
 class CellCost:
-    """One cell's cost at the published speed: steps x units per step x published ms, plus its overhead."""
+    """One cell process's cost at the published speed: steps x units per step x published ms, plus its overhead."""
 
     published_ms: float  # per unit (ms/step, ms/denoising step, ms/call)
     units_per_step: float
-    steps_expected: int  # 1 first + planned warm-up + timed
-    steps_worst: int  # 1 first + warm-up at its cap + timed
+    steps_expected: int  # 1 first + planned warm-up + the fewest timed steps
+    steps_worst: int  # 1 first + warm-up at its cap + the most timed steps
     overhead_s: float
+    # A cell that samples to a precision: its most timed steps (within steps_worst), its fewest, and its cap in timed
+    # seconds (None: none, or a fixed count). Its timed steps end at the first step that crosses the cap in seconds,
+    # so they cost at most the cap plus one step, never less than the fewest steps, never more than the most.
+    timed_steps_most: int = 0
+    timed_steps_least: int = 0
+    max_timed_s: float | None = None
+
+    @property
+    def step_s(self) -> float:
+        return self.published_ms * self.units_per_step / 1000
 
     @property
     def expected_s(self) -> float:
-        return self.published_ms * self.units_per_step * self.steps_expected / 1000 + self.overhead_s
+        return self.step_s * self.steps_expected + self.overhead_s
 
     @property
     def worst_s(self) -> float:
-        return self.published_ms * self.units_per_step * self.steps_worst / 1000 + self.overhead_s
+        if self.max_timed_s is None:
+            return self.step_s * self.steps_worst + self.overhead_s
+        timed = min(
+            self.step_s * self.timed_steps_most,
+            max(self.max_timed_s + self.step_s, self.step_s * self.timed_steps_least),
+        )
+        return self.step_s * (self.steps_worst - self.timed_steps_most) + timed + self.overhead_s
 
 
 def cell_cost(cell: Cell, figures=None, overhead_s: float = ASSUMED_OVERHEAD_S) -> CellCost | None:
-    """The cell's cost at the published speed; None when no published figure applies (a batch size or profile the
-    table does not have, an NA column, a cell recorded as unsupported without running)."""
+    """The cost of one of the cell's processes at the published speed; None when no published figure applies (a
+    batch size or profile the table does not have, an NA column, a cell recorded as unsupported without running)."""
     if get_model(cell.model).why_cell_unsupported(cell):
         return None
     row = (figures or published_ms()).get((cell.model, cell.task, cell.batch_size))
     ms = row and row.get(COSTED_AS.get(cell.backend, cell.backend))
     if ms is None:
         return None
-    cap = cell.max_warmup_steps if cell.max_warmup_steps is not None else cell.warmup_steps
+    plan = cell.window_plan()
     compiling = cell.variant == "compiled"
-    return CellCost(ms, units_per_step(cell), 1 + cell.warmup_steps + cell.timed_steps, 1 + cap + cell.timed_steps,
-                    overhead_s + (ASSUMED_COMPILE_OVERHEAD_S if compiling else 0))
+    return CellCost(
+        ms,
+        units_per_step(cell),
+        1 + cell.warmup_steps + cell.timed_steps,
+        1 + plan.warmup_cap + plan.timed_cap,
+        overhead_s + (ASSUMED_COMPILE_OVERHEAD_S if compiling else 0),
+        timed_steps_most=plan.timed_cap,
+        timed_steps_least=plan.timed_steps,
+        max_timed_s=None if plan.fixed else plan.max_timed_s,
+    )
 
 
 def cell_seconds(cell: Cell, figures=None, overhead_s: float = ASSUMED_OVERHEAD_S) -> float:
@@ -95,21 +122,32 @@ def cell_seconds(cell: Cell, figures=None, overhead_s: float = ASSUMED_OVERHEAD_
 
 
 def cell_timeout_s(cell: Cell, figures=None) -> int:
-    """The cell's timeout: TIMEOUT_FACTOR x its worst-case cost at the published speed where it has one, and never
-    less than its profile's timeout_s (the only figure for cells the published table does not cost)."""
+    """The timeout of each of the cell's processes: TIMEOUT_FACTOR x its worst-case cost at the published speed
+    (warm-up and timed steps at their caps) where it has one, and never less than its profile's timeout_s (the only
+    figure for cells the published table does not cost)."""
     floor = get_profile(cell.profile).timeout_s
     cost = cell_cost(cell, figures)
     return max(floor, math.ceil(TIMEOUT_FACTOR * cost.worst_s)) if cost else floor
 
 
+def task_timeout_s(cell: Cell, figures=None) -> int:
+    """The longest a Slurm task that runs the cell may take: each of its profile's processes (`bench run` without
+    --repeats runs that many, one after another) up to its timeout."""
+    return get_profile(cell.profile).repeats * cell_timeout_s(cell, figures)
+
+
 def matrix_estimate(gpu_counts=GPU_COUNTS, overhead_s: float = ASSUMED_OVERHEAD_S) -> dict:
+    """The paper matrix as `make bench-all` runs it: each cell its profile's processes, one after another on one GPU
+    (bench/cluster/parallel.py), each at the expected cost (the paper profile's count of timed steps is fixed)."""
     cells = plan_cells("paper")
     figures = published_ms()
-    durations = [cell_seconds(c, figures, overhead_s) for c in cells]
+    repeats = get_profile("paper").repeats
+    durations = [repeats * cell_seconds(c, figures, overhead_s) for c in cells]
     running = [d for d in durations if d > 0]
     return {
         "cells": len(cells),
         "running_cells": len(running),
+        "repeats": repeats,
         "steps_per_cell": get_profile("paper").warmup_steps + get_profile("paper").timed_steps + 1,
         "timeouts_s": {c.key: cell_timeout_s(c, figures) for c in cells},
         "longest_cell_s": max(running),
@@ -124,13 +162,14 @@ def markdown(overhead_s: float = ASSUMED_OVERHEAD_S) -> str:
         "|---:|---:|",
         *(f"| {n} | {hms(s)} |" for n, s in e["wall_s"].items()),
         "",
-        f"{e['running_cells']} of the {e['cells']} cells run (the rest are Keras 2 LLM cells, recorded as unsupported); each costs "
+        f"{e['running_cells']} of the {e['cells']} cells run (the rest are Keras 2 LLM cells, recorded as unsupported), each in "
+        f"{e['repeats']} processes (the paper profile's repeats) one after another; each process costs "
         f"its published ms/step x {e['steps_per_cell']} steps (1 first + 2 warm-up + 100 timed) plus an assumed {overhead_s / 60:g} min "
         f"of start-up and compile ({ASSUMED_COMPILE_OVERHEAD_S / 60:g} min more for torch.compile variants). A StableDiffusion "
         f"predict step is a pair of calls at 20 and 10 denoising steps, each also encoding the prompt and decoding the image "
         f"(assumed {SD_CALL_OVERHEAD_DENOISE_STEPS} denoising steps' time): {units_per_step(_sd_predict()):g} published "
         f"ms/denoising step per step. Native PyTorch cells are costed at Keras 3 (PyTorch)'s figure. The longest cell takes "
-        f"{hms(e['longest_cell_s'])}, a floor no number of GPUs lowers; each cell's timeout is {TIMEOUT_FACTOR}x its cost with "
+        f"{hms(e['longest_cell_s'])}, a floor no number of GPUs lowers; each process's timeout is {TIMEOUT_FACTOR}x its cost with "
         f"warm-up at its cap, and at least the profile's {hms(get_profile('paper').timeout_s)} (the longest: "
         f"{hms(max(e['timeouts_s'].values()))}).",
     ]
