@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import random
 import statistics
+import zlib
 
 import pytest
 
@@ -80,10 +81,10 @@ def test_the_ratio_interval_covers_the_true_ratio_about_95_percent_of_the_time(c
     """B is A slowed by exactly 1.2: the interval of B / A must contain 1.2 in about 95% of simulated pairs. A
     per-process offset is what a steps-only interval misses (the overlap rule it replaces failed 28-51% of A/A
     pairs); a heavy tail of slow processes makes the t interval wider, and without any process offset the floor of
-    the steps' own spread (three medians can agree by chance) makes it conservative: coverage may exceed 95% there,
-    never fall far below it."""
+    the steps' own spread (three medians can agree by chance, and three steps give a wide one) makes it conservative:
+    coverage may exceed 95% there, never fall far below it."""
     process_sd, step_sd, steps, spike, tail = CASES[case]
-    rng = random.Random(hash((case, processes)) & 0xFFFF)
+    rng = random.Random(zlib.crc32(f"{case}/{processes}".encode()))  # the same draws in every process
     trials, hits = 1000, 0
     for _ in range(trials):
         a = estimate([simulated_process(rng, 0.0, process_sd, step_sd, steps, spike, tail) for _ in range(processes)])
@@ -91,7 +92,7 @@ def test_the_ratio_interval_covers_the_true_ratio_about_95_percent_of_the_time(c
                       for _ in range(processes)])
         low, high = ratio(a, b).interval()
         hits += low <= 1.2 <= high
-    assert 0.92 <= hits / trials <= (0.999 if process_sd == 0 or tail else 0.99), hits / trials
+    assert 0.92 <= hits / trials <= (0.999 if process_sd == 0 or tail else 0.995), hits / trials
 
 
 def test_a_cells_interval_covers_its_process_level_center():
