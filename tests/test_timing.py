@@ -173,6 +173,17 @@ def test_a_step_far_above_the_median_is_flagged():
     assert steadiness.outliers == [5] and not steadiness.steady
 
 
+def test_one_preempted_step_among_hundreds_is_not_unsteady():
+    """A sampled cell takes hundreds of steps; the odd one a shared machine preempts is listed, and the steps stay
+    steady until more than 1% of them are far above the median."""
+    timer = StepTimer(HostDevice(), plan(timed=200))
+    timed = [1.0] * 198 + [9.0, 9.0]
+    steadiness = timer.steadiness(timed)
+    assert steadiness.outliers == [198, 199] and steadiness.steady
+    steadiness = timer.steadiness([1.0] * 197 + [9.0] * 3)
+    assert not steadiness.steady and "3 of 200" in steadiness.reasons[0]
+
+
 def test_begin_end_misuse_raises():
     timer = StepTimer(HostDevice(), plan(timed=1))
     with pytest.raises(RuntimeError):
