@@ -345,6 +345,7 @@ def test_parallel_cells_get_their_core_share_and_a_drift_probe(tmp_path, monkeyp
         assert result.provenance["cpu_share"] == [int(c) for c in share.split(",")]
         shares.setdefault(result.provenance["gpu_index"], set()).add(share)
         assert set(run.reference) == {"before_ms", "after_ms"} and run.reference["after_ms"] > 0
+        assert run.noise is not None and run.noise["quiet_reference_ms"] > 0  # judged against the slot's own probes
         assert set(result.provenance["reference"]) == {"start_ms", "at_write_ms"}
     assert all(len(s) == 1 for s in shares.values())  # a GPU slot keeps its cores
     if len(os.sched_getaffinity(0)) >= 2:

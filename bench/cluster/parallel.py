@@ -107,6 +107,7 @@ def run_cells_parallel(
     shares = cpu_shares(jobs)
     pool = GpuPool(list(range(jobs)))  # slot k: GPU slots[k] and the cores shares[k]
     probes = {k: reference_ms() for k in range(jobs)}  # each slot's latest drift probe, taken before any cell runs
+    readings = {k: [probes[k]] for k in range(jobs)}  # every probe of each slot: its quiet value for the noise gates
     start_ms = statistics.median(probes.values())
     lock = threading.Lock()
     stopping = threading.Event()  # Ctrl-C: cells killed by us are not results
@@ -144,6 +145,7 @@ def run_cells_parallel(
                         )
                     )
                     before, probes[slot] = probes[slot], probe_on(slot)
+                    readings[slot].append(probes[slot])
                     runs[-1].reference = {"before_ms": before, "after_ms": probes[slot]}
                     if runs[-1].status != "ok":
                         break
@@ -152,6 +154,8 @@ def run_cells_parallel(
         if stopping.is_set():
             raise KeyboardInterrupt
         gpu_index = int(gpu["index"]) if gpu and str(gpu.get("index", "")).isdigit() else None
+        if slot is not None:
+            runner.record_noise(runs, readings[slot])  # against the quietest probe of the slot's own cores
         result = prepared.result(
             cell,
             runs,
