@@ -57,7 +57,7 @@ $(UV): containers/uv-requirements.txt
 	@mkdir -p $(dir $(UV))
 	$(PYTHON) containers/install-uv.py containers/uv-requirements.txt $(dir $(UV))
 
-.PHONY: help wheelhouse gpu-check bench bench-all bench-cpu-full bench-cpu-mid grid tuning overhead plan table test test-extended test-stack2024 test-fast lint docs check ceilings flops-check bench-overhead clean-results doctor export compare submit submit-status
+.PHONY: help wheelhouse gpu-check bench bench-all bench-cpu-full bench-cpu-mid grid tuning overhead plan table test test-extended test-stack2024 test-fast lint docs check ceilings flops-check bench-overhead clean-results doctor export compare noise submit submit-status
 
 help: ## List every target with one line each
 	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | sort -u | awk 'BEGIN{FS=":.*## "}{printf "  %-18s %s\n", $$1, $$2}'
@@ -164,6 +164,22 @@ export: env-tools ## Every current result under RESULTS as one CSV ($(RESULTS)/r
 compare: env-tools ## Per cell, B / A with its 95% interval and a verdict (faster/slower/same/inconclusive): make compare A=<dir> B=<dir> [OUT=file.md] [ACROSS=1]
 	@test -n "$(A)" -a -n "$(B)" || { echo "usage: make compare A=<results dir> B=<results dir> [OUT=compare/compare.md] [ACROSS=1: decide across different processors]" >&2; exit 2; }
 	$(TOOLS_PY) -m bench compare $(A) $(B) $(if $(OUT),--out $(OUT)) $(if $(ACROSS),--across-processors)
+
+# The machine's noise study (bench/noise/study.py, docs/METHOD.md): identical code compared with itself on product
+# cells (CELLS=: cell keys, default the 8 BERT smoke cells; ROUNDS=, default 2; REPEATS=: processes a side, default
+# the profile's), the process-to-process spread that one-process cells borrow, and the smallest slowdown of a
+# calibration probe the verdict detects (SLOWDOWNS=, default 0,0.05,0.1,0.2; PAIRS=, default 8). ~10-20 minutes.
+CELLS ?=
+ROUNDS ?=
+PAIRS ?=
+SLOWDOWNS ?=
+NOISE_BACKENDS = $(or $(sort $(foreach c,$(subst $(comma), ,$(CELLS)),$(firstword $(subst __, ,$(c))))),jax torch native-torch)
+noise: doctor ## How small a difference this machine can show: A/A false positives, process spread, minimum detectable slowdown -> $(RESULTS)/noise/NOISE.md
+	@for e in $(NOISE_BACKENDS); do $(MAKE) --no-print-directory env BACKEND=$$e; done
+	@$(MAKE) --no-print-directory env-tools
+	$(TOOLS_PY) -m bench.noise.study $(if $(CELLS),--cells $(CELLS)) $(if $(ROUNDS),--rounds $(ROUNDS)) \
+		$(if $(REPEATS),--repeats $(REPEATS)) $(if $(PAIRS),--pairs $(PAIRS)) $(if $(SLOWDOWNS),--slowdowns $(SLOWDOWNS)) \
+		$(if $(PROFILE),--profile $(PROFILE)) --results-dir "$(RESULTS)"
 
 ceilings: env-tools ## This machine's ceilings (matmul FLOP/s per dtype, triad GB/s) in every built env: results/ceilings/<machine>.json (docs/ROOFLINE.md)
 	$(TOOLS_PY) -m bench.roofline.ceilings --results-dir "$(RESULTS)"

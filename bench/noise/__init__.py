@@ -74,3 +74,11 @@ def machine_spread(results_dir: Path | None, machine: dict[str, Any]) -> Process
         return ProcessSpread(float(spread["log_sd"]), float(spread["dof"]), source)
     except (OSError, ValueError, KeyError, TypeError):
         return None
+
+
+def interleaved_sides(per_side: int) -> list[str]:
+    """The order of an A/B comparison's processes: A-B-B-A-A-B-B-A..., `per_side` of each, so that neither side runs
+    all first and a drift of the machine over the comparison moves both sides alike."""
+    if per_side < 1:
+        raise ValueError(f"need at least one process per side, got {per_side}")
+    return ["A" if i % 4 in (0, 3) else "B" for i in range(2 * per_side)]

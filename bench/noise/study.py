@@ -1,0 +1,643 @@
+"""`make noise` (`python -m bench.noise.study`): how small a difference this machine can show.
+
+Four measurements, saved as one file per processor (<results>/noise/<machine>--<fingerprint>.json, format
+"noise-1", bench/noise/__init__.py reads it) and rendered as <results>/noise/NOISE.md (bench/report/noise.py):
+
+1. A/A on product cells. Per round and cell, `repeats` processes into side A and as many into side B, interleaved
+   A-B-B-A-A-B, each run as the orchestrator runs a cell process (bench/runner.py prepare / Prepared.attempt, the
+   drift probe between processes, the result written as a run writes it), so that each side is an ordinary results
+   folder (<results>/noise/runs/<UTC stamp>/round-<k>/{A,B}/, which `make compare A=... B=...` reads by hand too).
+   The verdicts are `make compare`'s (bench/compare.py verdicts); identical code called faster or slower is a false
+   positive.
+2. The process-to-process spread: per cell, the standard deviation of ln(a process's median) over its identical
+   processes, pooled over rounds (each round its own mean). The file's `process_spread` is the largest cell's, which
+   a cell of one process borrows for its interval (bench/judge.py).
+3. Power: the calibration probe (bench/noise/probe.py), a pure-Python loop slowed by a known share, against the
+   base, `pairs` times per slowdown, judged by bench/stats.py; the minimum detectable effect is the smallest
+   slowdown called slower in at least 7 of 8 pairs. Per product cell, the analytic 80%-power MDE from its spread.
+4. Whether the machine was quiet: the 1-minute load average and the drift probe at the start and the end, and the
+   CPU time other processes took while the study ran.
+
+Ctrl-C (or SIGTERM) keeps what is finished: every side written so far stays, and the study's figures so far are
+written to its runs folder (not as the machine's study).
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import resource
+import signal
+import statistics
+import sys
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bench import stats
+from bench.atomic import write_json_atomic
+from bench.drift import reference_ms
+from bench.errors import BenchError
+from bench.noise import NOISE_DIR, NOISE_FORMAT, interleaved_sides, noise_file_name, read_noise_file
+from bench.noise import probe as calibration
+from bench.profiles import get_profile
+from bench.progress import hms
+from bench.provenance import git_info, machine_info, now_utc
+from bench.registry import Cell, plan_cells
+from bench.results import HISTORY, Run, reserve_new_name
+
+DEFAULT_PROFILE = "smoke"
+# The product cells of the A/A test: BERT on Keras 3 (JAX, PyTorch) and native PyTorch (eager, compiled), fit and
+# predict: the cells whose same-code verdicts first showed the problem.
+DEFAULT_BACKENDS = ("jax", "torch", "native-torch")
+DEFAULT_MODEL = "bert"
+DEFAULT_ROUNDS = 2
+DEFAULT_PAIRS = 8
+DEFAULT_SLOWDOWNS = (0.0, 0.05, 0.10, 0.20)
+DETECT_SHARE = 7 / 8  # the calibration MDE: the smallest slowdown called slower in at least this share of pairs
+MDE_POWER = 0.80  # the analytic MDE's power
+LOAD_PER_CPU = 0.75  # a load above this many busy cores per logical CPU (1.5 on 2 cores) is "under load"
+DRIFT_SHARE = 0.1  # under load too where more drift-probe readings than this share read beyond the noise gate
+PROFILE_CHOICE = "explicit (make noise)"
+RUNS = "runs"
+PAGE = "NOISE.md"
+
+
+def say(line: str) -> None:
+    print(line, flush=True)
+
+
+# -- settings
+
+
+def default_repeats(profile: str) -> int:
+    """The profile's default processes per cell (bench/profiles.toml `repeats`): what `make compare` compares."""
+    return get_profile(profile).repeats
+
+
+def default_cells(profile: str = DEFAULT_PROFILE) -> list[Cell]:
+    return plan_cells(profile, backends=list(DEFAULT_BACKENDS), models=[DEFAULT_MODEL])
+
+
+def choose_cells(keys: list[str] | None, profile: str = DEFAULT_PROFILE) -> list[Cell]:
+    """The cells named by key (as `python -m bench run --dry-run` lists them), in the order given; none: the
+    default eight."""
+    if not keys:
+        return default_cells(profile)
+    known = {c.key: c for c in plan_cells(profile)}
+    known.update({c.key: c for c in default_cells(profile)})
+    unknown = [k for k in keys if k not in known]
+    if unknown:
+        raise BenchError(
+            f"unknown cell(s) for the {profile} profile: {', '.join(unknown)}; a cell is named by its key, as "
+            f"`python -m bench run --profile {profile} --dry-run` lists them (e.g. {next(iter(known))})"
+        )
+    return [known[k] for k in dict.fromkeys(keys)]
+
+
+def parse_slowdowns(text: str) -> list[float]:
+    """'0,0.05,0.1' -> [0.0, 0.05, 0.1]: shares of added work per step (0.1 = 10% more), none negative."""
+    try:
+        values = [float(v) for v in text.replace(",", " ").split()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"slowdowns must be numbers such as 0,0.05,0.1, got {text!r}") from None
+    if not values or any(v < 0 or not math.isfinite(v) for v in values):
+        raise argparse.ArgumentTypeError(f"slowdowns must be one or more numbers >= 0, got {text!r}")
+    return sorted(set(values))
+
+
+# -- the statistics of the study
+
+
+def analytic_mde(log_sd: float, repeats: int, power: float = MDE_POWER, confidence: float = stats.CONFIDENCE) -> float:
+    """The smallest slowdown a comparison of `repeats` processes a side detects with `power`, given a process-to-
+    process spread `log_sd` (of ln(median)): exp((t(1 - alpha/2, dof) + t(power, dof)) * s * sqrt(2 / repeats)) - 1,
+    dof = 2 * repeats - 2."""
+    if repeats < 2:
+        raise ValueError(f"the analytic MDE needs at least 2 processes a side, got {repeats}")
+    dof = 2 * repeats - 2
+    factor = stats.t_quantile((1 + confidence) / 2, dof) + stats.t_quantile(power, dof)
+    return math.exp(factor * log_sd * math.sqrt(2 / repeats)) - 1
+
+
+def pooled_spread(groups: list[list[float]]) -> tuple[float, int] | None:
+    """The standard deviation of ln(median) pooled over groups (rounds), each about its own mean, and its degrees of
+    freedom (processes less groups); None without any degree of freedom."""
+    logs = [[math.log(m) for m in g if m > 0] for g in groups]
+    logs = [g for g in logs if g]
+    dof = sum(len(g) for g in logs) - len(logs)
+    if dof < 1:
+        return None
+    squares = sum((x - statistics.fmean(g)) ** 2 for g in logs for x in g)
+    return math.sqrt(squares / dof), dof
+
+
+def required_pairs(pairs: int) -> int:
+    """How many of `pairs` must be called slower for a slowdown to count as detected (7 of 8)."""
+    return math.ceil(DETECT_SHARE * pairs - 1e-9)
+
+
+def verdict_counts(verdicts: list[str | None]) -> dict[str, int]:
+    found = Counter(verdicts)
+    counts = {v: found.get(v, 0) for v in (stats.FASTER, stats.SLOWER, stats.SAME, stats.INCONCLUSIVE)}
+    if found.get(None):
+        counts["not compared"] = found[None]
+    return counts
+
+
+def aa_summary(verdicts: list[str | None]) -> dict[str, Any]:
+    counts = verdict_counts(verdicts)
+    compared = sum(counts[v] for v in (stats.FASTER, stats.SLOWER, stats.SAME, stats.INCONCLUSIVE))
+    wrong = counts[stats.FASTER] + counts[stats.SLOWER]
+    return {
+        "pairs": compared,
+        **counts,
+        "false_positive_rate": wrong / compared if compared else None,
+    }
+
+
+def calibration_mde(power: list[dict[str, Any]], pairs: int) -> dict[str, Any]:
+    need = required_pairs(pairs)
+    detected = [p["slowdown"] for p in power if p["slowdown"] > 0 and p["pairs"] and p[stats.SLOWER] >= need]
+    smallest = min(detected) if detected else None
+    tried = [p["slowdown"] for p in power if p["slowdown"] > 0]
+    return {
+        "slowdown": smallest,
+        "rule": f"the smallest slowdown called slower in at least {need} of {pairs} pairs",
+        "required": need,
+        "note": "" if smallest is not None else (
+            "none of the slowdowns tried (" + ", ".join(f"+{s:.0%}" for s in tried) + f") was called slower in "
+            f"{need} of {pairs} pairs" if tried else "no slowdown above 0 was tried"
+        ),
+    }
+
+
+# -- the machine's condition
+
+
+@dataclass
+class Snapshot:
+    """The machine at one moment: the load average, the drift probe, and CPU time (everyone's, and this study's)."""
+
+    wall: float
+    load_1m: float | None
+    reference_ms: float
+    busy_s: float | None  # every CPU's busy time since boot (/proc/stat), seconds
+    own_s: float  # this process's CPU time and its waited-for children's
+
+    @classmethod
+    def take(cls) -> Snapshot:
+        try:
+            load = round(os.getloadavg()[0], 2)
+        except OSError:
+            load = None
+        own = sum(
+            getattr(resource.getrusage(who), f)
+            for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
+            for f in ("ru_utime", "ru_stime")
+        )
+        return cls(time.perf_counter(), load, reference_ms(), busy_seconds(), own)
+
+
+def busy_seconds() -> float | None:
+    """Every CPU's busy time since boot (user, nice, system, irq, softirq and steal of /proc/stat's first line), in
+    seconds; None where there is no /proc/stat."""
+    try:
+        fields = Path("/proc/stat").read_text().splitlines()[0].split()
+        user, nice, system, _idle, _iowait, irq, softirq, steal = (int(v) for v in fields[1:9])
+    except (OSError, ValueError, IndexError):
+        return None
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+
+
+def conditions(start: Snapshot, end: Snapshot, readings: list[float] | None = None, cpus: int | None = None
+               ) -> dict[str, Any]:
+    """Whether the machine was quiet while the study ran. The 1-minute load average at the end counts the study's own
+    processes, so the load beside the study is the larger of the load at the start and the cores other processes
+    kept busy on average (all CPU time less this study's, over the wall time). Under load also where the drift
+    probe (bench/drift.py) read more than the noise gate's multiple of its quietest value at the end, or between
+    more than a tenth of the processes."""
+    cpus = cpus or os.cpu_count() or 1
+    wall = max(end.wall - start.wall, 1e-9)
+    others = None
+    if start.busy_s is not None and end.busy_s is not None:
+        others = round(max(0.0, (end.busy_s - start.busy_s) - (end.own_s - start.own_s)) / wall, 2)
+    load = max(v for v in (start.load_1m, others if others is not None else end.load_1m, 0.0) if v is not None)
+    limit = LOAD_PER_CPU * cpus
+    readings = [v for v in (readings or [start.reference_ms, end.reference_ms]) if v and v > 0]
+    quietest = min(readings)
+    slow = [v for v in readings if v > stats.REFERENCE_FACTOR * quietest]
+    drifted = end.reference_ms > stats.REFERENCE_FACTOR * quietest or len(slow) > DRIFT_SHARE * len(readings)
+    why = ([f"load {load:.2f}"] if load > limit else []) + (
+        [f"drift probe above {stats.REFERENCE_FACTOR:g}x its quietest {quietest:.3g} ms in {len(slow)} of "
+         f"{len(readings)} readings, {end.reference_ms:.3g} ms at the end"] if drifted else [])
+    return {
+        "label": f"under load ({'; '.join(why)})" if why else "quiet",
+        "quiet": not why,
+        "load": round(load, 2),
+        "load_limit": limit,
+        "cpus": cpus,
+        "load_1m": {"start": start.load_1m, "end": end.load_1m},
+        "others_busy_cores": others,
+        "drift_probe_ms": {"start": start.reference_ms, "end": end.reference_ms, "quietest": quietest,
+                           "readings": len(readings), "above_limit": len(slow)},
+        "wall_s": round(wall, 1),
+    }
+
+
+# -- the study
+
+
+@dataclass
+class CellRecord:
+    """One product cell's processes and verdicts over the rounds."""
+
+    cell: Cell
+    medians: list[dict[str, list[float]]] = field(default_factory=list)  # per round: side -> each ok process's median
+    verdicts: list[dict[str, Any]] = field(default_factory=list)  # per round: compare's pair (verdict, ratio, ...)
+
+    def spread(self) -> tuple[float, int] | None:
+        return pooled_spread([m["A"] + m["B"] for m in self.medians])
+
+    def to_dict(self, repeats: int) -> dict[str, Any]:
+        spread = self.spread()
+        c = self.cell
+        return {
+            "key": c.key,
+            "cell": f"{c.backend} {c.model} {c.task} batch={c.batch_size} {c.variant}",
+            "processes": sum(len(m["A"]) + len(m["B"]) for m in self.medians),
+            "rounds": [
+                {"round": k, "medians_ms": m, **{n: v for n, v in verdict.items() if n != "key"}}
+                for k, (m, verdict) in enumerate(zip(self.medians, self.verdicts), 1)
+            ],
+            "log_sd": spread[0] if spread else None,
+            "dof": spread[1] if spread else None,
+            "verdicts": verdict_counts([v.get("verdict") for v in self.verdicts]),
+            "mde": analytic_mde(spread[0], repeats) if spread else None,
+        }
+
+
+def pair_of(cell: Cell, pairs: list[dict[str, Any]]) -> dict[str, Any] | None:
+    for pair in pairs:
+        key = pair.get("key") or {}
+        if (key.get("backend"), key.get("model"), key.get("task"), key.get("batch"), key.get("variant"),
+                key.get("profile"), key.get("stack", cell.stack)) == (
+                cell.backend, cell.model, cell.task, cell.batch_size, cell.variant, cell.profile, cell.stack):
+            return pair
+    return None
+
+
+def compare_verdicts(a_dir: Path, b_dir: Path) -> list[dict[str, Any]]:
+    """`make compare`'s verdict for every cell of both folders (bench/compare.py)."""
+    from bench.compare import verdicts
+
+    return verdicts(a_dir, b_dir)
+
+
+class Study:
+    def __init__(
+        self,
+        cells: list[Cell],
+        results_dir: Path,
+        rounds: int = DEFAULT_ROUNDS,
+        repeats: int | None = None,
+        pairs: int = DEFAULT_PAIRS,
+        slowdowns: list[float] | tuple[float, ...] = DEFAULT_SLOWDOWNS,
+        timeout_s: float | None = None,
+        echo: Callable[[str], None] = say,
+        probe_rule: dict[str, Any] | None = None,
+    ):
+        if not cells:
+            raise BenchError("the noise study needs at least one cell")
+        profiles = {c.profile for c in cells}
+        if len(profiles) != 1:
+            raise BenchError(f"the noise study's cells must share one profile, got {', '.join(sorted(profiles))}")
+        self.profile = profiles.pop()
+        self.repeats = repeats or default_repeats(self.profile)
+        if self.repeats < 2:
+            raise BenchError(f"the noise study needs at least 2 processes a side (repeats), got {self.repeats}")
+        if rounds < 1 or pairs < 1:
+            raise BenchError(f"rounds and pairs must be at least 1, got {rounds} and {pairs}")
+        self.cells, self.rounds, self.pairs = cells, rounds, pairs
+        self.slowdowns = sorted(set(slowdowns))
+        self.results_dir, self.timeout_s, self.echo = Path(results_dir), timeout_s, echo
+        self.probe_rule = probe_rule or calibration.profile_rule(self.profile)
+        self.records = {c.key: CellRecord(c) for c in cells}
+        self.power: dict[float, list[calibration.PairOutcome]] = {s: [] for s in self.slowdowns}
+        self.base_iterations: int | None = None
+        self.readings: list[float] = []
+        self.run_id = uuid.uuid4().hex
+        self.started = time.perf_counter()
+        self.created_at = now_utc()
+        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+        self.runs_dir = self.claim_runs_dir(self.results_dir / NOISE_DIR / RUNS, stamp)
+
+    @staticmethod
+    def claim_runs_dir(parent: Path, stamp: str) -> Path:
+        parent.mkdir(parents=True, exist_ok=True)
+        for n in range(1000):
+            path = parent / (stamp if n == 0 else f"{stamp}-{n}")
+            try:
+                path.mkdir()
+                return path
+            except FileExistsError:
+                continue
+        raise BenchError(f"no free folder name for this study under {parent}")
+
+    def elapsed(self) -> str:
+        return hms(time.perf_counter() - self.started)
+
+    def aa_verdicts(self) -> list[str | None]:
+        return [v.get("verdict") for r in self.records.values() for v in r.verdicts]
+
+    def aa_so_far(self) -> str:
+        counts = aa_summary(self.aa_verdicts())
+        parts = [f"{n} {v}" for v, n in counts.items() if v not in ("pairs", "false_positive_rate") and n]
+        return f"A/A so far: {', '.join(parts) or 'none'} of {counts['pairs']} pairs"
+
+    # -- 1. A/A on product cells
+
+    def run_aa(self) -> None:
+        from bench.runner import prepare, release_results_folder
+
+        for k in range(1, self.rounds + 1):
+            sides = {s: self.runs_dir / f"round-{k}" / s for s in ("A", "B")}
+            for folder in sides.values():
+                folder.mkdir(parents=True, exist_ok=True)
+            prepared = {s: prepare(self.cells, folder, self.repeats) for s, folder in sides.items()}
+            for p in prepared.values():  # one invocation, its processes interleaved: one run, as the Judge reads it
+                p.run_id = self.run_id
+            try:
+                for number, cell in enumerate(self.cells, 1):
+                    self.run_cell(cell, k, number, sides, prepared)
+            finally:
+                for folder in sides.values():
+                    release_results_folder(folder)
+
+    def run_cell(self, cell: Cell, k: int, number: int, sides: dict[str, Path], prepared: dict) -> None:
+        from bench.runner import record_noise, write_or_show
+
+        runs: dict[str, list[Run]] = {"A": [], "B": []}
+        latest = self.readings[-1] if self.readings else reference_ms()
+
+        def write_sides() -> None:
+            for side, side_runs in runs.items():
+                if not side_runs:
+                    continue
+                record_noise(side_runs, self.readings)  # the noise gates, as the runner judges them as it writes
+                result = prepared[side].result(
+                    cell, side_runs, PROFILE_CHOICE, self.repeats,
+                    reference={"start_ms": self.readings[0], "at_write_ms": latest},
+                    noise_study={"runs": self.runs_dir.name, "round": k, "side": side},
+                )
+                write_or_show(result, sides[side], self.echo, kept=number - 1, of=len(self.cells))
+
+        try:
+            per_side = self.repeats
+            for side in interleaved_sides(per_side):
+                process = len(runs[side])
+                where = f"round {k}/{self.rounds} · cell {number}/{len(self.cells)} · {side} {process + 1}/{per_side}"
+                what = f"{cell.backend} {cell.model} {cell.task} batch={cell.batch_size} {cell.variant} ({cell.profile}"
+                self.echo(f"[{where}] {what}; elapsed {self.elapsed()})")
+                not_run = prepared[side].not_run(cell)
+                run = not_run or prepared[side].attempt(
+                    cell, process, sides[side], self.timeout_s, lambda line: self.echo("    " + line)
+                )
+                runs[side].append(run)
+                if not_run is None:  # a process ran: probe the drift, as the runner does
+                    before, latest = latest, reference_ms()
+                    self.readings.append(latest)
+                    run.reference = {"before_ms": before, "after_ms": latest}
+                if run.status != "ok":
+                    self.echo(f"    {run.status}: {run.message}: this cell's round {k} stops here")
+                    break
+        except KeyboardInterrupt:
+            write_sides()  # the finished processes are kept, as a run keeps them
+            raise
+        write_sides()
+        record = self.records[cell.key]
+        record.medians.append(
+            {s: [statistics.median(r.timed_ms) for r in side_runs if r.status == "ok" and r.timed_ms]
+             for s, side_runs in runs.items()}
+        )
+        pair = pair_of(cell, compare_verdicts(sides["A"], sides["B"])) or {"verdict": None, "reason": "no pair"}
+        record.verdicts.append(pair)
+        ratio = f" {pair['ratio']:.3g}× ({pair['low']:.3g}–{pair['high']:.3g})" if pair.get("low") else ""
+        why = f": {pair['reason']}" if pair.get("reason") else ""
+        self.echo(f"    -> {pair.get('verdict') or 'not compared'}{ratio}{why}; {self.aa_so_far()}")
+
+    # -- 3. power on the calibration probe
+
+    def run_power(self) -> None:
+        self.base_iterations = calibration.calibrate()
+        self.echo(
+            f"[power] calibration probe: {self.base_iterations} turns of a pure-Python loop per step (about "
+            f"{calibration.TARGET_STEP_MS:g} ms); slowdowns {', '.join(f'+{s:.0%}' for s in self.slowdowns)}, "
+            f"{self.pairs} pairs each, {self.repeats} processes a side (elapsed {self.elapsed()})"
+        )
+        latest = self.readings[-1] if self.readings else None
+        for p in range(1, self.pairs + 1):  # pair p of every slowdown, then pair p + 1: each spread over the study
+            for slowdown in self.slowdowns:
+                self.echo(f"[power +{slowdown:.0%} · pair {p}/{self.pairs}] base vs +{slowdown:.0%} "
+                          f"(elapsed {self.elapsed()})")
+                outcome, latest = calibration.probe_pair(
+                    self.base_iterations, slowdown, self.repeats, self.probe_rule, latest_reference_ms=latest
+                )
+                self.readings += [run.reference["after_ms"] for run in (*outcome.a, *outcome.b)]
+                self.power[slowdown].append(outcome)
+                counts = verdict_counts([o.verdict for o in self.power[slowdown]])
+                so_far = ", ".join(f"{n} {v}" for v, n in counts.items() if n)
+                interval = outcome.ratio.interval() if outcome.ratio else None
+                ratio = (f" {stats.fmt_ratio(outcome.ratio)}" if interval else "")
+                why = f": {outcome.reason}" if outcome.verdict == stats.INCONCLUSIVE and outcome.reason else ""
+                self.echo(f"    -> {outcome.verdict}{ratio}{why}; +{slowdown:.0%} so far: {so_far}")
+
+    def power_summary(self) -> list[dict[str, Any]]:
+        out = []
+        for slowdown in self.slowdowns:
+            outcomes = self.power[slowdown]
+            counts = verdict_counts([o.verdict for o in outcomes])
+            wrong = (counts[stats.FASTER] + counts[stats.SLOWER]) if slowdown == 0 else (
+                counts[stats.FASTER] + counts[stats.SAME])
+            out.append({"slowdown": slowdown, "pairs": len(outcomes), **counts, "wrong": wrong,
+                        "outcomes": [o.to_dict() for o in outcomes]})
+        return out
+
+    # -- the file
+
+    def spread_summary(self) -> dict[str, Any] | None:
+        spreads = {key: s for key, r in self.records.items() if (s := r.spread())}
+        if not spreads:
+            return None
+        widest = max(spreads, key=lambda key: spreads[key][0])
+        log_sd, dof = spreads[widest]
+        groups = [m["A"] + m["B"] for r in self.records.values() for m in r.medians]
+        pooled = pooled_spread(groups)
+        return {
+            "log_sd": log_sd,
+            "dof": dof,
+            "cell": widest,
+            "how": (
+                "the largest per-cell standard deviation of ln(a process's median) over identical processes (both "
+                "sides of every round, each round about its own mean; dof = processes - rounds), so that a cell of "
+                "one process that borrows it is not made surer than the noisiest cell here"
+            ),
+            "pooled_log_sd": pooled[0] if pooled else None,
+            "pooled_dof": pooled[1] if pooled else None,
+        }
+
+    def to_dict(self, start: Snapshot, end: Snapshot, complete: bool) -> dict[str, Any]:
+        machine = machine_info()
+        power = self.power_summary()
+        return {
+            "format": NOISE_FORMAT,
+            "complete": complete,
+            "machine": machine,
+            "processor": machine.get("processor"),
+            "git": git_info(),
+            "created_at": self.created_at,
+            "finished_at": now_utc(),
+            "command": sys.argv,
+            "settings": {
+                "profile": self.profile,
+                "cells": [c.key for c in self.cells],
+                "rounds": self.rounds,
+                "repeats": self.repeats,
+                "order": "".join(interleaved_sides(self.repeats)),
+                "pairs": self.pairs,
+                "slowdowns": self.slowdowns,
+                "sampling": calibration.profile_rule(self.profile),
+                "probe": {
+                    "base_iterations": self.base_iterations,
+                    "target_step_ms": calibration.TARGET_STEP_MS,
+                    "sampling": self.probe_rule,
+                },
+                "equivalence_band": stats.EQUIVALENCE_BAND,
+                "confidence": stats.CONFIDENCE,
+            },
+            "runs_dir": str(self.runs_dir.relative_to(self.results_dir)),
+            "conditions": conditions(start, end, self.readings),
+            "cells": [r.to_dict(self.repeats) for r in self.records.values()],
+            "process_spread": self.spread_summary(),
+            "aa": aa_summary(self.aa_verdicts()),
+            "power": power,
+            "mde": {
+                "calibration": calibration_mde(power, self.pairs),
+                "per_cell": {
+                    key: {"mde": d["mde"], "log_sd": d["log_sd"], "dof": d["dof"], "repeats": self.repeats,
+                          "power": MDE_POWER}
+                    for key, r in self.records.items()
+                    if (d := r.to_dict(self.repeats))["mde"] is not None
+                },
+                "per_cell_how": (
+                    f"exp((t(0.975, dof) + t({MDE_POWER:.2f}, dof)) * s * sqrt(2 / repeats)) - 1, "
+                    f"dof = 2 * repeats - 2, s the cell's spread: the slowdown a comparison at {self.repeats} "
+                    f"processes a side detects with {MDE_POWER:.0%} power"
+                ),
+            },
+        }
+
+    def run(self) -> Path:
+        """The whole study; returns the machine's study file. Ctrl-C: the figures so far go to the runs folder."""
+        start = Snapshot.take()
+        self.readings.append(start.reference_ms)
+        self.echo(
+            f"noise study: {len(self.cells)} cells x {self.rounds} rounds x {self.repeats} + {self.repeats} processes "
+            f"({''.join(interleaved_sides(self.repeats))}), then the calibration probe at "
+            f"{', '.join(f'+{s:.0%}' for s in self.slowdowns)}, {self.pairs} pairs each; into {self.runs_dir}"
+        )
+        self.echo(f"load at the start: {start.load_1m} (1-minute average), drift probe {start.reference_ms:.3f} ms")
+        try:
+            self.run_aa()
+            self.run_power()
+        except KeyboardInterrupt:
+            partial = self.runs_dir / "study.json"
+            write_json_atomic(partial, self.to_dict(start, Snapshot.take(), complete=False))
+            self.echo(f"\ninterrupted after {self.elapsed()}: every finished side is kept under {self.runs_dir}, the "
+                      f"figures so far in {partial} (not the machine's study)")
+            raise
+        end = Snapshot.take()
+        data = self.to_dict(start, end, complete=True)
+        write_json_atomic(self.runs_dir / "study.json", data)
+        path = write_study(self.results_dir, data)
+        self.echo(summary_line(data))
+        return path
+
+
+def write_study(results_dir: Path, data: dict[str, Any]) -> Path:
+    """<results>/noise/<machine>--<fingerprint>.json, written atomically; an earlier study of the same processor
+    moves to <results>/noise/history/ first (never overwritten); NOISE.md rendered beside it."""
+    from bench.report.noise import render_noise
+
+    folder = Path(results_dir) / NOISE_DIR
+    path = folder / noise_file_name(data["machine"])
+    if path.exists():
+        try:
+            stamp = str(read_noise_file(path)["created_at"]).replace(":", "").replace("+", "Z")
+        except (OSError, ValueError, KeyError):  # not a readable study: named by when it was written
+            stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(path.stat().st_mtime))
+        archived = reserve_new_name(folder / HISTORY, f"{path.stem}.{stamp}")
+        os.replace(path, archived)
+    write_json_atomic(path, data)
+    render_noise(results_dir)
+    return path
+
+
+def summary_line(data: dict[str, Any]) -> str:
+    aa, spread, mde = data["aa"], data["process_spread"], data["mde"]["calibration"]
+    wrong = aa[stats.FASTER] + aa[stats.SLOWER]
+    parts = [
+        f"A/A: {wrong} of {aa['pairs']} identical pairs called different ({aa[stats.SAME]} same, "
+        f"{aa[stats.INCONCLUSIVE]} inconclusive)",
+        f"process spread {spread['log_sd']:.2%} (largest cell, dof {spread['dof']})" if spread else "no process spread",
+        f"minimum detectable slowdown +{mde['slowdown']:.0%}" if mde["slowdown"] is not None else mde["note"],
+        data["conditions"]["label"],
+    ]
+    return "; ".join(parts)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from bench.cli import DEFAULT_RESULTS, OneLineErrors, csv_list, positive_int
+
+    parser = OneLineErrors(prog="python -m bench.noise.study", description=__doc__.splitlines()[0])
+    parser.add_argument("--cells", type=csv_list, help="cell keys, as `python -m bench run --dry-run` lists them "
+                        "(default: BERT fit and predict on Keras 3 JAX and PyTorch, native PyTorch eager and compiled)")
+    parser.add_argument("--profile", default=DEFAULT_PROFILE, help=f"the cells' profile (default: {DEFAULT_PROFILE})")
+    parser.add_argument("--rounds", type=positive_int, default=DEFAULT_ROUNDS,
+                        help=f"A/A rounds over every cell (default: {DEFAULT_ROUNDS})")
+    parser.add_argument("--repeats", type=positive_int,
+                        help="processes per side (default: the profile's default repeats)")
+    parser.add_argument("--pairs", type=positive_int, default=DEFAULT_PAIRS,
+                        help=f"calibration-probe pairs per slowdown (default: {DEFAULT_PAIRS})")
+    parser.add_argument("--slowdowns", type=parse_slowdowns, default=list(DEFAULT_SLOWDOWNS),
+                        help="the calibration probe's added work per step, shares (default: "
+                        + ",".join(f"{s:g}" for s in DEFAULT_SLOWDOWNS) + ")")
+    parser.add_argument("--timeout", type=positive_int, help="seconds per cell process (default: the cell's own)")
+    parser.add_argument("--results-dir", type=Path, default=DEFAULT_RESULTS)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    from bench.cli import interrupt
+
+    args = build_parser().parse_args(argv)
+    signal.signal(signal.SIGTERM, interrupt)  # a stop by signal keeps what is finished, as Ctrl-C does
+    try:
+        cells = choose_cells(args.cells, args.profile)
+        study = Study(cells, args.results_dir, args.rounds, args.repeats, args.pairs, args.slowdowns, args.timeout)
+        path = study.run()
+    except BenchError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt as e:
+        return 128 + getattr(e, "signum", signal.SIGINT)
+    say(f"wrote {path} and {path.parent / PAGE}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

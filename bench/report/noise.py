@@ -1,0 +1,278 @@
+"""The machine's noise study in words (`make noise`, bench/noise/study.py): <results>/noise/NOISE.md from the study
+files beside it (one per processor), and the section of RESULTS.md that says how small a difference the table's
+machine can show (`noise_section`, registered in bench/report/__init__.py SECTIONS).
+
+Everything here is read from the study's JSON (format noise-1); nothing is measured or recomputed.
+"""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from bench.noise import NOISE_DIR, NOISE_FORMAT, find_noise_file, read_noise_file
+from bench.provenance import machine_label
+from bench.report import text
+from bench.report.text import write_text_atomic
+from bench.stats import FASTER, INCONCLUSIVE, SAME, SLOWER, fmt_factor
+
+PAGE = "NOISE.md"
+TITLE = "How small a difference this machine can show"
+VERDICTS = (FASTER, SLOWER, SAME, INCONCLUSIVE)
+
+
+def load_studies(results_dir: Path) -> list[tuple[Path, dict[str, Any]]]:
+    """Every current study file of <results>/noise/ (not history/, not a run's own copy), by name; a file that is
+    not a noise study raises, naming itself."""
+    folder = Path(results_dir) / NOISE_DIR
+    paths = sorted(p for p in folder.glob("*.json") if not p.name.startswith(".")) if folder.is_dir() else []
+    return [(p, read_noise_file(p)) for p in paths]
+
+
+def pct(value: float | None, sign: bool = False) -> str:
+    """A share in percent to three significant digits (2.31%, +6.26%; a machine under load can reach 1e+03%)."""
+    if value is None:
+        return "–"
+    return f"{value * 100:{'+' if sign else ''}.3g}%"
+
+
+def factor(value: float, unit: str = "×") -> str:
+    """fmt_factor within the range a ratio normally takes; scientific beyond it (an interval under load)."""
+    return fmt_factor(value, unit) if 1e-3 <= abs(value) < 1e4 else f"{value:.3g}{unit}"
+
+
+def pair_text(pair: dict[str, Any]) -> str:
+    """'same 1.01× (0.982–1.04)': a verdict with B / A and its interval."""
+    verdict = pair.get("verdict") or "not compared"
+    if pair.get("ratio") is None:
+        return verdict
+    interval = (f" ({factor(pair['low'], unit='')}–{factor(pair['high'], unit='')})"
+                if pair.get("low") is not None and pair.get("high") is not None else "")
+    return f"{verdict} {factor(pair['ratio'])}{interval}"
+
+
+def processor_text(data: dict[str, Any]) -> str:
+    processor = data.get("processor") or {}
+    if not processor:
+        return "processor not recorded"
+    flags = processor.get("flags") or []
+    vector = ", ".join(f for f in flags if f.startswith(("avx", "amx", "sve", "asimd"))) or "none listed"
+    return (f"{processor.get('model_name') or 'unnamed'} (family {processor.get('family')}, model "
+            f"{processor.get('model')}, stepping {processor.get('stepping')}; vector extensions: {vector}; "
+            f"fingerprint {str(processor.get('fingerprint'))[:12]})")
+
+
+def commit_text(data: dict[str, Any]) -> str:
+    git = data.get("git") or {}
+    commit = str(git.get("commit") or "unknown")[:12]
+    return f"`{commit}`" + (" (with uncommitted changes)" if git.get("dirty") else "")
+
+
+def conditions_text(data: dict[str, Any]) -> str:
+    c = data.get("conditions") or {}
+    load, drift = c.get("load_1m") or {}, c.get("drift_probe_ms") or {}
+    others = c.get("others_busy_cores")
+    parts = [
+        f"**{c.get('label', 'conditions not recorded')}**",
+        f"1-minute load average {load.get('start')} at the start and {load.get('end')} at the end (the study's own "
+        "processes included)",
+    ]
+    if others is not None:
+        parts.append(f"other processes kept {others:.2f} of {c.get('cpus')} cores busy on average while it ran")
+    if drift.get("start") and drift.get("end"):
+        parts.append(f"drift probe {drift['start']:.3g} ms at the start, {drift['end']:.3g} ms at the end")
+    limit = c.get("load_limit")
+    if limit is not None:
+        parts.append(f"a load above {limit:g} counts as load")
+    return "; ".join(parts)
+
+
+def settings_text(data: dict[str, Any]) -> str:
+    s = data.get("settings") or {}
+    rule = s.get("sampling") or {}
+    if rule.get("target_half_width"):
+        sampling = (f"each process timed until its median's 95% interval was within ±{rule['target_half_width']:.0%} "
+                    f"(at least {rule.get('min_steps')} steps and {rule.get('min_s')} s, at most "
+                    f"{rule.get('max_steps')} steps or {rule.get('max_s')} s)")
+    else:
+        sampling = f"{rule.get('max_steps')} timed steps per process"
+    return (f"profile `{s.get('profile')}`, {s.get('repeats')} processes a side interleaved {s.get('order')}, "
+            f"{s.get('rounds')} round(s) over {len(s.get('cells') or [])} cell(s), {sampling}; verdicts at "
+            f"{s.get('confidence', 0.95):.0%} confidence, same within ±{s.get('equivalence_band', 0.05):.0%}")
+
+
+def aa_lines(data: dict[str, Any]) -> list[str]:
+    aa, s = data["aa"], data.get("settings") or {}
+    wrong = aa[FASTER] + aa[SLOWER]
+    rate = aa.get("false_positive_rate")
+    lines = [
+        f"Identical code, run into two folders and compared by `make compare`'s verdicts: **{wrong} of {aa['pairs']} "
+        f"pairs called different** (false-positive rate {pct(rate)}): "
+        + ", ".join(f"{aa[v]} {v}" for v in VERDICTS)
+        + (f", {aa['not compared']} not compared (a side not ok)" if aa.get("not compared") else "")
+        + ".",
+        "",
+    ]
+    rounds = s.get("rounds") or 1
+    headers = ["cell", *[f"round {k}" for k in range(1, rounds + 1)], "processes", "spread (sd of ln median)",
+               f"MDE, {s.get('repeats')} a side (80% power)"]
+    body = []
+    for cell in data.get("cells") or []:
+        by_round = {r["round"]: r for r in cell.get("rounds") or []}
+        body.append([
+            text.md(cell["cell"]),
+            *[text.md(pair_text(by_round[k])) if k in by_round else "" for k in range(1, rounds + 1)],
+            str(cell.get("processes")),
+            pct(cell.get("log_sd")) + (f" (dof {cell['dof']})" if cell.get("dof") else ""),
+            pct(cell.get("mde"), sign=True),
+        ])
+    lines += [text.github_table(body, headers), ""]
+    reasons = sorted({r.get("reason") for c in data.get("cells") or [] for r in c.get("rounds") or []
+                      if r.get("verdict") in (INCONCLUSIVE, None) and r.get("reason")})
+    if reasons:
+        lines += ["Why a pair was inconclusive:", ""] + [f"- {text.md(r)}" for r in reasons] + [""]
+    return lines
+
+
+def spread_lines(data: dict[str, Any]) -> list[str]:
+    spread = data.get("process_spread")
+    if not spread:
+        return ["No cell had two processes that finished: no process-to-process spread was measured.", ""]
+    pooled = spread.get("pooled_log_sd")
+    return [
+        f"The machine's process-to-process spread, **{pct(spread['log_sd'])}** (the standard deviation of ln(a "
+        f"process's median), {spread.get('dof')} degrees of freedom; cell `{spread.get('cell')}`): {spread['how']}. "
+        + (f"Pooled over every cell: {pct(pooled)} ({spread.get('pooled_dof')} degrees of freedom). " if pooled else "")
+        + "A cell of one process (the cpu profiles) borrows it for its interval.",
+        "",
+    ]
+
+
+def gated(power: dict[str, Any]) -> int:
+    """The inconclusive pairs of a slowdown that a noise gate kept out of a verdict (a side measured while the machine
+    was disturbed), as against those whose interval was too wide."""
+    outcomes = power.get("outcomes") or []
+    return sum(1 for o in outcomes if o.get("verdict") == INCONCLUSIVE and "noisy" in (o.get("reason") or ""))
+
+
+def power_lines(data: dict[str, Any]) -> list[str]:
+    power, s = data.get("power") or [], data.get("settings") or {}
+    probe = s.get("probe") or {}
+    mde = (data.get("mde") or {}).get("calibration") or {}
+    lines = [
+        f"The calibration probe (bench/noise/probe.py): a pure-Python loop of {probe.get('base_iterations')} turns per "
+        f"step (about {probe.get('target_step_ms')} ms), against itself with each step's work multiplied by 1 + the "
+        f"slowdown, {s.get('repeats')} processes a side interleaved; judged by the same statistics and noise gates. "
+        "At 0 the right verdict is same (or inconclusive); above 0 slower, or inconclusive under load; same or "
+        "faster is wrong.",
+        "",
+    ]
+    body = [
+        [f"+{p['slowdown']:.0%}", str(p["pairs"]), *[str(p.get(v, 0)) for v in VERDICTS], str(gated(p)),
+         str(p.get("wrong", 0))]
+        for p in power
+    ]
+    if body:
+        headers = ["slowdown", "pairs", *VERDICTS, "of which a noise gate", "wrong"]
+        lines += [text.github_table(body, headers), ""]
+    if mde.get("slowdown") is not None:
+        lines.append(f"**Minimum detectable effect: +{mde['slowdown']:.0%}** ({mde.get('rule')}).")
+    else:
+        lines.append(f"**Minimum detectable effect: none found**: {mde.get('note') or 'no power test ran'}.")
+    per_cell = (data.get("mde") or {}).get("per_cell") or {}
+    if per_cell:
+        values = sorted(v["mde"] for v in per_cell.values())
+        how = (data.get("mde") or {}).get("per_cell_how")
+        lines += [
+            "",
+            f"On the product cells, the analytic minimum detectable effect at 80% power ({how}) "
+            f"runs from {pct(values[0], sign=True)} to {pct(values[-1], sign=True)} (per cell in the table above).",
+        ]
+    return lines + [""]
+
+
+def study_lines(path: Path, data: dict[str, Any]) -> list[str]:
+    machine = data.get("machine") or {}
+    lines = [
+        f"## {machine_label(machine)}",
+        "",
+        f"`{path.name}`: {processor_text(data)}. Measured {data.get('created_at')} to {data.get('finished_at')} at "
+        f"commit {commit_text(data)}; {settings_text(data)}. The machine: {conditions_text(data)}. Each side's "
+        f"results: `{data.get('runs_dir')}/` (`make compare A=.../round-1/A B=.../round-1/B` shows one round).",
+        "",
+    ]
+    if not data.get("complete", True):
+        lines += ["**This study was interrupted**: its figures cover what had finished.", ""]
+    lines += ["### A/A: the same code against itself", ""] + aa_lines(data)
+    lines += ["### The process-to-process spread", ""] + spread_lines(data)
+    lines += ["### Power: a known slowdown", ""] + power_lines(data)
+    return lines
+
+
+def render_noise(results_dir: Path) -> Path:
+    """Write <results>/noise/NOISE.md from every current study file there; returns its path."""
+    studies = load_studies(results_dir)
+    lines = [
+        f"# {TITLE} (`make noise`)",
+        "",
+        "Rendered by `make noise` (`python -m bench.noise.study`) from the study files in this folder, one per "
+        "processor (earlier studies in `history/`). A comparison's verdict (docs/METHOD.md) is only as good as the "
+        "machine is steady: on the same code it should never say faster or slower, and a real slowdown should be "
+        "called slower. This page says how often identical code was called different here, how far one process's "
+        "figure moves from another's, and the smallest slowdown the verdict detects.",
+        "",
+    ]
+    if not studies:
+        lines += ["No study yet: run `make noise`.", ""]
+    for path, data in studies:
+        lines += study_lines(path, data)
+    out = Path(results_dir) / NOISE_DIR / PAGE
+    write_text_atomic(out, "\n".join(lines).rstrip("\n") + "\n")
+    return out
+
+
+def section_lines(path: Path, data: dict[str, Any], link: str, exact: bool = True) -> list[str]:
+    """A few lines for RESULTS.md: the machine's false-positive count, spread and minimum detectable effects."""
+    aa, spread = data["aa"], data.get("process_spread")
+    mde = (data.get("mde") or {}).get("calibration") or {}
+    per_cell = [v["mde"] for v in ((data.get("mde") or {}).get("per_cell") or {}).values()]
+    repeats = (data.get("settings") or {}).get("repeats")
+    pairs = (data.get("settings") or {}).get("pairs")
+    sentences = [
+        f"This machine's noise study (`make noise`, {data.get('created_at', '')[:10]}, "
+        f"{(data.get('conditions') or {}).get('label', 'conditions not recorded')}): identical code was called "
+        f"different in {aa[FASTER] + aa[SLOWER]} of {aa['pairs']} pairs ({aa[SAME]} same, {aa[INCONCLUSIVE]} "
+        "inconclusive)",
+        f"one process's figure moves from another's by {pct(spread['log_sd'])} (standard deviation of ln median, "
+        "the largest cell's; a cell of one process borrows it)" if spread else "no process-to-process spread measured",
+        (f"a +{mde['slowdown']:.0%} slowdown of the calibration probe was called slower in at least "
+         f"{mde.get('required')} of {pairs} pairs") if mde.get("slowdown") is not None
+        else f"no slowdown tried was detected reliably ({mde.get('note', '')})",
+    ]
+    if per_cell:
+        sentences.append(f"on the product cells a difference of {pct(min(per_cell), sign=True)} to "
+                         f"{pct(max(per_cell), sign=True)} is detected with 80% power at {repeats} processes a side")
+    note = "" if exact else " (matched by the machine's label: these results did not record their processor)"
+    return ["; ".join(sentences) + f". All figures: [{PAGE}]({link}){note}.", ""]
+
+
+def noise_section(table, page) -> list[str]:
+    """RESULTS.md's section for a table: its machine's noise study, where one exists (else no lines, no trace)."""
+    results_dir = page.fig_dir.parent
+    items = getattr(table.group, "items", None) or []
+    if not items:
+        return []
+    machine = items[0].result.provenance.get("machine") or {}
+    found = find_noise_file(results_dir, machine)
+    if found is None:
+        return []
+    path, exact = found
+    try:
+        data = read_noise_file(path)
+    except (OSError, ValueError, json.JSONDecodeError):
+        return []
+    if data.get("format") != NOISE_FORMAT or "aa" not in data:
+        return []
+    link = Path(os.path.relpath(path.parent / PAGE, page.out_dir)).as_posix()
+    return section_lines(path, data, link, exact)

@@ -1,0 +1,274 @@
+"""make noise (bench/noise/): the calibration probe's planted slowdown, its A/A and injected-slowdown verdicts in real
+processes, the study end to end at a tiny size, and the figures the study file holds."""
+import argparse
+import json
+import math
+import statistics
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from conftest import env_python
+
+from bench import stats
+from bench.noise import interleaved_sides, machine_spread, noise_file_name, read_noise_file, study
+from bench.noise import probe as calibration
+from bench.report.noise import PAGE, noise_section, render_noise
+
+# A quicker rule than the smoke profile's for the tests' processes: the same sampling to 2%, over at most half a second.
+QUICK_RULE = {"target_half_width": 0.02, "min_steps": 3, "min_s": 0.1, "max_steps": 500, "max_s": 0.5}
+VERDICTS = (stats.FASTER, stats.SLOWER, stats.SAME, stats.INCONCLUSIVE)
+GATE_WORDS = ("drift probe", "p10-p90 spread", "second half's median")
+
+
+# -- (a) the probe: the planted slowdown is the stated share of work
+
+
+def test_slowed_probe_runs_the_stated_share_more_work():
+    assert calibration.slowed_iterations(1000, 0.0) == 1000
+    assert calibration.slowed_iterations(1000, 0.05) == 1050
+    assert calibration.slowed_iterations(1000, 0.2) == 1200
+    assert calibration.spin(1200) == 1200 and calibration.spin(0) == 0
+    with pytest.raises(ValueError):
+        calibration.slowed_iterations(1000, -0.1)
+    base = calibration.measure(2000, QUICK_RULE)
+    slowed = calibration.measure(calibration.slowed_iterations(2000, 0.5), QUICK_RULE)
+    assert base["turns_per_step"] == [2000] and slowed["turns_per_step"] == [3000]  # every step ran exactly that work
+    assert base["sampling"]["rule"] == QUICK_RULE
+
+
+@pytest.mark.duration_s(3)
+def test_the_work_takes_time_in_proportion():
+    """The loop costs the same per turn, so 1.5x the turns take about 1.5x the time (alternated, medians)."""
+    n = calibration.calibrate(0.5)
+    base, slowed = [], []
+    for _ in range(200):
+        for turns, out in ((n, base), (round(1.5 * n), slowed)):
+            started = time.perf_counter_ns()
+            calibration.spin(turns)
+            out.append(time.perf_counter_ns() - started)
+    assert 1.3 < statistics.median(slowed) / statistics.median(base) < 1.7
+
+
+def test_sides_alternate_and_balance():
+    assert "".join(interleaved_sides(3)) == "ABBAAB"
+    assert "".join(interleaved_sides(4)) == "ABBAABBA"
+    for n in range(1, 7):
+        order = interleaved_sides(n)
+        assert order.count("A") == order.count("B") == n and order[:2] == ["A", "B"]
+
+
+def test_probe_process_records_its_sampling(tmp_path):
+    run = calibration.run_probe(2000, 0.25, QUICK_RULE)
+    assert run.iterations == 2500 and run.timed_ms and min(run.timed_ms) > 0
+    assert run.sampling["stopped_by"] in ("precision", "max_steps", "max_s")
+    assert run.sampling["steps"] == len(run.timed_ms) >= QUICK_RULE["min_steps"]
+
+
+# -- (b) A/A and an injected slowdown on the probe, in real processes
+
+
+def gate_reason(ratio: stats.Ratio) -> bool:
+    return "noisy" in ratio.reason and any(word in ratio.reason for word in GATE_WORDS)
+
+
+@pytest.mark.duration_s(10)
+def test_probe_aa_is_never_called_different_and_half_again_is_slower():
+    n = calibration.calibrate(0.5)
+    aa, _ = calibration.probe_pair(n, 0.0, 3, QUICK_RULE)
+    if aa.verdict in (stats.FASTER, stats.SLOWER):
+        # A 95% interval calls identical code different 5% of the time by design: one more independent A/A decides
+        # (both different: 0.25% on a correct verdict).
+        aa, _ = calibration.probe_pair(n, 0.0, 3, QUICK_RULE)
+    assert aa.verdict in (stats.SAME, stats.INCONCLUSIVE), aa.to_dict()
+    assert len(aa.a) == len(aa.b) == 3 and all(r.reference["after_ms"] > 0 for r in aa.a + aa.b)
+    slowed, _ = calibration.probe_pair(n, 0.5, 3, QUICK_RULE)
+    assert slowed.ratio is not None and slowed.ratio.value > 1.2, slowed.to_dict()
+    if slowed.verdict == stats.INCONCLUSIVE:  # only a disturbed machine may keep it from a verdict, and says why
+        assert gate_reason(slowed.ratio), slowed.reason
+    else:
+        assert slowed.verdict == stats.SLOWER, slowed.to_dict()
+
+
+def synthetic_side(rng, slowdown: float, spread: float, processes: int = 3, steps: int = 60) -> list:
+    """Processes whose medians move `spread` from one another (a process offset), with 0.5% step noise."""
+    out = []
+    for _ in range(processes):
+        offset = math.exp(rng.gauss(0, spread))
+        timed = [(1 + slowdown) * offset * math.exp(rng.gauss(0, 0.005)) for _ in range(steps)]
+        out.append(calibration.ProbeRun(slowdown, 1, timed, {}, {"before_ms": 0.5, "after_ms": 0.5}))
+    return out
+
+
+def test_judging_stands_on_processes_not_steps():
+    """Seeded: identical sides whose processes differ by 8% are called different about 5% of the time (the interval's
+    level), not the half of the time an interval on the steps alone would; a 20% slowdown at a 3% spread is called
+    slower."""
+    import random
+
+    rng = random.Random(36)
+    aa = [stats.verdict(calibration.judge_pair(synthetic_side(rng, 0, 0.08), synthetic_side(rng, 0, 0.08)))
+          for _ in range(100)]
+    assert sum(v in (stats.FASTER, stats.SLOWER) for v in aa) <= 10, aa
+    slowed = [stats.verdict(calibration.judge_pair(synthetic_side(rng, 0, 0.03), synthetic_side(rng, 0.2, 0.03)))
+              for _ in range(20)]
+    assert slowed.count(stats.SLOWER) >= 18 and stats.FASTER not in slowed and stats.SAME not in slowed, slowed
+
+
+def test_a_noisy_side_keeps_the_pair_out_of_a_verdict():
+    steady = [[1.0 + 0.001 * (i % 7) for i in range(50)] for _ in range(3)]
+    runs = [calibration.ProbeRun(0.0, 1, t, {}, {"before_ms": 0.5, "after_ms": 0.5}) for t in steady]
+    slowed = [calibration.ProbeRun(0.5, 1, [1.5 * v for v in t], {}, {"before_ms": 0.5, "after_ms": 0.5})
+              for t in steady]
+    assert stats.verdict(calibration.judge_pair(runs, slowed)) == stats.SLOWER
+    slowed[1].reference = {"before_ms": 0.5, "after_ms": 5.0}  # the drift probe read 10x its quiet value beside it
+    found = calibration.judge_pair(runs, slowed)
+    assert stats.verdict(found) == stats.INCONCLUSIVE
+    assert "B noisy: process 2: the drift probe read 5 ms" in found.reason
+
+
+# -- (d) the analytic minimum detectable effect
+
+
+def test_analytic_mde_matches_a_hand_computed_value():
+    # t(0.975, 4) = 2.7764 and t(0.80, 4) = 0.9410 (Student's t table); s = 2%, 3 processes a side:
+    # exp((2.7764 + 0.9410) * 0.02 * sqrt(2/3)) - 1 = 0.06259
+    assert study.analytic_mde(0.02, 3) == pytest.approx(0.06259, abs=2e-5)
+    # t(0.975, 8) = 2.3060, t(0.80, 8) = 0.8889; s = 5%, 5 a side: 0.10631
+    assert study.analytic_mde(0.05, 5) == pytest.approx(0.10631, abs=2e-5)
+    assert study.analytic_mde(0.0, 3) == 0.0
+    with pytest.raises(ValueError):
+        study.analytic_mde(0.02, 1)
+
+
+def test_spread_is_pooled_within_rounds():
+    # Two rounds whose means differ by 2x: the spread is about each round's own mean, not across rounds.
+    r1 = [math.exp(x) for x in (0.0, 0.1, -0.1, 0.0)]
+    r2 = [2 * v for v in r1]
+    sd, dof = study.pooled_spread([r1, r2])
+    assert dof == 6 and sd == pytest.approx(math.sqrt(4 * 0.01 / 6))
+    assert study.pooled_spread([[1.0]]) is None
+
+
+def test_detection_rule_and_false_positive_rate():
+    assert study.required_pairs(8) == 7 and study.required_pairs(1) == 1 and study.required_pairs(4) == 4
+    power = [
+        {"slowdown": 0.0, "pairs": 8, "slower": 0},
+        {"slowdown": 0.05, "pairs": 8, "slower": 6},
+        {"slowdown": 0.1, "pairs": 8, "slower": 7},
+        {"slowdown": 0.2, "pairs": 8, "slower": 8},
+    ]
+    assert study.calibration_mde(power, 8)["slowdown"] == 0.1
+    none = study.calibration_mde(power[:2], 8)
+    assert none["slowdown"] is None and "+5%" in none["note"]
+    aa = study.aa_summary(["same"] * 12 + ["inconclusive"] * 2 + ["slower", None])
+    assert aa["pairs"] == 15 and aa["slower"] == 1 and aa["not compared"] == 1
+    assert aa["false_positive_rate"] == pytest.approx(1 / 15)
+
+
+def snapshot(wall, load, ref, busy, own):
+    return study.Snapshot(wall, load, ref, busy, own)
+
+
+def test_quiet_or_under_load():
+    quiet = study.conditions(snapshot(0, 0.2, 0.5, 100, 10), snapshot(100, 1.9, 0.52, 180, 85), cpus=2)
+    assert quiet["quiet"] and quiet["label"] == "quiet" and quiet["others_busy_cores"] == pytest.approx(0.05)
+    loaded = study.conditions(snapshot(0, 0.2, 0.5, 100, 10), snapshot(100, 3.5, 0.5, 350, 85), cpus=2)
+    assert not loaded["quiet"] and loaded["label"].startswith("under load (load 1.75")
+    drifted = study.conditions(snapshot(0, 0.2, 0.5, 100, 10), snapshot(100, 1.0, 3.0, 180, 85), cpus=2)
+    assert not drifted["quiet"] and "drift probe" in drifted["label"]
+
+
+def test_cells_by_key_and_bad_options():
+    cells = study.default_cells()
+    assert len(cells) == 8 and {c.backend for c in cells} == {"jax", "torch", "native-torch"}
+    assert {c.task for c in cells} == {"fit", "predict"} and {c.model for c in cells} == {"bert"}
+    key = "native-torch__bert__predict__bs2__eager"
+    assert [c.key for c in study.choose_cells([key])] == [key]
+    with pytest.raises(study.BenchError, match="unknown cell"):
+        study.choose_cells(["native-torch__bert__predict__bs2__nope"])
+    assert study.parse_slowdowns("0.1,0,0.05") == [0.0, 0.05, 0.1]
+    for bad in ("-0.1", "x", ""):
+        with pytest.raises(argparse.ArgumentTypeError):
+            study.parse_slowdowns(bad)
+    assert study.main(["--cells", key, "--repeats", "1", "--results-dir", "/nonexistent"]) == 2
+
+
+# -- the file: never overwritten, rendered, and read back
+
+
+def fake_study(log_sd: float, created: str) -> dict:
+    machine = {"cpu": "Test CPU", "logical_cpus": 2, "gpus": [],
+               "processor": {"model_name": "Test CPU", "family": "1", "model": "2", "stepping": "3",
+                             "flags": ["avx2"], "fingerprint": "f" * 64}}
+    return {
+        "format": "noise-1", "complete": True, "machine": machine, "processor": machine["processor"],
+        "git": {"commit": "0" * 40, "dirty": False}, "created_at": created, "finished_at": created,
+        "settings": {"profile": "smoke", "cells": ["c"], "rounds": 1, "repeats": 3, "order": "ABBAAB", "pairs": 8,
+                     "slowdowns": [0, 0.1], "sampling": QUICK_RULE, "probe": {"base_iterations": 100}},
+        "runs_dir": "noise/runs/x",
+        "conditions": {"label": "quiet", "quiet": True, "load_1m": {"start": 0.1, "end": 1.0}, "cpus": 2,
+                       "drift_probe_ms": {"start": 0.5, "end": 0.5}},
+        "cells": [{"key": "c", "cell": "native-torch bert predict batch=2 eager", "processes": 6,
+                   "rounds": [{"round": 1, "verdict": "same", "ratio": 1.01, "low": 0.98, "high": 1.04, "reason": ""}],
+                   "log_sd": log_sd, "dof": 5, "mde": study.analytic_mde(log_sd, 3)}],
+        "process_spread": {"log_sd": log_sd, "dof": 5, "cell": "c", "how": "the largest", "pooled_log_sd": log_sd,
+                           "pooled_dof": 5},
+        "aa": study.aa_summary(["same"]),
+        "power": [{"slowdown": s, "pairs": 8, "faster": 0, "slower": n, "same": 8 - n, "inconclusive": 0, "wrong": 0}
+                  for s, n in ((0, 0), (0.1, 8))],
+        "mde": {"calibration": study.calibration_mde([{"slowdown": 0.1, "pairs": 8, "slower": 8}], 8),
+                "per_cell": {"c": {"mde": study.analytic_mde(log_sd, 3)}}, "per_cell_how": "formula"},
+    }
+
+
+def test_a_new_study_moves_the_earlier_to_history_and_is_read_back(tmp_path):
+    first = study.write_study(tmp_path, fake_study(0.03, "2026-01-01T00:00:00+00:00"))
+    second = study.write_study(tmp_path, fake_study(0.02, "2026-01-02T00:00:00+00:00"))
+    assert first == second == tmp_path / "noise" / noise_file_name(fake_study(0, "")["machine"])
+    archived = list((tmp_path / "noise" / "history").glob("*.json"))
+    assert len(archived) == 1 and json.loads(archived[0].read_text())["process_spread"]["log_sd"] == 0.03
+    spread = machine_spread(tmp_path, fake_study(0, "")["machine"])
+    assert spread.log_sd == 0.02 and spread.dof == 5
+    page = (tmp_path / "noise" / PAGE).read_text()
+    assert "**0 of 1 pairs called different**" in page and "**Minimum detectable effect: +10%**" in page
+    assert render_noise(tmp_path).read_text() == page  # deterministic
+    results_md = tmp_path / "RESULTS.md"
+    table = SimpleNamespace(group=SimpleNamespace(items=[SimpleNamespace(
+        result=SimpleNamespace(provenance={"machine": fake_study(0, "")["machine"]}))]))
+    lines = noise_section(table, SimpleNamespace(fig_dir=tmp_path / "figures", out_dir=results_md.parent))
+    assert lines and "[NOISE.md](noise/NOISE.md)" in lines[0] and "+10% slowdown" in lines[0]
+    other = {**fake_study(0, "")["machine"], "processor": {"fingerprint": "e" * 64}}
+    table.group.items[0].result.provenance["machine"] = other
+    assert noise_section(table, SimpleNamespace(fig_dir=tmp_path / "figures", out_dir=tmp_path)) == []
+
+
+# -- (c) the study end to end, at a tiny size
+
+
+@pytest.mark.envs
+@pytest.mark.slow
+@pytest.mark.duration_s(60)
+def test_tiny_study_end_to_end(tmp_path):
+    env_python("native-torch")
+    key = "native-torch__bert__predict__bs2__eager"
+    lines = []
+    cells = study.choose_cells([key])
+    path = study.Study(cells, tmp_path, rounds=1, repeats=2, pairs=1, slowdowns=[0, 0.5], echo=lines.append).run()
+    data = read_noise_file(path)
+    assert data["complete"] and data["settings"]["repeats"] == 2 and data["settings"]["order"] == "ABBA"
+    (cell,) = data["cells"]
+    assert cell["key"] == key and cell["processes"] == 4 and cell["rounds"][0]["verdict"] in VERDICTS
+    spread = machine_spread(tmp_path, data["machine"])
+    assert spread is not None and spread.log_sd == data["process_spread"]["log_sd"] and spread.dof == 3
+    assert data["aa"]["pairs"] == 1 and [p["pairs"] for p in data["power"]] == [1, 1]
+    assert data["mde"]["per_cell"][key]["mde"] == pytest.approx(study.analytic_mde(cell["log_sd"], 2))
+    assert data["conditions"]["label"] == "quiet" or data["conditions"]["label"].startswith("under load")
+    runs = tmp_path / data["runs_dir"] / "round-1"
+    for side in ("A", "B"):  # each side an ordinary results folder that `make compare` reads
+        (result,) = list((runs / side / "smoke").rglob(f"{key}.json"))
+        assert len(json.loads(result.read_text())["runs"]) == 2
+    assert (Path(path).parent / PAGE).is_file()
+    assert any("[round 1/1 · cell 1/1 · B 2/2]" in line for line in lines)
+    assert any("A/A so far" in line for line in lines) and any("+50% so far" in line for line in lines)
