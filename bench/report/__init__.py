@@ -34,6 +34,8 @@ from bench.report.findings import findings_section
 from bench.report.generate import generate_section
 from bench.report.grid import grid_section
 from bench.report.markdown import details_section, head_section
+from bench.report.noise import TITLE as NOISE_TITLE
+from bench.report.noise import noise_section
 from bench.report.overhead import overhead_section
 from bench.report.provenance import provenance_section
 from bench.report.readme import README_END, README_START, update_readme
@@ -53,6 +55,7 @@ SECTIONS: list[Section] = [
     Section("Beside today's stack", stacks_section),
     Section("Figures", figures_section),
     Section(MACHINE_TITLE, machine_section),
+    Section(NOISE_TITLE, noise_section),
     Section("Generate split: time to first token and time per output token (issue 30)", generate_section),
     Section("Inference grid study: then and now", grid_section),
     Section("Tuning study: variants and the published findings (issue 15)", tuning_section),

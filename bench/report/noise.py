@@ -37,19 +37,14 @@ def pct(value: float | None, sign: bool = False) -> str:
     return f"{value * 100:{'+' if sign else ''}.3g}%"
 
 
-def factor(value: float, unit: str = "×") -> str:
-    """fmt_factor within the range a ratio normally takes; scientific beyond it (an interval under load)."""
-    return fmt_factor(value, unit) if 1e-3 <= abs(value) < 1e4 else f"{value:.3g}{unit}"
-
-
 def pair_text(pair: dict[str, Any]) -> str:
     """'same 1.01× (0.982–1.04)': a verdict with B / A and its interval."""
     verdict = pair.get("verdict") or "not compared"
     if pair.get("ratio") is None:
         return verdict
-    interval = (f" ({factor(pair['low'], unit='')}–{factor(pair['high'], unit='')})"
+    interval = (f" ({fmt_factor(pair['low'], unit='')}–{fmt_factor(pair['high'], unit='')})"
                 if pair.get("low") is not None and pair.get("high") is not None else "")
-    return f"{verdict} {factor(pair['ratio'])}{interval}"
+    return f"{verdict} {fmt_factor(pair['ratio'])}{interval}"
 
 
 def processor_text(data: dict[str, Any]) -> str:
