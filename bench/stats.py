@@ -400,12 +400,12 @@ def fmt_ratio(r: Ratio | None) -> str:
 
 
 def fmt_factor(value: float, unit: str = "×") -> str:
-    """Three significant digits at any size (0.00123×, 0.0812×, 1.23×, 258×); scientific beyond the range a ratio
+    """Three significant digits (0.000123×, 0.0812×, 1.23×, 258×); scientific beyond the range a ratio
     normally takes (4.05e-23×: the end of an interval measured under load)."""
     if value == 0 or not math.isfinite(value):
         return f"{value}{unit}"
-    if not 1e-3 <= abs(value) < 1e4:
-        return f"{value:.3g}{unit}"
+    if not 1e-4 <= abs(value) < 1e4:
+        return f"{value:.2e}{unit}"
     rounded = float(f"{value:.3g}")  # 0.99997 is 1.00, not 1.000
     digits = max(0, 2 - math.floor(math.log10(abs(rounded))))
     return f"{rounded:.{digits}f}{unit}"

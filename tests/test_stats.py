@@ -205,7 +205,8 @@ def test_ratios_print_with_significant_digits_never_as_zero():
     assert stats.fmt_factor(1.234) == "1.23×"
     assert "0.00×" not in stats.fmt_ratio(fixed(0.0031, 0.0029, 0.0033))
     assert stats.fmt_factor(0.99997) == "1.00×"  # rounded before its decimals are chosen
-    assert stats.fmt_factor(4.05e-23) == "4.05e-23×"  # scientific beyond 1e-3 to 1e4
+    assert stats.fmt_factor(4.05e-23) == "4.05e-23×"  # scientific beyond 1e-4 to 1e4
+    assert stats.fmt_factor(12345.6) == "1.23e+04×"
 
 
 def test_the_noise_gates():
