@@ -39,6 +39,7 @@ def test_the_registry_lists_every_built_in_renderer_once():
         "Beside today's stack",
         "Figures",
         "Against the machine's limits: MFU and bandwidth use",
+        "How small a difference this machine can show",
         "Generate split: time to first token and time per output token (issue 30)",
         "Inference grid study: then and now",
         "Tuning study: variants and the published findings (issue 15)",

@@ -763,5 +763,5 @@ def test_the_speedups_carry_an_interval_and_a_verdict_and_no_ratio_prints_as_zer
     findings = paper(text).split("Throughput speedup per row")[1]
     bert = row(findings, "BERT")
     assert re.fullmatch(r"3\.00× \(\d\.\d+–\d\.\d+\) Keras 3 faster \(1 row\)", bert[1]), bert[1]
-    assert re.fullmatch(r"0\.0000364× \(\S+–\S+\) Keras 3 slower \(1 row\)", bert[4]), bert[4]
+    assert re.fullmatch(r"3\.64e-05× \(\S+–\S+\) Keras 3 slower \(1 row\)", bert[4]), bert[4]
     assert not re.findall(r"(?<![\w.])0\.0+(?:×|–| \(|\)|;)", text)  # no ratio rounded to zero ("0.00×")
