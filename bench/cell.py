@@ -47,7 +47,8 @@ def measure(cell: Cell) -> Run:
     setup_s = wall.seconds()
     plan = cell.window_plan()
     log(
-        f"set up in {setup_s:.1f} s; running 1 first + {cell.warmup_steps} warm-up (up to {plan.warmup_cap}) + {timed_plan(plan)} ({workload.driver} driver)"
+        f"set up in {setup_s:.1f} s; running 1 first + {cell.warmup_steps} warm-up (up to {plan.warmup_cap}) + "
+        f"{timed_plan(plan)} ({workload.driver} driver)"
     )
     derive = DERIVATIONS[task.derivation] if task.derivation else None  # the rule judges the figures reported
     timer = StepTimer(workload.timing_device, plan, derive=derive)
@@ -58,7 +59,8 @@ def measure(cell: Cell) -> Run:
     sampling = timer.sampling()
     log(describe_sampling(sampling, statistics.median(split.timed_ms)))
     if (parts := getattr(workload, "split_timer", None)) is not None and parts.done:
-        log("one-token and partial calls: " + describe_sampling(parts.sampling(), statistics.median(parts.timed_figures)))
+        parts_median = statistics.median(parts.timed_figures)
+        log("one-token and partial calls: " + describe_sampling(parts.sampling(), parts_median))
     steadiness = timer.steadiness(split.timed_ms)
     status, message = "ok", None
     if derived and statistics.median(split.timed_ms) <= 0:

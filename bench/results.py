@@ -29,7 +29,9 @@ HISTORY = "history"  # earlier results of the same cell, moved aside rather than
 # `make tuning`, rendered on its own by `make table`).
 # gpu-check: its own report and short cells; ceilings: `make ceilings`' machine files (bench/roofline/ceilings.py);
 # overhead: the framework-overhead study (bench/overhead/, make overhead); noise: the machine's noise study (make noise)
-NOT_RESULTS = {HISTORY, "logs", "figures", "slurm", "grid", "tuning", "quarantine", "gpu-check", "ceilings", "overhead", "noise"}
+NOT_RESULTS = {
+    HISTORY, "logs", "figures", "slurm", "grid", "tuning", "quarantine", "gpu-check", "ceilings", "overhead", "noise"
+}
 QUARANTINE = "quarantine"  # where `bench validate --quarantine` moves unreadable result files
 
 
@@ -76,7 +78,8 @@ class Run:
     # generate only: the call split into prefill and decode (TTFT, TPOT, the agreement check) with the raw windows of
     # its one-token and partial calls (bench/generate_split.py); absent in results written before it
     generate_split: dict[str, Any] | None = None
-    # How the process chose its number of timed steps: the rule, the precision reached, what stopped it (bench/timing.py)
+    # How the process chose its number of timed steps: the rule, the precision reached, what stopped it
+    # (bench/timing.py)
     sampling: dict[str, Any] | None = None
     # The noise gates as the orchestrator judged them when it wrote the result (bench/stats.py noise_reasons)
     noise: dict[str, Any] | None = None
@@ -419,7 +422,8 @@ def check_stored_interval(data: dict[str, Any], result: Result) -> None:
         )
         if not same:
             raise ValueError(
-                f"interval {name} is {kept!r}, but the raw step times give {value!r}: the file and the table would disagree"
+                f"interval {name} is {kept!r}, but the raw step times give {value!r}: "
+                "the file and the table would disagree"
             )
 
 

@@ -69,7 +69,8 @@ def no_repo_noise_study(monkeypatch, tmp_path):
 
 def table_row(page, *cells):
     """The cells of the one table line that contains every one of `cells` as a whole cell."""
-    rows = [[c.strip() for c in line.strip().strip("|").split("|")] for line in page.splitlines() if line.startswith("|")]
+    lines = [line for line in page.splitlines() if line.startswith("|")]
+    rows = [[c.strip() for c in line.strip().strip("|").split("|")] for line in lines]
     (row,) = [r for r in rows if all(c in r for c in cells)]
     return row
 
@@ -296,7 +297,8 @@ def run_cells(tmp_path, *args: str):
     results = tmp_path / "results"
     out = subprocess.run(
         # one process a cell: these tests check what each variant changed, not the spread across processes
-        [sys.executable, "-m", "bench", "run", "--profile", "smoke", "--repeats", "1", *args, "--results-dir", str(results)],
+        [sys.executable, "-m", "bench", "run", "--profile", "smoke", "--repeats", "1", *args,
+         "--results-dir", str(results)],
         cwd=REPO,
         capture_output=True,
         text=True,

@@ -251,7 +251,9 @@ def draw_figures(group: GridGroup, fig_dir: Path) -> dict[str, Path]:
                 title=MODELS[model].display,
             )
             for (b, n), v in values.items():
-                ax.text(lengths.index(n), batches.index(b), fmt_factor(v, unit=""), ha="center", va="center", fontsize=7)
+                ax.text(
+                    lengths.index(n), batches.index(b), fmt_factor(v, unit=""), ha="center", va="center", fontsize=7
+                )
         fig.colorbar(image, ax=axes[0].tolist(), label="log2(PyTorch / TensorFlow): > 0 TensorFlow faster")
         path = fig_dir / f"{group.slug}__{group.grid}__pytorch-tensorflow-ratio.png"
         fig.savefig(path, format="png", dpi=90, metadata={"Software": None})
@@ -281,12 +283,12 @@ METHOD = [
     "the column has no such model.",
     "- **Averages**: over the points where every compared column succeeded, and separately the published way (each framework "
     "over its own successful points), which favours a framework that failed the largest points.",
-    "- **Verdicts**: a finding about means or speed-ups is decided by a ratio with its 95% interval, the geometric mean over "
-    "the paired points of one column's median over the other's (bench/grid/findings.py). Each column is one worker process "
-    "that measured every point, so a worker's offset is shared by all its points and averaging points does not shrink it: "
-    "the interval adds the two workers' offsets once, from this machine's process spread (its noise study, `make noise`); "
-    "without one such a finding is inconclusive. A point a noise gate flagged is left out of the verdicts, and said so. "
-    "The published way's arithmetic figures stay beside.",
+    "- **Verdicts**: a finding about means or speed-ups is decided by a ratio with its 95% interval, the geometric "
+    "mean over the paired points of one column's median over the other's (bench/grid/findings.py). Each column is one"
+    " worker process that measured every point, so a worker's offset is shared by all its points and averaging points"
+    " does not shrink it: the interval adds the two workers' offsets once, from this machine's process spread (its "
+    "noise study, `make noise`); without one such a finding is inconclusive. A point a noise gate flagged is left out"
+    " of the verdicts, and said so. The published way's arithmetic figures stay beside.",
 ]
 
 
