@@ -39,7 +39,10 @@ NO_INTERVAL = "no interval"
 
 # Noise gates: a process measured while the machine was disturbed keeps its figures but takes no part in a verdict.
 REFERENCE_FACTOR = 2.0  # the drift probe read more than this multiple of its quiet value before or after the process
-SPREAD_LIMIT = 0.5  # (p90 - p10) / median of the timed steps above this
+# The slowest tenth of the steps over this multiple of the fastest tenth (p90 / p10). On this project's quiet 2-core
+# machine the widest of 96 BERT smoke processes was 1.64x (Keras on JAX fit: its steps are bimodal by nature); a
+# cell whose 3 steps read [32.4, 241.4, 302.9] ms under load is 3.9x.
+SPREAD_LIMIT = 2.5
 JUMP_LIMIT = 1.25  # the second half's median over the first half's (or its inverse) above this
 
 
@@ -445,13 +448,12 @@ def noise_reasons(timed: list[float], reference: dict | None = None, quiet_refer
                 f"the drift probe read {worst:.3g} ms beside it, {worst / quiet_reference_ms:.1f}x its quiet "
                 f"{quiet_reference_ms:.3g} ms (limit {REFERENCE_FACTOR:g}x)"
             )
-    positive = [v for v in timed if v > 0]
-    if len(timed) >= 3 and positive:
-        mid = statistics.median(timed)
-        if mid > 0:
-            spread = (percentile(timed, 90) - percentile(timed, 10)) / mid
-            if spread > SPREAD_LIMIT:
-                reasons.append(f"its steps' p10-p90 spread is {spread:.0%} of the median (limit {SPREAD_LIMIT:.0%})")
+    if len(timed) >= 3 and statistics.median(timed) > 0:
+        p10, p90 = percentile(timed, 10), percentile(timed, 90)
+        if p10 <= 0:
+            reasons.append("its steps' p10 is zero or less (a derived figure under noise)")
+        elif p90 / p10 > SPREAD_LIMIT:
+            reasons.append(f"its steps' p10-p90 spread is {p90 / p10:.2f}x (p90 over p10; limit {SPREAD_LIMIT:g}x)")
     if len(timed) >= 6:
         half = len(timed) // 2
         first, second = statistics.median(timed[:half]), statistics.median(timed[half:])

@@ -256,7 +256,7 @@ def paper_h100():
 def smoke_cpu():
     kw = dict(profile="smoke", machine=CPU, created="2026-11-19T08:00:00+00:00")
     return [
-        make("jax", "bert", "fit", 2, [10.0, 14.7, 30.0, 14.0, 15.0], **kw),  # a noisy cell
+        make("jax", "bert", "fit", 2, [5.0, 14.7, 30.0, 14.0, 15.0], **kw),  # a noisy cell
         make("keras2", "bert", "fit", 2, 20.0, reference={"before_ms": 1.0, "after_ms": 1.3}, **kw),
         # Unsteady (a compile in the timed steps), and within 6% of TF while the machine drifted 30%: not resolved.
         make(
@@ -453,7 +453,7 @@ def test_bold_marks_only_a_confident_winner(rendered):
     bert = row(section, "BERT predict")
     assert bert[4] == "418.7 ±4.5%" and bert[3] == bert[5] == "" and bert[8] == "418.7 (JAX) †"
     smoke = sections(rendered[1])["3. smoke profile — CPU AMD EPYC (2 cores)"]
-    assert row(smoke, "BERT fit")[5] == "0.900 ±5.0%ˢ ⚠" and row(smoke, "BERT fit")[4] == "14.70 ±87%ˢ noisy"
+    assert row(smoke, "BERT fit")[5] == "0.900 ±5.0%ˢ ⚠" and row(smoke, "BERT fit")[4] == "14.70 ±171%ˢ noisy"
 
 
 def test_status_cells_and_notes(rendered):
@@ -479,7 +479,7 @@ def test_each_cell_shows_its_figure_and_its_intervals_wider_side(rendered):
     assert "wider side of its 95% interval" in section and "coefficient of variation" not in section
     assert "Processes per cell: 3 (24 cells), 2 (1 cell); timed steps per process: 5." in section
     smoke = sections(rendered[1])["3. smoke profile — CPU AMD EPYC (2 cores)"]
-    assert row(smoke, "BERT fit")[4] == "14.70 ±87%ˢ noisy"  # one process: steps only; a spread beyond the bound
+    assert row(smoke, "BERT fit")[4] == "14.70 ±171%ˢ noisy"  # one process: steps only; a spread beyond the bound
     assert "Processes per cell: 1 (4 cells)" in smoke
     assert "stand on: steps only (4 cells); 1 noisy cell, not ranked" in smoke
     gen = row(section, "Gemma generate (ms/call)")
