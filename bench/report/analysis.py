@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench import stats
-from bench.judge import Judge
+from bench.judge import Judge, reference_readings
 from bench.registry import get_model
 from bench.report.load import (
     COLUMNS,
@@ -163,20 +163,9 @@ def unsteady_reasons(result: Result) -> list[str]:
     ]
 
 
-def references_ms(results: Iterable[Result]) -> list[float]:
-    """The drift probe's figures (a fixed matmul timed before and after each cell process) of these results."""
-    return [
-        v
-        for r in results
-        for run in r.runs
-        for v in (run.reference or {}).values()
-        if isinstance(v, (int, float)) and v > 0
-    ]
-
-
 def drift_of(results: Iterable[Result]) -> float | None:
     """How much the machine's speed moved over these results: the largest reference over the smallest, minus 1."""
-    refs = references_ms(results)
+    refs = reference_readings(results)
     return max(refs) / min(refs) - 1 if len(refs) >= 2 else None
 
 
@@ -334,7 +323,7 @@ def analyse_group(group: Group, results_dir: Path | None = None) -> TableAnalysi
         notes=notes,
         note_refs=refs,
         missing=[k for k, _ in expected_rows(group.profile) if k not in present],
-        references_ms=references_ms(group.results),
+        references_ms=reference_readings(group.results),
         drift=drift_of(group.results),
         speedup_keras2=speedups(rows, KERAS2, cells),
         speedup_native={c: speedups(rows, c, cells) for c in NATIVE},
