@@ -515,7 +515,7 @@ def run_cells(
 
     phase = progress.phase if progress else (lambda line: echo("    " + line))
     if progress:
-        progress.start([c for row in rows for c in row], time_estimates(cells))
+        progress.start([c for row in rows for c in row], time_estimates(cells, repeats))
     try:
         for row in rows:
             runs: dict[str, list[Run]] = {cell.key: [] for cell in row}
@@ -585,10 +585,10 @@ def warn_over_timeout(
             )
 
 
-def time_estimates(cells: list[Cell]) -> dict[str, float]:
-    """Seconds per cell for the progress bar's ETA where an estimate exists: paper cells at a published batch
-    size, from the published ms/step (bench/cluster/estimate.py). Other cells: none (the bar then uses the mean
-    of the cells finished so far)."""
+def time_estimates(cells: list[Cell], repeats: int = 1) -> dict[str, float]:
+    """Seconds per cell (its `repeats` processes) for the progress bar's ETA where an estimate exists: paper cells
+    at a published batch size, from the published ms/step (bench/cluster/estimate.py). Other cells: none (the bar
+    then uses the mean of the cells finished so far)."""
     from bench.cluster.estimate import cell_seconds
     from bench.published import published_ms
 
@@ -596,7 +596,7 @@ def time_estimates(cells: list[Cell]) -> dict[str, float]:
     for cell in cells:
         if cell.profile == "paper" and (cell.model, cell.task, cell.batch_size) in figures:
             try:
-                out[cell.key] = cell_seconds(cell, figures)
+                out[cell.key] = repeats * cell_seconds(cell, figures)
             except ValueError:  # no published figure for this column
                 pass
     return out

@@ -138,6 +138,8 @@ def test_paper_cells_get_eta_estimates_from_the_published_figures_and_smoke_cell
     assert paper["jax__bert__fit__bs32__default"] > 0 and "keras2__gemma__fit__bs8__default" in paper
     assert paper["keras2__gemma__fit__bs8__default"] == 0.0  # unsupported: recorded without running
     assert time_estimates(plan_cells("smoke", backends=["jax"], models=["bert"])) == {}
+    three = time_estimates(plan_cells("paper", backends=["jax"], models=["bert"]), repeats=3)
+    assert three["jax__bert__fit__bs32__default"] == pytest.approx(3 * paper["jax__bert__fit__bs32__default"])
 
 
 def test_the_display_never_runs_in_a_cell_process():
