@@ -174,12 +174,12 @@ ROUNDS ?=
 PAIRS ?=
 SLOWDOWNS ?=
 NOISE_BACKENDS = $(or $(sort $(foreach c,$(subst $(comma), ,$(CELLS)),$(firstword $(subst __, ,$(c))))),jax torch native-torch)
-noise: doctor ## How small a difference this machine can show: A/A false positives, process spread, minimum detectable slowdown -> $(RESULTS)/noise/NOISE.md
+noise: doctor ## How small a difference this machine can show: A/A false positives, process spread, minimum detectable slowdown (LOAD=N: also beside N busy loops) -> $(RESULTS)/noise/NOISE.md
 	@for e in $(NOISE_BACKENDS); do $(MAKE) --no-print-directory env BACKEND=$$e; done
 	@$(MAKE) --no-print-directory env-tools
 	$(TOOLS_PY) -m bench.noise.study $(if $(CELLS),--cells $(CELLS)) $(if $(ROUNDS),--rounds $(ROUNDS)) \
 		$(if $(REPEATS),--repeats $(REPEATS)) $(if $(PAIRS),--pairs $(PAIRS)) $(if $(SLOWDOWNS),--slowdowns $(SLOWDOWNS)) \
-		$(if $(PROFILE),--profile $(PROFILE)) --results-dir "$(RESULTS)"
+		$(if $(PROFILE),--profile $(PROFILE)) $(if $(LOAD),--under-load $(LOAD)) --results-dir "$(RESULTS)"
 
 ceilings: env-tools ## This machine's ceilings (matmul FLOP/s per dtype, triad GB/s) in every built env: results/ceilings/<machine>.json (docs/ROOFLINE.md)
 	$(TOOLS_PY) -m bench.roofline.ceilings --results-dir "$(RESULTS)"

@@ -3,6 +3,7 @@ processes, the study end to end at a tiny size, and the figures the study file h
 import argparse
 import json
 import math
+import os
 import statistics
 import time
 from pathlib import Path
@@ -272,3 +273,49 @@ def test_tiny_study_end_to_end(tmp_path):
     assert (Path(path).parent / PAGE).is_file()
     assert any("[round 1/1 · cell 1/1 · B 2/2]" in line for line in lines)
     assert any("A/A so far" in line for line in lines) and any("+50% so far" in line for line in lines)
+
+
+# -- the probe's pairs under load (make noise LOAD=N)
+
+
+def busy_children() -> list[int]:
+    """This process's children that spin a busy loop (the study's load)."""
+    out = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            ppid = int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ")
+        except (OSError, IndexError, ValueError):
+            continue
+        if ppid == os.getpid() and b"while True: pass" in cmdline:
+            out.append(int(proc.name))
+    return out
+
+
+def test_under_load_the_pairs_run_again_beside_busy_loops_which_stop_after(tmp_path, monkeypatch):
+    seen = []
+
+    def fake_pair(base, slowdown, repeats, rule, echo=None, latest_reference_ms=None):
+        seen.append(len(busy_children()))
+        ratio = stats.Ratio(1.2, 0.2, 4)  # wide: inconclusive, as a loaded machine's interval is
+        return calibration.PairOutcome(slowdown, [], [], ratio, stats.verdict(ratio)), 0.5
+
+    monkeypatch.setattr(calibration, "probe_pair", fake_pair)
+    cells = study.choose_cells(["native-torch__bert__predict__bs2__eager"])
+    noise_study = study.Study(cells, tmp_path, pairs=2, slowdowns=[0, 0.2], echo=lambda line: None,
+                              busy_processes=2)
+    noise_study.base_iterations = 100
+    noise_study.run_power_under_load()
+    assert seen == [2, 2, 2, 2]  # every pair ran beside both loops
+    assert busy_children() == []  # and they are gone after
+    rows = noise_study.power_summary(noise_study.power_loaded)
+    assert [(r["slowdown"], r["pairs"], r["inconclusive"], r["wrong"]) for r in rows] == [(0, 2, 2, 0), (0.2, 2, 2, 0)]
+    assert noise_study.loaded_conditions["busy_processes"] == 2
+    data = {**fake_study(0.02, "2026-01-01T00:00:00+00:00"),
+            "power_under_load": {**noise_study.loaded_conditions, "power": rows}}
+    study.write_study(tmp_path, data)
+    page = (tmp_path / "noise" / PAGE).read_text()
+    assert "### Power under load: 2 busy loops beside the probe" in page and "`make noise LOAD=2`" in page
+    assert "under 2 busy loops: 0 of 4 probe pairs wrong" in study.summary_line(data)

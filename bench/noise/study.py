@@ -29,6 +29,7 @@ import os
 import resource
 import signal
 import statistics
+import subprocess
 import sys
 import time
 import uuid
@@ -310,6 +311,7 @@ class Study:
         timeout_s: float | None = None,
         echo: Callable[[str], None] = say,
         probe_rule: dict[str, Any] | None = None,
+        busy_processes: int = 0,
     ):
         if not cells:
             raise BenchError("the noise study needs at least one cell")
@@ -322,12 +324,18 @@ class Study:
             raise BenchError(f"the noise study needs at least 2 processes a side (repeats), got {self.repeats}")
         if rounds < 1 or pairs < 1:
             raise BenchError(f"rounds and pairs must be at least 1, got {rounds} and {pairs}")
+        if busy_processes < 0:
+            raise BenchError(f"busy processes must be 0 or more, got {busy_processes}")
+        self.busy_processes = busy_processes
         self.cells, self.rounds, self.pairs = cells, rounds, pairs
         self.slowdowns = sorted(set(slowdowns))
         self.results_dir, self.timeout_s, self.echo = Path(results_dir), timeout_s, echo
         self.probe_rule = probe_rule or calibration.profile_rule(self.profile)
         self.records = {c.key: CellRecord(c) for c in cells}
         self.power: dict[float, list[calibration.PairOutcome]] = {s: [] for s in self.slowdowns}
+        # the same pairs again while `busy_processes` loops spin on the cores: what the verdict says under load
+        self.power_loaded: dict[float, list[calibration.PairOutcome]] = {s: [] for s in self.slowdowns}
+        self.loaded_conditions: dict[str, Any] | None = None
         self.base_iterations: int | None = None
         self.readings: list[float] = []
         self.run_id = uuid.uuid4().hex
@@ -439,27 +447,62 @@ class Study:
             f"{calibration.TARGET_STEP_MS:g} ms); slowdowns {', '.join(f'+{s:.0%}' for s in self.slowdowns)}, "
             f"{self.pairs} pairs each, {self.repeats} processes a side (elapsed {self.elapsed()})"
         )
-        latest = self.readings[-1] if self.readings else None
+        self.power_pairs(self.power, "power", self.readings)
+
+    def power_pairs(self, store: dict[float, list[calibration.PairOutcome]], label: str, readings: list[float]) -> None:
+        latest = readings[-1] if readings else None
         for p in range(1, self.pairs + 1):  # pair p of every slowdown, then pair p + 1: each spread over the study
             for slowdown in self.slowdowns:
-                self.echo(f"[power +{slowdown:.0%} · pair {p}/{self.pairs}] base vs +{slowdown:.0%} "
+                self.echo(f"[{label} +{slowdown:.0%} · pair {p}/{self.pairs}] base vs +{slowdown:.0%} "
                           f"(elapsed {self.elapsed()})")
                 outcome, latest = calibration.probe_pair(
                     self.base_iterations, slowdown, self.repeats, self.probe_rule, latest_reference_ms=latest
                 )
-                self.readings += [run.reference["after_ms"] for run in (*outcome.a, *outcome.b)]
-                self.power[slowdown].append(outcome)
-                counts = verdict_counts([o.verdict for o in self.power[slowdown]])
+                readings += [run.reference["after_ms"] for run in (*outcome.a, *outcome.b)]
+                store[slowdown].append(outcome)
+                counts = verdict_counts([o.verdict for o in store[slowdown]])
                 so_far = ", ".join(f"{n} {v}" for v, n in counts.items() if n)
                 interval = outcome.ratio.interval() if outcome.ratio else None
                 ratio = (f" {stats.fmt_ratio(outcome.ratio)}" if interval else "")
                 why = f": {outcome.reason}" if outcome.verdict == stats.INCONCLUSIVE and outcome.reason else ""
                 self.echo(f"    -> {outcome.verdict}{ratio}{why}; +{slowdown:.0%} so far: {so_far}")
 
-    def power_summary(self) -> list[dict[str, Any]]:
+    def run_power_under_load(self) -> None:
+        """The power pairs again while `busy_processes` pure-Python loops spin (one per core makes the machine
+        loaded the way a shared CI host is): slower or inconclusive is right, same or faster wrong."""
+        if not self.busy_processes:
+            return
+        self.echo(f"[power under load] {self.busy_processes} busy loops spinning beside the probe "
+                  f"(elapsed {self.elapsed()})")
+        busy = [
+            subprocess.Popen([sys.executable, "-c", "while True: pass"], stdout=subprocess.DEVNULL)
+            for _ in range(self.busy_processes)
+        ]
+        readings: list[float] = []
+        try:
+            time.sleep(5)  # the load average and the cores' caches feel them before the first pair
+            start = Snapshot.take()
+            readings.append(start.reference_ms)
+            self.power_pairs(self.power_loaded, "power under load", readings)
+            end = Snapshot.take()
+        finally:
+            for process in busy:
+                process.kill()
+                process.wait()
+        self.loaded_conditions = {
+            "busy_processes": self.busy_processes,
+            "load_1m_start": start.load_1m,
+            "load_1m_end": end.load_1m,
+            "reference_ms": {"min": min(readings), "max": max(readings)},
+        }
+
+    def power_summary(self, store: dict[float, list[calibration.PairOutcome]] | None = None) -> list[dict[str, Any]]:
+        store = self.power if store is None else store
         out = []
         for slowdown in self.slowdowns:
-            outcomes = self.power[slowdown]
+            outcomes = store[slowdown]
+            if not outcomes:
+                continue
             counts = verdict_counts([o.verdict for o in outcomes])
             wrong = (counts[stats.FASTER] + counts[stats.SLOWER]) if slowdown == 0 else (
                 counts[stats.FASTER] + counts[stats.SAME])
@@ -525,6 +568,10 @@ class Study:
             "process_spread": self.spread_summary(),
             "aa": aa_summary(self.aa_verdicts()),
             "power": power,
+            "power_under_load": (
+                {**self.loaded_conditions, "power": self.power_summary(self.power_loaded)}
+                if self.loaded_conditions else None
+            ),
             "mde": {
                 "calibration": calibration_mde(power, self.pairs),
                 "per_cell": {
@@ -554,6 +601,7 @@ class Study:
         try:
             self.run_aa()
             self.run_power()
+            self.run_power_under_load()
         except KeyboardInterrupt:
             partial = self.runs_dir / "study.json"
             write_json_atomic(partial, self.to_dict(start, Snapshot.take(), complete=False))
@@ -597,6 +645,11 @@ def summary_line(data: dict[str, Any]) -> str:
         f"minimum detectable slowdown +{mde['slowdown']:.0%}" if mde["slowdown"] is not None else mde["note"],
         data["conditions"]["label"],
     ]
+    if loaded := data.get("power_under_load"):
+        rows = loaded["power"]
+        wrong = sum(row["wrong"] for row in rows)
+        parts.append(f"under {loaded['busy_processes']} busy loops: {wrong} of {sum(r['pairs'] for r in rows)} "
+                     "probe pairs wrong")
     return "; ".join(parts)
 
 
@@ -617,6 +670,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="the calibration probe's added work per step, shares (default: "
                         + ",".join(f"{s:g}" for s in DEFAULT_SLOWDOWNS) + ")")
     parser.add_argument("--timeout", type=positive_int, help="seconds per cell process (default: the cell's own)")
+    parser.add_argument("--under-load", type=positive_int, default=0, metavar="N",
+                        help="run the calibration probe's pairs again beside N busy loops (one per core: a loaded "
+                        "machine), to show what the verdict says under load (default: not)")
     parser.add_argument("--results-dir", type=Path, default=DEFAULT_RESULTS)
     return parser
 
@@ -628,7 +684,8 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, interrupt)  # a stop by signal keeps what is finished, as Ctrl-C does
     try:
         cells = choose_cells(args.cells, args.profile)
-        study = Study(cells, args.results_dir, args.rounds, args.repeats, args.pairs, args.slowdowns, args.timeout)
+        study = Study(cells, args.results_dir, args.rounds, args.repeats, args.pairs, args.slowdowns, args.timeout,
+                      busy_processes=args.under_load)
         path = study.run()
     except BenchError as e:
         print(f"error: {e}", file=sys.stderr)

@@ -163,14 +163,7 @@ def power_lines(data: dict[str, Any]) -> list[str]:
         "faster is wrong.",
         "",
     ]
-    body = [
-        [f"+{p['slowdown']:.0%}", str(p["pairs"]), *[str(p.get(v, 0)) for v in VERDICTS], str(gated(p)),
-         str(p.get("wrong", 0))]
-        for p in power
-    ]
-    if body:
-        headers = ["slowdown", "pairs", *VERDICTS, "of which a noise gate", "wrong"]
-        lines += [text.github_table(body, headers), ""]
+    lines += power_table(power)
     if mde.get("slowdown") is not None:
         lines.append(f"**Minimum detectable effect: +{mde['slowdown']:.0%}** ({mde.get('rule')}).")
     else:
@@ -185,6 +178,37 @@ def power_lines(data: dict[str, Any]) -> list[str]:
             f"runs from {pct(values[0], sign=True)} to {pct(values[-1], sign=True)} (per cell in the table above).",
         ]
     return lines + [""]
+
+
+def power_table(power: list[dict[str, Any]]) -> list[str]:
+    body = [
+        [f"+{p['slowdown']:.0%}", str(p["pairs"]), *[str(p.get(v, 0)) for v in VERDICTS], str(gated(p)),
+         str(p.get("wrong", 0))]
+        for p in power
+    ]
+    if not body:
+        return []
+    headers = ["slowdown", "pairs", *VERDICTS, "of which a noise gate", "wrong"]
+    return [text.github_table(body, headers), ""]
+
+
+def loaded_power_lines(data: dict[str, Any]) -> list[str]:
+    """The same probe pairs beside busy loops (`make noise LOAD=N`), where the study ran them."""
+    loaded = data.get("power_under_load")
+    if not loaded:
+        return []
+    reference = loaded.get("reference_ms") or {}
+    return [
+        f"### Power under load: {loaded['busy_processes']} busy loops beside the probe",
+        "",
+        f"The same pairs while {loaded['busy_processes']} pure-Python loops spun on the cores (`make noise "
+        f"LOAD={loaded['busy_processes']}`; 1-minute load average {loaded.get('load_1m_start')} at the start and "
+        f"{loaded.get('load_1m_end')} at the end, the drift probe {reference.get('min', 0):.3g}–"
+        f"{reference.get('max', 0):.3g} ms). Under load, inconclusive is a right answer; same or faster for a "
+        "slowdown, and faster or slower at +0%, are wrong.",
+        "",
+        *power_table(loaded.get("power") or []),
+    ]
 
 
 def study_lines(path: Path, data: dict[str, Any]) -> list[str]:
@@ -202,6 +226,7 @@ def study_lines(path: Path, data: dict[str, Any]) -> list[str]:
     lines += ["### A/A: the same code against itself", ""] + aa_lines(data)
     lines += ["### The process-to-process spread", ""] + spread_lines(data)
     lines += ["### Power: a known slowdown", ""] + power_lines(data)
+    lines += loaded_power_lines(data)
     return lines
 
 
