@@ -271,7 +271,11 @@ def test_smoke_cells_on_slurm_equal_a_local_run(cluster, tmp_path):
     for r in on_slurm:
         assert set(r.to_dict()) == set(here[0].to_dict())
         assert r.provenance["git"]["commit"] and r.provenance["machine"] and r.runs[0].process["packages"]
-        assert r.summary().count == 3
+        # the same sampling rule and number of processes as the local run (step counts follow the machine)
+        rule = here[0].runs[0].sampling["rule"]
+        assert len(r.runs) == len(here[0].runs) == get_profile("smoke").repeats
+        assert all(run.sampling["rule"] == rule and run.sampling["steps"] >= rule["min_steps"] for run in r.runs)
+        assert r.summary().count == sum(run.sampling["steps"] for run in r.runs)
         assert r.runs[0].process["variables"]["BENCH_SLURM_TASK"].startswith("bert/")  # the result names its task
     again = bench(["submit", *args, "--results-dir", str(slurm_results)], env)  # everything current: no new job
     assert again.returncode == 0 and "nothing to do" in again.stdout
