@@ -19,6 +19,10 @@ IGNORE_PLAN ?=
 # Cells in parallel, one GPU each (bench/cluster/parallel.py); refused without a GPU per job.
 JOBS ?=
 RESULTS ?= results
+# `RESULTS=` would make every path "$(RESULTS)/..." one under / or the checkout: refused for every target.
+ifeq ($(strip $(RESULTS)),)
+$(error RESULTS= is empty: name a results folder (the default is results))
+endif
 # The software stack: today (envs/<backend>/) or 2024 (keras-benchmarks v0.0.5's pins, envs/<backend>-2024/).
 STACK ?= today
 # ENV=current: run in the interpreter PYTHON is (an activated venv's python3, a container's), unlocked, building no env;
@@ -146,7 +150,7 @@ wheelhouse: ## Download, hash-checked at the locked versions, the workloads' lib
 
 # The checks only a GPU can answer, in 15 minutes (bench/gpucheck.py); refused in one line on a machine without one.
 gpu-check: ## On one GPU, <= 15 min: device sync vs CUDA events, CUDA graph replays, peak memory vs plan, short paper cells (ENV=current too)
-	$(if $(filter current,$(ENV)),$(PYTHON),$(TOOLS_PY)) -m bench gpu-check $(if $(filter current,$(ENV)),--env current) --results-dir $(RESULTS)
+	$(if $(filter current,$(ENV)),$(PYTHON),$(TOOLS_PY)) -m bench gpu-check $(if $(filter current,$(ENV)),--env current) --results-dir "$(RESULTS)"
 
 plan: env-tools ## Per cell: parameters, memory (weights, grads, optimizer, est. activations), fits A100/H100/RAM? PROFILE= (default paper) BATCH=
 	$(TOOLS_PY) -m bench plan --profile $(or $(PROFILE),paper) --results-dir "$(RESULTS)" $(if $(BATCH),--batch-size $(BATCH))
@@ -233,8 +237,8 @@ lint: env-tools ## ruff (ruff.toml: pycodestyle, pyflakes, import order, bugbear
 test-fast: env-tools ## Unit and orchestrator tests only, no framework environment needed
 	$(TOOLS_PY) -m pytest tests -ra -m "not envs and not container and not slow"
 
-clean-results: ## Remove results/ logs (result files are kept; history/ keeps earlier ones)
-	rm -rf "$(RESULTS)/logs"
+clean-results: ## Remove the logs a run wrote under $(RESULTS)/logs (result files are kept; history/ keeps earlier ones)
+	$(PYTHON) -m bench clean-results --results-dir "$(RESULTS)"
 
 # Slurm (bench/cluster/): one array task per cell; docs/CLUSTER.md. BACKEND/MODEL/TASK take comma lists.
 submit: env-tools ## Submit cells to Slurm (one array task each; cells with a current result skipped unless FORCE=1)

@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -475,10 +476,13 @@ def unreadable_error(errors: list[CorruptResult | NewerSchema], results_dir: Pat
     if all(isinstance(e, NewerSchema) for e in errors):  # not broken: written by newer code ("update the code")
         return NewerSchema("\n".join(lines))
     them = "it" if len(errors) == 1 else f"these {len(errors)} files"
-    lines.append(
-        f"fix: move {them} out of {results_dir}, or run `python -m bench validate --results-dir {results_dir} --quarantine` "
-        f"to move every unreadable result file to {results_dir / QUARANTINE}/"
-    )
+    fix = f"fix: move {them} out of {results_dir}"
+    if any(e.path is None or is_suite_result_file(e.path, results_dir) for e in errors):  # what --quarantine moves
+        fix += (
+            f", or run `python -m bench validate --results-dir {results_dir} --quarantine` "
+            f"to move every unreadable result file to {results_dir / QUARANTINE}/"
+        )
+    lines.append(fix)
     return CorruptResult("\n".join(lines))
 
 
@@ -490,16 +494,50 @@ def load_all(results_dir: Path) -> list[Result]:
     return [result for _, result in loaded]
 
 
-def quarantine(results_dir: Path, errors: list[CorruptResult | NewerSchema]) -> list[tuple[Path, Path]]:
-    """Move each unreadable file to <results>/quarantine/, at its own relative path (never over another)."""
-    moved = []
+# A result file's name: a cell key (bench/registry.py Cell.key) and .json
+RESULT_NAME = re.compile(r"[\w.-]+__[\w.-]+__[\w.-]+__bs\d+__[\w.-]+\.json")
+
+
+def is_suite_result_file(path: Path, results_dir: Path) -> bool:
+    """A file where this suite writes results, by name and place: <cell key>.json in a machine's folder,
+    <profile>/<machine>/ (a stack's stack-<name>/ below it), not a link. Anything else in a folder named as results
+    (a schema, an env's package data) is not the suite's to move."""
+    relative = path.relative_to(results_dir)
+    depth = 4 if relative.parent.name.startswith("stack-") else 3
+    return bool(RESULT_NAME.fullmatch(path.name)) and len(relative.parts) >= depth and not path.is_symlink()
+
+
+def quarantine(
+    results_dir: Path, errors: list[CorruptResult | NewerSchema]
+) -> tuple[list[tuple[Path, Path]], list[Path]]:
+    """Move each unreadable result file to <results>/quarantine/, at its own relative path (never over another);
+    a file that is not one of the suite's result files by name and place stays, and is returned as not moved."""
+    moved, kept = [], []
     for error in errors:
         path = error.path
+        if not is_suite_result_file(path, results_dir):
+            kept.append(path)
+            continue
         dest = results_dir / QUARANTINE / path.relative_to(results_dir)
         dest = reserve_new_name(dest.parent, dest.stem)
         shutil.move(path, dest)  # onto the empty file reserved for it
         moved.append((path, dest))
-    return moved
+    return moved, kept
+
+
+def clean_logs(results_dir: Path) -> list[Path]:
+    """Delete the logs the suite wrote (<results>/logs/**/*.log, not links) and the folders left empty; anything
+    else there stays. Returns what was deleted."""
+    logs = results_dir / "logs"
+    deleted = [p for p in sorted(logs.rglob("*.log")) if p.is_file() and not p.is_symlink()]
+    for path in deleted:
+        path.unlink()
+    for folder in sorted((p for p in logs.rglob("*") if p.is_dir() and not p.is_symlink()), reverse=True):
+        if not any(folder.iterdir()):
+            folder.rmdir()
+    if logs.is_dir() and not logs.is_symlink() and not any(logs.iterdir()):
+        logs.rmdir()
+    return deleted
 
 
 def placement_problems(loaded: list[tuple[Path, Result]], results_dir: Path) -> list[str]:

@@ -446,6 +446,59 @@ def test_make_quotes_a_results_folder_with_a_space(venvs, tmp_path):
 
 
 @pytest.mark.skipif(not shutil.which("make"), reason="GNU make is not installed")
+@pytest.mark.parametrize("target", ["clean-results", "table", "export", "bench", "submit-status", "plan", "help"])
+def test_make_refuses_an_empty_results_for_every_target(target, tmp_path):
+    """`make clean-results RESULTS=` once ran `rm -rf "/logs"`; `make table RESULTS=` read the checkout as results."""
+    out = make(target, "BACKEND=jax", "MODEL=bert", "RESULTS=", tmp_path=tmp_path)
+    assert out.returncode == 2 and out.stdout == "", out.stdout + out.stderr
+    assert out.stderr.count("\n") == 1 and "RESULTS= is empty" in out.stderr, out.stderr
+
+
+@pytest.mark.parametrize("command", ["table", "export", "validate", "clean-results", "plan", "submit-status"])
+@pytest.mark.parametrize("folder", ["", " ", ".", "..", str(REPO), "docs", "docs/schema", ".venvs", "Makefile"])
+def test_a_results_folder_that_is_not_one_is_refused_in_one_line(command, folder, capsys, monkeypatch):
+    from bench.cli import build_parser
+
+    monkeypatch.chdir(REPO)
+    with pytest.raises(SystemExit) as stopped:
+        build_parser().parse_args([command, "--results-dir", folder])
+    err = capsys.readouterr().err
+    assert stopped.value.code == 2 and err.count("\n") == 1, err
+    assert "not a results folder" in err or "is empty" in err, err
+
+
+def test_quarantine_moves_only_result_files_and_clean_results_only_logs(venvs, tmp_path):
+    """Followed in a checkout, `validate --quarantine` once moved docs/schema/*.json; clean-results was `rm -rf`."""
+    results = tmp_path / "results"
+    bad = ok_file(results).with_name("torch__bert__fit__bs2__default.json")
+    bad.write_text("[]")
+    foreign = [results / "schema" / "result-v1.schema.json", results / "notes.json", results / "smoke" / "x.json"]
+    for path in foreign:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("{}")
+    out = bench(["validate", "--results-dir", str(results), "--quarantine"], bench_env(venvs))
+    assert out.returncode == 2 and f"moved unreadable {bad} to" in out.stdout, out.stdout + out.stderr
+    assert not bad.exists() and all(path.exists() for path in foreign)
+    assert all(f"left {path} in place" in out.stdout for path in foreign), out.stdout
+    assert "--quarantine" not in out.stderr  # what is left is not the suite's to move
+    logs = results / "logs"
+    written = [logs / "smoke" / "jax__bert__fit__bs2__default.20261125T000000Z.0.log", logs / "grid" / "a" / "w.log"]
+    kept = [logs / "canary" / "keep.txt", logs / "README.md"]
+    for path in written + kept:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("x")
+    uv = tmp_path / "uv"
+    uv.write_text("")
+    out = subprocess.run(
+        ["make", "--no-print-directory", "clean-results", f"RESULTS={results}", f"PYTHON={sys.executable}", f"UV={uv}"],
+        cwd=REPO, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert not any(path.exists() for path in written) and all(path.exists() for path in kept)
+    assert not (logs / "smoke").exists() and (results / "smoke").is_dir()  # empty log folders go, results stay
+
+
+@pytest.mark.skipif(not shutil.which("make"), reason="GNU make is not installed")
 def test_make_takes_resume_yes_and_refuses_a_value_it_would_ignore(tmp_path):
     assert "--resume" in make("-n", "bench-all", "RESUME=yes", tmp_path=tmp_path).stdout.splitlines()[-1]
     refused = make("-n", "bench-all", "RESUME=maybe", tmp_path=tmp_path)
