@@ -248,9 +248,7 @@ class Result:
         path.parent.mkdir(parents=True, exist_ok=True)
         archived = None
         if path.exists():
-            previous = load(path)
-            stamp = previous.created_at.replace(":", "").replace("+", "Z")
-            archived = reserve_new_name(path.parent / HISTORY, f"{self.cell.key}.{stamp}")
+            archived = history_name(path, load(path))
             try:
                 os.replace(path, archived)
             except BaseException:
@@ -262,6 +260,14 @@ class Result:
             if archived is not None:  # the write failed (a full disk): the earlier result stays the current one
                 os.replace(archived, path)
             raise
+        return path
+
+    def write_to_history(self, results_dir: Path) -> Path:
+        """Write into history/ beside the cell's current result, which stays current: a record older than it."""
+        data = self.to_dict()
+        validate_result(data)
+        path = history_name(results_dir / self.relative_path(), self)
+        write_json_atomic(path, data)
         return path
 
     def describe(self) -> str:
@@ -340,6 +346,12 @@ def result_path(results_dir: Path, cell: Cell, machine: dict[str, Any]) -> Path:
     folder = results_dir / cell.profile / machine_slug(machine)
     stack = getattr(cell, "stack", "today")
     return (folder if stack == "today" else folder / f"stack-{stack}") / f"{cell.key}.json"
+
+
+def history_name(path: Path, result: Result) -> Path:
+    """A new name in history/ beside a current result's path for `result`: <key>.<created_at>[.n].json."""
+    stamp = result.created_at.replace(":", "").replace("+", "Z")
+    return reserve_new_name(path.parent / HISTORY, f"{result.cell.key}.{stamp}")
 
 
 def reserve_new_name(folder: Path, stem: str) -> Path:
