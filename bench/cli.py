@@ -52,7 +52,8 @@ VARIANT_HELP = "; ".join(f"{b.name}: {listing(b.variants)}" for b in BACKENDS.va
 
 
 def csv_list(text: str) -> list[str]:
-    return [item for item in text.replace(",", " ").split() if item]
+    """'a,b a' -> ['a', 'b']: a name given twice is one (MODEL=bert,bert once ran the cell twice into one result)."""
+    return list(dict.fromkeys(item for item in text.replace(",", " ").split() if item))
 
 
 class OneLineErrors(argparse.ArgumentParser):

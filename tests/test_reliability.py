@@ -523,6 +523,24 @@ def test_make_env_with_an_unknown_stack_says_so_once(tmp_path):
     assert "unknown stack '1999'" in out.stderr and "no env" not in out.stdout + out.stderr, out.stdout + out.stderr
 
 
+def test_a_name_given_twice_in_a_list_is_one_cell(venvs, tmp_path):
+    """MODEL=bert,bert once ran the cell twice into one result (n=6, repeats_planned 1); BACKEND=jax,jax
+    MODEL=bert,bert made 8 Slurm array tasks for 2 cells. Every list keeps its first of each name, in order."""
+    from bench.cli import csv_list
+    from bench.cluster.jobdir import JobDir
+
+    assert csv_list("torch,jax torch,,jax") == ["torch", "jax"]
+    results = tmp_path / "results"
+    twice = ["--profile", "smoke", "--backend", "jax,jax", "--model", "bert,bert", "--task", "predict,predict"]
+    out = bench(
+        ["run", *twice, "--variant", "default,default", "--dry-run", "--results-dir", str(results)], bench_env(venvs)
+    )
+    assert out.returncode == 0 and out.stdout.splitlines()[1:] == ["jax__bert__predict__bs2__default"], out.stdout
+    out = bench(["submit", *twice, "--dry-run", "--job-name", "twice", "--results-dir", str(results)], bench_env(venvs))
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert [c.key for _, c in JobDir(results / "slurm" / "twice").cells()] == ["jax__bert__predict__bs2__default"]
+
+
 def test_dry_run_with_resume_lists_only_what_resume_would_run(venvs, tmp_path):
     results = tmp_path / "results"
     args = ["run", "--profile", "smoke", "--backend", "jax", "--model", "bert", "--results-dir", str(results)]
