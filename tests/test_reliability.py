@@ -499,6 +499,23 @@ def test_quarantine_moves_only_result_files_and_clean_results_only_logs(venvs, t
 
 
 @pytest.mark.skipif(not shutil.which("make"), reason="GNU make is not installed")
+def test_make_validate_is_a_target_make_help_lists(tmp_path):
+    """The warnings about unreadable files point to validate: `make validate` runs it (QUARANTINE=1 moves them)."""
+    import re
+
+    assert re.search(r"^  validate +Check every result file", make("help", tmp_path=tmp_path).stdout, re.M)
+    results = tmp_path / "my results"
+    bad = ok_file(results).with_name("torch__bert__fit__bs2__default.json")
+    bad.write_text("[]")
+    command = make("-n", "validate", f"RESULTS={results}", "QUARANTINE=1", tmp_path=tmp_path).stdout.splitlines()[-1]
+    ran = subprocess.run(
+        ["bash", "-c", command.replace(".venvs/tools/bin/python", sys.executable, 1)],
+        cwd=REPO, capture_output=True, text=True,
+    )  # fmt: skip
+    assert ran.returncode == 0 and f"moved unreadable {bad}" in ran.stdout and not bad.exists(), ran.stdout + ran.stderr
+
+
+@pytest.mark.skipif(not shutil.which("make"), reason="GNU make is not installed")
 def test_make_takes_resume_yes_and_refuses_a_value_it_would_ignore(tmp_path):
     assert "--resume" in make("-n", "bench-all", "RESUME=yes", tmp_path=tmp_path).stdout.splitlines()[-1]
     refused = make("-n", "bench-all", "RESUME=maybe", tmp_path=tmp_path)
