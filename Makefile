@@ -41,6 +41,7 @@ PROFILES = $(subst $(comma),|,$(word 3,$(REGISTRY)))
 
 # Optional narrowing/overrides passed through to `python -m bench run`.
 RUN_ARGS = $(if $(TASK),--task $(TASK)) $(if $(VARIANT),--variant $(VARIANT)) $(if $(PROFILE),--profile $(PROFILE)) $(if $(STEPS),--steps $(STEPS)) \
+           $(if $(BATCH),--batch-size $(BATCH)) \
            $(if $(REPEATS),--repeats $(REPEATS)) $(call flag,RESUME,--resume) $(if $(JOBS),--jobs $(JOBS)) \
            $(call flag,IGNORE_PLAN,--ignore-plan) --stack $(STACK) --results-dir "$(RESULTS)"
 # A yes/no variable (RESUME=, IGNORE_PLAN=): 1, yes or true gives the option; any other non-empty value stops make
@@ -65,7 +66,7 @@ $(UV): containers/uv-requirements.txt
 
 help: ## List every target with one line each
 	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | sort -u | awk 'BEGIN{FS=":.*## "}{printf "  %-18s %s\n", $$1, $$2}'
-	@echo "Variables: BACKEND=<$(BACKENDS)> MODEL=<$(MODELS)> STACK=<today|2024> ENV=current TASK= PROFILE=<$(PROFILES)> VARIANT= STEPS= REPEATS= RESUME=1 IGNORE_PLAN=1 JOBS= RESULTS=$(RESULTS)"
+	@echo "Variables: BACKEND=<$(BACKENDS)> MODEL=<$(MODELS)> STACK=<today|2024> ENV=current TASK= PROFILE=<$(PROFILES)> VARIANT= STEPS= BATCH= REPEATS= RESUME=1 IGNORE_PLAN=1 JOBS= RESULTS=$(RESULTS)"
 	@echo "The 2024 stack (keras-benchmarks v0.0.5's pins): make envs STACK=2024; make bench BACKEND=jax MODEL=bert STACK=2024"
 	@echo "make grid: GRID=<cpu|full|lengths|sample|smoke> MODEL=<bert,distilbert,gpt2,distilgpt2,roberta,xlnet,xlm> BACKEND=<native-torch,tf-transformers,jax,tensorflow,torch or a column>"
 
@@ -246,7 +247,8 @@ clean-results: ## Remove the logs a run wrote under $(RESULTS)/logs (result file
 # Slurm (bench/cluster/): one array task per cell; docs/CLUSTER.md. BACKEND/MODEL/TASK take comma lists.
 submit: env-tools ## Submit cells to Slurm (one array task each; cells with a current result skipped unless FORCE=1)
 	$(TOOLS_PY) -m bench submit $(if $(BACKEND),--backend $(BACKEND)) $(if $(MODEL),--model $(MODEL)) $(if $(TASK),--task $(TASK)) \
-		$(if $(PROFILE),--profile $(PROFILE)) $(if $(STEPS),--steps $(STEPS)) $(if $(FORCE),--force) $(if $(CONTAINER),--container) \
+		$(if $(PROFILE),--profile $(PROFILE)) $(if $(STEPS),--steps $(STEPS)) $(if $(BATCH),--batch-size $(BATCH)) \
+		$(if $(FORCE),--force) $(if $(CONTAINER),--container) \
 		--results-dir "$(RESULTS)" $(SUBMIT_ARGS)
 
 submit-status: env-tools ## Per-cell state of a Slurm submission (JOB= name or id, default the latest); records tasks Slurm ended
