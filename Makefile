@@ -171,7 +171,7 @@ export: env-tools ## Every current result under RESULTS as one CSV ($(RESULTS)/r
 
 compare: env-tools ## Per cell, B / A with its 95% interval and a verdict (faster/slower/same/inconclusive): make compare A=<dir> B=<dir> [OUT=file.md] [ACROSS=1]
 	@test -n "$(A)" -a -n "$(B)" || { echo "usage: make compare A=<results dir> B=<results dir> [OUT=compare/compare.md] [ACROSS=1: decide across different processors]" >&2; exit 2; }
-	$(TOOLS_PY) -m bench compare $(A) $(B) $(if $(OUT),--out $(OUT)) $(if $(ACROSS),--across-processors)
+	$(TOOLS_PY) -m bench compare "$(A)" "$(B)" $(if $(OUT),--out "$(OUT)") $(if $(ACROSS),--across-processors)
 
 # The machine's noise study (bench/noise/study.py, docs/METHOD.md): identical code compared with itself on product
 # cells (CELLS=: cell keys, default the 8 BERT smoke cells; ROUNDS=, default 2; REPEATS=: processes a side, default

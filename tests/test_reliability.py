@@ -532,6 +532,19 @@ def test_make_passes_batch_on_so_batch_0_is_refused_as_steps_0_is(target, tmp_pa
 
 
 @pytest.mark.skipif(not shutil.which("make"), reason="GNU make is not installed")
+def test_make_compare_quotes_a_b_and_out(tmp_path):
+    """`make compare A="<dir with a space>"` once failed with "unrecognized arguments"."""
+    a, b, out = tmp_path / "run a", tmp_path / "run b", tmp_path / "my out" / "c.md"
+    ok_file(a), ok_file(b)
+    command = make("-n", "compare", f"A={a}", f"B={b}", f"OUT={out}", tmp_path=tmp_path).stdout.strip().splitlines()[-1]
+    ran = subprocess.run(
+        ["bash", "-c", command.replace(".venvs/tools/bin/python", sys.executable, 1)],
+        cwd=REPO, capture_output=True, text=True,
+    )  # fmt: skip
+    assert ran.returncode == 0 and out.exists(), ran.stdout + ran.stderr
+
+
+@pytest.mark.skipif(not shutil.which("make"), reason="GNU make is not installed")
 def test_make_takes_resume_yes_and_refuses_a_value_it_would_ignore(tmp_path):
     assert "--resume" in make("-n", "bench-all", "RESUME=yes", tmp_path=tmp_path).stdout.splitlines()[-1]
     refused = make("-n", "bench-all", "RESUME=maybe", tmp_path=tmp_path)
