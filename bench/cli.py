@@ -413,6 +413,8 @@ def cmd_clean_results(args: argparse.Namespace) -> int:
 def cmd_table(args: argparse.Namespace) -> int:
     from bench.report import render
 
+    if not args.results_dir.is_dir():  # a mistyped RESULTS= must not become a new folder with an empty table
+        raise BenchError(f"no results folder {args.results_dir}: nothing to render (is the results folder right?)")
     out = args.out or args.results_dir / "RESULTS.md"
     render(args.results_dir, out, readme=args.readme)
     print(f"wrote {out}" + (f" and the results section of {args.readme}" if args.readme else ""))

@@ -421,6 +421,15 @@ def test_export_of_a_folder_with_no_results_is_refused_and_creates_nothing(venvs
     assert not typo.exists()
 
 
+def test_table_of_a_folder_that_is_not_there_is_refused_and_creates_nothing(venvs, tmp_path):
+    typo = tmp_path / "reslts"
+    out = bench(["table", "--results-dir", str(typo)], bench_env(venvs))
+    assert out.returncode == 2 and out.stderr == (
+        f"error: no results folder {typo}: nothing to render (is the results folder right?)\n"
+    ), out.stdout + out.stderr
+    assert not typo.exists()
+
+
 def make(*args, tmp_path):
     uv = tmp_path / "uv"
     uv.write_text("")  # newer than containers/uv-requirements.txt: make does not fetch uv
