@@ -277,7 +277,8 @@ class Result:
             return f"{self.status}: {self.message}"
         s = self.summary()
         text = f"{interval_text(self.estimate(), self.unit)}; steps: median {s.median:.4g} (p10 {s.p10:.4g}, p90 "
-        text += f"{s.p90:.4g}, cv {s.cv:.1%}, n={s.count})"
+        cv = f"cv {s.cv:.1%}" if s.min > 0 else "no cv: a step figure is zero or negative"  # mean <= 0 stores 0
+        text += f"{s.p90:.4g}, {cv}, n={s.count})"
         if sampling := sampling_text(self.runs):
             text += f"; sampling: {sampling}"
         if self.runs[0].first_step_ms is not None:

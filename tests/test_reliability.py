@@ -618,6 +618,22 @@ def test_a_result_with_fewer_repeats_than_planned_says_so():
     assert "repeats" not in result.describe()
 
 
+def test_a_derived_step_figure_at_or_below_zero_makes_the_run_unsteady_and_prints_no_cv():
+    """Native compiled StableDiffusion predict once recorded derived steps [-2901, 232, 406] ms as ok with cv 0.0%:
+    the check looked only at the median, and the cv of a mean at or below zero is stored as 0."""
+    from test_results import make_result, schema_2_run
+
+    from bench.cell import impossible_figures
+
+    assert impossible_figures([10.0, 12.0, 11.0]) is None
+    why = impossible_figures([-2901.0, 232.0, 406.0])
+    assert why and why.startswith("1 of 3 derived per-step figures are zero or negative (lowest -2901 ms)"), why
+    assert impossible_figures([0.0, 5.0, 6.0]).startswith("1 of 3")
+    recorded = make_result([schema_2_run(timed_ms=[-2901.0, 232.0, 406.0])])  # ok, as such files were written
+    assert "cv 0.0%" not in recorded.describe() and "no cv: a step figure is zero or negative" in recorded.describe()
+    assert "cv 9.1%" in make_result().describe()
+
+
 def test_every_committed_result_has_its_tasks_unit():
     """An NA generate cell is ms/call like a measured one: the unit comes from the task, whatever the status."""
     from committed import committed_results
