@@ -266,6 +266,31 @@ def test_the_doctor_compares_memory_with_the_plan_of_the_profile_about_to_run(tm
         assert f"no plan at {tmp_path / 'plan-smoke.json'}" in line
 
 
+def test_the_doctor_reads_the_plan_the_run_will_use_and_compares_ram_only_with_cells_on_the_cpu(tmp_path):
+    """With CUDA_VISIBLE_DEVICES= on a GPU machine the doctor once read the paper plan (the run is smoke), and with a
+    GPU in use compared host RAM (23.5 GiB) with a GPU cell's 33.5 GiB."""
+    from dataclasses import replace
+
+    from bench.doctor import OK, WARN, Probes, check_memory, profile_plan
+
+    driver = lambda: "550.54.15"  # noqa: E731
+    assert profile_plan(tmp_path, None, driver, {"CUDA_VISIBLE_DEVICES": ""}) == tmp_path / "plan-smoke.json"
+    assert profile_plan(tmp_path, None, driver, {"CUDA_VISIBLE_DEVICES": "0"}) == tmp_path / "plan-paper.json"
+    assert profile_plan(tmp_path, None, lambda: None, {}) == tmp_path / "plan-smoke.json"
+    paper = {"cells": [{"key": "keras2__sam__fit__bs1__default", "memory_gib": 33.5}]}
+    probes = Probes(
+        plan_path=tmp_path / "plan-paper.json",
+        total_memory_bytes=lambda: int(23.5 * 2**30),
+        nvidia_driver=driver,
+        read_plan=lambda path: paper,
+        environ={},
+    )
+    on_gpu = check_memory(probes)
+    assert on_gpu.verdict == OK and "on the GPU" in on_gpu.value and "needs" not in on_gpu.value, on_gpu
+    on_cpu = check_memory(replace(probes, environ={"CUDA_VISIBLE_DEVICES": "-1"}))  # --profile paper on the CPU
+    assert on_cpu.verdict == WARN and "keras2__sam__fit__bs1__default) needs 33.5 GiB" in on_cpu.value, on_cpu
+
+
 @pytest.mark.parametrize("umask,mode", [(0o022, 0o644), (0o002, 0o664), (0o077, 0o600)])
 def test_result_files_and_reports_honour_the_umask(tmp_path, umask, mode):
     """Like the logs and CSVs: another user of a shared results folder can read them (mkstemp alone makes 0600)."""
