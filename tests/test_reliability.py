@@ -455,6 +455,22 @@ def test_table_of_a_folder_that_is_not_there_is_refused_and_creates_nothing(venv
     assert not typo.exists()
 
 
+def test_without_tabulate_the_message_names_what_installs_it_in_that_python(tmp_path, monkeypatch):
+    """`make bench ENV=current` renders in the user's own Python: `make env-tools` (the fix once named) builds
+    another env and leaves that Python without tabulate."""
+    from bench.errors import BenchError
+    from bench.report import render, text
+
+    monkeypatch.setattr(text, "tabulate", None)
+    monkeypatch.setattr(text, "env_stamp", lambda: None)  # not a built env: ENV=current, an own environment
+    with pytest.raises(BenchError) as own:
+        render(tmp_path, tmp_path / "RESULTS.md")
+    assert f"{sys.executable} -m pip install tabulate" in str(own.value) and "make env-tools" not in str(own.value)
+    monkeypatch.setattr(text, "env_stamp", lambda: {"backend": "tools"})
+    with pytest.raises(BenchError, match="tabulate is needed to render the tables; rebuild the tools env"):
+        render(tmp_path, tmp_path / "RESULTS.md")
+
+
 def make(*args, tmp_path):
     uv = tmp_path / "uv"
     uv.write_text("")  # newer than containers/uv-requirements.txt: make does not fetch uv
