@@ -243,6 +243,9 @@ def main(argv: list[str] | None = None) -> int:
     except BenchError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    except OSError as e:  # a read-only or full disk, a path too long: one line naming the file, not a traceback
+        print(f"error: {e.strerror or e}: {e.filename}" if e.filename else f"error: {e}", file=sys.stderr)
+        return 2
     except Terminated as e:  # a stop by signal exits 128 + its number, as a shell reports it: SIGTERM 143
         return 128 + e.signum
     except KeyboardInterrupt:

@@ -21,8 +21,11 @@ def results_folder(text: str) -> Path:
     if not text.strip():
         raise argparse.ArgumentTypeError("is empty: name a results folder (the default is results/)")
     path = Path(text)
-    if path.exists() and not path.is_dir():
-        raise argparse.ArgumentTypeError(f"{text} is a file, not a results folder")
+    try:
+        if path.exists() and not path.is_dir():
+            raise argparse.ArgumentTypeError(f"{text} is a file, not a results folder")
+    except OSError as e:  # a name too long (ENAMETOOLONG), a folder that cannot be read
+        raise argparse.ArgumentTypeError(f"{text}: {e.strerror or e}") from None
     # through links (.venvs may be one) and not
     for where, repo in itertools.product({path.resolve(), Path(os.path.abspath(path))}, ROOTS):
         if where == repo or where in repo.parents:

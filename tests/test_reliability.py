@@ -106,6 +106,50 @@ def test_a_full_disk_stops_the_run_in_one_line_before_a_cell_runs(venvs, tmp_pat
     assert "MiB free in" in out.stderr and "0 of 2 cells kept" in out.stderr and "--resume" in out.stderr
 
 
+@pytest.mark.skipif(not can_mount_tmpfs(), reason="needs root and unshare -m to mount a tmpfs")
+@pytest.mark.parametrize(
+    "command", [["table"], ["export"], ["plan", "--profile", "smoke"], ["run", "--profile", "smoke", "--model", "bert"]]
+)
+def test_a_read_only_results_folder_is_one_line_not_a_traceback(venvs, tmp_path, command):
+    """`make table`, `make export` and `make plan` on a read-only folder once ended in an OSError traceback."""
+    seed, results = tmp_path / "seed", tmp_path / "results"
+    ok_file(seed)
+    results.mkdir()
+    bench_command = " ".join([sys.executable, "-m", "bench", *command, "--results-dir", str(results)])
+    mount = f"mount -t tmpfs -o size=1m tmpfs {results} && cp -r {seed}/. {results} && mount -o remount,ro {results}"
+    out = subprocess.run(
+        ["unshare", "-m", "sh", "-c", f"{mount} && {bench_command}"],
+        cwd=REPO, env=bench_env(venvs), capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert out.returncode == 2 and "Traceback" not in out.stderr, out.stdout + out.stderr
+    assert out.stderr.count("\n") == 1 and "Read-only file system" in out.stderr, out.stderr
+
+
+@pytest.mark.parametrize("command", [["table"], ["run", "--profile", "smoke", "--backend", "jax", "--model", "bert"]])
+def test_a_results_path_too_long_is_one_line_not_a_traceback(venvs, tmp_path, command):
+    """A results path past PATH_MAX once ended in ENAMETOOLONG from inside the run (warn_over_timeout)."""
+    for results in (tmp_path / ("a" * 300), tmp_path.joinpath(*["b" * 200] * 25)):
+        out = bench([*command, "--results-dir", str(results)], bench_env(venvs))
+        assert out.returncode == 2 and out.stderr.count("\n") == 1, out.stdout + out.stderr
+        assert out.stderr.endswith(": File name too long\n") and "Traceback" not in out.stderr, out.stderr
+
+
+def test_a_disk_that_fills_before_a_cells_log_opens_is_one_line(venvs, tmp_path, monkeypatch, capsys):
+    """The disk filling between the pre-flight check and the opening of a cell's log once ended in a traceback."""
+    from bench import cli
+
+    monkeypatch.setattr(runner, "VENVS_DIR", venvs)
+
+    def full(results_dir, cell, repeat):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(results_dir / "logs" / f"{cell.key}.log"))
+
+    monkeypatch.setattr(runner, "new_log_path", full)
+    args = ["run", "--profile", "smoke", "--backend", "jax", "--model", "bert", "--results-dir", str(tmp_path)]
+    code, err = cli.main(args), capsys.readouterr().err
+    log = tmp_path / "logs" / "jax__bert__fit__bs2__default.log"
+    assert code == 2 and err == f"error: No space left on device: {log}\n", err
+
+
 REAL_CELL_THAT_SLEEPS = '''#!{python}
 # The real bench/cell.py main() around a measurement that takes two minutes (a quiet 7B step).
 import json, os, sys, time
