@@ -39,6 +39,18 @@ BACKENDS = $(subst $(comma), ,$(word 1,$(REGISTRY)))
 MODELS = $(subst $(comma), ,$(word 2,$(REGISTRY)))
 PROFILES = $(subst $(comma),|,$(word 3,$(REGISTRY)))
 
+# A name or number (BACKEND=, MODEL=, STEPS=, ...; a list: a,b) is letters, digits and , . _ - alone: anything else
+# (a space, a quote, ; or $) would reach a recipe's shell unquoted. Refused in one line before any recipe runs.
+NAME_VARIABLES := BACKEND MODEL TASK PROFILE VARIANT STEPS BATCH REPEATS JOBS STACK ENV GRID CELLS ROUNDS PAIRS \
+	SLOWDOWNS LOAD SIZE JOB WAIT PYTHON_VERSION
+NAME_CHARACTERS := a b c d e f g h i j k l m n o p q r s t u v w x y z A B C D E F G H I J K L M N O P Q R S T U V W \
+	X Y Z 0 1 2 3 4 5 6 7 8 9 . _ -
+without = $(if $(2),$(call without,$(subst $(firstword $(2)),,$(1)),$(wordlist 2,$(words $(2)),$(2))),$(1))
+# (Only values given on the command line: the environment may hold an unrelated ENV=, JOB= or SIZE=.)
+$(foreach v,$(NAME_VARIABLES),$(if $(and $(filter command line,$(origin $(v))),$(or $(word 2,$($(v))),\
+	$(strip $(call without,$(subst $(comma),,$($(v))),$(NAME_CHARACTERS))))),\
+	$(error $(v)=$($(v)): a name or number is letters, digits and . _ - (a list: a,b), nothing else)))
+
 # Optional narrowing/overrides passed through to `python -m bench run`.
 RUN_ARGS = $(if $(TASK),--task $(TASK)) $(if $(VARIANT),--variant $(VARIANT)) $(if $(PROFILE),--profile $(PROFILE)) $(if $(STEPS),--steps $(STEPS)) \
            $(if $(BATCH),--batch-size $(BATCH)) \
