@@ -19,6 +19,10 @@ IGNORE_PLAN ?=
 # Cells in parallel, one GPU each (bench/cluster/parallel.py); refused without a GPU per job.
 JOBS ?=
 RESULTS ?= results
+# `RESULTS=` would make every path "$(RESULTS)/..." one under / or the checkout: refused for every target.
+ifeq ($(strip $(RESULTS)),)
+$(error RESULTS= is empty: name a results folder (the default is results))
+endif
 # The software stack: today (envs/<backend>/) or 2024 (keras-benchmarks v0.0.5's pins, envs/<backend>-2024/).
 STACK ?= today
 # ENV=current: run in the interpreter PYTHON is (an activated venv's python3, a container's), unlocked, building no env;
@@ -35,8 +39,21 @@ BACKENDS = $(subst $(comma), ,$(word 1,$(REGISTRY)))
 MODELS = $(subst $(comma), ,$(word 2,$(REGISTRY)))
 PROFILES = $(subst $(comma),|,$(word 3,$(REGISTRY)))
 
+# A name or number (BACKEND=, MODEL=, STEPS=, ...; a list: a,b) is letters, digits and , . _ - alone: anything else
+# (a space, a quote, ; or $) would reach a recipe's shell unquoted. Refused in one line before any recipe runs.
+NAME_VARIABLES := BACKEND MODEL TASK PROFILE VARIANT STEPS BATCH REPEATS JOBS STACK ENV GRID CELLS ROUNDS PAIRS \
+	SLOWDOWNS LOAD SIZE JOB WAIT PYTHON_VERSION
+NAME_CHARACTERS := a b c d e f g h i j k l m n o p q r s t u v w x y z A B C D E F G H I J K L M N O P Q R S T U V W \
+	X Y Z 0 1 2 3 4 5 6 7 8 9 . _ -
+without = $(if $(2),$(call without,$(subst $(firstword $(2)),,$(1)),$(wordlist 2,$(words $(2)),$(2))),$(1))
+# (Only values given on the command line: the environment may hold an unrelated ENV=, JOB= or SIZE=.)
+$(foreach v,$(NAME_VARIABLES),$(if $(and $(filter command line,$(origin $(v))),$(or $(word 2,$($(v))),\
+	$(strip $(call without,$(subst $(comma),,$($(v))),$(NAME_CHARACTERS))))),\
+	$(error $(v)=$($(v)): a name or number is letters, digits and . _ - (a list: a,b), nothing else)))
+
 # Optional narrowing/overrides passed through to `python -m bench run`.
 RUN_ARGS = $(if $(TASK),--task $(TASK)) $(if $(VARIANT),--variant $(VARIANT)) $(if $(PROFILE),--profile $(PROFILE)) $(if $(STEPS),--steps $(STEPS)) \
+           $(if $(BATCH),--batch-size $(BATCH)) \
            $(if $(REPEATS),--repeats $(REPEATS)) $(call flag,RESUME,--resume) $(if $(JOBS),--jobs $(JOBS)) \
            $(call flag,IGNORE_PLAN,--ignore-plan) --stack $(STACK) --results-dir "$(RESULTS)"
 # A yes/no variable (RESUME=, IGNORE_PLAN=): 1, yes or true gives the option; any other non-empty value stops make
@@ -57,11 +74,11 @@ $(UV): containers/uv-requirements.txt
 	@mkdir -p $(dir $(UV))
 	$(PYTHON) containers/install-uv.py containers/uv-requirements.txt $(dir $(UV))
 
-.PHONY: help wheelhouse gpu-check bench bench-all bench-cpu-full bench-cpu-mid grid tuning overhead plan table test test-extended test-stack2024 test-fast lint docs check ceilings flops-check bench-overhead clean-results doctor export compare noise submit submit-status
+.PHONY: help wheelhouse gpu-check bench bench-all bench-cpu-full bench-cpu-mid grid tuning overhead plan table test test-extended test-stack2024 test-fast lint docs check ceilings flops-check bench-overhead clean-results doctor export validate compare noise submit submit-status
 
 help: ## List every target with one line each
 	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | sort -u | awk 'BEGIN{FS=":.*## "}{printf "  %-18s %s\n", $$1, $$2}'
-	@echo "Variables: BACKEND=<$(BACKENDS)> MODEL=<$(MODELS)> STACK=<today|2024> ENV=current TASK= PROFILE=<$(PROFILES)> VARIANT= STEPS= REPEATS= RESUME=1 IGNORE_PLAN=1 JOBS= RESULTS=$(RESULTS)"
+	@echo "Variables: BACKEND=<$(BACKENDS)> MODEL=<$(MODELS)> STACK=<today|2024> ENV=current TASK= PROFILE=<$(PROFILES)> VARIANT= STEPS= BATCH= REPEATS= RESUME=1 IGNORE_PLAN=1 JOBS= RESULTS=$(RESULTS)"
 	@echo "The 2024 stack (keras-benchmarks v0.0.5's pins): make envs STACK=2024; make bench BACKEND=jax MODEL=bert STACK=2024"
 	@echo "make grid: GRID=<cpu|full|lengths|sample|smoke> MODEL=<bert,distilbert,gpt2,distilgpt2,roberta,xlnet,xlm> BACKEND=<native-torch,tf-transformers,jax,tensorflow,torch or a column>"
 
@@ -146,7 +163,7 @@ wheelhouse: ## Download, hash-checked at the locked versions, the workloads' lib
 
 # The checks only a GPU can answer, in 15 minutes (bench/gpucheck.py); refused in one line on a machine without one.
 gpu-check: ## On one GPU, <= 15 min: device sync vs CUDA events, CUDA graph replays, peak memory vs plan, short paper cells (ENV=current too)
-	$(if $(filter current,$(ENV)),$(PYTHON),$(TOOLS_PY)) -m bench gpu-check $(if $(filter current,$(ENV)),--env current) --results-dir $(RESULTS)
+	$(if $(filter current,$(ENV)),$(PYTHON),$(TOOLS_PY)) -m bench gpu-check $(if $(filter current,$(ENV)),--env current) --results-dir "$(RESULTS)"
 
 plan: env-tools ## Per cell: parameters, memory (weights, grads, optimizer, est. activations), fits A100/H100/RAM? PROFILE= (default paper) BATCH=
 	$(TOOLS_PY) -m bench plan --profile $(or $(PROFILE),paper) --results-dir "$(RESULTS)" $(if $(BATCH),--batch-size $(BATCH))
@@ -158,12 +175,15 @@ table: env-tools ## Render $(RESULTS)/RESULTS.md and its figures from the result
 docs: env-tools ## Regenerate the generated parts of docs/: the result field table of docs/RESULT_FORMAT.md, from docs/schema/
 	$(TOOLS_PY) -m bench.schema_doc
 
+validate: env-tools ## Check every result file under RESULTS, naming each bad one and the fix; QUARANTINE=1 moves unreadable result files to $(RESULTS)/quarantine/
+	$(TOOLS_PY) -m bench validate --results-dir "$(RESULTS)" $(call flag,QUARANTINE,--quarantine)
+
 export: env-tools ## Every current result under RESULTS as one CSV ($(RESULTS)/results.csv, or OUT=file)
 	$(TOOLS_PY) -m bench export --results-dir "$(RESULTS)" $(if $(OUT),--out "$(OUT)")
 
 compare: env-tools ## Per cell, B / A with its 95% interval and a verdict (faster/slower/same/inconclusive): make compare A=<dir> B=<dir> [OUT=file.md] [ACROSS=1]
 	@test -n "$(A)" -a -n "$(B)" || { echo "usage: make compare A=<results dir> B=<results dir> [OUT=compare/compare.md] [ACROSS=1: decide across different processors]" >&2; exit 2; }
-	$(TOOLS_PY) -m bench compare $(A) $(B) $(if $(OUT),--out $(OUT)) $(if $(ACROSS),--across-processors)
+	$(TOOLS_PY) -m bench compare "$(A)" "$(B)" $(if $(OUT),--out "$(OUT)") $(if $(ACROSS),--across-processors)
 
 # The machine's noise study (bench/noise/study.py, docs/METHOD.md): identical code compared with itself on product
 # cells (CELLS=: cell keys, default the 8 BERT smoke cells; ROUNDS=, default 2; REPEATS=: processes a side, default
@@ -233,13 +253,14 @@ lint: env-tools ## ruff (ruff.toml: pycodestyle, pyflakes, import order, bugbear
 test-fast: env-tools ## Unit and orchestrator tests only, no framework environment needed
 	$(TOOLS_PY) -m pytest tests -ra -m "not envs and not container and not slow"
 
-clean-results: ## Remove results/ logs (result files are kept; history/ keeps earlier ones)
-	rm -rf "$(RESULTS)/logs"
+clean-results: ## Remove the logs a run wrote under $(RESULTS)/logs (result files are kept; history/ keeps earlier ones)
+	$(PYTHON) -m bench clean-results --results-dir "$(RESULTS)"
 
 # Slurm (bench/cluster/): one array task per cell; docs/CLUSTER.md. BACKEND/MODEL/TASK take comma lists.
 submit: env-tools ## Submit cells to Slurm (one array task each; cells with a current result skipped unless FORCE=1)
 	$(TOOLS_PY) -m bench submit $(if $(BACKEND),--backend $(BACKEND)) $(if $(MODEL),--model $(MODEL)) $(if $(TASK),--task $(TASK)) \
-		$(if $(PROFILE),--profile $(PROFILE)) $(if $(STEPS),--steps $(STEPS)) $(if $(FORCE),--force) $(if $(CONTAINER),--container) \
+		$(if $(PROFILE),--profile $(PROFILE)) $(if $(STEPS),--steps $(STEPS)) $(if $(BATCH),--batch-size $(BATCH)) \
+		$(if $(FORCE),--force) $(if $(CONTAINER),--container) \
 		--results-dir "$(RESULTS)" $(SUBMIT_ARGS)
 
 submit-status: env-tools ## Per-cell state of a Slurm submission (JOB= name or id, default the latest); records tasks Slurm ended

@@ -63,11 +63,8 @@ def measure(cell: Cell) -> Run:
         log("one-token and partial calls: " + describe_sampling(parts.sampling(), parts_median))
     steadiness = timer.steadiness(split.timed_ms)
     status, message = "ok", None
-    if derived and statistics.median(split.timed_ms) <= 0:
-        status, message = (
-            "unsteady",
-            "the derived per-step median is zero or negative: the noise between the paired calls is larger than their difference (raw windows kept)",
-        )
+    if derived and (why := impossible_figures(split.timed_ms)):
+        status, message = "unsteady", why
     elif problems := workload.cuda_graph_problems(steadiness):
         status, message = (
             "unsteady",
@@ -132,6 +129,18 @@ def figures(timer: StepTimer, derivation: str | None) -> tuple[Split, bool]:
     split = timer.split(per_step)
     first = sum(timer.windows_ms[: timer.plan.windows_per_step])
     return Split(first, split.warmup_ms, split.timed_ms), True
+
+
+def impossible_figures(timed_ms: list[float]) -> str | None:
+    """Why derived per-step figures are no measurement: any at or below zero (one [-2901, 232, 406] ms once passed as
+    ok on its median), the noise between the paired calls larger than their difference; None where none is."""
+    bad = [v for v in timed_ms if v <= 0]
+    if not bad:
+        return None
+    return (
+        f"{len(bad)} of {len(timed_ms)} derived per-step figures are zero or negative (lowest {min(bad):.4g} ms): "
+        "the noise between the paired calls is larger than their difference (raw windows kept)"
+    )
 
 
 def pin_cpus() -> None:

@@ -14,6 +14,7 @@ from bench.errors import BenchError
 from bench.profiles import profiles
 from bench.provenance import REPO_ROOT
 from bench.registry import MODELS
+from bench.resultsdir import results_folder
 from bench.spec import TASKS
 from bench.variants import TUNING
 
@@ -51,7 +52,8 @@ VARIANT_HELP = "; ".join(f"{b.name}: {listing(b.variants)}" for b in BACKENDS.va
 
 
 def csv_list(text: str) -> list[str]:
-    return [item for item in text.replace(",", " ").split() if item]
+    """'a,b a' -> ['a', 'b']: a name given twice is one (MODEL=bert,bert once ran the cell twice into one result)."""
+    return list(dict.fromkeys(item for item in text.replace(",", " ").split() if item))
 
 
 class OneLineErrors(argparse.ArgumentParser):
@@ -85,7 +87,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--repeats", type=positive_int, help="processes per cell, interleaved across the cells (default: the profile's)"
     )
     run.add_argument("--timeout", type=positive_int, help="seconds per cell process (default: the profile's)")
-    run.add_argument("--results-dir", type=Path, default=DEFAULT_RESULTS)
+    run.add_argument("--results-dir", type=results_folder, default=DEFAULT_RESULTS)
     run.add_argument(
         "--resume",
         action="store_true",
@@ -116,7 +118,10 @@ def build_parser() -> argparse.ArgumentParser:
     plan = sub.add_parser("plan", help="every cell's parameters and memory, predicted without allocating a model")
     plan.add_argument("--profile", default="paper", help="paper or smoke (default: paper)")
     plan.add_argument(
-        "--results-dir", type=Path, default=DEFAULT_RESULTS, help="writes plan-<profile>.json and plan.json here"
+        "--results-dir",
+        type=results_folder,
+        default=DEFAULT_RESULTS,
+        help="writes plan-<profile>.json and plan.json here",
     )
     plan.add_argument(
         "--batch-size",
@@ -133,12 +138,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     val = sub.add_parser("validate", help="check every result file under a results folder")
-    val.add_argument("--results-dir", type=Path, default=DEFAULT_RESULTS)
+    val.add_argument("--results-dir", type=results_folder, default=DEFAULT_RESULTS)
     val.add_argument(
         "--quarantine",
         action="store_true",
         help="move every unreadable result file to <results-dir>/quarantine/ (at its own relative path)",
     )
+
+    clean = sub.add_parser(
+        "clean-results", help="delete the logs a run wrote (<results-dir>/logs/**/*.log), nothing else"
+    )
+    clean.add_argument("--results-dir", type=results_folder, default=DEFAULT_RESULTS)
 
     grid = sub.add_parser(
         "grid", help="the inference grid study (HF 2019 PyTorch vs TensorFlow, with Keras 3): run, then render GRID.md"
@@ -159,10 +169,10 @@ def build_parser() -> argparse.ArgumentParser:
         type=csv_list,
         help="envs or columns (default: all): native-torch, tf-transformers, jax, tensorflow, torch, or a column name",
     )
-    grid.add_argument("--results-dir", type=Path, default=DEFAULT_RESULTS)
+    grid.add_argument("--results-dir", type=results_folder, default=DEFAULT_RESULTS)
     grid.add_argument("--dry-run", action="store_true", help="list the points and columns and exit")
     table = sub.add_parser("table", help="render RESULTS.md and figures from the result files")
-    table.add_argument("--results-dir", type=Path, default=DEFAULT_RESULTS)
+    table.add_argument("--results-dir", type=results_folder, default=DEFAULT_RESULTS)
     table.add_argument("--out", type=Path, help="Markdown file (default: <results-dir>/RESULTS.md)")
     table.add_argument("--readme", type=Path, help="also fill this file's marked results section with the first table")
 
@@ -174,14 +184,14 @@ def build_parser() -> argparse.ArgumentParser:
         type=Path,
         help="per-cell memory figures to compare RAM with (default: <results-dir>/plan-<profile>.json)",
     )
-    doctor.add_argument("--results-dir", type=Path, default=DEFAULT_RESULTS)
+    doctor.add_argument("--results-dir", type=results_folder, default=DEFAULT_RESULTS)
     doctor.add_argument(
         "--profile",
         help="the profile about to run, whose plan is compared with RAM (default: paper when an NVIDIA GPU is seen, else smoke)",
     )
 
     export = sub.add_parser("export", help="every current result file as one flat CSV")
-    export.add_argument("--results-dir", type=Path, default=DEFAULT_RESULTS)
+    export.add_argument("--results-dir", type=results_folder, default=DEFAULT_RESULTS)
     export.add_argument("--out", type=Path, help="CSV file (default: <results-dir>/results.csv)")
 
     comp = sub.add_parser(
@@ -189,8 +199,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="per cell in both, B / A with its 95%% interval and a verdict (faster, slower, same, inconclusive); "
         "Markdown + PNG + JSON",
     )
-    comp.add_argument("a", type=Path, help="results folder A (the baseline; its noise/ holds the noise studies used)")
-    comp.add_argument("b", type=Path, help="results folder B")
+    comp.add_argument(
+        "a", type=results_folder, help="results folder A (the baseline; its noise/ holds the noise studies used)"
+    )
+    comp.add_argument("b", type=results_folder, help="results folder B")
     comp.add_argument(
         "--out-dir",
         type=Path,
@@ -216,7 +228,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     gpu.add_argument(
         "--results-dir",
-        type=Path,
+        type=results_folder,
         default=DEFAULT_RESULTS,
         help="writes gpu-check/<machine>/ here; reads plan-paper.json from here",
     )
@@ -230,6 +242,9 @@ def main(argv: list[str] | None = None) -> int:
         return COMMANDS[args.command](args)
     except BenchError as e:
         print(f"error: {e}", file=sys.stderr)
+        return 2
+    except OSError as e:  # a read-only or full disk, a path too long: one line naming the file, not a traceback
+        print(f"error: {e.strerror or e}: {e.filename}" if e.filename else f"error: {e}", file=sys.stderr)
         return 2
     except Terminated as e:  # a stop by signal exits 128 + its number, as a shell reports it: SIGTERM 143
         return 128 + e.signum
@@ -363,9 +378,12 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
     loaded, errors = load_each(args.results_dir)
     if args.quarantine:
-        for path, dest in quarantine(args.results_dir, errors):
+        moved, kept = quarantine(args.results_dir, errors)
+        for path, dest in moved:
             print(f"moved unreadable {path} to {dest}")
-        errors = []
+        errors = [e for e in errors if e.path in kept]
+        for path in kept:
+            print(f"left {path} in place: not a result file by name and place (<profile>/<machine>/<cell key>.json)")
     for path, result in loaded:
         why = result.cell.why_not_in_registry()
         if why:  # archived results stay valid; the registry has moved on since they were measured
@@ -387,9 +405,19 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_clean_results(args: argparse.Namespace) -> int:
+    from bench.results import clean_logs
+
+    deleted = clean_logs(args.results_dir)
+    print(f"deleted {len(deleted)} log files under {args.results_dir / 'logs'}")
+    return 0
+
+
 def cmd_table(args: argparse.Namespace) -> int:
     from bench.report import render
 
+    if not args.results_dir.is_dir():  # a mistyped RESULTS= must not become a new folder with an empty table
+        raise BenchError(f"no results folder {args.results_dir}: nothing to render (is the results folder right?)")
     out = args.out or args.results_dir / "RESULTS.md"
     render(args.results_dir, out, readme=args.readme)
     print(f"wrote {out}" + (f" and the results section of {args.readme}" if args.readme else ""))
@@ -448,6 +476,7 @@ COMMANDS = {
     "grid": cmd_grid,
     "cell": cmd_cell,
     "validate": cmd_validate,
+    "clean-results": cmd_clean_results,
     "table": cmd_table,
     "doctor": cmd_doctor,
     "export": cmd_export,

@@ -193,13 +193,25 @@ def largest_cell_gib(plan: dict) -> tuple[str, float] | None:
     return max(sizes, key=lambda kv: kv[1]) if sizes else None
 
 
+def gpu_in_use(nvidia_driver: Callable[[], str | None], environ: Mapping[str, str]) -> bool:
+    """Whether the cells will run on a GPU: nvidia-smi reports a driver and CUDA_VISIBLE_DEVICES does not hide them."""
+    hidden = environ.get("CUDA_VISIBLE_DEVICES")
+    if hidden is not None and hidden.strip().lower() in NO_GPU_VALUES:
+        return False
+    return driver_major(nvidia_driver() or "") is not None
+
+
 def profile_plan(
-    results_dir: Path, profile: str | None, nvidia_driver: Callable[[], str | None] = _nvidia_driver
+    results_dir: Path,
+    profile: str | None,
+    nvidia_driver: Callable[[], str | None] = _nvidia_driver,
+    environ: Mapping[str, str] = os.environ,
 ) -> Path:
     """The plan of the profile about to run (bench plan writes <results>/plan-<profile>.json): plan.json is the last
     profile planned, and a smoke run warned by the paper plan's 33 GiB cells warns of what will not run. Without a
-    profile, the run's own default: paper where a GPU is seen, else smoke (bench/runner.py default_profile)."""
-    profile = profile or ("paper" if driver_major(nvidia_driver() or "") is not None else "smoke")
+    profile, the run's own default: paper where a GPU is in use (CUDA_VISIBLE_DEVICES= hides them), else smoke
+    (bench/runner.py default_profile)."""
+    profile = profile or ("paper" if gpu_in_use(nvidia_driver, environ) else "smoke")
     return results_dir / f"plan-{profile}.json"
 
 
@@ -214,6 +226,13 @@ def check_memory(p: Probes) -> Check:
         why = "no per-cell memory figures in" if isinstance(plan, dict) else "no plan at"
         return Check("memory", OK, f"{total_gib:.1f} GiB total ({why} {p.plan_path}: not compared with the cells)")
     key, need = largest
+    if gpu_in_use(p.nvidia_driver, p.environ):  # the cells' memory is the GPU's, which the plan's fits columns give
+        return Check(
+            "memory",
+            OK,
+            f"{total_gib:.1f} GiB total (a GPU is in use: its cells' memory, up to {need:.1f} GiB, is on the GPU; "
+            f"{p.plan_path} says which GPUs each fits)",
+        )
     value = f"{total_gib:.1f} GiB total; the largest cell ({key}) needs {need:.1f} GiB"
     if need > total_gib:  # that cell will run out of memory; the others still run
         return Check("memory", WARN, value, "run on a larger machine, or expect that cell to end as oom")

@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -247,9 +248,7 @@ class Result:
         path.parent.mkdir(parents=True, exist_ok=True)
         archived = None
         if path.exists():
-            previous = load(path)
-            stamp = previous.created_at.replace(":", "").replace("+", "Z")
-            archived = reserve_new_name(path.parent / HISTORY, f"{self.cell.key}.{stamp}")
+            archived = history_name(path, load(path))
             try:
                 os.replace(path, archived)
             except BaseException:
@@ -263,6 +262,14 @@ class Result:
             raise
         return path
 
+    def write_to_history(self, results_dir: Path) -> Path:
+        """Write into history/ beside the cell's current result, which stays current: a record older than it."""
+        data = self.to_dict()
+        validate_result(data)
+        path = history_name(results_dir / self.relative_path(), self)
+        write_json_atomic(path, data)
+        return path
+
     def describe(self) -> str:
         """One line: the figure with its 95% interval, the steps' spread, how sampling ended, the first step, and the
         noise gates as recorded when the result was written."""
@@ -270,7 +277,8 @@ class Result:
             return f"{self.status}: {self.message}"
         s = self.summary()
         text = f"{interval_text(self.estimate(), self.unit)}; steps: median {s.median:.4g} (p10 {s.p10:.4g}, p90 "
-        text += f"{s.p90:.4g}, cv {s.cv:.1%}, n={s.count})"
+        cv = f"cv {s.cv:.1%}" if s.min > 0 else "no cv: a step figure is zero or negative"  # mean <= 0 stores 0
+        text += f"{s.p90:.4g}, {cv}, n={s.count})"
         if sampling := sampling_text(self.runs):
             text += f"; sampling: {sampling}"
         if self.runs[0].first_step_ms is not None:
@@ -339,6 +347,12 @@ def result_path(results_dir: Path, cell: Cell, machine: dict[str, Any]) -> Path:
     folder = results_dir / cell.profile / machine_slug(machine)
     stack = getattr(cell, "stack", "today")
     return (folder if stack == "today" else folder / f"stack-{stack}") / f"{cell.key}.json"
+
+
+def history_name(path: Path, result: Result) -> Path:
+    """A new name in history/ beside a current result's path for `result`: <key>.<created_at>[.n].json."""
+    stamp = result.created_at.replace(":", "").replace("+", "Z")
+    return reserve_new_name(path.parent / HISTORY, f"{result.cell.key}.{stamp}")
 
 
 def reserve_new_name(folder: Path, stem: str) -> Path:
@@ -475,10 +489,13 @@ def unreadable_error(errors: list[CorruptResult | NewerSchema], results_dir: Pat
     if all(isinstance(e, NewerSchema) for e in errors):  # not broken: written by newer code ("update the code")
         return NewerSchema("\n".join(lines))
     them = "it" if len(errors) == 1 else f"these {len(errors)} files"
-    lines.append(
-        f"fix: move {them} out of {results_dir}, or run `python -m bench validate --results-dir {results_dir} --quarantine` "
-        f"to move every unreadable result file to {results_dir / QUARANTINE}/"
-    )
+    fix = f"fix: move {them} out of {results_dir}"
+    if any(e.path is None or is_suite_result_file(e.path, results_dir) for e in errors):  # what --quarantine moves
+        fix += (
+            f", or run `python -m bench validate --results-dir {results_dir} --quarantine` "
+            f"to move every unreadable result file to {results_dir / QUARANTINE}/"
+        )
+    lines.append(fix)
     return CorruptResult("\n".join(lines))
 
 
@@ -490,16 +507,50 @@ def load_all(results_dir: Path) -> list[Result]:
     return [result for _, result in loaded]
 
 
-def quarantine(results_dir: Path, errors: list[CorruptResult | NewerSchema]) -> list[tuple[Path, Path]]:
-    """Move each unreadable file to <results>/quarantine/, at its own relative path (never over another)."""
-    moved = []
+# A result file's name: a cell key (bench/registry.py Cell.key) and .json
+RESULT_NAME = re.compile(r"[\w.-]+__[\w.-]+__[\w.-]+__bs\d+__[\w.-]+\.json")
+
+
+def is_suite_result_file(path: Path, results_dir: Path) -> bool:
+    """A file where this suite writes results, by name and place: <cell key>.json in a machine's folder,
+    <profile>/<machine>/ (a stack's stack-<name>/ below it), not a link. Anything else in a folder named as results
+    (a schema, an env's package data) is not the suite's to move."""
+    relative = path.relative_to(results_dir)
+    depth = 4 if relative.parent.name.startswith("stack-") else 3
+    return bool(RESULT_NAME.fullmatch(path.name)) and len(relative.parts) >= depth and not path.is_symlink()
+
+
+def quarantine(
+    results_dir: Path, errors: list[CorruptResult | NewerSchema]
+) -> tuple[list[tuple[Path, Path]], list[Path]]:
+    """Move each unreadable result file to <results>/quarantine/, at its own relative path (never over another);
+    a file that is not one of the suite's result files by name and place stays, and is returned as not moved."""
+    moved, kept = [], []
     for error in errors:
         path = error.path
+        if not is_suite_result_file(path, results_dir):
+            kept.append(path)
+            continue
         dest = results_dir / QUARANTINE / path.relative_to(results_dir)
         dest = reserve_new_name(dest.parent, dest.stem)
         shutil.move(path, dest)  # onto the empty file reserved for it
         moved.append((path, dest))
-    return moved
+    return moved, kept
+
+
+def clean_logs(results_dir: Path) -> list[Path]:
+    """Delete the logs the suite wrote (<results>/logs/**/*.log, not links) and the folders left empty; anything
+    else there stays. Returns what was deleted."""
+    logs = results_dir / "logs"
+    deleted = [p for p in sorted(logs.rglob("*.log")) if p.is_file() and not p.is_symlink()]
+    for path in deleted:
+        path.unlink()
+    for folder in sorted((p for p in logs.rglob("*") if p.is_dir() and not p.is_symlink()), reverse=True):
+        if not any(folder.iterdir()):
+            folder.rmdir()
+    if logs.is_dir() and not logs.is_symlink() and not any(logs.iterdir()):
+        logs.rmdir()
+    return deleted
 
 
 def placement_problems(loaded: list[tuple[Path, Result]], results_dir: Path) -> list[str]:

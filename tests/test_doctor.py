@@ -121,7 +121,8 @@ def test_memory_against_the_plans_largest_cell(tmp_path):
             {"key": "jax__bert__fit", "memory_gib": 4},
         ]
     }
-    check = by_name(healthy(tmp_path, read_plan=lambda path: plan))["memory"]
+    cpu = dict(nvidia_driver=lambda: None)  # on a GPU the cells' memory is the GPU's, not compared with RAM
+    check = by_name(healthy(tmp_path, read_plan=lambda path: plan, **cpu))["memory"]
     assert check.verdict == WARN and "jax__gemma__fit__bs8__default" in check.value and "80.0 GiB" in check.value
     small = {"cells": [{"key": "jax__bert__fit", "memory_gib": 4}]}
     assert by_name(healthy(tmp_path, read_plan=lambda path: small))["memory"].verdict == OK
@@ -131,7 +132,7 @@ def test_memory_against_the_plans_largest_cell(tmp_path):
 
 def test_a_real_plan_file_is_read(tmp_path):
     (tmp_path / "plan.json").write_text('{"cells": [{"key": "big", "memory_gib": 1000}]}')
-    probes = replace(healthy(tmp_path), read_plan=doctor._read_plan)
+    probes = replace(healthy(tmp_path), read_plan=doctor._read_plan, nvidia_driver=lambda: None)
     assert by_name(probes)["memory"].verdict == WARN
 
 

@@ -386,3 +386,48 @@ print(json.dumps({"torch": torch.__version__, "backend": keras.backend.backend()
     assert out["torch"].startswith("2.10.") and out["backend"] == "jax" and out["losses"] == 1
     lock = (ROOT / "envs" / "jax" / "uv.lock").read_text()
     assert 'name = "nvidia-cudnn-cu12"\nversion = "9.28.0.42"' in lock  # jax[cuda12]'s cuDNN, not torch's 9.10
+
+
+FAKE_UV = """#!/bin/sh
+# uv without a network: `uv venv DIR` makes a venv's shape; `uv pip sync` says so and waits for {go} to exist.
+if [ "$1" = venv ]; then
+  for a; do d="$a"; done
+  mkdir -p "$d/bin" "$d/lib/python3.11/site-packages" && ln -s {python} "$d/bin/python"
+  echo "home = /" > "$d/pyvenv.cfg"
+  exit 0
+fi
+if [ "$1" = pip ] && [ "$2" = sync ]; then echo SYNCING; while [ ! -e {go} ]; do sleep 0.1; done; exit 0; fi
+exit 1
+"""
+
+
+def test_a_second_build_of_one_env_waits_for_the_first_and_finds_it_current(tmp_path):
+    """Two `make env BACKEND=jax` at once once shared the staging folder: one's cleanup deleted the other's, leaving
+    an env stamped current with no bin/python. The second waits for the first, then has nothing to do."""
+    req, venv, uv, go = tmp_path / "requirements.txt", tmp_path / "venv", tmp_path / "uv", tmp_path / "go"
+    req.write_text("six==1.16.0\n")
+    uv.write_text(FAKE_UV.format(python=sys.executable, go=go))
+    uv.chmod(0o755)
+    args = [sys.executable, str(ENVS_PY), "build", "keras2", "--venv", str(venv), "--requirements", str(req)]
+    start = lambda: subprocess.Popen(  # noqa: E731
+        args, cwd=ROOT, env={**os.environ, "UV": str(uv)}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    first = start()
+    before = []
+    for line in first.stdout:  # the first build is installing
+        before.append(line)
+        if "SYNCING" in line:
+            break
+    second = start()
+    seen = []
+    for line in second.stdout:  # the second waits, or (with no lock) builds into the same staging folder
+        seen.append(line)
+        if "waiting for another build" in line or "SYNCING" in line:
+            break
+    go.touch()
+    outs = ["".join(before) + first.communicate(timeout=60)[0], "".join(seen) + second.communicate(timeout=60)[0]]
+    assert first.returncode == 0 and second.returncode == 0, outs
+    assert f"waiting for another build of {venv}" in outs[1] and "is current" in outs[1], outs[1]
+    assert "building" not in outs[1] and outs[1].count("\n") == 2, outs[1]
+    assert (venv / "bin" / "python").exists() and (venv / "pyvenv.cfg").exists() and (venv / "bench-env.json").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".venv.lock", "go", "requirements.txt", "uv", "venv"]

@@ -106,6 +106,50 @@ def test_a_full_disk_stops_the_run_in_one_line_before_a_cell_runs(venvs, tmp_pat
     assert "MiB free in" in out.stderr and "0 of 2 cells kept" in out.stderr and "--resume" in out.stderr
 
 
+@pytest.mark.skipif(not can_mount_tmpfs(), reason="needs root and unshare -m to mount a tmpfs")
+@pytest.mark.parametrize(
+    "command", [["table"], ["export"], ["plan", "--profile", "smoke"], ["run", "--profile", "smoke", "--model", "bert"]]
+)
+def test_a_read_only_results_folder_is_one_line_not_a_traceback(venvs, tmp_path, command):
+    """`make table`, `make export` and `make plan` on a read-only folder once ended in an OSError traceback."""
+    seed, results = tmp_path / "seed", tmp_path / "results"
+    ok_file(seed)
+    results.mkdir()
+    bench_command = " ".join([sys.executable, "-m", "bench", *command, "--results-dir", str(results)])
+    mount = f"mount -t tmpfs -o size=1m tmpfs {results} && cp -r {seed}/. {results} && mount -o remount,ro {results}"
+    out = subprocess.run(
+        ["unshare", "-m", "sh", "-c", f"{mount} && {bench_command}"],
+        cwd=REPO, env=bench_env(venvs), capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert out.returncode == 2 and "Traceback" not in out.stderr, out.stdout + out.stderr
+    assert out.stderr.count("\n") == 1 and "Read-only file system" in out.stderr, out.stderr
+
+
+@pytest.mark.parametrize("command", [["table"], ["run", "--profile", "smoke", "--backend", "jax", "--model", "bert"]])
+def test_a_results_path_too_long_is_one_line_not_a_traceback(venvs, tmp_path, command):
+    """A results path past PATH_MAX once ended in ENAMETOOLONG from inside the run (warn_over_timeout)."""
+    for results in (tmp_path / ("a" * 300), tmp_path.joinpath(*["b" * 200] * 25)):
+        out = bench([*command, "--results-dir", str(results)], bench_env(venvs))
+        assert out.returncode == 2 and out.stderr.count("\n") == 1, out.stdout + out.stderr
+        assert out.stderr.endswith(": File name too long\n") and "Traceback" not in out.stderr, out.stderr
+
+
+def test_a_disk_that_fills_before_a_cells_log_opens_is_one_line(venvs, tmp_path, monkeypatch, capsys):
+    """The disk filling between the pre-flight check and the opening of a cell's log once ended in a traceback."""
+    from bench import cli
+
+    monkeypatch.setattr(runner, "VENVS_DIR", venvs)
+
+    def full(results_dir, cell, repeat):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(results_dir / "logs" / f"{cell.key}.log"))
+
+    monkeypatch.setattr(runner, "new_log_path", full)
+    args = ["run", "--profile", "smoke", "--backend", "jax", "--model", "bert", "--results-dir", str(tmp_path)]
+    code, err = cli.main(args), capsys.readouterr().err
+    log = tmp_path / "logs" / "jax__bert__fit__bs2__default.log"
+    assert code == 2 and err == f"error: No space left on device: {log}\n", err
+
+
 REAL_CELL_THAT_SLEEPS = '''#!{python}
 # The real bench/cell.py main() around a measurement that takes two minutes (a quiet 7B step).
 import json, os, sys, time
@@ -266,6 +310,31 @@ def test_the_doctor_compares_memory_with_the_plan_of_the_profile_about_to_run(tm
         assert f"no plan at {tmp_path / 'plan-smoke.json'}" in line
 
 
+def test_the_doctor_reads_the_plan_the_run_will_use_and_compares_ram_only_with_cells_on_the_cpu(tmp_path):
+    """With CUDA_VISIBLE_DEVICES= on a GPU machine the doctor once read the paper plan (the run is smoke), and with a
+    GPU in use compared host RAM (23.5 GiB) with a GPU cell's 33.5 GiB."""
+    from dataclasses import replace
+
+    from bench.doctor import OK, WARN, Probes, check_memory, profile_plan
+
+    driver = lambda: "550.54.15"  # noqa: E731
+    assert profile_plan(tmp_path, None, driver, {"CUDA_VISIBLE_DEVICES": ""}) == tmp_path / "plan-smoke.json"
+    assert profile_plan(tmp_path, None, driver, {"CUDA_VISIBLE_DEVICES": "0"}) == tmp_path / "plan-paper.json"
+    assert profile_plan(tmp_path, None, lambda: None, {}) == tmp_path / "plan-smoke.json"
+    paper = {"cells": [{"key": "keras2__sam__fit__bs1__default", "memory_gib": 33.5}]}
+    probes = Probes(
+        plan_path=tmp_path / "plan-paper.json",
+        total_memory_bytes=lambda: int(23.5 * 2**30),
+        nvidia_driver=driver,
+        read_plan=lambda path: paper,
+        environ={},
+    )
+    on_gpu = check_memory(probes)
+    assert on_gpu.verdict == OK and "on the GPU" in on_gpu.value and "needs" not in on_gpu.value, on_gpu
+    on_cpu = check_memory(replace(probes, environ={"CUDA_VISIBLE_DEVICES": "-1"}))  # --profile paper on the CPU
+    assert on_cpu.verdict == WARN and "keras2__sam__fit__bs1__default) needs 33.5 GiB" in on_cpu.value, on_cpu
+
+
 @pytest.mark.parametrize("umask,mode", [(0o022, 0o644), (0o002, 0o664), (0o077, 0o600)])
 def test_result_files_and_reports_honour_the_umask(tmp_path, umask, mode):
     """Like the logs and CSVs: another user of a shared results folder can read them (mkstemp alone makes 0600)."""
@@ -421,6 +490,31 @@ def test_export_of_a_folder_with_no_results_is_refused_and_creates_nothing(venvs
     assert not typo.exists()
 
 
+def test_table_of_a_folder_that_is_not_there_is_refused_and_creates_nothing(venvs, tmp_path):
+    typo = tmp_path / "reslts"
+    out = bench(["table", "--results-dir", str(typo)], bench_env(venvs))
+    assert out.returncode == 2 and out.stderr == (
+        f"error: no results folder {typo}: nothing to render (is the results folder right?)\n"
+    ), out.stdout + out.stderr
+    assert not typo.exists()
+
+
+def test_without_tabulate_the_message_names_what_installs_it_in_that_python(tmp_path, monkeypatch):
+    """`make bench ENV=current` renders in the user's own Python: `make env-tools` (the fix once named) builds
+    another env and leaves that Python without tabulate."""
+    from bench.errors import BenchError
+    from bench.report import render, text
+
+    monkeypatch.setattr(text, "tabulate", None)
+    monkeypatch.setattr(text, "env_stamp", lambda: None)  # not a built env: ENV=current, an own environment
+    with pytest.raises(BenchError) as own:
+        render(tmp_path, tmp_path / "RESULTS.md")
+    assert f"{sys.executable} -m pip install tabulate" in str(own.value) and "make env-tools" not in str(own.value)
+    monkeypatch.setattr(text, "env_stamp", lambda: {"backend": "tools"})
+    with pytest.raises(BenchError, match="tabulate is needed to render the tables; rebuild the tools env"):
+        render(tmp_path, tmp_path / "RESULTS.md")
+
+
 def make(*args, tmp_path):
     uv = tmp_path / "uv"
     uv.write_text("")  # newer than containers/uv-requirements.txt: make does not fetch uv
@@ -443,6 +537,105 @@ def test_make_quotes_a_results_folder_with_a_space(venvs, tmp_path):
         text=True,
     )
     assert ran.returncode == 0 and (results / "results.csv").exists(), ran.stdout + ran.stderr
+
+
+@pytest.mark.skipif(not shutil.which("make"), reason="GNU make is not installed")
+@pytest.mark.parametrize("target", ["clean-results", "table", "export", "bench", "submit-status", "plan", "help"])
+def test_make_refuses_an_empty_results_for_every_target(target, tmp_path):
+    """`make clean-results RESULTS=` once ran `rm -rf "/logs"`; `make table RESULTS=` read the checkout as results."""
+    out = make(target, "BACKEND=jax", "MODEL=bert", "RESULTS=", tmp_path=tmp_path)
+    assert out.returncode == 2 and out.stdout == "", out.stdout + out.stderr
+    assert out.stderr.count("\n") == 1 and "RESULTS= is empty" in out.stderr, out.stderr
+
+
+@pytest.mark.parametrize("command", ["table", "export", "validate", "clean-results", "plan", "submit-status"])
+@pytest.mark.parametrize("folder", ["", " ", ".", "..", str(REPO), "docs", "docs/schema", ".venvs", "Makefile"])
+def test_a_results_folder_that_is_not_one_is_refused_in_one_line(command, folder, capsys, monkeypatch):
+    from bench.cli import build_parser
+
+    monkeypatch.chdir(REPO)
+    with pytest.raises(SystemExit) as stopped:
+        build_parser().parse_args([command, "--results-dir", folder])
+    err = capsys.readouterr().err
+    assert stopped.value.code == 2 and err.count("\n") == 1, err
+    assert "not a results folder" in err or "is empty" in err, err
+
+
+def test_quarantine_moves_only_result_files_and_clean_results_only_logs(venvs, tmp_path):
+    """Followed in a checkout, `validate --quarantine` once moved docs/schema/*.json; clean-results was `rm -rf`."""
+    results = tmp_path / "results"
+    bad = ok_file(results).with_name("torch__bert__fit__bs2__default.json")
+    bad.write_text("[]")
+    foreign = [results / "schema" / "result-v1.schema.json", results / "notes.json", results / "smoke" / "x.json"]
+    for path in foreign:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("{}")
+    out = bench(["validate", "--results-dir", str(results), "--quarantine"], bench_env(venvs))
+    assert out.returncode == 2 and f"moved unreadable {bad} to" in out.stdout, out.stdout + out.stderr
+    assert not bad.exists() and all(path.exists() for path in foreign)
+    assert all(f"left {path} in place" in out.stdout for path in foreign), out.stdout
+    assert "--quarantine" not in out.stderr  # what is left is not the suite's to move
+    logs = results / "logs"
+    written = [logs / "smoke" / "jax__bert__fit__bs2__default.20261125T000000Z.0.log", logs / "grid" / "a" / "w.log"]
+    kept = [logs / "canary" / "keep.txt", logs / "README.md"]
+    for path in written + kept:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("x")
+    uv = tmp_path / "uv"
+    uv.write_text("")
+    out = subprocess.run(
+        ["make", "--no-print-directory", "clean-results", f"RESULTS={results}", f"PYTHON={sys.executable}", f"UV={uv}"],
+        cwd=REPO, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert not any(path.exists() for path in written) and all(path.exists() for path in kept)
+    assert not (logs / "smoke").exists() and (results / "smoke").is_dir()  # empty log folders go, results stay
+
+
+@pytest.mark.skipif(not shutil.which("make"), reason="GNU make is not installed")
+def test_make_validate_is_a_target_make_help_lists(tmp_path):
+    """The warnings about unreadable files point to validate: `make validate` runs it (QUARANTINE=1 moves them)."""
+    import re
+
+    assert re.search(r"^  validate +Check every result file", make("help", tmp_path=tmp_path).stdout, re.M)
+    results = tmp_path / "my results"
+    bad = ok_file(results).with_name("torch__bert__fit__bs2__default.json")
+    bad.write_text("[]")
+    command = make("-n", "validate", f"RESULTS={results}", "QUARANTINE=1", tmp_path=tmp_path).stdout.splitlines()[-1]
+    ran = subprocess.run(
+        ["bash", "-c", command.replace(".venvs/tools/bin/python", sys.executable, 1)],
+        cwd=REPO, capture_output=True, text=True,
+    )  # fmt: skip
+    assert ran.returncode == 0 and f"moved unreadable {bad}" in ran.stdout and not bad.exists(), ran.stdout + ran.stderr
+
+
+@pytest.mark.skipif(not shutil.which("make"), reason="GNU make is not installed")
+@pytest.mark.parametrize("target", ["bench", "bench-all"])
+def test_make_passes_batch_on_so_batch_0_is_refused_as_steps_0_is(target, tmp_path):
+    """`make bench BATCH=0` (and BATCH=4) was once dropped silently: no --batch-size reached the run."""
+    for variable, option in (("BATCH", "--batch-size"), ("STEPS", "--steps")):
+        command = make("-n", target, "BACKEND=jax", "MODEL=bert", f"{variable}=0", tmp_path=tmp_path).stdout
+        command = command.strip().splitlines()[-1]
+        assert f"{option} 0" in command, command
+        ran = subprocess.run(
+            ["bash", "-c", command.replace(".venvs/tools/bin/python", sys.executable, 1)],
+            cwd=REPO, capture_output=True, text=True,
+        )  # fmt: skip
+        assert ran.returncode == 2 and ran.stderr.count("\n") == 1, ran.stdout + ran.stderr
+        assert f"argument {option}: must be a positive integer, got '0'" in ran.stderr, ran.stderr
+
+
+@pytest.mark.skipif(not shutil.which("make"), reason="GNU make is not installed")
+def test_make_compare_quotes_a_b_and_out(tmp_path):
+    """`make compare A="<dir with a space>"` once failed with "unrecognized arguments"."""
+    a, b, out = tmp_path / "run a", tmp_path / "run b", tmp_path / "my out" / "c.md"
+    ok_file(a), ok_file(b)
+    command = make("-n", "compare", f"A={a}", f"B={b}", f"OUT={out}", tmp_path=tmp_path).stdout.strip().splitlines()[-1]
+    ran = subprocess.run(
+        ["bash", "-c", command.replace(".venvs/tools/bin/python", sys.executable, 1)],
+        cwd=REPO, capture_output=True, text=True,
+    )  # fmt: skip
+    assert ran.returncode == 0 and out.exists(), ran.stdout + ran.stderr
 
 
 @pytest.mark.skipif(not shutil.which("make"), reason="GNU make is not installed")
@@ -470,6 +663,24 @@ def test_make_env_with_an_unknown_stack_says_so_once(tmp_path):
     assert "unknown stack '1999'" in out.stderr and "no env" not in out.stdout + out.stderr, out.stdout + out.stderr
 
 
+def test_a_name_given_twice_in_a_list_is_one_cell(venvs, tmp_path):
+    """MODEL=bert,bert once ran the cell twice into one result (n=6, repeats_planned 1); BACKEND=jax,jax
+    MODEL=bert,bert made 8 Slurm array tasks for 2 cells. Every list keeps its first of each name, in order."""
+    from bench.cli import csv_list
+    from bench.cluster.jobdir import JobDir
+
+    assert csv_list("torch,jax torch,,jax") == ["torch", "jax"]
+    results = tmp_path / "results"
+    twice = ["--profile", "smoke", "--backend", "jax,jax", "--model", "bert,bert", "--task", "predict,predict"]
+    out = bench(
+        ["run", *twice, "--variant", "default,default", "--dry-run", "--results-dir", str(results)], bench_env(venvs)
+    )
+    assert out.returncode == 0 and out.stdout.splitlines()[1:] == ["jax__bert__predict__bs2__default"], out.stdout
+    out = bench(["submit", *twice, "--dry-run", "--job-name", "twice", "--results-dir", str(results)], bench_env(venvs))
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert [c.key for _, c in JobDir(results / "slurm" / "twice").cells()] == ["jax__bert__predict__bs2__default"]
+
+
 def test_dry_run_with_resume_lists_only_what_resume_would_run(venvs, tmp_path):
     results = tmp_path / "results"
     args = ["run", "--profile", "smoke", "--backend", "jax", "--model", "bert", "--results-dir", str(results)]
@@ -490,6 +701,22 @@ def test_a_result_with_fewer_repeats_than_planned_says_so():
     assert result.describe().endswith("; only 1 of 3 repeats")
     result.provenance["repeats_planned"] = 1
     assert "repeats" not in result.describe()
+
+
+def test_a_derived_step_figure_at_or_below_zero_makes_the_run_unsteady_and_prints_no_cv():
+    """Native compiled StableDiffusion predict once recorded derived steps [-2901, 232, 406] ms as ok with cv 0.0%:
+    the check looked only at the median, and the cv of a mean at or below zero is stored as 0."""
+    from test_results import make_result, schema_2_run
+
+    from bench.cell import impossible_figures
+
+    assert impossible_figures([10.0, 12.0, 11.0]) is None
+    why = impossible_figures([-2901.0, 232.0, 406.0])
+    assert why and why.startswith("1 of 3 derived per-step figures are zero or negative (lowest -2901 ms)"), why
+    assert impossible_figures([0.0, 5.0, 6.0]).startswith("1 of 3")
+    recorded = make_result([schema_2_run(timed_ms=[-2901.0, 232.0, 406.0])])  # ok, as such files were written
+    assert "cv 0.0%" not in recorded.describe() and "no cv: a step figure is zero or negative" in recorded.describe()
+    assert "cv 9.1%" in make_result().describe()
 
 
 def test_every_committed_result_has_its_tasks_unit():

@@ -42,6 +42,20 @@ def wait_for_state(cluster, job_id, state, timeout_s=60):
         time.sleep(0.5)
 
 
+def submit_pending(cluster, tmp_path, name="first"):
+    """A submission of ARGS' one cell whose task stays pending: its results folder, environment and job id."""
+    _, results, env = setup(cluster, tmp_path)
+    out = bench(["submit", *ARGS, "--results-dir", str(results), "--job-name", name, LATER], env)
+    assert out.returncode == 0, out.stdout + out.stderr
+    job_id = find_job(results, name).meta()["jobs"][0]["job_id"]
+    try:
+        wait_for_state(cluster, job_id, "PENDING")
+    except AssertionError:
+        subprocess.run(["scancel", job_id], env=cluster.env(), check=True)
+        raise
+    return results, env, job_id
+
+
 @pytest.mark.slurm
 def test_a_cancelled_pending_task_is_cancelled_not_lost(cluster, tmp_path):
     """Tasks that each take every core of the node: one runs, the others wait in the array's pending record. scancel
@@ -91,12 +105,8 @@ def test_a_cancelled_pending_task_is_cancelled_not_lost(cluster, tmp_path):
 
 @pytest.mark.slurm
 def test_queued_cells_are_not_submitted_again_and_status_claims_only_its_own_tasks_result(cluster, tmp_path):
-    _, results, env = setup(cluster, tmp_path)
-    first = bench(["submit", *ARGS, "--results-dir", str(results), "--job-name", "first", LATER], env)
-    assert first.returncode == 0, first.stdout + first.stderr
-    job_id = find_job(results, "first").meta()["jobs"][0]["job_id"]
+    results, env, job_id = submit_pending(cluster, tmp_path)
     try:
-        wait_for_state(cluster, job_id, "PENDING")
         again = bench(["submit", *ARGS, "--results-dir", str(results), "--job-name", "second"], env)
         assert again.returncode == 0, again.stdout + again.stderr
         assert (
@@ -109,6 +119,30 @@ def test_queued_cells_are_not_submitted_again_and_status_claims_only_its_own_tas
         assert local.returncode == 0, local.stdout + local.stderr
         status = bench(["submit-status", "--results-dir", str(results), "--job", "first"], env)
         assert status.returncode == 0 and "1 pending" in status.stdout, status.stdout + status.stderr
+    finally:
+        subprocess.run(["scancel", job_id], env=cluster.env(), check=True)
+
+
+@pytest.mark.slurm
+def test_the_status_of_an_older_submission_never_demotes_a_newer_result(cluster, tmp_path):
+    """A task cancelled while pending, its cell resubmitted and ok: the first submission's status once moved the ok
+    result to history/ and made "killed" current. The older record goes to history/; the newer result stays."""
+    results, env, job_id = submit_pending(cluster, tmp_path)
+    try:
+        subprocess.run(["scancel", job_id], env=cluster.env(), check=True)
+        wait_for_state(cluster, job_id, "")
+        again = bench(["submit", *ARGS, "--results-dir", str(results), "--job-name", "second"], env)
+        assert again.returncode == 0 and "nothing to do" not in again.stdout, again.stdout + again.stderr
+        done = bench(["submit-status", "--results-dir", str(results), "--job", "second", "--wait", "60"], env)
+        assert done.returncode == 0 and "1 done" in done.stdout, done.stdout + done.stderr
+        old = bench(["submit-status", "--results-dir", str(results), "--job", "first"], env)
+        assert old.returncode == 1 and "cancelled by Slurm" in old.stdout, old.stdout + old.stderr
+        (current,) = load_all(results)
+        assert current.status == "ok" and current.provenance["slurm_task"].startswith("second/"), current.provenance
+        (kept,) = results.rglob("history/*.json")
+        assert '"status": "' + cancelled_status() + '"' in kept.read_text()
+        again = bench(["submit-status", "--results-dir", str(results), "--job", "first"], env)  # read back, not redone
+        assert "cancelled by Slurm" in again.stdout and len(list(results.rglob("history/*.json"))) == 1, again.stdout
     finally:
         subprocess.run(["scancel", job_id], env=cluster.env(), check=True)
 

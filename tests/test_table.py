@@ -350,6 +350,7 @@ def test_golden_markdown(rendered):
 
 
 def test_golden_no_results(tmp_path, capsys):
+    (tmp_path / "none").mkdir()  # a folder that is not there is refused (a mistyped RESULTS=)
     assert cli.main(["table", "--results-dir", str(tmp_path / "none")]) == 0
     text = (tmp_path / "none" / "RESULTS.md").read_text()
     assert "No results yet" in text

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from bench.backends import BACKENDS
 from bench.errors import BenchError
+from bench.resultsdir import results_folder
 
 
 def add_parsers(sub, csv_list, positive_int, non_negative_int, default_results: Path) -> None:
@@ -23,7 +24,9 @@ def add_parsers(sub, csv_list, positive_int, non_negative_int, default_results: 
         "--steps", type=positive_int, help="a fixed count of timed steps (default: the profile's, sampled as locally)"
     )
     submit.add_argument("--warmup", type=non_negative_int)
-    submit.add_argument("--results-dir", type=Path, default=default_results, help="on a file system the nodes share")
+    submit.add_argument(
+        "--results-dir", type=results_folder, default=default_results, help="on a file system the nodes share"
+    )
     submit.add_argument("--force", action="store_true", help="re-run cells that already have a current result")
     submit.add_argument("--job-name", help="folder under <results-dir>/slurm/ (default: bench-<profile>-<time>)")
     submit.add_argument(
@@ -48,7 +51,7 @@ def add_parsers(sub, csv_list, positive_int, non_negative_int, default_results: 
         "submit-status", help="state of a Slurm submission's cells; records tasks that ended without a result"
     )
     status.add_argument("--job", help="job folder name or Slurm job id (default: the latest submission)")
-    status.add_argument("--results-dir", type=Path, default=default_results)
+    status.add_argument("--results-dir", type=results_folder, default=default_results)
     status.add_argument(
         "--wait", type=positive_int, metavar="SECONDS", help="poll until every cell has finished, at most this long"
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 import time
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 
 from bench.cluster.jobdir import JobDir
@@ -158,7 +158,23 @@ def record_slurm_end(
         },
         created_at=now_utc(),
     )
-    result.write(Path(meta["results_dir"]))
+    results_dir = Path(meta["results_dir"])
+    # The task's own time: its start, or the submission for a task that never started. A result of the cell written
+    # since (a resubmission's, a local run's) is newer than what this task ended with, and stays current.
+    since = (
+        datetime.fromtimestamp(record["started_epoch"], UTC)
+        if record and record.get("started_epoch")
+        else datetime.fromisoformat(meta["submitted_at"])
+    )
+    current = results_dir / result.relative_path()
+    try:
+        newer = current.exists() and datetime.fromisoformat(load(current).created_at) >= since
+    except CorruptResult:
+        newer = False  # result.write names it
+    if newer:
+        result.write_to_history(results_dir)
+    else:
+        result.write(results_dir)
     return result
 
 

@@ -2,10 +2,12 @@
 from __future__ import annotations
 
 import datetime as _dt
+import fcntl
 import json
 import os
 import shutil
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 from bench.envs.common import (
@@ -28,12 +30,38 @@ PTH = "bench_repo.pth"
 PYTHON_SPEC = "3.11"
 
 
+@contextmanager
+def build_lock(name: str, venv: Path):
+    """One build of an env at a time: an flock on .<name>.lock beside it (the kernel releases it however its holder
+    ends). Two builds share the staging folder; without it one's cleanup deleted the other's half-built env. A second
+    build waits, saying so in one line, then finds the env the first built current."""
+    lock = venv.with_name(f".{venv.name}.lock")
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock, "a+") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            f.seek(0)
+            say(f"{name}: waiting for another build of {rel(venv)} ({f.read().strip() or 'holder unknown'}) to end")
+            fcntl.flock(f, fcntl.LOCK_EX)
+        f.seek(0)
+        f.truncate()
+        f.write(f"PID {os.getpid()} since {_dt.datetime.now(_dt.UTC).isoformat(timespec='seconds')}\n")
+        f.flush()
+        yield
+
+
 def build_one(name: str, venv: Path | None, requirements: Path | None) -> None:
     check_name(name)
     venv = (venv or default_venv(name)).absolute()
     req = (requirements or ROOT / "envs" / name / "requirements.txt").absolute()
     if not req.is_file():
         raise EnvError(f"{name}: requirements file not found: {req}")
+    with build_lock(name, venv):  # the stamp is read under the lock: a build that waited finds the env current
+        build_locked(name, venv, req)
+
+
+def build_locked(name: str, venv: Path, req: Path) -> None:
     t0 = time.monotonic()
     digest = sha256_file(req)
     stamp = env_stamp(venv)

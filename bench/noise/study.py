@@ -50,6 +50,7 @@ from bench.progress import hms
 from bench.provenance import git_info, machine_info, now_utc
 from bench.registry import Cell, plan_cells
 from bench.results import HISTORY, Run, reserve_new_name
+from bench.resultsdir import results_folder
 
 DEFAULT_PROFILE = "smoke"
 # The product cells of the A/A test: BERT on Keras 3 (JAX, PyTorch) and native PyTorch (eager, compiled), fit and
@@ -673,7 +674,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--under-load", type=positive_int, default=0, metavar="N",
                         help="run the calibration probe's pairs again beside N busy loops (one per core: a loaded "
                         "machine), to show what the verdict says under load (default: not)")
-    parser.add_argument("--results-dir", type=Path, default=DEFAULT_RESULTS)
+    parser.add_argument("--results-dir", type=results_folder, default=DEFAULT_RESULTS)
     return parser
 
 

@@ -46,6 +46,7 @@ from bench.plan import ram_gib
 from bench.provenance import REPO_ROOT, git_info, machine_info, machine_slug, now_utc, study_provenance
 from bench.registry import Cell
 from bench.results import Result, Run, check_cell_schema
+from bench.resultsdir import results_folder
 from bench.runner import CellProcess, check_writable, env_python
 
 WORKER_TIMEOUT_S = 1500.0  # one env's four columns x three benchmarks, compiles included (torch.compile is minutes)
@@ -243,7 +244,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--env", action="append", choices=list(ENVS), help="only this env's columns (repeatable; default both)"
     )
-    parser.add_argument("--results-dir", type=Path, default=REPO_ROOT / "results")
+    parser.add_argument("--results-dir", type=results_folder, default=REPO_ROOT / "results")
     parser.add_argument("--timeout", type=float, default=WORKER_TIMEOUT_S, help="seconds per env's worker")
     args = parser.parse_args(argv)
     from bench.report.overhead import render_overhead

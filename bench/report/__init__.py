@@ -73,7 +73,7 @@ def render(results_dir: Path, out: Path, readme: Path | None = None, sections: l
     replaces SECTIONS (a study trying its renderer before registering it)."""
     results_dir, out = Path(results_dir), Path(out)
     if text.tabulate is None:
-        raise BenchError("tabulate is needed to render the tables; build the tools env (`make env-tools`)")
+        raise BenchError(f"tabulate is needed to render the tables; {text.install_hint('tabulate')}")
     report = analyse(results_dir)  # raises CorruptResult, naming the file, before anything is written
     out_dir = out.resolve().parent
     fig_dir = results_dir.resolve() / FIGURES

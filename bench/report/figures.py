@@ -13,7 +13,7 @@ from bench.registry import MODELS, get_model
 from bench.report.analysis import RowFacts, TableAnalysis, geometric, mean_speedup
 from bench.report.load import COLUMNS, Column
 from bench.report.sections import Page
-from bench.report.text import fmt_ms, status_label
+from bench.report.text import fmt_ms, install_hint, status_label
 from bench.stats import Ratio, fmt_factor
 
 FIGURES = "figures"  # the folder under the results folder
@@ -51,7 +51,7 @@ def draw_figures(table: TableAnalysis, fig_dir: Path) -> dict[str, Path | None]:
     try:
         import matplotlib
     except ImportError:
-        raise BenchError("matplotlib is needed to draw the figures; build the tools env (`make env-tools`)") from None
+        raise BenchError(f"matplotlib is needed to draw the figures; {install_hint('matplotlib')}") from None
     matplotlib.use("Agg")
     import matplotlib.style
     from matplotlib.figure import Figure

@@ -1,16 +1,30 @@
 """Formatting shared by every renderer: number formats, Markdown-safe cells, GitHub tables, atomic writes."""
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable
 from typing import Any
 
 from bench.atomic import write_text_atomic  # noqa: F401  (the report's writers import it from here)
 from bench.backends import BACKENDS, short_name
+from bench.provenance import env_stamp
 
 try:
     from tabulate import tabulate
 except ImportError:  # reported by render() as a clear error, not a traceback
     tabulate = None
+
+def install_hint(package: str) -> str:
+    """How to get `package` into the Python that runs: the tools env is built by make; any other (ENV=current, an
+    own environment) installs it itself, which `make env-tools` would not do."""
+    if (env_stamp() or {}).get("backend") == "tools":
+        return "rebuild the tools env (`make env-tools`)"
+    return (
+        f"install it in this Python ({sys.executable} -m pip install {package}; offline: the wheel bundle of "
+        "`make wheelhouse`, docs/OWN_ENVIRONMENT.md)"
+    )
+
+
 
 STATUS_TEXT = {
     "unsupported": "NA",

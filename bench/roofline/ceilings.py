@@ -31,6 +31,7 @@ from bench.atomic import write_json_atomic
 from bench.backends import cell_environment, get_backend
 from bench.judge import processor_differences
 from bench.provenance import REPO_ROOT, git_info, machine_info, machine_label, machine_slug, now_utc
+from bench.resultsdir import results_folder
 from bench.roofline.hardware import datasheet_for
 from bench.roofline.probe import PREFIX, measure
 
@@ -197,7 +198,7 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m bench.roofline.ceilings",
         description="Measure this machine's ceilings in every built env (make ceilings).",
     )
-    parser.add_argument("--results-dir", type=Path, default=REPO_ROOT / "results")
+    parser.add_argument("--results-dir", type=results_folder, default=REPO_ROOT / "results")
     parser.add_argument("--budget-s", type=float, default=1.0, help="seconds per figure (the run's probe takes 0.25)")
     args = parser.parse_args(argv)
     os.environ["BENCH_PROBE_BUDGET_S"] = str(args.budget_s)  # read by the probe, here and in each env's subprocess

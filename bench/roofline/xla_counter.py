@@ -59,6 +59,10 @@ def main(argv: list[str]) -> int:
     import os
 
     os.environ["KERAS_BACKEND"] = "jax"  # before Keras is imported: the checks are Keras 3 on JAX
+    from bench.provenance import gpus
+
+    if not gpus():  # else the CUDA plugin's failed cuInit prints a traceback on a machine without a GPU
+        os.environ.setdefault("JAX_PLATFORMS", "cpu")
     import argparse
 
     parser = argparse.ArgumentParser(prog="python -m bench.roofline.xla_counter", description=__doc__.splitlines()[0])

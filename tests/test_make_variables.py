@@ -1,0 +1,143 @@
+"""Every Make variable the README and `make help` name, given what a new user might type: empty, garbage, a list
+with a duplicate, a path with a space and non-ASCII, a path that is a file. Each is refused in one line or works,
+and none deletes or moves a file the suite did not write. Runs, submissions and grids are --dry-run (nothing is
+measured) and no env is built (ENVS_PY=true): what is checked is what make and the CLI do with the value."""
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from fakes import bench_env
+
+REPO = Path(__file__).resolve().parent.parent
+
+# python, except that a run, a submission or a grid only lists what it would do
+DRY_PYTHON = """#!/bin/sh
+case "$3" in run|submit|grid) exec {python} "$@" --dry-run;; *) exec {python} "$@";; esac
+"""
+
+# target, the variables it needs, and (variable, a valid value) for every variable it takes
+BENCH = {"BACKEND": "jax", "MODEL": "bert", "TASK": "predict", "PROFILE": "smoke"}
+COMPARE = {"A": "{results}", "B": "{results}", "OUT": "{tmp}/compare.md"}  # OUT: not compare/ in the checkout
+CASES = [
+    ("bench", BENCH, name, valid)
+    for name, valid in [
+        *BENCH.items(),
+        ("VARIANT", "default"),
+        ("STEPS", "2"),
+        ("BATCH", "2"),
+        ("REPEATS", "1"),
+        ("RESUME", "1"),
+        ("IGNORE_PLAN", "1"),
+        ("JOBS", "1"),
+        ("STACK", "today"),
+        ("ENV", "locked"),
+        ("RESULTS", "{results}"),
+    ]
+] + [
+    ("grid", {"GRID": "smoke", "MODEL": "bert", "BACKEND": "jax"}, "GRID", "smoke"),
+    *((target, {}, "RESULTS", "{results}") for target in ("table", "export", "validate", "clean-results", "plan")),
+    ("validate", {}, "QUARANTINE", "1"),
+    ("submit-status", {}, "WAIT", "1"),
+    ("submit-status", {}, "JOB", "first"),
+    *(("compare", COMPARE, name, "{results}") for name in ("A", "B")),
+    ("compare", COMPARE, "OUT", "{tmp}/compare.md"),
+    ("compare", COMPARE, "ACROSS", "1"),
+    ("submit", BENCH, "FORCE", "1"),
+]
+# Named, but their targets run the test suite, a study of minutes or need the network (no dry run to stop them at)
+NOT_RUN = {
+    "KEEP_RESULTS": "make test-extended",
+    "LOAD": "make noise",
+    "SIZE": "make overhead",
+    "LOCK_ENVS": "make lock (PyPI)",
+    "PYTHON_VERSION": "make wheelhouse (PyPI)",
+}
+KINDS = ["empty", "garbage", "duplicate", "spaced-non-ascii-path", "a-file"]
+
+
+PATHS = {"RESULTS", "A", "B", "OUT"}
+
+
+def value_of(kind: str, name: str, valid: str, tmp: Path) -> str:
+    return {
+        "empty": "",
+        "garbage": f"{tmp}/%%garbage;&" if name in PATHS else "%%garbage;&",  # a path: not in the checkout
+        "duplicate": f"{valid},{valid}",
+        "spaced-non-ascii-path": str(tmp / "rés ults ü"),
+        "a-file": str(tmp / "a-file.txt"),
+    }[kind]
+
+
+def snapshot(folder: Path) -> dict[str, str]:
+    return {str(p.relative_to(folder)): p.read_text() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+# A refusal is the CLI's or a target's one line, or make's own $(error): not a shell's syntax error or a make rule
+REFUSAL = re.compile(r"^(error|usage): |^(Makefile|mk/\w+\.mk):\d+: \*\*\* ")
+
+
+def refusal_lines(stderr: str) -> list[str]:
+    """What make and the CLI said, less make's own trailer for a failed recipe ("make: *** [Makefile:N: t] Error 2")."""
+    trailer = ("make: *** [", "make[1]: *** [")
+    return [line for line in stderr.splitlines() if line.strip() and not line.startswith(trailer)]
+
+
+@pytest.mark.skipif(not shutil.which("make"), reason="GNU make is not installed")
+@pytest.mark.parametrize("target,needs,name,valid", CASES, ids=[f"{c[0]}-{c[2]}" for c in CASES])
+def test_every_make_variable_is_refused_in_one_line_or_works_and_moves_nothing(
+    venvs, tmp_path, target, needs, name, valid
+):
+    from test_reliability import ok_file
+
+    results = tmp_path / "results"
+    ok_file(results)
+    (results / "logs").mkdir()
+    (results / "logs" / "keep.txt").write_text("not the suite's")
+    (results / "logs" / "notes.json").write_text("{}")
+    (tmp_path / "beside").mkdir()
+    (tmp_path / "beside" / "result-v1.schema.json").write_text("{}")
+    (tmp_path / "a-file.txt").write_text("a user's file")
+    dry = tmp_path / "dry-python"
+    dry.write_text(DRY_PYTHON.format(python=sys.executable))
+    dry.chmod(0o755)
+    uv = tmp_path / "uv"
+    uv.write_text("")
+    kept, checkout = snapshot(tmp_path), git_status()
+    fill = lambda text: text.format(results=results, tmp=tmp_path)  # noqa: E731
+    base = {"RESULTS": str(results), **{k: fill(v) for k, v in needs.items()}}
+    for kind in KINDS:
+        if (name, kind) == ("OUT", "empty"):
+            continue  # the default, compare/ in the checkout: what OUT= is for is tried with the other values
+        variables = {**base, name: value_of(kind, name, fill(valid), tmp_path)}
+        out = subprocess.run(
+            ["make", "--no-print-directory", target, *(f"{k}={v}" for k, v in variables.items()),
+             f"PYTHON={dry}", f"TOOLS_PY={dry}", "ENVS_PY=true", f"UV={uv}"],
+            cwd=REPO, env=bench_env(venvs), capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        said = f"{target} {name}={variables[name]!r} ({kind}): exit {out.returncode}\n{out.stdout}{out.stderr}"
+        assert "Traceback" not in out.stdout + out.stderr, said
+        if out.returncode != 0:
+            lines = refusal_lines(out.stderr)
+            assert out.returncode == 2 and len(lines) == 1 and REFUSAL.match(lines[0]), said
+        assert not missing(kept, tmp_path), said
+        assert git_status() == checkout, said  # nothing written into the checkout (results/ included)
+
+
+def missing(kept: dict[str, str], tmp: Path) -> list[str]:
+    """Files that were there and are gone or changed (the file passed as OUT= may be written: that is its use)."""
+    return [k for k, v in kept.items() if k != "a-file.txt" and (not (tmp / k).is_file() or (tmp / k).read_text() != v)]
+
+
+def git_status() -> str:
+    return subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=all"], cwd=REPO, capture_output=True, text=True
+    ).stdout
+
+
+def test_the_table_covers_every_variable_the_readme_and_make_help_name():
+    helped = subprocess.run(["make", "--no-print-directory", "help"], cwd=REPO, capture_output=True, text=True).stdout
+    named = set(re.findall(r"\b([A-Z][A-Z_]{2,})=", (REPO / "README.md").read_text() + helped))
+    assert named - {c[2] for c in CASES} - set(NOT_RUN) == set(), sorted(named)
