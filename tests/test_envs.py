@@ -299,7 +299,8 @@ def test_tampered_hash_refuses_then_correct_file_builds(tmp_path):
         cwd=tmp_path,
     )
     assert q.stdout.strip() == "ok", q.stderr
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["requirements.txt", "venv"]  # no half-built folder beside it
+    # no half-built folder beside it; the build lock's file stays (removing an flock's file races a waiting build)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".venv.lock", "requirements.txt", "venv"]
 
 
 SLOW_UV = """#!/bin/sh
