@@ -205,7 +205,7 @@ def fake_study(log_sd: float, created: str) -> dict:
                              "flags": ["avx2"], "fingerprint": "f" * 64}}
     return {
         "format": "noise-1", "complete": True, "machine": machine, "processor": machine["processor"],
-        "git": {"commit": "0" * 40, "dirty": False}, "created_at": created, "finished_at": created,
+        "provenance": {"git": {"commit": "0" * 40, "dirty": False}}, "created_at": created, "finished_at": created,
         "settings": {"profile": "smoke", "cells": ["c"], "rounds": 1, "repeats": 3, "order": "ABBAAB", "pairs": 8,
                      "slowdowns": [0, 0.1], "sampling": QUICK_RULE, "probe": {"base_iterations": 100}},
         "runs_dir": "noise/runs/x",

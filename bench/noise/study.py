@@ -542,7 +542,7 @@ class Study:
             "complete": complete,
             "machine": machine,
             "processor": machine.get("processor"),
-            "git": git_info(),
+            "provenance": {"git": git_info()},  # the code that measured, named as a result file names it
             "created_at": self.created_at,
             "finished_at": now_utc(),
             "command": sys.argv,

@@ -59,7 +59,7 @@ def processor_text(data: dict[str, Any]) -> str:
 
 
 def commit_text(data: dict[str, Any]) -> str:
-    git = data.get("git") or {}
+    git = (data.get("provenance") or {}).get("git") or {}
     commit = str(git.get("commit") or "unknown")[:12]
     return f"`{commit}`" + (" (with uncommitted changes)" if git.get("dirty") else "")
 
