@@ -193,12 +193,15 @@ def largest_cell_gib(plan: dict) -> tuple[str, float] | None:
     return max(sizes, key=lambda kv: kv[1]) if sizes else None
 
 
+def gpus_hidden_by(environ: Mapping[str, str]) -> str | None:
+    """CUDA_VISIBLE_DEVICES where its value hides every GPU ("" and "-1" among them), else None."""
+    value = environ.get("CUDA_VISIBLE_DEVICES")
+    return value if value is not None and value.strip().lower() in NO_GPU_VALUES else None
+
+
 def gpu_in_use(nvidia_driver: Callable[[], str | None], environ: Mapping[str, str]) -> bool:
     """Whether the cells will run on a GPU: nvidia-smi reports a driver and CUDA_VISIBLE_DEVICES does not hide them."""
-    hidden = environ.get("CUDA_VISIBLE_DEVICES")
-    if hidden is not None and hidden.strip().lower() in NO_GPU_VALUES:
-        return False
-    return driver_major(nvidia_driver() or "") is not None
+    return gpus_hidden_by(environ) is None and driver_major(nvidia_driver() or "") is not None
 
 
 def profile_plan(
@@ -248,8 +251,8 @@ def check_driver(p: Probes) -> Check:
     version = p.nvidia_driver()
     if version is None:
         return Check("NVIDIA driver", OK, "no nvidia-smi: CPU only (the smoke profile)")
-    hidden = p.environ.get("CUDA_VISIBLE_DEVICES")
-    if hidden is not None and hidden.strip().lower() in NO_GPU_VALUES:  # the advice below, taken: the GPUs are not used
+    hidden = gpus_hidden_by(p.environ)
+    if hidden is not None:  # the advice below, taken: the GPUs are not used
         return Check(
             "NVIDIA driver",
             OK,

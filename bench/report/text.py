@@ -14,6 +14,7 @@ try:
 except ImportError:  # reported by render() as a clear error, not a traceback
     tabulate = None
 
+
 def install_hint(package: str) -> str:
     """How to get `package` into the Python that runs: the tools env is built by make; any other (ENV=current, an
     own environment) installs it itself, which `make env-tools` would not do."""
@@ -23,7 +24,6 @@ def install_hint(package: str) -> str:
         f"install it in this Python ({sys.executable} -m pip install {package}; offline: the wheel bundle of "
         "`make wheelhouse`, docs/OWN_ENVIRONMENT.md)"
     )
-
 
 
 STATUS_TEXT = {
