@@ -32,6 +32,8 @@ APT_PACKAGES=(
 	# which starts its own munged/slurmctld/slurmd in a temp folder (bench/cluster/localslurm.py): the packages'
 	# services stay unconfigured and unstarted; slurm-client brings sbatch, squeue, scontrol, scancel, sinfo
 	slurmctld slurmd slurm-client munge
+	# the results page's test (tests/test_results_site.py) drives Debian's chromium headless through selenium
+	chromium chromium-driver
 	# misc used by the scripts
 	curl python3
 )
