@@ -19,7 +19,7 @@ from bench.judge import Judge
 from bench.provenance import machine_label, machine_slug
 from bench.report import text
 from bench.report.text import md, write_text_atomic
-from bench.results import HISTORY, Result, load
+from bench.results import Result, load, result_files
 from bench.stats import ProcessSpread, fmt_factor
 
 FIG_SUBDIR = "grid"
@@ -67,9 +67,7 @@ def load_grid(results_dir: Path) -> list[GridGroup]:
     """Every current grid result, grouped by (grid, machine label); an unreadable file raises, naming itself."""
     root = Path(results_dir) / GRID_DIR
     groups: dict[tuple[str, str], GridGroup] = {}
-    for path in sorted(root.rglob("*.json")) if root.is_dir() else []:
-        if HISTORY in path.relative_to(root).parts or path.name.startswith("."):
-            continue
+    for path in result_files(root):
         result = load(path)
         machine = result.provenance.get("machine", {})
         key = (result.cell.profile, machine_label(machine))
@@ -443,16 +441,14 @@ def render_grid(results_dir: Path, out: Path | None = None) -> Path | None:
 
 
 def grid_section(table, page) -> list[str]:
-    """RESULTS.md's section: the grid's "then and now" for this table's machine, linking GRID.md (its full page).
+    """RESULTS.md's line per grid on this table's machine, linking GRID.md (its full page, the findings with it).
     No grid result on this machine: no lines, so the section leaves no trace."""
     results_dir = page.fig_dir.parent
-    groups = [g for g in load_grid(results_dir) if g.machine == table.group.machine]
-    lines = []
-    for group in groups:
-        lines += [
-            f"Grid `{group.grid}` ({len(group.results)} points x columns; full tables and figures in [GRID.md]"
-            f"({(results_dir / 'GRID.md').resolve().relative_to(page.out_dir.resolve()).as_posix() if (results_dir / 'GRID.md').resolve().is_relative_to(page.out_dir.resolve()) else 'GRID.md'})):",
-            "",
-        ]
-        lines += findings_table(group) + [""]
-    return lines
+    target = (results_dir / "GRID.md").resolve()
+    link = target.relative_to(page.out_dir.resolve()).as_posix() if target.is_relative_to(page.out_dir.resolve()) else "GRID.md"
+    return [
+        f"- Grid `{group.grid}`: {len(group.results)} points x columns, Hugging Face's October 2019 findings "
+        f"re-tested beside ours: [GRID.md]({link})."
+        for group in load_grid(results_dir)
+        if group.machine == table.group.machine
+    ]
