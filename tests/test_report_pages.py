@@ -35,7 +35,7 @@ def repeated_sections(text: str) -> list[str]:
 
 
 def shares_above_100(text: str) -> list[str]:
-    return [m.group(0) for m in SHARE.finditer(text) if float(m.group(1) or m.group(2)) > 100]
+    return [m.group(0).strip("|( ") for m in SHARE.finditer(text) if float(m.group(1) or m.group(2)) > 100]
 
 
 def test_the_committed_results_page_is_short_and_says_each_thing_once():
