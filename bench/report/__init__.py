@@ -87,10 +87,12 @@ PAGE_INTROS = {
 }
 
 
-def render(results_dir: Path, out: Path, readme: Path | None = None, sections: list[Section] | None = None) -> None:
+def render(
+    results_dir: Path, out: Path, readme: Path | None = None, sections: list[Section] | None = None
+) -> Report:
     """Write `out` (Markdown) and <results_dir>/figures/*.png from every current result file; with `readme`, put
     the first table (the paper profile's when there is one) into that file's marked section too. `sections`
-    replaces SECTIONS (a study trying its renderer before registering it)."""
+    replaces SECTIONS (a study trying its renderer before registering it). Returns the analysed report."""
     results_dir, out = Path(results_dir), Path(out)
     if text.tabulate is None:
         raise BenchError(f"tabulate is needed to render the tables; {text.install_hint('tabulate')}")
@@ -144,6 +146,7 @@ def render(results_dir: Path, out: Path, readme: Path | None = None, sections: l
     write_text_atomic(out, "\n".join(lines).rstrip("\n") + "\n")
     if readme is not None and report.tables:
         update_readme(readme, out, report.tables[0], pages[0])
+    return report
 
 
 def clear_old_study_pages(folder: Path, written: set[str]) -> None:
