@@ -45,6 +45,13 @@ def test_the_page_is_self_contained_and_has_every_cell(site):
         assert table.group.title in text
 
 
+def test_the_page_is_deterministic(site, tmp_path):
+    report, page = site
+    again = write_site(report, tmp_path / "again")
+    for name in (page.name, DATA):
+        assert (again.parent / name).read_bytes() == (page.parent / name).read_bytes()
+
+
 def test_plotly_is_written_once_per_library_version(site, tmp_path):
     report, page = site
     bundle = page.parent / PLOTLY
