@@ -35,7 +35,7 @@ from bench.report import text
 from bench.report.analysis import Report, analyse
 from bench.report.costs import costs_section
 from bench.report.figures import FIGURES, clear_old_figures, figures_section
-from bench.report.findings import findings_section
+from bench.report.findings import SPEEDUP_LEGEND, findings_section
 from bench.report.generate import generate_section
 from bench.report.grid import grid_section
 from bench.report.markdown import LEGEND, details_section, head_section
@@ -121,7 +121,7 @@ def render(
         ]
         chosen = SECTIONS if sections is None else sections
         rendered = [render_table(table, page, chosen) for page, table in zip(pages, report.tables)]
-        lines += ["## How to read the tables", "", *[f"- {text}" for text in LEGEND], ""]
+        lines += ["## How to read the tables", "", *[f"- {text}" for text in [*LEGEND, SPEEDUP_LEGEND]], ""]
         for part in rendered:
             lines += part.main
         lines += studies(rendered)
