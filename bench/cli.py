@@ -423,9 +423,10 @@ def cmd_table(args: argparse.Namespace) -> int:
     report = render(args.results_dir, out, readme=args.readme)
     print(f"wrote {out}" + (f" and the results section of {args.readme}" if args.readme else ""))
     if args.site:
+        from bench.report.figures import FIGURES
         from bench.report.site import write_site
 
-        print(f"wrote {write_site(report, args.site)}")
+        print(f"wrote {write_site(report, args.site, args.results_dir / FIGURES)}")
     from bench.report.grid import render_grid
 
     grid_page = render_grid(args.results_dir)  # the inference grid study's own page, where it has results

@@ -26,7 +26,7 @@ INSTALL = "apt-get install chromium chromium-driver (scripts/install-system-deps
 def site(tmp_path_factory):
     results = write_all(tmp_path_factory.mktemp("results"), smoke_cpu() + paper_a100())
     report = render(results, results / "RESULTS.md")
-    page = write_site(report, results / "site")
+    page = write_site(report, results / "site", results / "figures")
     return report, page
 
 
@@ -43,13 +43,16 @@ def test_the_page_is_self_contained_and_has_every_cell(site):
     assert all(f'"{cell_id}": {{' in data for cell_id in ids)
     for table in report.tables:
         assert table.group.title in text
+    images = re.findall(r'<img src="([^"]+)"', text)
+    assert any(i.endswith("-per-row.png") for i in images) and all((page.parent / i).is_file() for i in images)
 
 
 def test_the_page_is_deterministic(site, tmp_path):
     report, page = site
-    again = write_site(report, tmp_path / "again")
-    for name in (page.name, DATA):
-        assert (again.parent / name).read_bytes() == (page.parent / name).read_bytes()
+    again = write_site(report, tmp_path / "again", page.parent.parent / "figures")
+    assert (again.parent / DATA).read_bytes() == (page.parent / DATA).read_bytes()
+    moved = os.path.relpath(page.parent.parent / "figures", again.parent)
+    assert again.read_text() == page.read_text().replace('src="../figures/', f'src="{moved}/')
 
 
 def test_plotly_is_written_once_per_library_version(site, tmp_path):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import html
 import json
+import os
 from pathlib import Path
 
 from bench.registry import get_model
@@ -219,8 +220,22 @@ def write_plotly(site: Path) -> None:
     write_text_atomic(stamp, plotly.__version__ + "\n")
 
 
-def write_site(report: Report, site: Path) -> Path:
-    """Write <site>/index.html, data.js and plotly.min.js from the analysed report; returns the page's path."""
+def figures_html(table: TableAnalysis, site: Path, fig_dir: Path | None) -> str:
+    """The table's figures (make table's PNGs), linked relatively, folded away until asked for."""
+    pngs = sorted(fig_dir.glob(f"{table.group.slug}-*.png")) if fig_dir and fig_dir.is_dir() else []
+    if not pngs:
+        return ""
+    images = "".join(
+        f'<img src="{html.escape(Path(os.path.relpath(png, site)).as_posix())}" alt="{html.escape(png.stem)}" '
+        'style="max-width: 48%; margin: 4px">'
+        for png in pngs
+    )
+    return f"<details><summary>figures</summary>{images}</details>"
+
+
+def write_site(report: Report, site: Path, fig_dir: Path | None = None) -> Path:
+    """Write <site>/index.html, data.js and plotly.min.js from the analysed report (each table's figures linked
+    from `fig_dir`); returns the page's path."""
     site = Path(site)
     site.mkdir(parents=True, exist_ok=True)
     sections, data, n = [], {}, 0
@@ -230,8 +245,9 @@ def write_site(report: Report, site: Path) -> Path:
         n += len(cells)
         data.update(cells)
         head = "".join(f"<th>{html.escape(h)}</th>" for h in HEADERS)
+        figures = figures_html(table, site.resolve(), fig_dir.resolve() if fig_dir else None)
         sections.append(
-            f'<section class="table"><h2>{index}. {html.escape(table.group.title)}</h2>'
+            f'<section class="table"><h2>{index}. {html.escape(table.group.title)}</h2>{figures}'
             f"<table><thead><tr>{head}</tr></thead><tbody>\n" + "\n".join(rows) + "\n</tbody></table></section>"
         )
     body = "\n".join(sections)
