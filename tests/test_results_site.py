@@ -43,6 +43,7 @@ def test_the_page_is_self_contained_and_has_every_cell(site):
     assert all(f'"{cell_id}": {{' in data for cell_id in ids)
     for table in report.tables:
         assert table.group.title in text
+    assert "not ranked (only Keras 3 backends are)" in text and ("winner" in text or "tie for fastest" in text)
     images = re.findall(r'<img src="([^"]+)"', text)
     assert any(i.endswith("-per-row.png") for i in images) and all((page.parent / i).is_file() for i in images)
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from bench.registry import get_model
 from bench.report.analysis import INCONCLUSIVE, TIE, WINNER, Report, TableAnalysis
-from bench.report.load import COLUMNS, Column, Loaded
+from bench.report.load import COLUMNS, KERAS3, Column, Loaded
 from bench.report.markdown import LEGEND, measured_text
 from bench.report.text import status_label, write_text_atomic
 
@@ -35,7 +35,9 @@ def verdict(table: TableAnalysis, loaded: Loaded, facts, column: Column) -> str:
         return status_label(loaded.result.status)
     if table.noise(loaded).noisy:
         return "noisy: not ranked"
-    if column.variant != "default" or column.backend not in facts.ranked:
+    if column.backend not in KERAS3 or column.variant != "default":
+        return "not ranked (only Keras 3 backends are)"
+    if column.backend not in facts.ranked:
         return "not ranked"
     if facts.outcome == WINNER:
         return "winner" if column.backend in facts.winners else "slower than the winner"
