@@ -385,3 +385,14 @@ def test_a_machine_file_names_the_commit_that_measured_it(tmp_path, monkeypatch)
     git = json.loads(path.read_text())["provenance"]["git"]
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout.strip()
     assert git["commit"] == head and git["source"] == "git"
+
+
+def test_a_comparison_gives_no_mfu_ratio_where_a_side_exceeds_its_ceiling():
+    from bench.compare import Pair
+
+    flops = cell_work("bert", "keras", "predict", 2, get_model("bert").shape("smoke")).flops
+    roomy = {"host": {"matmul": {"float32": {"median": flops / 0.010 * 2}}}}
+    a, b = result_with(roomy), result_with(roomy, ms=20.0)
+    assert Pair(None, a, b).mfu_ratio == pytest.approx(2.0)
+    tight = result_with({"host": {"matmul": {"float32": {"median": flops / 0.010 / 1.6}}}})
+    assert Pair(None, tight, b).mfu_ratio is None and Pair(None, a, tight).mfu_ratio is None
