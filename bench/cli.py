@@ -420,13 +420,10 @@ def cmd_table(args: argparse.Namespace) -> int:
     if not args.results_dir.is_dir():  # a mistyped RESULTS= must not become a new folder with an empty table
         raise BenchError(f"no results folder {args.results_dir}: nothing to render (is the results folder right?)")
     out = args.out or args.results_dir / "RESULTS.md"
-    report = render(args.results_dir, out, readme=args.readme)
+    render(args.results_dir, out, readme=args.readme, site=args.site)
     print(f"wrote {out}" + (f" and the results section of {args.readme}" if args.readme else ""))
     if args.site:
-        from bench.report.figures import FIGURES
-        from bench.report.site import write_site
-
-        print(f"wrote {write_site(report, args.site, args.results_dir / FIGURES)}")
+        print(f"wrote {args.site / 'index.html'}")
     from bench.report.grid import render_grid
 
     grid_page = render_grid(args.results_dir)  # the inference grid study's own page, where it has results

@@ -25,13 +25,13 @@ INSTALL = "apt-get install chromium chromium-driver (scripts/install-system-deps
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
     results = write_all(tmp_path_factory.mktemp("results"), smoke_cpu() + paper_a100())
-    report = render(results, results / "RESULTS.md")
-    page = write_site(report, results / "site", results / "figures")
-    return report, page
+    report = render(results, results / "RESULTS.md", site=results / "site")
+    return report, results / "site" / "index.html"
 
 
 def test_the_page_is_self_contained_and_has_every_cell(site):
     report, page = site
+    assert "[site/index.html](site/index.html)" in (page.parent.parent / "RESULTS.md").read_text()  # linked
     text = page.read_text()
     sources = re.findall(r'(?:src|href)="([^"]+)"', text)
     assert sources and all("://" not in s and not s.startswith("//") for s in sources), sources  # no network

@@ -27,6 +27,7 @@ and every other output stays byte-identical.
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from bench.errors import BenchError
@@ -46,6 +47,7 @@ from bench.report.provenance import provenance_section
 from bench.report.readme import README_END, README_START, update_readme
 from bench.report.roofline import MACHINE_TITLE, PUBLISHED_TITLE, machine_section, published_section
 from bench.report.sections import Page, Rendered, Section, render_table
+from bench.report.site import INDEX, write_site
 from bench.report.stacks import stacks_section
 from bench.report.text import md, plural, write_text_atomic
 from bench.report.tuning import tuning_section
@@ -88,11 +90,16 @@ PAGE_INTROS = {
 
 
 def render(
-    results_dir: Path, out: Path, readme: Path | None = None, sections: list[Section] | None = None
+    results_dir: Path,
+    out: Path,
+    readme: Path | None = None,
+    sections: list[Section] | None = None,
+    site: Path | None = None,
 ) -> Report:
     """Write `out` (Markdown) and <results_dir>/figures/*.png from every current result file; with `readme`, put
     the first table (the paper profile's when there is one) into that file's marked section too. `sections`
-    replaces SECTIONS (a study trying its renderer before registering it). Returns the analysed report."""
+    replaces SECTIONS (a study trying its renderer before registering it). With `site`, also write the explorable
+    results page into that folder (bench/report/site.py) and link it. Returns the analysed report."""
     results_dir, out = Path(results_dir), Path(out)
     if text.tabulate is None:
         raise BenchError(f"tabulate is needed to render the tables; {text.install_hint('tabulate')}")
@@ -119,6 +126,9 @@ def render(
         lines += [f"{p.index}. {t.group.title} ({len(t.group.items)} cells)" for p, t in zip(pages, report.tables)] + [
             ""
         ]
+        if site is not None:
+            link = Path(os.path.relpath(Path(site).resolve() / INDEX, out_dir)).as_posix()
+            lines += [f"Every cell of these tables, filterable, with its windows plotted: [{link}]({link}).", ""]
         chosen = SECTIONS if sections is None else sections
         rendered = [render_table(table, page, chosen) for page, table in zip(pages, report.tables)]
         lines += ["## How to read the tables", "", *[f"- {text}" for text in [*LEGEND, SPEEDUP_LEGEND]], ""]
@@ -146,6 +156,8 @@ def render(
     write_text_atomic(out, "\n".join(lines).rstrip("\n") + "\n")
     if readme is not None and report.tables:
         update_readme(readme, out, report.tables[0], pages[0])
+    if site is not None:
+        write_site(report, site, fig_dir)
     return report
 
 
