@@ -73,3 +73,13 @@ def test_no_committed_report_shows_a_share_above_100_percent():
     found = {str(p.relative_to(committed_results())): bad for p in pages if (bad := shares_above_100(p.read_text()))}
     assert found == {}
     assert shares_above_100("| 158% · 371 GFLOP/s |") == ["158% · 371 GFLOP/s"]  # the check sees one
+
+
+def test_the_published_table_against_the_a100_needs_no_result(tmp_path):
+    from test_table import make
+
+    results = write_all(tmp_path, [make("jax", "bert", "fit", 32, status="error", message="boom")])
+    render(results, results / "RESULTS.md")
+    assert "[ROOFLINE.md](ROOFLINE.md)" in (results / "RESULTS.md").read_text()
+    roofline = (results / "ROOFLINE.md").read_text()
+    assert "## The published table against the A100's limits" in roofline and "## 1. " not in roofline

@@ -400,7 +400,8 @@ def test_profiles_and_machines_get_separate_tables_paper_first(rendered):
         "1. paper profile — 1x NVIDIA A100-SXM4-40GB",
         "2. paper profile — 1x NVIDIA H100 80GB HBM3",
         "3. smoke profile — CPU AMD EPYC (2 cores)",
-        "The published table against the A100's limits",  # after every table: it needs no result (issue 31)
+        "Studies",
+        "The published table against the A100's limits",  # after every table: it needs no result
     ]
     h100 = sections(rendered[1])[heads[2]].split("### ")[0]
     assert "150.0" in h100 and "244.6" not in h100 and "386.9" not in h100  # no A100 number in the H100 table
@@ -415,6 +416,7 @@ def test_a_full_size_cpu_profile_table_says_so_in_its_title(tmp_path):
         "How to read the tables",
         "1. smoke profile — CPU AMD EPYC (2 cores)",
         "2. cpu profile (full size: paper shapes, batch ≤ 2) — CPU AMD EPYC (2 cores)",
+        "Studies",
         "The published table against the A100's limits",
     ]
 

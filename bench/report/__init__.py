@@ -109,6 +109,7 @@ def render(
     lines = ["# Benchmark results", ""]
     pages = [Page(i, out_dir, fig_dir) for i in range(1, len(report.tables) + 1)]
     rendered: list[Rendered] = []
+    names: dict[str, None] = {}  # the study pages written
     if not report.items:
         lines += [
             "No results yet: there are no result files in the results folder.",
@@ -134,13 +135,15 @@ def render(
         lines += ["## How to read the tables", "", *[f"- {text}" for text in [*LEGEND, SPEEDUP_LEGEND]], ""]
         for part in rendered:
             lines += part.main
-        lines += studies(rendered)
-        for name in dict.fromkeys(name for part in rendered for name in part.pages):
+        published = any(f.key.model in PUBLISHED_MODELS for t in report.tables for f in t.rows)
+        lines += studies(rendered, published)
+        names = dict.fromkeys([name for part in rendered for name in part.pages] + ["ROOFLINE.md"] * published)
+        for name in names:
             heading, intro = PAGE_INTROS.get(name, (name.removesuffix(".md").title(), ""))
             study = [f"# {heading}", "", f"Rendered by `python -m bench table` with {out.name}. {intro}", ""]
             for part in rendered:
                 study += part.pages.get(name, [])
-            if name == "ROOFLINE.md" and any(f.key.model in PUBLISHED_MODELS for t in report.tables for f in t.rows):
+            if name == "ROOFLINE.md" and published:
                 study += [f"## {PUBLISHED_TITLE}", "", *published_section(), ""]
             write_text_atomic(out.parent / name, "\n".join(study).rstrip("\n") + "\n")
     if report.retired:
@@ -151,7 +154,7 @@ def render(
             "",
         ]
         lines += [f"- `{item.path}`: {md(why)}" for item, why in report.retired] + [""]
-    clear_old_study_pages(out.parent, {name for part in rendered for name in part.pages})
+    clear_old_study_pages(out.parent, set(names))
     clear_old_figures(fig_dir, {path for page in pages for path in page.figures.values() if path})
     write_text_atomic(out, "\n".join(lines).rstrip("\n") + "\n")
     if readme is not None and report.tables:
@@ -169,17 +172,26 @@ def clear_old_study_pages(folder: Path, written: set[str]) -> None:
             path.unlink()
 
 
-def studies(rendered: list[Rendered]) -> list[str]:
-    """RESULTS.md's studies part: each per-machine section once per machine (its first table's lines)."""
+def studies(rendered: list[Rendered], published: bool) -> list[str]:
+    """RESULTS.md's studies part: each per-machine section once per machine (its first table's lines), and a link
+    to the published table against the A100 (it needs no result, so it follows every table)."""
     first: dict[tuple[str, str], list[str]] = {}
     for part in rendered:
         for title, machine, body in part.per_machine:
             first.setdefault((title, machine), body)
     machines = {machine for _, machine in first}
-    lines = ["## Studies", ""] if first else []
+    lines = ["## Studies", ""] if first or published else []
     for (title, machine), body in first.items():
         heading = title if len(machines) == 1 else f"{title} — {machine}"
         while body and not body[-1]:
             body = body[:-1]
         lines += [f"### {heading}", "", *body, ""]
+    if published:
+        lines += [
+            f"### {PUBLISHED_TITLE}",
+            "",
+            "Each published figure over our count of its step's work, against the A100's datasheet: "
+            "[ROOFLINE.md](ROOFLINE.md), after its per-table parts.",
+            "",
+        ]
     return lines
