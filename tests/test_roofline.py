@@ -277,7 +277,7 @@ def result_with(ceilings, backend="jax", model="bert", task="predict", ms=10.0, 
     return Result(cell, [run], "ms/step", {"git": {}, "machine": {}, "ceilings": ceilings}, "2026-11-25T03:00:00+00:00")
 
 
-def test_mfu_is_taken_against_the_cells_framework_at_its_dtype():
+def test_mfu_is_taken_against_the_hosts_best_matmul_at_the_steps_dtype():
     ceilings = {
         "host": {"matmul": {"float32": {"median": 1e9}}, "triad": {"median": 1e9}},
         "jax": {"matmul": {"float32": {"median": 2e9}, "bfloat16": {"median": 4e9}}, "triad": {"median": 5e9}},
@@ -287,9 +287,34 @@ def test_mfu_is_taken_against_the_cells_framework_at_its_dtype():
     assert use.flops_per_s == pytest.approx(flops / 0.010) and use.mfu == pytest.approx(flops / 0.010 / 2e9)
     gen = use_of(result_with(ceilings, model="gemma", task="generate"))
     assert gen.ceiling.flops == 4e9 and gen.bandwidth_use == pytest.approx(gen.work.bytes / 0.010 / 5e9) and gen.decode
-    # no probe of the cell's framework: the framework-free host figure, said so
+    # the ceiling is the processor's, not one framework's: a torch cell is taken against JAX's faster matmul
     torch = use_of(result_with(ceilings, backend="torch"))
-    assert torch.ceiling.flops == 1e9 and "NumPy" in torch.ceiling.what
+    assert torch.ceiling.flops == 2e9 and "JAX float32" in torch.ceiling.what
+    # only NumPy's float32 probe (a CPU run's): the bfloat16 step is taken against it, said so
+    only_host = use_of(result_with({"host": ceilings["host"]}, model="gemma", task="generate"))
+    assert only_host.ceiling.flops == 1e9 and only_host.ceiling.what.startswith("NumPy float32 matmul")
+
+
+def test_the_machines_quiet_ceilings_file_comes_before_the_runs_loaded_probe():
+    run_probe = {"host": {"matmul": {"float32": {"median": 1e9}}, "triad": {"median": 1e9}}}
+    quiet = {
+        "host": {"matmul": {"float32": {"median": 2e9}}, "triad": {"median": 3e9}},
+        "tensorflow": {"matmul": {"float32": {"median": 5e9}}, "triad": {"median": 4e9}},
+    }
+    use = use_of(result_with(run_probe), quiet)
+    assert use.ceiling.flops == 5e9 and use.ceiling.bandwidth == 4e9
+    assert use.ceiling.what == "TensorFlow float32 matmul, the best of the machine's ceilings file"
+
+
+def test_a_cell_above_its_ceiling_is_flagged_never_printed_as_a_share():
+    from bench.report.roofline import EXCEEDS, use_text
+
+    flops = cell_work("bert", "keras", "predict", 2, get_model("bert").shape("smoke")).flops
+    below = use_of(result_with({"host": {"matmul": {"float32": {"median": flops / 0.010 * 2}}}}))
+    above = use_of(result_with({"host": {"matmul": {"float32": {"median": flops / 0.010 / 1.6}}}}))
+    assert not below.exceeds and use_text(below).startswith("50% · ")
+    assert above.exceeds and use_text(above) == f"{EXCEEDS} · {use_text(below).split(' · ')[1]}"
+    assert "160%" not in use_text(above)
 
 
 def test_on_a_known_gpu_the_datasheet_fraction_follows_the_recorded_float32_mode():
@@ -360,3 +385,14 @@ def test_a_machine_file_names_the_commit_that_measured_it(tmp_path, monkeypatch)
     git = json.loads(path.read_text())["provenance"]["git"]
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout.strip()
     assert git["commit"] == head and git["source"] == "git"
+
+
+def test_a_comparison_gives_no_mfu_ratio_where_a_side_exceeds_its_ceiling():
+    from bench.compare import Pair
+
+    flops = cell_work("bert", "keras", "predict", 2, get_model("bert").shape("smoke")).flops
+    roomy = {"host": {"matmul": {"float32": {"median": flops / 0.010 * 2}}}}
+    a, b = result_with(roomy), result_with(roomy, ms=20.0)
+    assert Pair(None, a, b).mfu_ratio == pytest.approx(2.0)
+    tight = result_with({"host": {"matmul": {"float32": {"median": flops / 0.010 / 1.6}}}})
+    assert Pair(None, tight, b).mfu_ratio is None and Pair(None, a, tight).mfu_ratio is None

@@ -20,7 +20,7 @@ from bench import cli, stats
 from bench.errors import BenchError
 from bench.profiles import get_profile
 from bench.registry import Cell
-from bench.report import README_END, README_START, render
+from bench.report import PAGE_INTROS, README_END, README_START, render
 from bench.results import Result, Run
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
@@ -306,9 +306,21 @@ def no_committed_noise_study(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def rendered(tmp_path_factory):
+    """(the results folder, every table's whole text: its RESULTS.md part and its parts of the study pages)."""
     results = write_all(tmp_path_factory.mktemp("results"), smoke_cpu() + paper_h100() + paper_a100())
     render(results, results / "RESULTS.md")
-    return results, (results / "RESULTS.md").read_text()
+    return results, whole(results)
+
+
+def whole(folder):
+    """RESULTS.md with each table's parts of the study pages beside it appended to its part (a page's section
+    under no table, such as the published table's, as a section of its own), in the pages' order."""
+    merged = sections((folder / "RESULTS.md").read_text())
+    for name in PAGE_INTROS:
+        if (folder / name).exists():
+            for head, body in sections((folder / name).read_text()).items():
+                merged[head] = merged[head] + body.split("\n", 1)[1] if head in merged else body
+    return "".join(f"## {body}" for body in merged.values())
 
 
 def check_golden(name, text):
@@ -346,7 +358,14 @@ def paper(text):
 
 
 def test_golden_markdown(rendered):
-    check_golden("RESULTS.md", rendered[1])
+    check_golden("RESULTS.md", (rendered[0] / "RESULTS.md").read_text())
+
+
+def test_golden_study_pages(rendered):
+    written = sorted(name for name in PAGE_INTROS if (rendered[0] / name).exists())
+    assert written == ["COSTS.md", "DETAILS.md", "PROVENANCE.md", "ROOFLINE.md"]  # no stack, generate or tuning
+    for name in written:
+        check_golden(f"pages/{name}", (rendered[0] / name).read_text())
 
 
 def test_golden_no_results(tmp_path, capsys):
@@ -358,12 +377,16 @@ def test_golden_no_results(tmp_path, capsys):
 
 
 def test_rendering_is_deterministic(rendered, tmp_path):
-    results, text = rendered
+    results = rendered[0]
     figures = {p.name: p.read_bytes() for p in (results / "figures").glob("*.png")}
     render(results, tmp_path / "again.md")
-    assert (tmp_path / "again.md").read_text() == text.replace(
-        "](figures/", f"]({os.path.relpath(results / 'figures', tmp_path)}/"
-    )
+    moved = lambda text: text.replace("](figures/", f"]({os.path.relpath(results / 'figures', tmp_path)}/")  # noqa: E731
+    assert (tmp_path / "again.md").read_text() == moved((results / "RESULTS.md").read_text())
+    for name in PAGE_INTROS:
+        assert (tmp_path / name).exists() == (results / name).exists()
+        if (results / name).exists():
+            again = (tmp_path / name).read_text().replace("again.md", "RESULTS.md")
+            assert again == moved((results / name).read_text())
     assert {p.name: p.read_bytes() for p in (results / "figures").glob("*.png")} == figures
 
 
@@ -373,12 +396,14 @@ def test_rendering_is_deterministic(rendered, tmp_path):
 def test_profiles_and_machines_get_separate_tables_paper_first(rendered):
     heads = list(sections(rendered[1]))
     assert heads == [
+        "How to read the tables",
         "1. paper profile — 1x NVIDIA A100-SXM4-40GB",
         "2. paper profile — 1x NVIDIA H100 80GB HBM3",
         "3. smoke profile — CPU AMD EPYC (2 cores)",
-        "The published table against the A100's limits",  # after every table: it needs no result (issue 31)
+        "Studies",
+        "The published table against the A100's limits",  # after every table: it needs no result
     ]
-    h100 = sections(rendered[1])[heads[1]].split("### ")[0]
+    h100 = sections(rendered[1])[heads[2]].split("### ")[0]
     assert "150.0" in h100 and "244.6" not in h100 and "386.9" not in h100  # no A100 number in the H100 table
 
 
@@ -387,9 +412,11 @@ def test_a_full_size_cpu_profile_table_says_so_in_its_title(tmp_path):
     write_all(tmp_path / "cpu-full", [make("jax", "bert", "fit", 2, 5300.0, profile="cpu", machine=CPU)])
     write_all(tmp_path, [make("jax", "bert", "fit", 2, 3.4, profile="smoke", machine=CPU)])
     render(tmp_path, tmp_path / "RESULTS.md")
-    assert list(sections((tmp_path / "RESULTS.md").read_text())) == [
+    assert list(sections(whole(tmp_path))) == [
+        "How to read the tables",
         "1. smoke profile — CPU AMD EPYC (2 cores)",
         "2. cpu profile (full size: paper shapes, batch ≤ 2) — CPU AMD EPYC (2 cores)",
+        "Studies",
         "The published table against the A100's limits",
     ]
 
@@ -406,7 +433,7 @@ def test_a_full_size_table_says_what_each_cell_cost_beside_the_plan(tmp_path):
     (tmp_path / "cpu-full" / "plan-cpu.json").write_text(json.dumps(plan))
     write_all(tmp_path, [make("jax", "bert", "fit", 2, 3.4, profile="smoke", machine=CPU)])
     render(tmp_path, tmp_path / "RESULTS.md")
-    heads = sections((tmp_path / "RESULTS.md").read_text())
+    heads = sections(whole(tmp_path))
     cpu = heads["2. cpu profile (full size: paper shapes, batch ≤ 2) — CPU AMD EPYC (2 cores)"].split(
         "What each cell cost to run"
     )[1]
@@ -477,7 +504,8 @@ def test_each_cell_shows_its_figure_and_its_intervals_wider_side(rendered):
     found = stats.estimate([run.timed_ms for run in keras2.runs])
     assert found.basis == stats.PROCESSES and found.processes == 3
     assert row(section, "SegmentAnything fit")[2] == f"{found.center:.1f} ±{found.half_width() * 100:.1f}%"
-    assert "wider side of its 95% interval" in section and "coefficient of variation" not in section
+    legend = sections(rendered[1])["How to read the tables"]  # once for every table
+    assert "wider side of its 95% interval" in legend and "coefficient of variation" not in rendered[1]
     assert "Processes per cell: 3 (24 cells), 2 (1 cell); timed steps per process: 5." in section
     smoke = sections(rendered[1])["3. smoke profile — CPU AMD EPYC (2 cores)"]
     assert row(smoke, "BERT fit")[4] == "14.70 ±171%ˢ noisy"  # one process: steps only; a spread beyond the bound
@@ -494,7 +522,7 @@ def test_each_cell_shows_its_figure_and_its_intervals_wider_side(rendered):
 
 
 def test_provenance_block_lists_hardware_software_and_every_commit(rendered):
-    block = paper(rendered[1]).split("### 1.1")[1].split("### 1.2")[0]
+    block = paper(rendered[1]).split("### Where these numbers come from")[1].split("### ")[0]
     assert "NVIDIA A100-SXM4-40GB (driver 535.104.05, driver CUDA 12.2, 40960 MiB)" in block
     assert "Intel(R) Xeon(R) CPU @ 2.20GHz, 12 logical CPUs" in block
     assert "`aaaaaaaaaaaa` (29 cells)" in block and "`bbbbbbbbbbbb` +dirty (uncommitted changes) (1 cell)" in block
@@ -529,7 +557,7 @@ def test_provenance_block_lists_hardware_software_and_every_commit(rendered):
 
 def test_comparison_with_published_for_paper_only(rendered):
     section = paper(rendered[1])
-    comparison = section.split("### 1.2")[1]
+    comparison = section.split("### 1.1")[1]
     assert "Copied verbatim from ../shared/reference" in comparison  # the CSV's source note is kept
     # ours over published, with our interval divided by the published figure (which has none)
     assert row(comparison, "BERT fit")[4] == "1.10 (1.05–1.15; 244.6 / 222.4)"
@@ -547,7 +575,7 @@ def test_comparison_with_published_for_paper_only(rendered):
 
 
 def test_derived_findings_ours_and_published(rendered):
-    section = paper(rendered[1]).split("### 1.2")[1]
+    section = paper(rendered[1]).split("### 1.1")[1]
     findings = section.split("Throughput speedup per row")[1]
     sam = row(findings, "SegmentAnything")
     # ours: the geometric mean of 386.93/330 and 1859.27/376.31 (the fastest of the tie), with its interval
@@ -561,7 +589,9 @@ def test_derived_findings_ours_and_published(rendered):
     assert sam[3].startswith(f"{stats.fmt_factor(700 / 330)} (") and sam[3].endswith("Keras 3 faster (1 row of 2)")
     assert sam[4].startswith(f"{stats.fmt_factor(350 / 330)} (") and sam[4].endswith("(1 row of 2)")
     assert row(findings, "Gemma")[1] == "—" and row(findings, "Gemma")[2] == "—"
-    assert "Figure 1 averages the rows arithmetically; ours is geometric so that it has an interval" in section
+    legend = sections(rendered[1])["How to read the tables"]  # how a speed-up is computed: stated once
+    assert "Figure 1 averages the rows arithmetically; ours is geometric so that it has an interval" in legend
+    assert rendered[1].count("Figure 1 averages the rows arithmetically") == 1
     assert (
         "Single fastest Keras 3 backend, ours: no single backend wins every row (rows won with 95% confidence, of "
         "the 7 with two or more ranked Keras 3 backends: TF 3, JAX 1; 3 ties, 0 inconclusive)" in section
@@ -685,7 +715,7 @@ def test_results_of_cells_no_longer_in_the_registry_are_listed_not_tabled(tmp_pa
 
 def rendered_table(tmp_path, results):
     render(write_all(tmp_path / "results", results), tmp_path / "RESULTS.md")
-    return (tmp_path / "RESULTS.md").read_text()
+    return whole(tmp_path)
 
 
 def test_a_confident_difference_wins_and_a_small_one_is_a_tie(tmp_path):

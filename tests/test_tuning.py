@@ -120,7 +120,7 @@ def test_the_tuning_section_shows_ratios_to_the_reference_and_no_vit_row_in_the_
     ]
     page = (tmp_path / "RESULTS.md").read_text()
     assert "Published rows not measured" not in page and "ViT-Base/16 fit | 2 (not a published row)" not in page
-    assert "Tuning study" in page
+    assert "[tuning study](TUNING.md)" in page
 
 
 def test_one_process_cells_say_why_their_verdict_is_inconclusive(tmp_path, no_repo_noise_study):

@@ -14,14 +14,20 @@ Layers, each reading only the one before:
   `findings` (speedups, winners, the comparison with the published numbers), `figures` (matplotlib).
 - `readme`: splices the first table into the README; `text`: formatting shared by all.
 
-Adding a study (an inference grid, tuning variants): write `bench/report/<study>.py` with a renderer reading the
-`TableAnalysis` (and, if it needs facts of its own, a function computing them from `table.rows` /
-`table.group`), then add one `Section("<title>", <study>.<renderer>)` to `SECTIONS` below. Titled sections are
-numbered `### <table>.<n>` in list order; a renderer that returns no lines leaves no trace, so the study's
-section appears only in tables that have its results, and every other table's output stays byte-identical.
+RESULTS.md is a page a reader finishes: the legend once, then per table its headline (the main table, its findings,
+its figures) and a line linking the study pages; every other section is written once per table on its own page
+beside RESULTS.md (PROVENANCE.md, ROOFLINE.md, GENERATE.md, DETAILS.md, ...), and a section that is the same for
+every table of a machine (the noise, grid and overhead studies' summaries) once, under RESULTS.md's "Studies".
+
+Adding a study: write `bench/report/<study>.py` with a renderer reading the `TableAnalysis` (and, if it needs facts
+of its own, a function computing them from `table.rows` / `table.group`), then add one
+`Section("<title>", <study>.<renderer>, page="<STUDY>.md")` to `SECTIONS` below (and its heading to `PAGE_INTROS`).
+A renderer that returns no lines leaves no trace, so the study's part appears only for tables that have its results,
+and every other output stays byte-identical.
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from bench.errors import BenchError
@@ -30,47 +36,70 @@ from bench.report import text
 from bench.report.analysis import Report, analyse
 from bench.report.costs import costs_section
 from bench.report.figures import FIGURES, clear_old_figures, figures_section
-from bench.report.findings import findings_section
+from bench.report.findings import SPEEDUP_LEGEND, findings_section
 from bench.report.generate import generate_section
 from bench.report.grid import grid_section
-from bench.report.markdown import details_section, head_section
+from bench.report.markdown import LEGEND, details_section, head_section
 from bench.report.noise import TITLE as NOISE_TITLE
 from bench.report.noise import noise_section
 from bench.report.overhead import overhead_section
 from bench.report.provenance import provenance_section
 from bench.report.readme import README_END, README_START, update_readme
 from bench.report.roofline import MACHINE_TITLE, PUBLISHED_TITLE, machine_section, published_section
-from bench.report.sections import Page, Section, render_table
+from bench.report.sections import Page, Rendered, Section, render_table
+from bench.report.site import INDEX, write_site
 from bench.report.stacks import stacks_section
 from bench.report.text import md, plural, write_text_atomic
 from bench.report.tuning import tuning_section
 
 __all__ = ["README_END", "README_START", "SECTIONS", "Report", "Section", "analyse", "render"]
 
-# Every table's sections, in page order (the registry: a new study adds its line here).
-SECTIONS: list[Section] = [
-    Section(None, head_section),
-    Section("Where these numbers come from", provenance_section),
-    Section("Derived findings and comparison with the published numbers", findings_section),
-    Section("Beside today's stack", stacks_section),
-    Section("Figures", figures_section),
-    Section(MACHINE_TITLE, machine_section),
-    Section(NOISE_TITLE, noise_section),
-    Section("Generate split: time to first token and time per output token (issue 30)", generate_section),
-    Section("Inference grid study: then and now", grid_section),
-    Section("Tuning study: variants and the published findings (issue 15)", tuning_section),
-    Section("Framework-overhead study (issue 30)", overhead_section),
-    Section("What each cell cost to run", costs_section),
-    Section(None, details_section),
-]
-PUBLISHED_MODELS = {row.model for row in published_rows()}
 TUNING_FILE = "TUNING.md"  # beside RESULTS.md: the tuning study's section of every table that has one
 
+# Every table's sections, in page order (the registry: a new study adds its line here). RESULTS.md keeps each table's
+# headline, its findings and figures; every other section goes, once per table, to its own page beside it.
+SECTIONS: list[Section] = [
+    Section(None, head_section),
+    Section("Derived findings and comparison with the published numbers", findings_section),
+    Section("Figures", figures_section),
+    Section("Where these numbers come from", provenance_section, page="PROVENANCE.md"),
+    Section("Beside today's stack", stacks_section, page="STACKS.md"),
+    Section(MACHINE_TITLE, machine_section, page="ROOFLINE.md"),
+    Section("Generate split: time to first token and time per output token", generate_section, page="GENERATE.md"),
+    Section("Tuning study: variants and the published findings", tuning_section, page=TUNING_FILE),
+    Section("What each cell cost to run", costs_section, page="COSTS.md"),
+    Section("Per-cell measurements", details_section, page="DETAILS.md"),
+    Section(NOISE_TITLE, noise_section, per_machine=True),
+    Section("Inference grid study: then and now", grid_section, per_machine=True),
+    Section("Framework-overhead study", overhead_section, per_machine=True),
+]
+PUBLISHED_MODELS = {row.model for row in published_rows()}
+# Each study page's heading and what it holds (RESULTS.md's tables number its parts).
+PAGE_INTROS = {
+    "PROVENANCE.md": ("Where these numbers come from", "Hardware, commits, dates and the software of every environment."),
+    "STACKS.md": ("Beside today's stack", "Each cell of an older stack's table beside today's, with the speed-up."),
+    "ROOFLINE.md": (
+        "Against the machine's limits: MFU and bandwidth use",
+        "Each ok cell's achieved FLOP/s and bytes/s over its own host's ceilings (docs/ROOFLINE.md).",
+    ),
+    "GENERATE.md": ("Generate split", "Each generate call split into time to first token and time per output token."),
+    TUNING_FILE: ("Tuning study", "Tuning variants beside their reference cells and the published findings."),
+    "COSTS.md": ("What each cell cost to run", "Set-up, first step, timed steps, wall time and memory per cell."),
+    "DETAILS.md": ("Per-cell measurements", "Every cell's processes, steps, figure, interval, sampling and file."),
+}
 
-def render(results_dir: Path, out: Path, readme: Path | None = None, sections: list[Section] | None = None) -> None:
+
+def render(
+    results_dir: Path,
+    out: Path,
+    readme: Path | None = None,
+    sections: list[Section] | None = None,
+    site: Path | None = None,
+) -> Report:
     """Write `out` (Markdown) and <results_dir>/figures/*.png from every current result file; with `readme`, put
     the first table (the paper profile's when there is one) into that file's marked section too. `sections`
-    replaces SECTIONS (a study trying its renderer before registering it)."""
+    replaces SECTIONS (a study trying its renderer before registering it). With `site`, also write the explorable
+    results page into that folder (bench/report/site.py) and link it. Returns the analysed report."""
     results_dir, out = Path(results_dir), Path(out)
     if text.tabulate is None:
         raise BenchError(f"tabulate is needed to render the tables; {text.install_hint('tabulate')}")
@@ -79,6 +108,8 @@ def render(results_dir: Path, out: Path, readme: Path | None = None, sections: l
     fig_dir = results_dir.resolve() / FIGURES
     lines = ["# Benchmark results", ""]
     pages = [Page(i, out_dir, fig_dir) for i in range(1, len(report.tables) + 1)]
+    rendered: list[Rendered] = []
+    names: dict[str, None] = {}  # the study pages written
     if not report.items:
         lines += [
             "No results yet: there are no result files in the results folder.",
@@ -96,10 +127,25 @@ def render(results_dir: Path, out: Path, readme: Path | None = None, sections: l
         lines += [f"{p.index}. {t.group.title} ({len(t.group.items)} cells)" for p, t in zip(pages, report.tables)] + [
             ""
         ]
-        for page, table in zip(pages, report.tables):
-            lines += render_table(table, page, SECTIONS if sections is None else sections)
-        if any(f.key.model in PUBLISHED_MODELS for t in report.tables for f in t.rows):  # not a study's own folder
-            lines += [f"## {PUBLISHED_TITLE}", "", *published_section(), ""]
+        if site is not None:
+            link = Path(os.path.relpath(Path(site).resolve() / INDEX, out_dir)).as_posix()
+            lines += [f"Every cell of these tables, filterable, with its windows plotted: [{link}]({link}).", ""]
+        chosen = SECTIONS if sections is None else sections
+        rendered = [render_table(table, page, chosen) for page, table in zip(pages, report.tables)]
+        lines += ["## How to read the tables", "", *[f"- {text}" for text in [*LEGEND, SPEEDUP_LEGEND]], ""]
+        for part in rendered:
+            lines += part.main
+        published = any(f.key.model in PUBLISHED_MODELS for t in report.tables for f in t.rows)
+        lines += studies(rendered, published)
+        names = dict.fromkeys([name for part in rendered for name in part.pages] + ["ROOFLINE.md"] * published)
+        for name in names:
+            heading, intro = PAGE_INTROS.get(name, (name.removesuffix(".md").title(), ""))
+            study = [f"# {heading}", "", f"Rendered by `python -m bench table` with {out.name}. {intro}", ""]
+            for part in rendered:
+                study += part.pages.get(name, [])
+            if name == "ROOFLINE.md" and published:
+                study += [f"## {PUBLISHED_TITLE}", "", *published_section(), ""]
+            write_text_atomic(out.parent / name, "\n".join(study).rstrip("\n") + "\n")
     if report.retired:
         lines += [
             "## Results of cells no longer in the registry",
@@ -108,19 +154,44 @@ def render(results_dir: Path, out: Path, readme: Path | None = None, sections: l
             "",
         ]
         lines += [f"- `{item.path}`: {md(why)}" for item, why in report.retired] + [""]
+    clear_old_study_pages(out.parent, set(names))
     clear_old_figures(fig_dir, {path for page in pages for path in page.figures.values() if path})
     write_text_atomic(out, "\n".join(lines).rstrip("\n") + "\n")
-    tuning = [(page, table, body) for page, table in zip(pages, report.tables) if (body := tuning_section(table, page))]
-    if tuning:
-        study = [
-            "# Tuning study (issue 15)",
-            "",
-            f"Rendered by `python -m bench table` with {out.name}: the tuning study's section of each "
-            "table that has its results. Published findings: `bench/data/keras3_tuning_2024.csv`.",
-            "",
-        ]
-        for page, table, body in tuning:
-            study += [f"## {page.index}. {table.group.profile} profile — {table.group.machine}", "", *body, ""]
-        write_text_atomic(out.parent / TUNING_FILE, "\n".join(study).rstrip("\n") + "\n")
     if readme is not None and report.tables:
         update_readme(readme, out, report.tables[0], pages[0])
+    if site is not None:
+        write_site(report, site, fig_dir)
+    return report
+
+
+def clear_old_study_pages(folder: Path, written: set[str]) -> None:
+    """Remove a study page an earlier rendering wrote that has no part now (only a page this renderer wrote)."""
+    for name, (heading, _) in PAGE_INTROS.items():
+        path = folder / name
+        if name not in written and path.is_file() and path.read_text().startswith(f"# {heading}\n\nRendered by "):
+            path.unlink()
+
+
+def studies(rendered: list[Rendered], published: bool) -> list[str]:
+    """RESULTS.md's studies part: each per-machine section once per machine (its first table's lines), and a link
+    to the published table against the A100 (it needs no result, so it follows every table)."""
+    first: dict[tuple[str, str], list[str]] = {}
+    for part in rendered:
+        for title, machine, body in part.per_machine:
+            first.setdefault((title, machine), body)
+    machines = {machine for _, machine in first}
+    lines = ["## Studies", ""] if first or published else []
+    for (title, machine), body in first.items():
+        heading = title if len(machines) == 1 else f"{title} — {machine}"
+        while body and not body[-1]:
+            body = body[:-1]
+        lines += [f"### {heading}", "", *body, ""]
+    if published:
+        lines += [
+            f"### {PUBLISHED_TITLE}",
+            "",
+            "Each published figure over our count of its step's work, against the A100's datasheet: "
+            "[ROOFLINE.md](ROOFLINE.md), after its per-table parts.",
+            "",
+        ]
+    return lines

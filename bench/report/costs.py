@@ -1,4 +1,4 @@
-"""What each full-size cell cost to run (issue 11): the cell process's set-up, first step, timed steps and wall time,
+"""What each full-size cell cost to run: the cell process's set-up, first step, timed steps and wall time,
 and its peak resident memory beside the plan's prediction.
 
 Only for tables of full-size models (the paper profile, and a profile borrowing its shapes such as cpu): there the

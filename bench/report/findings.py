@@ -140,14 +140,8 @@ def findings(table: TableAnalysis) -> list[str]:
             *summary,
         ]
     return [
-        f"Throughput speedup per row = the other column's figure ÷ {BEST}'s (the row's fastest ranked Keras 3 "
-        "figure; same batch size, so the ratio of steps/s), with its 95% interval (Welch on the logarithms). Per "
-        "model: the **geometric** mean of its rows' speed-ups, with its 95% interval, and its verdict: Keras 3 "
-        "faster (the whole interval above 1), Keras 3 slower (below 1), same (inside 1/1.05 to 1.05), or "
-        "inconclusive (neither, or a row's interval cannot decide: it covers one process's steps only, a cell is "
-        "noisy, or the cells ran on different processors). The published Figure 1 averages the rows arithmetically; "
-        "ours is geometric so that it has an interval (the mean of independent log-ratios), and the published "
-        "column gives both. >1 means Keras 3 (best) is faster.",
+        f"Throughput speedup per row over {BEST}, and per model its geometric mean with its 95% interval and verdict "
+        "(>1: Keras 3 faster; how it is computed: How to read the tables):",
         "",
         github_table(body, headers),
         "",
@@ -234,3 +228,16 @@ def ratio_cell(table: TableAnalysis, loaded: Loaded | None, published: float | N
     if published is None:
         return f"— ({fmt_ms(found.center)} / NA)"
     return scaled_text(found, published, table.noise(loaded).noisy)
+
+
+# How a speed-up and its verdict are computed: the same for every table, so RESULTS.md states it once.
+SPEEDUP_LEGEND = (
+    f"Throughput speedup per row = the other column's figure ÷ {BEST}'s (the row's fastest ranked Keras 3 "
+    "figure; same batch size, so the ratio of steps/s), with its 95% interval (Welch on the logarithms). Per "
+    "model: the **geometric** mean of its rows' speed-ups, with its 95% interval, and its verdict: Keras 3 "
+    "faster (the whole interval above 1), Keras 3 slower (below 1), same (inside 1/1.05 to 1.05), or "
+    "inconclusive (neither, or a row's interval cannot decide: it covers one process's steps only, a cell is "
+    "noisy, or the cells ran on different processors). The published Figure 1 averages the rows arithmetically; "
+    "ours is geometric so that it has an interval (the mean of independent log-ratios), and the published "
+    "column gives both. >1 means Keras 3 (best) is faster."
+)

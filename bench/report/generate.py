@@ -1,4 +1,4 @@
-"""RESULTS.md's generate split (issue 30): per generate row and backend, time to first token (TTFT), time per
+"""RESULTS.md's generate split: per generate row and backend, time to first token (TTFT), time per
 output token (TPOT), decode tokens/s and the agreement check (bench/generate_split.py), a figure of TTFT and TPOT
 per backend, the published footnote on Keras-on-torch re-tested (padded prefill or decode loop?) and the published
 generate findings as "published, ours with its interval, holds / does not hold / inconclusive". A table with no

@@ -1,6 +1,6 @@
 """The inference grid study's report: <results>/GRID.md and <results>/figures/grid/*.png from the grid's result
-files (<results>/grid/, written by bench/grid/run.py), and a Section of RESULTS.md (registered in
-bench/report/__init__.py SECTIONS) with the "then and now" findings for the table's machine.
+files (<results>/grid/, written by bench/grid/run.py; the figures are bench/report/grid_figures.py's), and a line per
+grid in RESULTS.md's studies (registered in bench/report/__init__.py SECTIONS) linking it.
 
 One page part per (grid, machine): numbers from different hardware never share a table.
 """
@@ -18,8 +18,9 @@ from bench.grid.spec import COLUMNS, MODELS
 from bench.judge import Judge
 from bench.provenance import machine_label, machine_slug
 from bench.report import text
+from bench.report.grid_figures import draw_figures, length_of
 from bench.report.text import md, write_text_atomic
-from bench.results import HISTORY, Result, load
+from bench.results import Result, load, result_files
 from bench.stats import ProcessSpread, fmt_factor
 
 FIG_SUBDIR = "grid"
@@ -59,17 +60,11 @@ class GridGroup:
         return out
 
 
-def length_of(result: Result) -> int:
-    return int(result.runs[0].settings["sequence_length"])
-
-
 def load_grid(results_dir: Path) -> list[GridGroup]:
     """Every current grid result, grouped by (grid, machine label); an unreadable file raises, naming itself."""
     root = Path(results_dir) / GRID_DIR
     groups: dict[tuple[str, str], GridGroup] = {}
-    for path in sorted(root.rglob("*.json")) if root.is_dir() else []:
-        if HISTORY in path.relative_to(root).parts or path.name.startswith("."):
-            continue
+    for path in result_files(root):
         result = load(path)
         machine = result.provenance.get("machine", {})
         key = (result.cell.profile, machine_label(machine))
@@ -176,90 +171,6 @@ def findings_table(group: GridGroup) -> list[str]:
             disable_numparse=True,
         )
     ]
-
-
-def draw_figures(group: GridGroup, fig_dir: Path) -> dict[str, Path]:
-    """Per model: time against sequence length, one line per column, one panel per batch size; and one heat map
-    of the PyTorch eager / TensorFlow (tf.function) mean-time ratio over the grid, one panel per model."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import numpy as np
-
-    fig_dir.mkdir(parents=True, exist_ok=True)
-    out: dict[str, Path] = {}
-    models = [m for m in MODELS if any(r.cell.model == m for r in group.results)]
-    for model in models:
-        results = [r for r in group.results if r.cell.model == model and r.status == "ok"]
-        batches = sorted({r.cell.batch_size for r in results})
-        if not batches:
-            continue
-        fig, axes = plt.subplots(1, len(batches), figsize=(4.5 * len(batches), 3.8), squeeze=False)
-        for ax, batch in zip(axes[0], batches):
-            for column in COLUMNS:
-                pts = sorted(
-                    (length_of(r), r.summary().mean)
-                    for r in results
-                    if r.cell.batch_size == batch and r.cell.variant == column
-                )
-                if pts:
-                    ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=COLUMNS[column].display)
-            ax.set(
-                xscale="log",
-                yscale="log",
-                xlabel="sequence length",
-                ylabel="mean ms per forward",
-                title=f"{MODELS[model].display}, batch {batch}",
-            )
-            ax.grid(True, which="both", alpha=0.3)
-        axes[0][-1].legend(fontsize=7)
-        fig.tight_layout()
-        path = fig_dir / f"{group.slug}__{group.grid}__{model}-time.png"
-        fig.savefig(path, format="png", dpi=90, metadata={"Software": None})
-        plt.close(fig)
-        out[f"{model}-time"] = path
-    ratios = {}
-    for model in models:
-        pt = {
-            (r.cell.batch_size, length_of(r)): r.summary().mean
-            for r in group.results
-            if r.cell.model == model and r.cell.variant == "torch-eager" and r.status == "ok"
-        }
-        tf = {
-            (r.cell.batch_size, length_of(r)): r.summary().mean
-            for r in group.results
-            if r.cell.model == model and r.cell.variant == "tf-function" and r.status == "ok"
-        }
-        if set(pt) & set(tf):
-            ratios[model] = {k: pt[k] / tf[k] for k in set(pt) & set(tf)}
-    if ratios:
-        fig, axes = plt.subplots(1, len(ratios), figsize=(3.6 * len(ratios), 3.2), squeeze=False)
-        for ax, (model, values) in zip(axes[0], ratios.items()):
-            batches, lengths = sorted({k[0] for k in values}), sorted({k[1] for k in values})
-            grid = np.full((len(batches), len(lengths)), np.nan)
-            for (b, n), v in values.items():
-                grid[batches.index(b), lengths.index(n)] = np.log2(v)
-            image = ax.imshow(grid, cmap="coolwarm", vmin=-2, vmax=2, aspect="auto")
-            ax.set(
-                xticks=range(len(lengths)),
-                xticklabels=lengths,
-                yticks=range(len(batches)),
-                yticklabels=batches,
-                xlabel="sequence length",
-                ylabel="batch",
-                title=MODELS[model].display,
-            )
-            for (b, n), v in values.items():
-                ax.text(
-                    lengths.index(n), batches.index(b), fmt_factor(v, unit=""), ha="center", va="center", fontsize=7
-                )
-        fig.colorbar(image, ax=axes[0].tolist(), label="log2(PyTorch / TensorFlow): > 0 TensorFlow faster")
-        path = fig_dir / f"{group.slug}__{group.grid}__pytorch-tensorflow-ratio.png"
-        fig.savefig(path, format="png", dpi=90, metadata={"Software": None})
-        plt.close(fig)
-        out["ratio"] = path
-    return out
 
 
 METHOD = [
@@ -443,16 +354,14 @@ def render_grid(results_dir: Path, out: Path | None = None) -> Path | None:
 
 
 def grid_section(table, page) -> list[str]:
-    """RESULTS.md's section: the grid's "then and now" for this table's machine, linking GRID.md (its full page).
+    """RESULTS.md's line per grid on this table's machine, linking GRID.md (its full page, the findings with it).
     No grid result on this machine: no lines, so the section leaves no trace."""
     results_dir = page.fig_dir.parent
-    groups = [g for g in load_grid(results_dir) if g.machine == table.group.machine]
-    lines = []
-    for group in groups:
-        lines += [
-            f"Grid `{group.grid}` ({len(group.results)} points x columns; full tables and figures in [GRID.md]"
-            f"({(results_dir / 'GRID.md').resolve().relative_to(page.out_dir.resolve()).as_posix() if (results_dir / 'GRID.md').resolve().is_relative_to(page.out_dir.resolve()) else 'GRID.md'})):",
-            "",
-        ]
-        lines += findings_table(group) + [""]
-    return lines
+    target = (results_dir / "GRID.md").resolve()
+    link = target.relative_to(page.out_dir.resolve()).as_posix() if target.is_relative_to(page.out_dir.resolve()) else "GRID.md"
+    return [
+        f"- Grid `{group.grid}`: {len(group.results)} points x columns, Hugging Face's October 2019 findings "
+        f"re-tested beside ours: [GRID.md]({link})."
+        for group in load_grid(results_dir)
+        if group.machine == table.group.machine
+    ]

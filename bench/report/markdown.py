@@ -117,36 +117,40 @@ def steps_text(table: TableAnalysis) -> str:
     return str(low) if low == high else f"{low} to {high} (median {sorted(per_process)[len(per_process) // 2]})"
 
 
-def legend(table: TableAnalysis) -> list[str]:
+# What a table's cell, bold, marks and notes mean: the same for every table, so RESULTS.md states it once.
+LEGEND = [
+    "Each cell: its **figure**, the geometric mean of its processes' median step times (one process: its median; "
+    "the first step and the warm-up steps are excluded), **± the wider side of its 95% interval** as a share of "
+    "the figure (a Student-t interval on the logarithms of the processes' medians, Kalibera & Jones; "
+    "docs/METHOD.md). Lower is better.",
+    "Unit: ms/step unless the row names another (generate rows: ms per generate call, with generated tokens/s; "
+    "StableDiffusion predict: ms per denoising step).",
+    "**Bold**: the row's winner, the fastest Keras 3 backend where it is faster than every other ranked Keras 3 "
+    f"backend with 95% confidence. {TIE_SIGN} and \"tie\" in {BEST}: the fastest cannot be told apart from the "
+    f"backends named with it (no bold). \"inconclusive\": an interval of the row cannot decide (it covers one "
+    f"process's steps only, or a cell has none), so the lowest figure is named but no winner. {BEST}: the fastest "
+    "ranked figure and its backend; † = ranked among fewer than three Keras 3 backends (the others have no number "
+    "or are noisy; with one, nothing is ranked); \"lower "
+    f"but {NOISY_MARK}\": a Keras 3 cell with a lower figure was set aside as noisy.",
+    f"Marks: ˢ steps only, a cell of one process whose interval covers its steps only (the process-to-process "
+    f"spread, usually the larger part, is not known: it decides nothing); ᵐ machine spread, a cell of one process "
+    f"whose interval borrows the machine's process-to-process spread from its noise study (`make noise`); "
+    f"{NOISY_MARK}: measured while the machine was disturbed (the drift probe far from its quiet value, a step "
+    f"spread beyond the bound, or a jump between the first and second half of its steps), shown with its "
+    f"figures and not ranked; {UNSTEADY_MARK} unsteady: a compile inside the timed steps, warm-up stopped at its "
+    "cap, a step far above the median or an impossible derived figure. The reasons are in the per-cell details.",
+    "NA: the cell cannot run on that backend (unsupported); OOM: out of memory; timeout: killed at the time limit; "
+    "error: the cell failed. [n] points to the note with the message. Empty: not run.",
+]
+
+
+def table_facts(table: TableAnalysis) -> list[str]:
+    """What stands behind this table's cells: processes and steps, the verdicts' tally, the machine's drift."""
     estimates = [e for l in table.ok_cells() if (e := table.estimate(l)) is not None]
     processes = Counter(e.processes for e in estimates)
     bases = Counter(e.basis for e in estimates)
     contested = [f for f in table.rows if f.outcome != UNCONTESTED]
-    lines = [
-        "Each cell: its **figure**, the geometric mean of its processes' median step times (one process: its median; "
-        "the first step and the warm-up steps are excluded), **± the wider side of its 95% interval** as a share of "
-        "the figure (a Student-t interval on the logarithms of the processes' medians, Kalibera & Jones; "
-        "docs/METHOD.md). Lower is better. "
-        f"Processes per cell: {count_text(processes) or 'none'}; timed steps per process: {steps_text(table)}.",
-        "Unit: ms/step unless the row names another (generate rows: ms per generate call, with generated tokens/s; "
-        "StableDiffusion predict: ms per denoising step).",
-        "**Bold**: the row's winner, the fastest Keras 3 backend where it is faster than every other ranked Keras 3 "
-        f"backend with 95% confidence. {TIE_SIGN} and \"tie\" in {BEST}: the fastest cannot be told apart from the "
-        f"backends named with it (no bold). \"inconclusive\": an interval of the row cannot decide (it covers one "
-        f"process's steps only, or a cell has none), so the lowest figure is named but no winner. {BEST}: the fastest "
-        "ranked figure and its backend; † = ranked among fewer than three Keras 3 backends (the others have no number "
-        "or are noisy; with one, nothing is ranked); \"lower "
-        f"but {NOISY_MARK}\": a Keras 3 cell with a lower figure was set aside as noisy.",
-        f"Marks: ˢ steps only, a cell of one process whose interval covers its steps only (the process-to-process "
-        f"spread, usually the larger part, is not known: it decides nothing); ᵐ machine spread, a cell of one process "
-        f"whose interval borrows the machine's process-to-process spread from its noise study (`make noise`); "
-        f"{NOISY_MARK}: measured while the machine was disturbed (the drift probe far from its quiet value, a step "
-        f"spread beyond the bound, or a jump between the first and second half of its steps), shown with its "
-        f"figures and not ranked; {UNSTEADY_MARK} unsteady: a compile inside the timed steps, warm-up stopped at its "
-        "cap, a step far above the median or an impossible derived figure. The reasons are in the per-cell details.",
-        "NA: the cell cannot run on that backend (unsupported); OOM: out of memory; timeout: killed at the time limit; "
-        "error: the cell failed. [n] points to the note with the message. Empty: not run.",
-    ]
+    lines = [f"Processes per cell: {count_text(processes) or 'none'}; timed steps per process: {steps_text(table)}."]
     if contested or bases:
         tally = [
             plural(len(table.rows_with(WINNER)), "winner"),
@@ -173,11 +177,11 @@ def legend(table: TableAnalysis) -> list[str]:
 
 
 def head_section(table: TableAnalysis, page: Page) -> list[str]:
-    """The main table, its legend, its notes and the published rows it lacks."""
+    """The main table, what stands behind it, its notes and the published rows it lacks (the legend is the page's)."""
     if not table.rows:  # a table of a study's workloads only: its own section shows them
         return []
     numbers = main_table(table)
-    lines = [numbers[0], "", *[f"- {text}" for text in legend(table)], *numbers[1:]]
+    lines = [numbers[0], "", *[f"- {text}" for text in table_facts(table)], *numbers[1:]]
     if table.missing:
         missing = ", ".join(f"{k.label()} (batch {k.batch_size})" for k in table.missing)
         lines += ["", f"Published rows not measured in this table: {missing}."]
@@ -259,5 +263,5 @@ def details_section(table: TableAnalysis, page: Page) -> list[str]:
         "File",
     ]
     body = [details_row(table, f, c) for f in table.rows for c in COLUMNS if c in f.cells]
-    return ["<details><summary>Per-cell measurements</summary>", "", github_table(body, headers), "", "</details>"]
+    return [github_table(body, headers)]
 

@@ -1,4 +1,4 @@
-"""The framework-overhead study's report (issue 30): <results>/OVERHEAD.md from its result files
+"""The framework-overhead study's report: <results>/OVERHEAD.md from its result files
 (<results>/overhead/, written by bench/overhead/run.py), and a Section of RESULTS.md (registered in
 bench/report/__init__.py SECTIONS) with its verdicts for the table's machine.
 
@@ -27,7 +27,7 @@ from bench.overhead.spec import (
 from bench.provenance import machine_label
 from bench.report import text
 from bench.report.text import write_text_atomic
-from bench.results import HISTORY, Result, load
+from bench.results import Result, load, result_files
 from bench.stats import Ratio, fmt_factor
 
 PAGE = "OVERHEAD.md"
@@ -67,9 +67,7 @@ def load_overhead(results_dir: Path) -> list[OverheadGroup]:
     """Every current overhead result, grouped by (size, machine label); an unreadable file raises, naming itself."""
     root = Path(results_dir) / STUDY_DIR
     groups: dict[tuple[str, str], OverheadGroup] = {}
-    for path in sorted(root.rglob("*.json")) if root.is_dir() else []:
-        if HISTORY in path.relative_to(root).parts or path.name.startswith("."):
-            continue
+    for path in result_files(root):
         result = load(path)
         key = (result.cell.profile.removeprefix("overhead-"), machine_label(result.provenance.get("machine", {})))
         groups.setdefault(key, OverheadGroup(*key, results_dir=Path(results_dir))).results.append(result)
@@ -228,7 +226,7 @@ def render_overhead(results_dir: Path) -> Path:
     """Write <results_dir>/OVERHEAD.md from the study's result files; returns its path."""
     groups = load_overhead(results_dir)
     lines = [
-        "# Framework-overhead study (issue 30)",
+        "# Framework-overhead study",
         "",
         "Rendered by `make overhead` (`python -m bench.overhead.run`) from the result files under "
         f"`{STUDY_DIR}/`: keras-team/keras issue #22561 and pull request #22660's workload (bench/overhead/spec.py) on "

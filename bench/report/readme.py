@@ -7,7 +7,7 @@ from pathlib import Path
 from bench.errors import BenchError
 from bench.report.analysis import TableAnalysis
 from bench.report.figures import CAPTIONS
-from bench.report.markdown import legend, main_table
+from bench.report.markdown import main_table, table_facts
 from bench.report.sections import Page
 from bench.report.text import write_text_atomic
 
@@ -28,11 +28,12 @@ def update_readme(readme: Path, results_md: Path, first: TableAnalysis, page: Pa
         README_START,
         "",
         f"**{group.title}**, {len(group.items)} cells (from [{rel(results_md)}]({rel(results_md)}), "
-        "which has the per-cell details, the provenance and the comparison with the published numbers):",
+        "which has the legend, the findings and links to the per-cell details and the provenance):",
         "",
         *main_table(first),
         "",
-        *[f"- {text}" for text in legend(first)],
+        *[f"- {text}" for text in table_facts(first)],
+        "- What ±, bold, ≈, †, ˢ, ᵐ, noisy and ⚠ mean: [Reading a result](#reading-a-result).",
         "",
     ]
     figure = page.figures.get("per-row")

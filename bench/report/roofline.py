@@ -1,4 +1,4 @@
-"""Every number against the machine's limit (issue 31; docs/ROOFLINE.md): the published table against the A100's
+"""Every number against the machine's limit (docs/ROOFLINE.md): the published table against the A100's
 datasheet peaks (a section of its own, needing no result), and per table each ok cell's achieved FLOP/s, its MFU and,
 for decode, its memory-bandwidth use, with a roofline figure.
 
@@ -172,8 +172,13 @@ def table_uses(table, results_dir) -> tuple[dict, list[dict]]:
     return out, [f for f in files.values() if f]
 
 
+EXCEEDS = "⚠ above the ceiling"
+
+
 def use_text(use) -> str:
     flops = scaled(use.flops_per_s, "FLOP/s")
+    if use.exceeds:  # a wrong ceiling or work count, not a share: the achieved rate alone, flagged
+        return f"{EXCEEDS} · {flops}"
     text = f"{pct(use.mfu)} · {flops}" if use.mfu is not None else flops
     if use.decode and use.bandwidth_use is not None:
         text += f" · BW {pct(use.bandwidth_use)}"
@@ -208,13 +213,14 @@ def machine_section(table, page) -> list[str]:
                 *(use_text(uses[(facts.key, c)]) if (facts.key, c) in uses else "" for c in columns),
             ]
         )
-    sources = sorted({u.ceiling.what for u in uses.values() if u.ceiling.flops})
+    sources = sorted(
+        {f"{u.ceiling.what} ({u.ceiling.flops / 1e9:.0f} GFLOP/s)" for u in uses.values() if u.ceiling.flops}
+    )
     if any("ceilings file" in u.ceiling.what for u in uses.values()):
         sources += [
-            f"the machine's ceilings file measured {f.get('created_at')} at a load average of "
-            f"{float((f.get('load_average') or [0])[0]):.1f} (`make ceilings`; the cells ran at other times, under "
-            "other loads, so a share above 100% is possible)"
-            for f in machine_files
+            f"the machine's ceilings file measured {f.get('created_at')} on this processor at a load average of "
+            f"{float((f.get('load_average') or [0])[0]):.1f} (`make ceilings`, best of {f.get('repeats') or 1})"
+            for f in {f.get("created_at"): f for f in machine_files}.values()
         ]
     sheets = sorted({u.ceiling.datasheet_mode for u in uses.values() if u.ceiling.datasheet_flops})
     if sheets:
@@ -222,7 +228,7 @@ def machine_section(table, page) -> list[str]:
     lines = [
         "Each ok cell's figure over its step's work (docs/ROOFLINE.md; model FLOPs and the least bytes, counted from "
         "the "
-        "shape it ran): **MFU** (its achieved FLOP/s over the ceiling of its framework's matmul in the step's dtype) · "
+        "shape it ran): **MFU** (its achieved FLOP/s over its host's matmul ceiling in the step's dtype) · "
         "achieved GFLOP/s; for generate, **BW**: the least bytes of a call over the whole call's time, against the "
         "triad's bandwidth (the generate split of prefill and decode is not used: a lower bound on decode's own use)"
         + (
@@ -230,12 +236,17 @@ def machine_section(table, page) -> list[str]:
             if any(u.datasheet_mfu for u in uses.values())
             else ""
         )
-        + ". A CPU's measured ceiling moves with the machine's load, which the drift probe records.",
+        + ". The ceiling is the cell's own host's: the best matmul in the step's dtype that any framework (or "
+        "NumPy) reached on that processor, measured quietly where a ceilings file for it exists. A cell faster than "
+        f"its ceiling is marked {EXCEEDS}: its ceiling or its work count is wrong, and no share is printed.",
         "",
         github_table(body, ["Model / task", "Batch", "work per step"] + [c.header for c in columns]),
         "",
         "Ceilings used: " + ("; ".join(sources) if sources else "none recorded, so achieved FLOP/s alone") + ".",
     ]
+    exceeding = sum(use.exceeds for use in uses.values())
+    if exceeding:
+        lines += ["", f"{exceeding} cell(s) {EXCEEDS}: a measurement error to find, not a result."]
     figure = draw_roofline(table, uses, page)
     if figure is not None:
         import os

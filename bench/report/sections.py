@@ -1,4 +1,5 @@
-"""How one table's part of RESULTS.md is assembled from its sections (see the package docstring)."""
+"""How one table's part of RESULTS.md, and its parts of the study pages beside it, are assembled from its sections
+(see the package docstring)."""
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -6,6 +7,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench.report.analysis import TableAnalysis
+
+MAIN = "RESULTS.md"
 
 
 @dataclass
@@ -21,21 +24,43 @@ class Page:
 @dataclass(frozen=True)
 class Section:
     """One renderer of a table's section. `title` None: no heading, the lines follow the previous section's
-    (the main table, the per-cell details); otherwise the section is numbered `### <table>.<n> <title>`.
+    (the main table); otherwise the section is numbered `### <table>.<n> <title>`. `page`: the file beside
+    RESULTS.md it goes to (one page per study, a part per table there; RESULTS.md links it). `per_machine`: its
+    lines are the same for every table of one machine, so they are written once, under RESULTS.md's studies.
     A renderer returning no lines leaves no trace, so a study's section is absent where it has nothing to say."""
 
     title: str | None
     render: Callable[[TableAnalysis, Page], list[str]]
+    page: str = MAIN
+    per_machine: bool = False
 
 
-def render_table(table: TableAnalysis, page: Page, sections: list[Section]) -> list[str]:
-    """The table's whole part of RESULTS.md: its heading, then each section with lines, in registry order."""
-    group = table.group
-    lines = [f"## {page.index}. {group.title}", ""]
+@dataclass
+class Rendered:
+    """One table's output: its part of RESULTS.md, its part of each study page, its per-machine sections."""
+
+    main: list[str]
+    pages: dict[str, list[str]] = field(default_factory=dict)  # study page -> this table's lines there
+    per_machine: list[tuple[str, str, list[str]]] = field(default_factory=list)  # (title, machine, lines)
+
+
+def render_table(table: TableAnalysis, page: Page, sections: list[Section]) -> Rendered:
+    """The table's parts, each section with lines in registry order."""
+    heading = f"## {page.index}. {table.group.title}"
+    lines = [heading, ""]
+    out = Rendered(lines)
     number = 0
     for section in sections:
         body = section.render(table, page)
         if not body:
+            continue
+        if section.per_machine:
+            out.per_machine.append((section.title or "", table.group.machine, body))
+            continue
+        if section.page != MAIN:
+            out.pages.setdefault(section.page, [heading, ""]).extend(
+                [f"### {section.title}", "", *body, ""] if section.title else [*body, ""]
+            )
             continue
         if len(lines) > 2:
             lines.append("")  # one blank line between sections
@@ -43,4 +68,20 @@ def render_table(table: TableAnalysis, page: Page, sections: list[Section]) -> l
             number += 1
             lines += [f"### {page.index}.{number} {section.title}", ""]
         lines += body
-    return lines + [""]
+    if out.pages:
+        links = " · ".join(f"[{STUDY_PAGES.get(name, name)}]({name})" for name in out.pages)
+        lines += ["", f"More on this table (its part {page.index} on each page): {links}."]
+    lines.append("")
+    return out
+
+
+# The study pages' link texts, in RESULTS.md's "More on this table" line.
+STUDY_PAGES = {
+    "PROVENANCE.md": "where the numbers come from",
+    "STACKS.md": "beside today's stack",
+    "ROOFLINE.md": "MFU and bandwidth use",
+    "GENERATE.md": "generate split",
+    "TUNING.md": "tuning study",
+    "COSTS.md": "what each cell cost",
+    "DETAILS.md": "per-cell measurements",
+}

@@ -1,4 +1,4 @@
-"""A stack's table set beside today's (the 2024 stack, issue 13): per cell, both figures and today's speed-up with
+"""A stack's table set beside today's (the 2024 stack): per cell, both figures and today's speed-up with
 its 95% interval and verdict.
 
 Only in another stack's table, and only where today's table of the same profile and machine exists: the same

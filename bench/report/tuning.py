@@ -1,4 +1,4 @@
-"""The tuning study's section (issue 15): the study's workloads per backend, each tuning variant as a ratio to its
+"""The tuning study's section: the study's workloads per backend, each tuning variant as a ratio to its
 backend's reference variant with its 95% interval and a verdict (faster, slower, same, inconclusive), and each published
 finding (bench/data/keras3_tuning_2024.csv) beside ours, holding, not holding or inconclusive by that interval.
 

@@ -14,27 +14,21 @@ from dataclasses import dataclass
 from bench.published import published_ms, published_rows
 from bench.registry import get_model
 from bench.roofline.hardware import A100_40GB, Datasheet
-from bench.roofline.work import Work, cell_work
+from bench.roofline.utilisation import Rate
+from bench.roofline.work import cell_work
 
 PAPER = "paper"
 
 
 @dataclass(frozen=True)
-class PublishedCell:
+class PublishedCell(Rate):
+    """A published cell: `ms` the published ms/step (ms per generate call; per denoising step for StableDiffusion
+    predict), `work` our count of its step at the paper shape."""
+
     model: str
     task: str
     batch_size: int
     backend: str
-    ms: float  # the published ms/step (ms per generate call; per denoising step for StableDiffusion predict)
-    work: Work
-
-    @property
-    def flops_per_s(self) -> float:
-        return self.work.flops / (self.ms / 1e3)
-
-    @property
-    def bytes_per_s(self) -> float:
-        return self.work.bytes / (self.ms / 1e3)
 
     def mfu(self, sheet: Datasheet, mode: str | None = None) -> float:
         """Achieved over the peak of `mode` (default: the step's dtype, float32 taken at its tensor-core rate, TF32)."""
@@ -62,7 +56,7 @@ def published_cells() -> list[PublishedCell]:
         for backend, ms in figures[(row.model, row.task, row.batch_size)].items():
             work = cell_work(row.model, "keras", row.task, row.batch_size, spec.shape(PAPER)) if ms else None
             if ms and work is not None:
-                out.append(PublishedCell(row.model, row.task, row.batch_size, backend, ms, work))
+                out.append(PublishedCell(work, ms, row.model, row.task, row.batch_size, backend))
     return out
 
 

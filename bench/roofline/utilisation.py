@@ -1,11 +1,14 @@
 """A result against its machine's limits: achieved FLOP/s and bytes/s, MFU, bandwidth use (docs/ROOFLINE.md).
 
 The work is the cell's count (bench/roofline/work.py); the time the result's headline figure (ms/step, ms per
-generate call, ms per denoising step: each the unit the count is per). The ceiling, by preference: the run's own
-probe of the cell's framework at the step's dtype (`provenance.ceilings`), the machine's ceilings file (`make
-ceilings`, measured apart from the run), and failing both the framework-free host probe (NumPy float32). On a GPU
-with a known datasheet the datasheet's fraction is given beside the measured one, at the mode the run recorded its
-float32 matmuls in (TF32 or full float32) or bfloat16.
+generate call, ms per denoising step: each the unit the count is per). The ceiling is the cell's own host's: the
+best matmul any framework (or NumPy) reached on it in the step's dtype, and the best triad, taken from the machine's
+ceilings file (`make ceilings`: measured quietly, best of repeats, used only for a result of the same processor),
+and failing that from the run's own probes (`provenance.ceilings`). One framework's probe is not the processor's
+limit (NumPy under OPENBLAS_CORETYPE reads half of JAX's on the same host), so the best of all is. A cell above its
+ceiling is a wrong ceiling or a wrong work count: `Use.exceeds` says so and the report prints no share for it. On a
+GPU with a known datasheet the datasheet's fraction is given beside the measured one, at the mode the run recorded
+its float32 matmuls in (TF32 or full float32) or bfloat16.
 """
 
 from __future__ import annotations
@@ -31,10 +34,11 @@ class Ceiling:
 
 
 @dataclass(frozen=True)
-class Use:
+class Rate:
+    """A step's work over its time: achieved FLOP/s and bytes/s (a measured cell's, a published cell's)."""
+
     work: Work
     ms: float
-    ceiling: Ceiling
 
     @property
     def flops_per_s(self) -> float:
@@ -43,6 +47,11 @@ class Use:
     @property
     def bytes_per_s(self) -> float:
         return self.work.bytes / (self.ms / 1e3)
+
+
+@dataclass(frozen=True)
+class Use(Rate):
+    ceiling: Ceiling
 
     @property
     def mfu(self) -> float | None:
@@ -63,6 +72,11 @@ class Use:
     @property
     def decode(self) -> bool:
         return self.work.forward_passes is not None
+
+    @property
+    def exceeds(self) -> bool:
+        """Above its measured ceiling: the ceiling or the work count is wrong, so no share of it means anything."""
+        return any(share is not None and share > 1 for share in (self.mfu, self.bandwidth_use))
 
 
 def result_work(result: Result) -> Work | None:
@@ -85,23 +99,38 @@ def probe_figures(entry: dict | None, dtype: str) -> tuple[float | None, float |
     return matmul, (entry.get("triad") or {}).get("median")
 
 
+FRAMEWORK_NAMES = {"host": "NumPy", "jax": "JAX", "tensorflow": "TensorFlow", "torch": "PyTorch"}
+
+
+def host_best(ceilings: dict | None, dtype: str) -> tuple[float | None, float | None, str]:
+    """(best matmul FLOP/s in `dtype` over every probe entry, best triad bytes/s, which probe gave the matmul)."""
+    best, who, triad = None, "", None
+    for name, entry in (ceilings or {}).items():
+        if name == "datasheet":
+            continue
+        flops, bandwidth = probe_figures(entry, dtype)
+        if flops and (best is None or flops > best):
+            best, who = flops, FRAMEWORK_NAMES.get(name, name)
+        if bandwidth and (triad is None or bandwidth > triad):
+            triad = bandwidth
+    return best, triad, who
+
+
 def ceiling(result: Result, dtype: str, machine_ceilings: dict | None = None) -> Ceiling:
-    framework = get_backend(result.cell.backend).framework
     flops = bandwidth = None
     what = ""
     for source, ceilings in (
-        ("this run", result.provenance.get("ceilings")),
         ("the machine's ceilings file", machine_ceilings),
+        ("this run's probes", result.provenance.get("ceilings")),
     ):
         if not isinstance(ceilings, dict):
             continue
-        flops, bandwidth = probe_figures(ceilings.get(framework), dtype)
+        for probed in dict.fromkeys((dtype, "float32")):  # no probe of the dtype (a CPU run's NumPy): float32's
+            flops, bandwidth, who = host_best(ceilings, probed)
+            if flops:
+                what = f"{who} {probed} matmul, the best of {source}"
+                break
         if flops:
-            what = f"{framework} {dtype} matmul and triad, {source}"
-            break
-        host_flops, host_bw = probe_figures(ceilings.get("host"), "float32")
-        if host_flops:
-            flops, bandwidth, what = host_flops, host_bw, f"NumPy float32 matmul and triad (framework-free), {source}"
             break
     recorded = result.provenance.get("ceilings")
     sheet = recorded.get("datasheet") if isinstance(recorded, dict) else None
