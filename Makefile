@@ -42,7 +42,7 @@ PROFILES = $(subst $(comma),|,$(word 3,$(REGISTRY)))
 # A name or number (BACKEND=, MODEL=, STEPS=, ...; a list: a,b) is letters, digits and , . _ - alone: anything else
 # (a space, a quote, ; or $) would reach a recipe's shell unquoted. Refused in one line before any recipe runs.
 NAME_VARIABLES := BACKEND MODEL TASK PROFILE VARIANT STEPS BATCH REPEATS JOBS STACK ENV GRID CELLS ROUNDS PAIRS \
-	SLOWDOWNS LOAD SIZE JOB WAIT PYTHON_VERSION
+	SLOWDOWNS LOAD SIZE JOB WAIT PYTHON_VERSION BUDGET
 NAME_CHARACTERS := a b c d e f g h i j k l m n o p q r s t u v w x y z A B C D E F G H I J K L M N O P Q R S T U V W \
 	X Y Z 0 1 2 3 4 5 6 7 8 9 . _ -
 without = $(if $(2),$(call without,$(subst $(firstword $(2)),,$(1)),$(wordlist 2,$(words $(2)),$(2))),$(1))
@@ -79,6 +79,7 @@ $(UV): containers/uv-requirements.txt
 help: ## List every target with one line each
 	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | sort -u | awk 'BEGIN{FS=":.*## "}{printf "  %-18s %s\n", $$1, $$2}'
 	@echo "Variables: BACKEND=<$(BACKENDS)> MODEL=<$(MODELS)> STACK=<today|2024> ENV=current TASK= PROFILE=<$(PROFILES)> VARIANT= STEPS= BATCH= REPEATS= RESUME=1 IGNORE_PLAN=1 JOBS= RESULTS=$(RESULTS)"
+	@echo "A machine's own Python (docs/OWN_ENVIRONMENT.md): make wheelhouse FOR=<python>; make gpu-check BUDGET=<minutes> [ENV=current RESUME=1]; make bench-all BUDGET=<minutes> [ENV=current RESUME=1]"
 	@echo "The 2024 stack (keras-benchmarks v0.0.5's pins): make envs STACK=2024; make bench BACKEND=jax MODEL=bert STACK=2024"
 	@echo "make grid: GRID=<cpu|full|lengths|sample|smoke> MODEL=<bert,distilbert,gpt2,distilgpt2,roberta,xlnet,xlm> BACKEND=<native-torch,tf-transformers,jax,tensorflow,torch or a column>"
 
@@ -156,10 +157,12 @@ bench-cpu-mid: doctor envs ## The published generate ratios at the largest size 
 	$(TOOLS_PY) -m bench run --profile cpu-mid --task generate --model mistral --backend torch,jax,native-torch \
 		--variant default,compiled --resume --results-dir "$(CPU_MID_RESULTS)"
 
-# The offline wheel bundle for a box that has its frameworks (docs/OWN_ENVIRONMENT.md): PYTHON_VERSION= (default 3.12).
+# The offline wheel bundle for a box that has its frameworks (docs/OWN_ENVIRONMENT.md): PYTHON_VERSION= (default 3.12),
+# or FOR=<that box's python>: only what that interpreter lacks, at its Python version, never replacing what it has.
 PYTHON_VERSION ?= 3.12
-wheelhouse: ## Download, hash-checked at the locked versions, the workloads' libraries (no frameworks) for PYTHON_VERSION= (3.12) -> wheelhouse/
-	$(PYTHON) -m bench.envs.wheelhouse --python-version $(PYTHON_VERSION)
+FOR ?=
+wheelhouse: ## Download, hash-checked at the locked versions, the workloads' libraries (no frameworks) for PYTHON_VERSION= (3.12), or only what FOR=<python> lacks -> wheelhouse/
+	$(PYTHON) -m bench.envs.wheelhouse $(if $(FOR),--for '$(FOR)',--python-version $(PYTHON_VERSION))
 
 # The checks only a GPU can answer, in 15 minutes (bench/gpucheck.py); refused in one line on a machine without one.
 gpu-check: ## On one GPU, <= 15 min: device sync vs CUDA events, CUDA graph replays, peak memory vs plan, short paper cells (ENV=current too)
