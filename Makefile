@@ -164,9 +164,19 @@ FOR ?=
 wheelhouse: ## Download, hash-checked at the locked versions, the workloads' libraries (no frameworks) for PYTHON_VERSION= (3.12), or only what FOR=<python> lacks -> wheelhouse/
 	$(PYTHON) -m bench.envs.wheelhouse $(if $(FOR),--for '$(FOR)',--python-version $(PYTHON_VERSION))
 
-# The checks only a GPU can answer, in 15 minutes (bench/gpucheck.py); refused in one line on a machine without one.
-gpu-check: ## On one GPU, <= 15 min: device sync vs CUDA events, CUDA graph replays, peak memory vs plan, short paper cells (ENV=current too)
-	$(if $(filter current,$(ENV)),$(PYTHON),$(TOOLS_PY)) -m bench gpu-check $(if $(filter current,$(ENV)),--env current) --results-dir "$(RESULTS)"
+# The checks only a GPU can answer (bench/gpucheck.py), most valuable first, within BUDGET= minutes (default 15); the
+# report is rewritten as each check ends and RESUME=1 goes on with a cut-off run. Refused in one line (exit 2,
+# nothing built or written) on a machine without a GPU: the refusal runs in $(PYTHON), before any env is built.
+BUDGET ?=
+GPU_CHECK_ARGS = --results-dir "$(RESULTS)" $(if $(BUDGET),--budget-minutes $(BUDGET)) $(call flag,RESUME,--resume)
+gpu-check: ## On one GPU, within BUDGET= minutes (15): device sync vs CUDA events, then short paper cells; RESUME=1 goes on (ENV=current too)
+	@$(PYTHON) -m bench gpu-check --preflight
+ifeq ($(ENV),current)
+	$(PYTHON) -m bench gpu-check --env current $(GPU_CHECK_ARGS)
+else
+	@$(MAKE) --no-print-directory env-tools
+	$(TOOLS_PY) -m bench gpu-check $(GPU_CHECK_ARGS)
+endif
 
 plan: env-tools ## Per cell: parameters, memory (weights, grads, optimizer, est. activations), fits A100/H100/RAM? PROFILE= (default paper) BATCH=
 	$(TOOLS_PY) -m bench plan --profile $(or $(PROFILE),paper) --results-dir "$(RESULTS)" $(if $(BATCH),--batch-size $(BATCH))

@@ -232,6 +232,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=DEFAULT_RESULTS,
         help="writes gpu-check/<machine>/ here; reads plan-paper.json from here",
     )
+    gpu.add_argument(
+        "--budget-minutes", type=float, default=15.0, help="end the work in progress and stop at this (default 15)"
+    )
+    gpu.add_argument("--resume", action="store_true", help="go on with a cut-off run's checks, into its report")
+    gpu.add_argument(
+        "--preflight", action="store_true", help="only the refusal without a GPU (stdlib: before any env is built)"
+    )
     cluster_cli.add_parsers(sub, csv_list, positive_int, non_negative_int, DEFAULT_RESULTS)  # submit, submit-status
     return parser
 
@@ -264,12 +271,18 @@ def interrupt(signum, frame):
     raise Terminated(signum)
 
 
+def stop_on_signals() -> None:
+    """SIGTERM (kill, timeout, a scheduler, docker stop) and SIGHUP (a closed terminal, a lost SSH session) stop a
+    command as Ctrl-C does: the running cell's process group is ended with it (it runs in a session of its own, so
+    no signal reaches it otherwise) and every finished result is kept."""
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, interrupt)
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from bench.provenance import machine_info
 
-    # SIGTERM (kill, timeout, a scheduler, docker stop) stops a run as Ctrl-C does: the running cell's process
-    # group is ended with it (it runs in a session of its own, so no signal reaches it otherwise).
-    signal.signal(signal.SIGTERM, interrupt)
+    stop_on_signals()
     from bench.profiles import get_profile
     from bench.registry import plan_cells
     from bench.runner import default_profile, run_cells
@@ -352,7 +365,7 @@ def cmd_grid(args: argparse.Namespace) -> int:
     from bench.grid.spec import MODELS as GRID_MODELS
     from bench.report.grid import render_grid
 
-    signal.signal(signal.SIGTERM, interrupt)
+    stop_on_signals()
     grid = get_grid(args.grid or DEFAULT_GRID)
     models, columns = select(args.model, GRID_MODELS, "grid model"), columns_for_envs(args.backend)
     if args.dry_run:
@@ -464,10 +477,12 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_gpu_check(args: argparse.Namespace) -> int:
-    from bench.gpucheck import run
+    from bench.gpucheck import preflight, run
 
-    signal.signal(signal.SIGTERM, interrupt)
-    return run(args.results_dir, env=args.env)
+    if args.preflight:
+        return preflight()
+    stop_on_signals()
+    return run(args.results_dir, env=args.env, budget_s=args.budget_minutes * 60, resume=args.resume)
 
 
 COMMANDS = {

@@ -475,12 +475,15 @@ def run_cells(
     resume: bool = False,
     echo: Callable[[str], None] | None = None,
     ignore_plan: bool = False,
+    deadline: float | None = None,
 ) -> list[Result]:
     """Run every cell (each `repeats` processes, interleaved across its row) and write one result file per cell.
 
     Progress goes to `echo` as plain lines when one is given, else to bench.progress.Progress: a live bar with an
     ETA on a terminal, the same plain lines otherwise. A cell that <results_dir>/plan-<profile>.json says cannot fit
-    the device (the GPU's memory, else RAM) is recorded as oom-predicted, not run, unless ignore_plan."""
+    the device (the GPU's memory, else RAM) is recorded as oom-predicted, not run, unless ignore_plan. With a
+    `deadline` (time.monotonic()), no cell starts after it and the one it cuts short is ended and not recorded: the
+    run returns what it finished (the caller names what was left; --resume runs it)."""
     progress = None if echo is not None else Progress()
     echo = echo or progress.message
     prepared = prepare(cells, results_dir, repeats, resume, ignore_plan)
@@ -527,7 +530,9 @@ def run_cells(
                         header = f"[{number[cell.key]}/{len(cells)}] {cell.backend} {cell.model} {cell.task} batch={cell.batch_size} {cell.variant}{of} ({cell.profile}; elapsed {hms(time.perf_counter() - started)})"
                         progress.cell_started(cell, header) if progress else echo(header)
                         check_free_space(results_dir, kept=len(done), of=len(cells))
-                        run = prepared.not_run(cell) or prepared.attempt(cell, repeat, results_dir, timeout_s, phase)
+                        run = prepared.not_run(cell) or attempt_within(
+                            prepared, cell, repeat, results_dir, timeout_s, phase, deadline
+                        )
                         runs[cell.key].append(run)  # kept even if Ctrl-C comes during the probe below
                         if not prepared.not_run(cell):  # a process ran: probe the drift
                             before, latest = latest, reference_ms()
@@ -536,11 +541,14 @@ def run_cells(
                         if run.status != "ok" or repeat == repeats - 1:
                             open_cells.remove(cell)
                             finish(cell, runs[cell.key])
-            except KeyboardInterrupt:  # a cell with some finished repeats is written with those
+            except (KeyboardInterrupt, BudgetSpent):  # a cell with some finished repeats is written with those
                 for cell in open_cells:
                     if runs[cell.key]:
                         finish(cell, runs[cell.key])
                 raise
+    except BudgetSpent:
+        echo(f"\nthe budget is spent after {len(done)} of {len(cells)} cells; every finished result is kept in {results_dir}")
+        return done
     except KeyboardInterrupt:
         echo(f"\ninterrupted after {len(done)} of {len(cells)} cells; every finished result is kept in {results_dir}")
         raise
@@ -557,6 +565,34 @@ def run_cells(
         + ", ".join(f"{n} {s}" for s, n in status_counts(done).items())
     )
     return done
+
+
+class BudgetSpent(Exception):
+    """The run's deadline came: before a cell could start, or while one ran (ended, and not recorded)."""
+
+
+def attempt_within(
+    prepared: Prepared,
+    cell: Cell,
+    repeat: int,
+    results_dir: Path,
+    timeout_s: float | None,
+    echo: Callable[[str], None],
+    deadline: float | None,
+) -> Run:
+    """One process of a cell, its timeout shortened to what is left before the deadline; a cell that the deadline
+    (not its own timeout) ends is the run's end, never a `timeout` result."""
+    if deadline is None:
+        return prepared.attempt(cell, repeat, results_dir, timeout_s, echo)
+    from bench.cluster.estimate import cell_timeout_s
+
+    left, limit = deadline - time.monotonic(), timeout_s or cell_timeout_s(cell)
+    if left <= 0:
+        raise BudgetSpent
+    run = prepared.attempt(cell, repeat, results_dir, min(limit, left), echo)
+    if run.status == "timeout" and left < limit:
+        raise BudgetSpent
+    return run
 
 
 def warn_over_timeout(

@@ -1,6 +1,7 @@
 """`make wheelhouse FOR=<python>`: a bundle of only what an interpreter lacks, never replacing what it has. The
 interpreter is a throwaway venv whose distributions are listed (importlib.metadata) with no code behind them; the
 download is replaced by tiny files, so no network is needed."""
+
 import json
 import subprocess
 import sys
@@ -52,8 +53,17 @@ def fake_download(pins, out, python_version):
     for pin in pins:
         path = out / f"{pin.name.replace('-', '_')}-{pin.version}-py3-none-any.whl"
         path.write_bytes(pin.name.encode() * 1000)
-        rows.append({"name": pin.name, "version": pin.version, "file": path.name, "sha256": wheelhouse.sha256(path),
-                     "bytes": path.stat().st_size, "hash_source": "lock", "locks": pin.envs})
+        rows.append(
+            {
+                "name": pin.name,
+                "version": pin.version,
+                "file": path.name,
+                "sha256": wheelhouse.sha256(path),
+                "bytes": path.stat().st_size,
+                "hash_source": "lock",
+                "locks": pin.envs,
+            }
+        )
     return rows
 
 
@@ -98,6 +108,9 @@ def test_the_bundle_replaces_nothing_and_says_what_it_kept(machine, tmp_path, mo
 def test_make_wheelhouse_passes_the_interpreter(tmp_path):
     out = subprocess.run(
         ["make", "--no-print-directory", "-n", "wheelhouse", f"FOR={tmp_path}/py thon"],
-        cwd=REPO, capture_output=True, text=True, timeout=60,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert out.returncode == 0 and f"--for '{tmp_path}/py thon'" in out.stdout, out.stdout + out.stderr
