@@ -104,8 +104,16 @@ else
 	$(TOOLS_PY) -m bench run --backend $(BACKEND) --model $(MODEL) $(RUN_ARGS)
 endif
 
-bench-all: doctor envs ## Run the whole matrix (every backend x model x task of the published table) on STACK; MODEL= BACKEND= TASK= narrow it (lists)
-	$(TOOLS_PY) -m bench run $(if $(BACKEND),--backend $(BACKEND)) $(if $(MODEL),--model $(MODEL)) $(RUN_ARGS)
+# BUDGET=<minutes>: one cell per model x backend first (the published table's questions), then the rest, cut
+# cleanly at the budget; what is left is named, and RESUME=1 runs it (bench/budget.py). ENV=current: this Python.
+BENCH_ALL_ARGS = $(if $(BACKEND),--backend $(BACKEND)) $(if $(MODEL),--model $(MODEL)) $(RUN_ARGS) \
+	$(if $(BUDGET),--budget-minutes $(BUDGET))
+bench-all: $(if $(filter current,$(ENV)),,doctor envs) ## Run the whole matrix (every backend x model x task of the published table) on STACK; MODEL= BACKEND= TASK= narrow it (lists); BUDGET=<minutes> ENV=current
+ifeq ($(ENV),current)
+	$(PYTHON) -m bench run --env current $(BENCH_ALL_ARGS)
+else
+	$(TOOLS_PY) -m bench run $(BENCH_ALL_ARGS)
+endif
 
 # The inference grid study (bench/grid/): GRID=cpu (default) | full (the published grid, 30 repeats) | lengths | sample | smoke.
 GRID ?=
