@@ -272,7 +272,13 @@ class Terminated(KeyboardInterrupt):
         self.signum = signum
 
 
+STOPPING: list[int] = []  # the signal that is ending this command, once one has
+
+
 def interrupt(signum, frame):
+    if STOPPING:  # already ending: a second signal must not cut the clean-up short (the cell's process group)
+        return
+    STOPPING.append(signum)
     raise Terminated(signum)
 
 
@@ -280,8 +286,12 @@ def stop_on_signals() -> None:
     """SIGTERM (kill, timeout, a scheduler, docker stop) and SIGHUP (a closed terminal, a lost SSH session) stop a
     command as Ctrl-C does: the running cell's process group is ended with it (it runs in a session of its own, so
     no signal reaches it otherwise) and every finished result is kept."""
-    for signum in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(signum, interrupt)
+    from bench.lifetime import follow_make
+
+    for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+        if signal.getsignal(signum) is not signal.SIG_IGN:  # nohup's, or a background job's SIGINT, stay ignored
+            signal.signal(signum, interrupt)
+    follow_make(stopping=lambda: bool(STOPPING))  # a signal make does not pass on (INT, HUP to make alone) too
 
 
 def cmd_run(args: argparse.Namespace) -> int:
