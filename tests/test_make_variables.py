@@ -55,7 +55,7 @@ NOT_RUN = {
     "LOCK_ENVS": "make lock (PyPI)",
     "PYTHON_VERSION": "make wheelhouse (PyPI)",
     "FOR": "make wheelhouse (PyPI; tests/test_wheelhouse_for.py)",
-    "BUDGET": "make bench-all and make gpu-check (minutes of cells; tests/test_budget.py, tests/test_gpucheck_budget.py)",
+    "BUDGET": "make bench-all, make gpu-check (minutes of cells: tests/test_budget.py, test_gpucheck_budget.py)",
 }
 KINDS = ["empty", "garbage", "duplicate", "spaced-non-ascii-path", "a-file"]
 

@@ -32,6 +32,8 @@ from bench.report.costs import costs_section
 from bench.report.figures import FIGURES, clear_old_figures, figures_section
 from bench.report.findings import findings_section
 from bench.report.generate import generate_section
+from bench.report.gpu_beside_a100 import TITLE as GPU_BESIDE_A100_TITLE
+from bench.report.gpu_beside_a100 import gpu_beside_a100_section
 from bench.report.grid import grid_section
 from bench.report.markdown import details_section, head_section
 from bench.report.noise import TITLE as NOISE_TITLE
@@ -55,6 +57,7 @@ SECTIONS: list[Section] = [
     Section("Beside today's stack", stacks_section),
     Section("Figures", figures_section),
     Section(MACHINE_TITLE, machine_section),
+    Section(GPU_BESIDE_A100_TITLE, gpu_beside_a100_section),
     Section(NOISE_TITLE, noise_section),
     Section("Generate split: time to first token and time per output token (issue 30)", generate_section),
     Section("Inference grid study: then and now", grid_section),
