@@ -4,6 +4,7 @@ runs only that. Fake envs (tests/fakes.py): a torch cell that sleeps stands for 
 import os
 import time
 
+import pytest
 from fakes import bench_env, make_fake_envs, run_bench
 
 from bench.budget import budget_order
@@ -21,6 +22,8 @@ def test_the_first_pass_is_one_cell_per_model_and_backend_then_the_rest():
     assert sorted(c.key for c in ordered) == sorted(c.key for c in cells)  # every cell, once
 
 
+@pytest.mark.slow
+@pytest.mark.duration_s(35)
 def test_the_budget_stops_the_run_cleanly_and_resume_runs_only_what_was_left(tmp_path):
     venvs = make_fake_envs(tmp_path / "venvs", ["jax", "torch"])
     order, pids = tmp_path / "order.txt", tmp_path / "pid"

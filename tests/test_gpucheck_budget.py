@@ -62,6 +62,8 @@ def make_gpu_check(python, results, tmp_path, *extra, timeout_s=None, **variable
     return subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
 
 
+@pytest.mark.slow
+@pytest.mark.duration_s(40)
 def test_a_cut_off_gpu_check_leaves_its_report_and_resume_completes_it(machine_python, tmp_path):
     results = tmp_path / "r"
     cut = make_gpu_check(machine_python, results, tmp_path, "BUDGET=9", timeout_s=25, FAKE_JAX_IMPORT_S="600")
@@ -83,6 +85,8 @@ def test_a_cut_off_gpu_check_leaves_its_report_and_resume_completes_it(machine_p
     assert "PARTIAL" not in (folder / "GPU-CHECK.md").read_text()
 
 
+@pytest.mark.slow
+@pytest.mark.duration_s(45)
 def test_the_budget_ends_the_check_in_progress_and_names_what_was_left(machine_python, tmp_path):
     results = tmp_path / "r"
     out = make_gpu_check(machine_python, results, tmp_path, "BUDGET=0.6", FAKE_JAX_IMPORT_S="600")
