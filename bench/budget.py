@@ -7,8 +7,10 @@ cell samples to its profile's precision target (bench/timing.py: the fewest step
 each cell's time is the suite's own: the published per-step figures (bench/cluster/estimate.py, paper cells), else
 this machine's earlier result of the cell (its processes' wall time), else unknown.
 """
+
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from bench.errors import BenchError
@@ -83,3 +85,37 @@ def describe_plan(cells: list[Cell], first: int, seconds: dict[str, float], budg
 
 def left_over(cells: list[Cell], done_keys: set[str]) -> list[Cell]:
     return [c for c in cells if c.key not in done_keys]
+
+
+def under_budget(
+    cells: list[Cell], results_dir: Path, minutes: float, repeats: int, resume: bool, jobs: int
+) -> tuple[list[Cell], int, float]:
+    """The cells in budget order with their ETA said, the first pass's length, and the run's deadline."""
+    from bench.provenance import machine_info
+    from bench.runner import already_measured
+
+    if minutes <= 0:
+        raise BenchError(f"--budget-minutes must be positive, got {minutes:g}")
+    if jobs > 1:
+        raise BenchError("--budget-minutes runs one cell at a time: leave out --jobs")
+    deadline = time.monotonic() + minutes * 60
+    machine = machine_info()
+    cells, first = budget_order(cells)
+    todo = [c for c in cells if not already_measured(c, results_dir, machine, repeats)] if resume else cells
+    todo_first = sum(1 for c in cells[:first] if c in todo)
+    seconds = estimates(todo, results_dir, machine, repeats)
+    print(describe_plan(todo, todo_first, seconds, minutes * 60), flush=True)
+    return cells, first, deadline
+
+
+def say_what_is_left(cells: list[Cell], results: list, results_dir: Path, repeats: int) -> None:
+    """Every cell without a result after the run, by key: what --resume will run."""
+    from bench.provenance import machine_info
+    from bench.runner import already_measured
+
+    done, machine = {r.cell.key for r in results}, machine_info()
+    left = [c for c in cells if c.key not in done and not already_measured(c, results_dir, machine, repeats)]
+    if left:
+        print(f"left by the budget ({len(left)} cells; RESUME=1 runs them): {', '.join(c.key for c in left)}")
+    else:
+        print("every cell of the matrix has a result: nothing left")

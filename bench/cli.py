@@ -339,7 +339,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise BenchError("no cells match the given backend/model/task/variant")
     deadline, passes = None, [cells]
     if args.budget_minutes is not None:  # the first pass runs alone: the runner's row grouping stays within a pass
-        cells, first, deadline = under_budget(cells, args, results_dir)
+        from bench.budget import under_budget
+
+        cells, first, deadline = under_budget(
+            cells, results_dir, args.budget_minutes, args.repeats, args.resume, args.jobs
+        )
         passes = [cells[:first], cells[first:]]
     if args.dry_run:
         if args.resume:  # the cells a resumed run would run, not those it skips
@@ -382,42 +386,10 @@ def cmd_run(args: argparse.Namespace) -> int:
                     deadline=deadline,
                 )
     if deadline is not None:
-        say_what_is_left(cells, results, args, results_dir)
+        from bench.budget import say_what_is_left
+
+        say_what_is_left(cells, results, results_dir, args.repeats)
     return 0 if all(r.status in ("ok", "unsupported") for r in results) else 1
-
-
-def under_budget(cells: list, args: argparse.Namespace, results_dir) -> tuple[list, int, float]:
-    """The cells in budget order (bench/budget.py) with their ETA said, the first pass's length, the deadline."""
-    import time
-
-    from bench.budget import budget_order, describe_plan, estimates
-    from bench.provenance import machine_info
-    from bench.runner import already_measured
-
-    if args.budget_minutes <= 0:
-        raise BenchError(f"--budget-minutes must be positive, got {args.budget_minutes:g}")
-    if args.jobs > 1:
-        raise BenchError("--budget-minutes runs one cell at a time: leave out --jobs")
-    deadline = time.monotonic() + args.budget_minutes * 60
-    machine = machine_info()
-    cells, first = budget_order(cells)
-    todo = [c for c in cells if not already_measured(c, results_dir, machine, args.repeats)] if args.resume else cells
-    todo_first = sum(1 for c in cells[:first] if c in todo)
-    seconds = estimates(todo, results_dir, machine, args.repeats)
-    print(describe_plan(todo, todo_first, seconds, args.budget_minutes * 60), flush=True)
-    return cells, first, deadline
-
-
-def say_what_is_left(cells: list, results: list, args: argparse.Namespace, results_dir) -> None:
-    from bench.provenance import machine_info
-    from bench.runner import already_measured
-
-    done, machine = {r.cell.key for r in results}, machine_info()
-    left = [c for c in cells if c.key not in done and not already_measured(c, results_dir, machine, args.repeats)]
-    if left:
-        print(f"left by the budget ({len(left)} cells; RESUME=1 runs them): {', '.join(c.key for c in left)}")
-    else:
-        print("every cell of the matrix has a result: nothing left")
 
 
 def cmd_grid(args: argparse.Namespace) -> int:

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from bench.atomic import claim_new_file
 from bench.backends import UNLOCKED_STACK, cell_environment, make_env_command
+from bench.deadline import BudgetSpent, attempt_within
 from bench.drift import reference_ms
 from bench.errors import BenchError
 from bench.failures import PeakMemory, crash_status, oom_kill_count
@@ -565,34 +566,6 @@ def run_cells(
         + ", ".join(f"{n} {s}" for s, n in status_counts(done).items())
     )
     return done
-
-
-class BudgetSpent(Exception):
-    """The run's deadline came: before a cell could start, or while one ran (ended, and not recorded)."""
-
-
-def attempt_within(
-    prepared: Prepared,
-    cell: Cell,
-    repeat: int,
-    results_dir: Path,
-    timeout_s: float | None,
-    echo: Callable[[str], None],
-    deadline: float | None,
-) -> Run:
-    """One process of a cell, its timeout shortened to what is left before the deadline; a cell that the deadline
-    (not its own timeout) ends is the run's end, never a `timeout` result."""
-    if deadline is None:
-        return prepared.attempt(cell, repeat, results_dir, timeout_s, echo)
-    from bench.cluster.estimate import cell_timeout_s
-
-    left, limit = deadline - time.monotonic(), timeout_s or cell_timeout_s(cell)
-    if left <= 0:
-        raise BudgetSpent
-    run = prepared.attempt(cell, repeat, results_dir, min(limit, left), echo)
-    if run.status == "timeout" and left < limit:
-        raise BudgetSpent
-    return run
 
 
 def warn_over_timeout(
