@@ -109,13 +109,19 @@ def under_budget(
 
 
 def say_what_is_left(cells: list[Cell], results: list, results_dir: Path, repeats: int) -> None:
-    """Every cell without a result after the run, by key: what --resume will run."""
+    """Every cell that --resume would run after this one, by key: no result yet, or one with fewer processes than
+    asked (a row the budget cut between its repeats keeps what it finished), or not ok."""
     from bench.provenance import machine_info
     from bench.runner import already_measured
 
-    done, machine = {r.cell.key for r in results}, machine_info()
-    left = [c for c in cells if c.key not in done and not already_measured(c, results_dir, machine, repeats)]
-    if left:
-        print(f"left by the budget ({len(left)} cells; RESUME=1 runs them): {', '.join(c.key for c in left)}")
-    else:
+    machine, written = machine_info(), {r.cell.key for r in results}
+    left = [c for c in cells if not already_measured(c, results_dir, machine, repeats)]
+    if not left:
         print("every cell of the matrix has a result: nothing left")
+        return
+    partly = sum(1 for c in left if c.key in written)
+    print(
+        f"left by the budget ({len(left)} cells"
+        + (f", {partly} of them with fewer processes than asked or not ok" if partly else "")
+        + f"; RESUME=1 runs them): {', '.join(c.key for c in left)}"
+    )
