@@ -76,7 +76,7 @@ class Report:
             else "the locked envs"
         )
         state = (
-            "complete"
+            "Complete"
             if self.complete
             else "PARTIAL: cut off before every check ran; `make gpu-check RESUME=1` goes on into this report"
         )
