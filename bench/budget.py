@@ -3,6 +3,8 @@ fits, the most informative cells first, cut cleanly at the budget and resumed wi
 
 The order: first one cell for each model x backend, at its first published row (the cells that answer the
 published table's questions: how each framework does on each model), then the rest in the table's row order. Each
+cell runs its processes one after another and is written before the next starts (not interleaved across its row,
+as a run without a budget does): a cut leaves whole cells, and a resumed run never repeats one. Each
 cell samples to its profile's precision target (bench/timing.py: the fewest steps that reach it). The estimate of
 each cell's time is the suite's own: the published per-step figures (bench/cluster/estimate.py, paper cells), else
 this machine's earlier result of the cell (its processes' wall time), else unknown.
@@ -89,8 +91,8 @@ def left_over(cells: list[Cell], done_keys: set[str]) -> list[Cell]:
 
 def under_budget(
     cells: list[Cell], results_dir: Path, minutes: float, repeats: int, resume: bool, jobs: int
-) -> tuple[list[Cell], int, float]:
-    """The cells in budget order with their ETA said, the first pass's length, and the run's deadline."""
+) -> tuple[list[Cell], float]:
+    """The cells in budget order with their ETA said, and the run's deadline."""
     from bench.provenance import machine_info
     from bench.runner import already_measured
 
@@ -105,7 +107,7 @@ def under_budget(
     todo_first = sum(1 for c in cells[:first] if c in todo)
     seconds = estimates(todo, results_dir, machine, repeats)
     print(describe_plan(todo, todo_first, seconds, minutes * 60), flush=True)
-    return cells, first, deadline
+    return cells, deadline
 
 
 def say_what_is_left(cells: list[Cell], results: list, results_dir: Path, repeats: int) -> None:

@@ -337,14 +337,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     )
     if not cells:
         raise BenchError("no cells match the given backend/model/task/variant")
-    deadline, passes = None, [cells]
-    if args.budget_minutes is not None:  # the first pass runs alone: the runner's row grouping stays within a pass
+    deadline = None
+    if args.budget_minutes is not None:
         from bench.budget import under_budget
 
-        cells, first, deadline = under_budget(
-            cells, results_dir, args.budget_minutes, args.repeats, args.resume, args.jobs
-        )
-        passes = [cells[:first], cells[first:]]
+        cells, deadline = under_budget(cells, results_dir, args.budget_minutes, args.repeats, args.resume, args.jobs)
     if args.dry_run:
         if args.resume:  # the cells a resumed run would run, not those it skips
             from bench.provenance import machine_info as machine
@@ -370,21 +367,17 @@ def cmd_run(args: argparse.Namespace) -> int:
             ignore_plan=args.ignore_plan,
         )
     else:
-        import time
-
-        results = []
-        for part in passes:
-            if part and (deadline is None or time.monotonic() < deadline):
-                results += run_cells(
-                    part,
-                    results_dir,
-                    repeats=args.repeats,
-                    timeout_s=args.timeout,
-                    profile_choice=choice,
-                    resume=args.resume,
-                    ignore_plan=args.ignore_plan,
-                    deadline=deadline,
-                )
+        results = run_cells(
+            cells,
+            results_dir,
+            repeats=args.repeats,
+            timeout_s=args.timeout,
+            profile_choice=choice,
+            resume=args.resume,
+            ignore_plan=args.ignore_plan,
+            deadline=deadline,
+            interleave=deadline is None,  # under a budget, whole cells in the budget's order
+        )
     if deadline is not None:
         from bench.budget import say_what_is_left
 

@@ -477,6 +477,7 @@ def run_cells(
     echo: Callable[[str], None] | None = None,
     ignore_plan: bool = False,
     deadline: float | None = None,
+    interleave: bool = True,
 ) -> list[Result]:
     """Run every cell (each `repeats` processes, interleaved across its row) and write one result file per cell.
 
@@ -484,7 +485,9 @@ def run_cells(
     ETA on a terminal, the same plain lines otherwise. A cell that <results_dir>/plan-<profile>.json says cannot fit
     the device (the GPU's memory, else RAM) is recorded as oom-predicted, not run, unless ignore_plan. With a
     `deadline` (time.monotonic()), no cell starts after it and the one it cuts short is ended and not recorded: the
-    run returns what it finished (the caller names what was left; --resume runs it)."""
+    run returns what it finished (the caller names what was left; --resume runs it). interleave=False runs the cells
+    in the order given, each one's processes one after another (a budget's order: a cell is written before the next
+    starts, so what a cut leaves is whole cells, never a row's worth of partial ones)."""
     progress = None if echo is not None else Progress()
     echo = echo or progress.message
     prepared = prepare(cells, results_dir, repeats, resume, ignore_plan)
@@ -492,7 +495,7 @@ def run_cells(
         echo(f"skipped (resume): {prepared.skipped} cells already measured")
     cells = prepared.cells
     warn_over_timeout(cells, results_dir, prepared.machine, timeout_s, echo)
-    rows = row_order(cells)
+    rows = row_order(cells) if interleave else [[cell] for cell in cells]
     number = {cell.key: i for i, cell in enumerate((c for row in rows for c in row), 1)}
     reference = {"start_ms": reference_ms()}
     latest = reference["start_ms"]
