@@ -13,6 +13,7 @@ results (results/gpu-check/<machine>/GPU-CHECK.md and gpu-check.json). In the lo
 Without a GPU it says so in one line and exits non-zero, running nothing. Everything but the GPU work itself (the
 selection of checks, the verdicts, the report) is plain functions of plain data, tested on a CPU with fakes.
 """
+
 from __future__ import annotations
 
 import json
@@ -52,6 +53,7 @@ def refusal(machine: dict) -> str | None:
 
 
 # --------------------------------------------------------------------------- what runs where
+
 
 def frameworks_present(env: str) -> dict[str, str]:
     """framework -> the interpreter that has it: each built locked env (env == "locked"), or this interpreter for
@@ -280,9 +282,7 @@ def checks(frameworks: dict[str, str], env: str) -> list[tuple[str, str, object]
     return probes + [(cell.key, "cell", cell) for cell in short_cells(frameworks, env)]
 
 
-def run(
-    results_dir: Path, env: str = "locked", budget_s: float = BUDGET_S, echo=print, resume: bool = False
-) -> int:
+def run(results_dir: Path, env: str = "locked", budget_s: float = BUDGET_S, echo=print, resume: bool = False) -> int:
     """Each check's result, and the report, written as soon as it ends; nothing starts past the budget and the check
     the budget cuts short is ended and left for `resume`, which goes on into the same report."""
     machine = machine_info()
@@ -345,14 +345,19 @@ def run(
                 report.sync.append(verdict)
             else:
                 results = run_cells(
-                    [what], folder / "cells", profile_choice="gpu-check (short paper-shape cell)", echo=echo,
+                    [what],
+                    folder / "cells",
+                    profile_choice="gpu-check (short paper-shape cell)",
+                    echo=echo,
                     deadline=deadline,
                 )
                 if not results:
                     session["ended"] = "budget"
                     break
                 # the plan names today's keys
-                report.cells.append(judge_cell(results[0], plan.get(name.removesuffix(f"__stack-{UNLOCKED_STACK.name}"))))
+                report.cells.append(
+                    judge_cell(results[0], plan.get(name.removesuffix(f"__stack-{UNLOCKED_STACK.name}")))
+                )
             save()
         else:
             session["ended"] = "finished"

@@ -8,6 +8,7 @@ A thread watches the make that started this process (its nearest ancestor that i
 signals leaves make's caught set, it sends this process the same signal, which ends the run as Ctrl-C does (its cell
 with it); when make is gone (kill -9), SIGTERM. Linux only: elsewhere nothing is watched.
 """
+
 from __future__ import annotations
 
 import os

@@ -1,6 +1,7 @@
 """`make bench-all BUDGET=<minutes>` (bench/budget.py, `bench run --budget-minutes`): one cell per model x backend
 first, then the rest; the cell the budget cuts short is ended and not recorded, what is left is named, and --resume
 runs only that. Fake envs (tests/fakes.py): a torch cell that sleeps stands for one longer than the budget."""
+
 import os
 import time
 

@@ -3,6 +3,7 @@ suite knows (bench/roofline/hardware.py), its figure and MFU against that GPU's 
 A100 40GB cell's figure and MFU against the A100's (bench/roofline/published.py) beside it. The MFU of both sides
 counts the same work per step (docs/ROOFLINE.md), so the two fractions compare how much of each card the step used,
 where the figures alone compare two cards. A table of another machine (a CPU) has no such section."""
+
 from __future__ import annotations
 
 from bench.report.text import github_table
