@@ -53,6 +53,17 @@ def test_a_gpu_table_shows_each_cells_mfu_beside_the_published_a100_cells(tmp_pa
     assert f"{published.ms:.4g}" in row
 
 
+def test_an_a100_table_has_no_such_section_the_published_comparison_is_its_own(tmp_path):
+    result = gpu_result(tmp_path)
+    a100 = {**H100, "name": "NVIDIA A100-SXM4-40GB"}
+    moved = result_path(tmp_path / "r2", result.cell, {**result.provenance["machine"], "gpus": [a100]})
+    result.provenance["machine"]["gpus"] = [a100]
+    moved.parent.mkdir(parents=True)
+    moved.write_text(json.dumps(result.to_dict(), indent=2))
+    render(tmp_path / "r2", tmp_path / "RESULTS.md")
+    assert TITLE not in (tmp_path / "RESULTS.md").read_text()
+
+
 def test_a_cpu_table_has_no_such_section(tmp_path):
     source = sorted(committed_results().glob("smoke/*/jax__bert__predict__bs2__default.json"))[0]
     (tmp_path / "results" / "smoke" / "m").mkdir(parents=True)

@@ -2,12 +2,13 @@
 suite knows (bench/roofline/hardware.py), its figure and MFU against that GPU's datasheet peak, and the published
 A100 40GB cell's figure and MFU against the A100's (bench/roofline/published.py) beside it. The MFU of both sides
 counts the same work per step (docs/ROOFLINE.md), so the two fractions compare how much of each card the step used,
-where the figures alone compare two cards. A table of another machine (a CPU) has no such section."""
+where the figures alone compare two cards. A table of a CPU has no such section, nor one of an A100 40GB: its
+table's comparison with the published numbers sets it beside the published cells already."""
 
 from __future__ import annotations
 
 from bench.report.text import github_table
-from bench.roofline.hardware import A100_40GB
+from bench.roofline.hardware import A100_40GB, datasheet_for
 
 TITLE = "This GPU beside the published A100: MFU against each card's datasheet"
 
@@ -30,7 +31,9 @@ def gpu_beside_a100_section(table, page) -> list[str]:
                 continue
             result, cell = item.result, item.result.cell
             gpus = (result.provenance.get("machine") or {}).get("gpus") or []
-            use = use_of(result) if gpus else None
+            if not gpus or datasheet_for(gpus[0].get("name")) == A100_40GB:
+                continue
+            use = use_of(result)
             if use is None or use.datasheet_mfu is None:
                 continue
             cards.add(gpus[0].get("name", "GPU"))
