@@ -39,6 +39,7 @@ def test_the_registry_lists_every_built_in_renderer_once():
         "Beside today's stack",
         "Figures",
         "Against the machine's limits: MFU and bandwidth use",
+        "This GPU beside the published A100: MFU against each card's datasheet",
         "How small a difference this machine can show",
         "Generate split: time to first token and time per output token (issue 30)",
         "Inference grid study: then and now",
