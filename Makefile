@@ -42,7 +42,7 @@ PROFILES = $(subst $(comma),|,$(word 3,$(REGISTRY)))
 # A name or number (BACKEND=, MODEL=, STEPS=, ...; a list: a,b) is letters, digits and , . _ - alone: anything else
 # (a space, a quote, ; or $) would reach a recipe's shell unquoted. Refused in one line before any recipe runs.
 NAME_VARIABLES := BACKEND MODEL TASK PROFILE VARIANT STEPS BATCH REPEATS JOBS STACK ENV GRID CELLS ROUNDS PAIRS \
-	SLOWDOWNS LOAD SIZE JOB WAIT PYTHON_VERSION
+	SLOWDOWNS LOAD SIZE JOB WAIT PYTHON_VERSION BUDGET
 NAME_CHARACTERS := a b c d e f g h i j k l m n o p q r s t u v w x y z A B C D E F G H I J K L M N O P Q R S T U V W \
 	X Y Z 0 1 2 3 4 5 6 7 8 9 . _ -
 without = $(if $(2),$(call without,$(subst $(firstword $(2)),,$(1)),$(wordlist 2,$(words $(2)),$(2))),$(1))
@@ -79,6 +79,7 @@ $(UV): containers/uv-requirements.txt
 help: ## List every target with one line each
 	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | sort -u | awk 'BEGIN{FS=":.*## "}{printf "  %-18s %s\n", $$1, $$2}'
 	@echo "Variables: BACKEND=<$(BACKENDS)> MODEL=<$(MODELS)> STACK=<today|2024> ENV=current TASK= PROFILE=<$(PROFILES)> VARIANT= STEPS= BATCH= REPEATS= RESUME=1 IGNORE_PLAN=1 JOBS= RESULTS=$(RESULTS)"
+	@echo "A machine's own Python (docs/OWN_ENVIRONMENT.md): make wheelhouse FOR=<python>; make gpu-check BUDGET=<minutes> [ENV=current RESUME=1]; make bench-all BUDGET=<minutes> [ENV=current RESUME=1]"
 	@echo "The 2024 stack (keras-benchmarks v0.0.5's pins): make envs STACK=2024; make bench BACKEND=jax MODEL=bert STACK=2024"
 	@echo "make grid: GRID=<cpu|full|lengths|sample|smoke> MODEL=<bert,distilbert,gpt2,distilgpt2,roberta,xlnet,xlm> BACKEND=<native-torch,tf-transformers,jax,tensorflow,torch or a column>"
 
@@ -103,8 +104,16 @@ else
 	$(TOOLS_PY) -m bench run --backend $(BACKEND) --model $(MODEL) $(RUN_ARGS)
 endif
 
-bench-all: doctor envs ## Run the whole matrix (every backend x model x task of the published table) on STACK; MODEL= BACKEND= TASK= narrow it (lists)
-	$(TOOLS_PY) -m bench run $(if $(BACKEND),--backend $(BACKEND)) $(if $(MODEL),--model $(MODEL)) $(RUN_ARGS)
+# BUDGET=<minutes>: one cell per model x backend first (the published table's questions), then the rest, cut
+# cleanly at the budget; what is left is named, and RESUME=1 runs it (bench/budget.py). ENV=current: this Python.
+BENCH_ALL_ARGS = $(if $(BACKEND),--backend $(BACKEND)) $(if $(MODEL),--model $(MODEL)) $(RUN_ARGS) \
+	$(if $(BUDGET),--budget-minutes $(BUDGET))
+bench-all: $(if $(filter current,$(ENV)),,doctor envs) ## Run the whole matrix (every backend x model x task of the published table) on STACK; MODEL= BACKEND= TASK= narrow it (lists); BUDGET=<minutes> ENV=current
+ifeq ($(ENV),current)
+	$(PYTHON) -m bench run --env current $(BENCH_ALL_ARGS)
+else
+	$(TOOLS_PY) -m bench run $(BENCH_ALL_ARGS)
+endif
 
 # The inference grid study (bench/grid/): GRID=cpu (default) | full (the published grid, 30 repeats) | lengths | sample | smoke.
 GRID ?=
@@ -156,14 +165,26 @@ bench-cpu-mid: doctor envs ## The published generate ratios at the largest size 
 	$(TOOLS_PY) -m bench run --profile cpu-mid --task generate --model mistral --backend torch,jax,native-torch \
 		--variant default,compiled --resume --results-dir "$(CPU_MID_RESULTS)"
 
-# The offline wheel bundle for a box that has its frameworks (docs/OWN_ENVIRONMENT.md): PYTHON_VERSION= (default 3.12).
+# The offline wheel bundle for a box that has its frameworks (docs/OWN_ENVIRONMENT.md): PYTHON_VERSION= (default 3.12),
+# or FOR=<that box's python>: only what that interpreter lacks, at its Python version, never replacing what it has.
 PYTHON_VERSION ?= 3.12
-wheelhouse: ## Download, hash-checked at the locked versions, the workloads' libraries (no frameworks) for PYTHON_VERSION= (3.12) -> wheelhouse/
-	$(PYTHON) -m bench.envs.wheelhouse --python-version $(PYTHON_VERSION)
+FOR ?=
+wheelhouse: ## Download, hash-checked at the locked versions, the workloads' libraries (no frameworks) for PYTHON_VERSION= (3.12), or only what FOR=<python> lacks -> wheelhouse/
+	$(PYTHON) -m bench.envs.wheelhouse $(if $(FOR),--for '$(FOR)',--python-version $(PYTHON_VERSION))
 
-# The checks only a GPU can answer, in 15 minutes (bench/gpucheck.py); refused in one line on a machine without one.
-gpu-check: ## On one GPU, <= 15 min: device sync vs CUDA events, CUDA graph replays, peak memory vs plan, short paper cells (ENV=current too)
-	$(if $(filter current,$(ENV)),$(PYTHON),$(TOOLS_PY)) -m bench gpu-check $(if $(filter current,$(ENV)),--env current) --results-dir "$(RESULTS)"
+# The checks only a GPU can answer (bench/gpucheck.py), most valuable first, within BUDGET= minutes (default 15); the
+# report is rewritten as each check ends and RESUME=1 goes on with a cut-off run. Refused in one line (exit 2,
+# nothing built or written) on a machine without a GPU: the refusal runs in $(PYTHON), before any env is built.
+BUDGET ?=
+GPU_CHECK_ARGS = --results-dir "$(RESULTS)" $(if $(BUDGET),--budget-minutes $(BUDGET)) $(call flag,RESUME,--resume)
+gpu-check: ## On one GPU, within BUDGET= minutes (15): device sync vs CUDA events, then short paper cells; RESUME=1 goes on (ENV=current too)
+	@$(PYTHON) -m bench gpu-check --preflight
+ifeq ($(ENV),current)
+	$(PYTHON) -m bench gpu-check --env current $(GPU_CHECK_ARGS)
+else
+	@$(MAKE) --no-print-directory env-tools
+	$(TOOLS_PY) -m bench gpu-check $(GPU_CHECK_ARGS)
+endif
 
 plan: env-tools ## Per cell: parameters, memory (weights, grads, optimizer, est. activations), fits A100/H100/RAM? PROFILE= (default paper) BATCH=
 	$(TOOLS_PY) -m bench plan --profile $(or $(PROFILE),paper) --results-dir "$(RESULTS)" $(if $(BATCH),--batch-size $(BATCH))

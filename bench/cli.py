@@ -95,6 +95,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--dry-run", action="store_true", help="list the cells and exit")
     run.add_argument(
+        "--budget-minutes",
+        type=float,
+        help="one cell per model x backend first, then the rest; stop cleanly at this, naming what is left (--resume goes on)",
+    )
+    run.add_argument(
         "--jobs", type=positive_int, default=1, help="cells in parallel, one GPU each (needs a GPU per job)"
     )
     run.add_argument(
@@ -233,6 +238,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=DEFAULT_RESULTS,
         help="writes gpu-check/<machine>/ here; reads plan-paper.json from here",
     )
+    gpu.add_argument(
+        "--budget-minutes", type=float, default=15.0, help="end the work in progress and stop at this (default 15)"
+    )
+    gpu.add_argument("--resume", action="store_true", help="go on with a cut-off run's checks, into its report")
+    gpu.add_argument(
+        "--preflight", action="store_true", help="only the refusal without a GPU (stdlib: before any env is built)"
+    )
     cluster_cli.add_parsers(sub, csv_list, positive_int, non_negative_int, DEFAULT_RESULTS)  # submit, submit-status
     return parser
 
@@ -261,16 +273,32 @@ class Terminated(KeyboardInterrupt):
         self.signum = signum
 
 
+STOPPING: list[int] = []  # the signal that is ending this command, once one has
+
+
 def interrupt(signum, frame):
+    if STOPPING:  # already ending: a second signal must not cut the clean-up short (the cell's process group)
+        return
+    STOPPING.append(signum)
     raise Terminated(signum)
+
+
+def stop_on_signals() -> None:
+    """SIGTERM (kill, timeout, a scheduler, docker stop) and SIGHUP (a closed terminal, a lost SSH session) stop a
+    command as Ctrl-C does: the running cell's process group is ended with it (it runs in a session of its own, so
+    no signal reaches it otherwise) and every finished result is kept."""
+    from bench.lifetime import follow_make
+
+    for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+        if signal.getsignal(signum) is not signal.SIG_IGN:  # nohup's, or a background job's SIGINT, stay ignored
+            signal.signal(signum, interrupt)
+    follow_make(stopping=lambda: bool(STOPPING))  # a signal make does not pass on (INT, HUP to make alone) too
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     from bench.provenance import machine_info
 
-    # SIGTERM (kill, timeout, a scheduler, docker stop) stops a run as Ctrl-C does: the running cell's process
-    # group is ended with it (it runs in a session of its own, so no signal reaches it otherwise).
-    signal.signal(signal.SIGTERM, interrupt)
+    stop_on_signals()
     from bench.profiles import get_profile
     from bench.registry import plan_cells
     from bench.runner import default_profile, run_cells
@@ -310,6 +338,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     )
     if not cells:
         raise BenchError("no cells match the given backend/model/task/variant")
+    deadline = None
+    if args.budget_minutes is not None:
+        from bench.budget import under_budget
+
+        cells, deadline = under_budget(cells, results_dir, args.budget_minutes, args.repeats, args.resume, args.jobs)
     if args.dry_run:
         if args.resume:  # the cells a resumed run would run, not those it skips
             from bench.provenance import machine_info as machine
@@ -343,7 +376,13 @@ def cmd_run(args: argparse.Namespace) -> int:
             profile_choice=choice,
             resume=args.resume,
             ignore_plan=args.ignore_plan,
+            deadline=deadline,
+            interleave=deadline is None,  # under a budget, whole cells in the budget's order
         )
+    if deadline is not None:
+        from bench.budget import say_what_is_left
+
+        say_what_is_left(cells, results, results_dir, args.repeats)
     return 0 if all(r.status in ("ok", "unsupported") for r in results) else 1
 
 
@@ -353,7 +392,7 @@ def cmd_grid(args: argparse.Namespace) -> int:
     from bench.grid.spec import MODELS as GRID_MODELS
     from bench.report.grid import render_grid
 
-    signal.signal(signal.SIGTERM, interrupt)
+    stop_on_signals()
     grid = get_grid(args.grid or DEFAULT_GRID)
     models, columns = select(args.model, GRID_MODELS, "grid model"), columns_for_envs(args.backend)
     if args.dry_run:
@@ -467,10 +506,12 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_gpu_check(args: argparse.Namespace) -> int:
-    from bench.gpucheck import run
+    from bench.gpucheck import preflight, run
 
-    signal.signal(signal.SIGTERM, interrupt)
-    return run(args.results_dir, env=args.env)
+    if args.preflight:
+        return preflight()
+    stop_on_signals()
+    return run(args.results_dir, env=args.env, budget_s=args.budget_minutes * 60, resume=args.resume)
 
 
 COMMANDS = {

@@ -184,10 +184,26 @@ def gpu_devices(framework: str) -> tuple[list[str], str]:
 
 LIKELY_CAUSE = {
     "torch": "a CPU-only torch wheel (CUDA build None), a driver older than the wheel's CUDA, or CUDA_VISIBLE_DEVICES",
-    "jax": "no jax CUDA plugin (jax-cuda12-plugin), a driver older than its CUDA, or CUDA_VISIBLE_DEVICES",
+    "jax": "no jax CUDA plugin ({plugin}), a driver older than its CUDA, or CUDA_VISIBLE_DEVICES",
     "tensorflow": "a CPU-only TensorFlow (tensorflow-cpu), GPU libraries that failed to load (TF_CPP_MIN_LOG_LEVEL=0 "
     "shows 'Cannot dlopen some GPU libraries'), or CUDA_VISIBLE_DEVICES",
 }
+
+
+def jax_cuda_plugin(machine_gpus: list[dict]) -> str:
+    """The JAX CUDA plugin that matches the driver's CUDA (nvidia-smi's "CUDA Version"): jax-cuda13-plugin for a
+    CUDA 13 driver; jax-cuda12-plugin where the driver's CUDA is 12 or unknown. A CUDA 13 machine has no use for
+    the CUDA 12 plugin's name."""
+    cuda = next((g.get("driver_cuda") for g in machine_gpus if g.get("driver_cuda")), None)
+    major = int(cuda.split(".")[0]) if cuda and cuda.split(".")[0].isdigit() else 12
+    plugin = f"jax-cuda{max(major, 12)}-plugin"
+    return f"{plugin} for this driver's CUDA {cuda}, pip's jax[cuda{max(major, 12)}]" if cuda else plugin
+
+
+def likely_cause(framework: str, machine_gpus: list[dict]) -> str:
+    if framework == "jax":
+        return LIKELY_CAUSE["jax"].format(plugin=jax_cuda_plugin(machine_gpus))
+    return LIKELY_CAUSE[framework]
 
 
 def require_gpu(framework: str, machine_gpus: list[dict]) -> None:
@@ -199,7 +215,7 @@ def require_gpu(framework: str, machine_gpus: list[dict]) -> None:
         visible = os.environ.get("CUDA_VISIBLE_DEVICES")
         raise GpuNotVisible(
             f"{framework} sees no GPU ({what}) while nvidia-smi lists {names} for this cell "
-            f"(CUDA_VISIBLE_DEVICES={visible if visible is not None else 'unset'}); likely cause: {LIKELY_CAUSE[framework]}"
+            f"(CUDA_VISIBLE_DEVICES={visible if visible is not None else 'unset'}); likely cause: {likely_cause(framework, machine_gpus)}"
         )
 
 
@@ -288,7 +304,7 @@ def _jax_info() -> dict[str, Any]:
         "framework": "jax",
         "version": jax.__version__,
         "jaxlib": getattr(jax.lib, "__version__", None) or _dist_version("jaxlib"),
-        "cuda_plugin": _dist_version("jax-cuda12-plugin"),
+        "cuda_plugin": _dist_version("jax-cuda13-plugin") or _dist_version("jax-cuda12-plugin"),
         "devices": [str(d) for d in devices],
         "gpus": [d.device_kind for d in devices if d.platform == "gpu"],
         "precision": {

@@ -13,6 +13,7 @@ results (results/gpu-check/<machine>/GPU-CHECK.md and gpu-check.json). In the lo
 Without a GPU it says so in one line and exits non-zero, running nothing. Everything but the GPU work itself (the
 selection of checks, the verdicts, the report) is plain functions of plain data, tested on a CPU with fakes.
 """
+
 from __future__ import annotations
 
 import json
@@ -20,17 +21,15 @@ import os
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.atomic import write_text_atomic
 from bench.backends import UNLOCKED_STACK, cell_environment
 from bench.errors import BenchError
-from bench.provenance import REPO_ROOT, machine_info, machine_label, machine_slug, now_utc
+from bench.gpucheck_report import CHECK_TIMED_STEPS, CHECK_WARMUP_STEPS, Report
+from bench.provenance import REPO_ROOT, machine_info, machine_slug, now_utc
 
-BUDGET_S = 15 * 60
-CHECK_TIMED_STEPS = 5  # the paper profile times more; each short cell's result records its own counts
-CHECK_WARMUP_STEPS = 2
+BUDGET_S = 15 * 60  # the default; `make gpu-check BUDGET=<minutes>` sets its own
+MIN_LEFT_S = {"sync": 30, "cell": 60}  # a check does not start with less than this left of the budget
 SYNC_PROBE_TIMEOUT_S = 180
 SYNC_PROBE_SIZE = 8192  # a chain of 8192x8192 matmuls: tens to hundreds of ms on one GPU
 # framework -> the backend whose env (locked route) runs its probe and cells
@@ -54,6 +53,7 @@ def refusal(machine: dict) -> str | None:
 
 
 # --------------------------------------------------------------------------- what runs where
+
 
 def frameworks_present(env: str) -> dict[str, str]:
     """framework -> the interpreter that has it: each built locked env (env == "locked"), or this interpreter for
@@ -203,7 +203,12 @@ def run_sync_probe(framework: str, python: str, timeout_s: float, size: int = SY
             timeout=timeout_s,
         )
     except subprocess.TimeoutExpired:
-        return {"framework": framework, "ok": False, "problems": [f"the probe did not finish in {timeout_s:.0f} s"]}
+        return {
+            "framework": framework,
+            "ok": False,
+            "timed_out": True,
+            "problems": [f"the probe did not finish in {timeout_s:.0f} s"],
+        }
     line = next((line for line in out.stdout.splitlines() if line.startswith("PROBE ")), None)
     if out.returncode or line is None:
         return {
@@ -261,136 +266,110 @@ def judge_cell(result, plan_entry: dict | None) -> dict:
     return row
 
 
-# --------------------------------------------------------------------------- the report
-
-
-@dataclass
-class Report:
-    machine: dict
-    env: str
-    started: str
-    budget_s: float
-    sync: list[dict] = field(default_factory=list)
-    cells: list[dict] = field(default_factory=list)
-    skipped: list[str] = field(default_factory=list)  # what the budget left out, named
-    environment: dict | None = None
-    elapsed_s: float = 0.0
-
-    def to_dict(self) -> dict:
-        return {
-            "kind": "gpu-check",
-            "machine": self.machine,
-            "env": self.env,
-            "environment": self.environment,
-            "started": self.started,
-            "budget_s": self.budget_s,
-            "elapsed_s": round(self.elapsed_s, 1),
-            "sync": self.sync,
-            "cells": self.cells,
-            "skipped": self.skipped,
-        }
-
-    def markdown(self) -> str:
-        env = (
-            "unlocked (--env current): " + (self.environment or {}).get("interpreter", "?")
-            if self.env == "current"
-            else "the locked envs"
-        )
-        lines = [
-            f"# GPU check — {machine_label(self.machine)}",
-            "",
-            f"Run {self.started} in {env}; {self.elapsed_s:.0f} s of a {self.budget_s:.0f} s budget. Every figure is this GPU's, none tuned.",
-            "",
-            "## 1. Device sync against an external clock",
-            "",
-        ]
-        for s in self.sync:
-            verdict = "ok" if s["ok"] else "FAILED: " + "; ".join(s["problems"])
-            figures = (
-                f" (op {s['op_ms']:.1f} ms by {s['clock']}; window with earlier work {s['window_before_ms']:.2f} ms, with the op inside {s['window_inside_ms']:.1f} ms)"
-                if "op_ms" in s
-                else ""
-            )
-            lines.append(f"- {s['framework']}: {verdict}{figures}")
-        lines += [
-            "",
-            "## 2-4. Short paper-shape cells: CUDA graphs, peak device memory against the plan",
-            "",
-            f"Each with {CHECK_TIMED_STEPS} timed steps after {CHECK_WARMUP_STEPS} warm-up steps, fewer than the paper profile's: "
-            "a check that the cell runs and what it holds, not a published figure.",
-            "",
-            "| cell | status | median | timed steps (paper's) | CUDA graphs | peak device memory | plan |",
-            "|---|---|---|---|---|---|---|",
-        ]
-        for c in self.cells:
-            median = f"{c['median']} {c['unit']}" if c["median"] is not None else (c["message"] or "—")
-            graphs = c.get("cudagraphs", {}).get("verdict", "—")
-            measured = c["memory"]["measured"]
-            peak = (
-                f"{measured.get('peak_allocated_gib')} GiB allocated ({measured.get('source')})"
-                if isinstance(measured, dict)
-                else measured
-            )
-            plan = f"{c['memory']['plan_gib']:.2f} GiB" if c["memory"]["plan_gib"] else "no plan figure"
-            if "verdict" in c["memory"]:
-                plan += f" (x{c['memory']['ratio']}: {c['memory']['verdict']})"
-            lines.append(
-                f"| `{c['cell']}` | {c['status']} | {median} | {c['timed_steps']} ({c['paper_timed_steps']}) | {graphs} | {peak} | {plan} |"
-            )
-        if self.skipped:
-            lines += ["", "Not run within the budget: " + ", ".join(f"`{s}`" for s in self.skipped) + "."]
-        return "\n".join(lines) + "\n"
-
-    def write(self, folder: Path) -> list[Path]:
-        folder.mkdir(parents=True, exist_ok=True)
-        md, js = folder / "GPU-CHECK.md", folder / "gpu-check.json"
-        write_text_atomic(js, json.dumps(self.to_dict(), indent=2) + "\n")
-        write_text_atomic(md, self.markdown())
-        return [md, js]
-
-
-def run(results_dir: Path, env: str = "locked", budget_s: float = BUDGET_S, echo=print) -> int:
-    machine = machine_info()
-    why = refusal(machine)
+def preflight() -> int:
+    """The refusal alone (stdlib, any Python): make asks it before building or naming an env."""
+    why = refusal(machine_info())
     if why:
         print(why, file=sys.stderr)
+        return 2
+    return 0
+
+
+def checks(frameworks: dict[str, str], env: str) -> list[tuple[str, str, object]]:
+    """Every check in order of value: (name, kind, what it runs). The sync probes first (a window that does not
+    wait for the device makes every figure wrong), then the short paper-shape cells."""
+    probes = [(f"sync probe ({fw})", "sync", (fw, python)) for fw, python in frameworks.items()]
+    return probes + [(cell.key, "cell", cell) for cell in short_cells(frameworks, env)]
+
+
+def run(results_dir: Path, env: str = "locked", budget_s: float = BUDGET_S, echo=print, resume: bool = False) -> int:
+    """Each check's result, and the report, written as soon as it ends; nothing starts past the budget and the check
+    the budget cuts short is ended and left for `resume`, which goes on into the same report."""
+    machine = machine_info()
+    if preflight():
         return 2
     from bench.plan import load_cells
     from bench.runner import run_cells
 
-    started, clock = now_utc(), time.monotonic()
-    deadline = clock + budget_s
-    environment = None
-    if env == "current":
-        from bench.provenance import unlocked_environment
-
-        environment = unlocked_environment()
-    report = Report(machine, env, started, budget_s, environment=environment)
     folder = results_dir / "gpu-check" / machine_slug(machine)
     frameworks = frameworks_present(env)
-    for framework, python in frameworks.items():
-        left = deadline - time.monotonic()
-        if left < 30:
-            report.skipped.append(f"sync probe ({framework})")
-            continue
-        echo(f"sync probe: {framework}")
-        report.sync.append(run_sync_probe(framework, python, min(SYNC_PROBE_TIMEOUT_S, left)))
+    if not frameworks:
+        raise BenchError(
+            "gpu-check: no framework to check: "
+            + (
+                "this interpreter has none of torch, jax, tensorflow"
+                if env == "current"
+                else "no locked env is built (make env BACKEND=native-torch, BACKEND=jax; or ENV=current)"
+            )
+        )
+    previous = folder / "gpu-check.json"
+    if resume and previous.exists():
+        report = Report.load(previous)
+        if report.env != env:
+            raise BenchError(f"gpu-check: {previous} is a run with --env {report.env}: resume it with that")
+    else:
+        environment = None
+        if env == "current":
+            from bench.provenance import unlocked_environment
+
+            environment = unlocked_environment()
+        report = Report(machine, env, now_utc(), budget_s, environment=environment)
+    clock = time.monotonic()
+    deadline = clock + budget_s
+    session = {"started": now_utc(), "budget_s": budget_s, "elapsed_s": 0.0, "ended": "running"}
+    report.sessions.append(session)
+    todo = [c for c in checks(frameworks, env) if c[0] not in report.done()]
+    elapsed_before = report.elapsed_s
+
+    def save() -> list[Path]:
+        session["elapsed_s"] = round(time.monotonic() - clock, 1)
+        report.elapsed_s = elapsed_before + session["elapsed_s"]
+        report.skipped = [name for name, _, _ in todo if name not in report.done()]
+        return report.write(folder)
+
+    save()
     plan = load_cells(results_dir, "paper")
-    for cell in short_cells(frameworks, env):
-        left = deadline - time.monotonic()
-        if left < 60:
-            report.skipped.append(cell.key)
-            continue
-        result = run_cells(
-            [cell], folder / "cells", timeout_s=left, profile_choice="gpu-check (short paper-shape cell)", echo=echo
-        )[0]
-        report.cells.append(
-            judge_cell(result, plan.get(cell.key.removesuffix(f"__stack-{UNLOCKED_STACK.name}")))
-        )  # the plan names today's keys
-    report.elapsed_s = time.monotonic() - clock
-    paths = report.write(folder)
+    try:
+        for name, kind, what in todo:
+            left = deadline - time.monotonic()
+            if left < MIN_LEFT_S[kind]:
+                session["ended"] = "budget"
+                break
+            echo(f"gpu-check: {name} ({left:.0f} s of the budget left)")
+            if kind == "sync":
+                limit = min(SYNC_PROBE_TIMEOUT_S, left)
+                verdict = run_sync_probe(*what, limit)
+                if verdict.get("timed_out") and limit < SYNC_PROBE_TIMEOUT_S:
+                    session["ended"] = "budget"
+                    break
+                report.sync.append(verdict)
+            else:
+                results = run_cells(
+                    [what],
+                    folder / "cells",
+                    profile_choice="gpu-check (short paper-shape cell)",
+                    echo=echo,
+                    deadline=deadline,
+                )
+                if not results:
+                    session["ended"] = "budget"
+                    break
+                # the plan names today's keys
+                report.cells.append(
+                    judge_cell(results[0], plan.get(name.removesuffix(f"__stack-{UNLOCKED_STACK.name}")))
+                )
+            save()
+        else:
+            session["ended"] = "finished"
+    except KeyboardInterrupt:  # SIGTERM, SIGHUP, Ctrl-C (bench/cli.py): what finished is on disk, said so
+        session["ended"] = "signal"
+        save()
+        raise
+    paths = save()
     echo("wrote " + " and ".join(str(p) for p in paths))
+    if not report.complete:
+        echo(f"gpu-check: stopped by the budget; not run yet: {', '.join(report.skipped)} (RESUME=1 goes on)")
     failed = [s for s in report.sync if not s["ok"]] + [
         c for c in report.cells if c["status"] not in ("ok", "unsupported")
     ]
-    return 1 if failed else 0
+    return 1 if failed or not report.complete else 0

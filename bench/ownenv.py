@@ -43,6 +43,11 @@ MODEL_NEEDS: dict[tuple[str, str], tuple[tuple[str, ...], ...]] = {
 }
 
 
+def model_needs(family: str, model: str) -> tuple[tuple[str, ...], ...]:
+    """A model's own libraries on a family of backends ("keras", "native-torch"), each need a tuple of alternatives."""
+    return MODEL_NEEDS[(family, model)]
+
+
 def installed(name: str) -> str | None:
     """The installed version of a distribution in this interpreter, or None."""
     try:
@@ -55,7 +60,7 @@ def missing_distributions(backend: str, model: str) -> list[str]:
     """What a cell of this backend and model needs and this interpreter lacks, one entry per need
     ("tensorflow or tensorflow-cpu" where either would do)."""
     family = get_backend(backend).family
-    needs = (*FRAMEWORK_NEEDS[backend], *MODEL_NEEDS[(family, model)])
+    needs = (*FRAMEWORK_NEEDS[backend], *model_needs(family, model))
     return [" or ".join(need) for need in needs if not any(installed(name) for name in need)]
 
 

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from bench.atomic import claim_new_file
 from bench.backends import UNLOCKED_STACK, cell_environment, make_env_command
+from bench.deadline import BudgetSpent, attempt_within
 from bench.drift import reference_ms
 from bench.errors import BenchError
 from bench.failures import PeakMemory, crash_status, oom_kill_count
@@ -475,12 +476,18 @@ def run_cells(
     resume: bool = False,
     echo: Callable[[str], None] | None = None,
     ignore_plan: bool = False,
+    deadline: float | None = None,
+    interleave: bool = True,
 ) -> list[Result]:
     """Run every cell (each `repeats` processes, interleaved across its row) and write one result file per cell.
 
     Progress goes to `echo` as plain lines when one is given, else to bench.progress.Progress: a live bar with an
     ETA on a terminal, the same plain lines otherwise. A cell that <results_dir>/plan-<profile>.json says cannot fit
-    the device (the GPU's memory, else RAM) is recorded as oom-predicted, not run, unless ignore_plan."""
+    the device (the GPU's memory, else RAM) is recorded as oom-predicted, not run, unless ignore_plan. With a
+    `deadline` (time.monotonic()), no cell starts after it and the one it cuts short is ended and not recorded: the
+    run returns what it finished (the caller names what was left; --resume runs it). interleave=False runs the cells
+    in the order given, each one's processes one after another (a budget's order: a cell is written before the next
+    starts, so what a cut leaves is whole cells, never a row's worth of partial ones)."""
     progress = None if echo is not None else Progress()
     echo = echo or progress.message
     prepared = prepare(cells, results_dir, repeats, resume, ignore_plan)
@@ -488,7 +495,7 @@ def run_cells(
         echo(f"skipped (resume): {prepared.skipped} cells already measured")
     cells = prepared.cells
     warn_over_timeout(cells, results_dir, prepared.machine, timeout_s, echo)
-    rows = row_order(cells)
+    rows = row_order(cells) if interleave else [[cell] for cell in cells]
     number = {cell.key: i for i, cell in enumerate((c for row in rows for c in row), 1)}
     reference = {"start_ms": reference_ms()}
     latest = reference["start_ms"]
@@ -527,7 +534,9 @@ def run_cells(
                         header = f"[{number[cell.key]}/{len(cells)}] {cell.backend} {cell.model} {cell.task} batch={cell.batch_size} {cell.variant}{of} ({cell.profile}; elapsed {hms(time.perf_counter() - started)})"
                         progress.cell_started(cell, header) if progress else echo(header)
                         check_free_space(results_dir, kept=len(done), of=len(cells))
-                        run = prepared.not_run(cell) or prepared.attempt(cell, repeat, results_dir, timeout_s, phase)
+                        run = prepared.not_run(cell) or attempt_within(
+                            prepared, cell, repeat, results_dir, timeout_s, phase, deadline
+                        )
                         runs[cell.key].append(run)  # kept even if Ctrl-C comes during the probe below
                         if not prepared.not_run(cell):  # a process ran: probe the drift
                             before, latest = latest, reference_ms()
@@ -536,11 +545,14 @@ def run_cells(
                         if run.status != "ok" or repeat == repeats - 1:
                             open_cells.remove(cell)
                             finish(cell, runs[cell.key])
-            except KeyboardInterrupt:  # a cell with some finished repeats is written with those
+            except (KeyboardInterrupt, BudgetSpent):  # a cell with some finished repeats is written with those
                 for cell in open_cells:
                     if runs[cell.key]:
                         finish(cell, runs[cell.key])
                 raise
+    except BudgetSpent:
+        echo(f"\nthe budget is spent after {len(done)} of {len(cells)} cells; every finished result is kept in {results_dir}")
+        return done
     except KeyboardInterrupt:
         echo(f"\ninterrupted after {len(done)} of {len(cells)} cells; every finished result is kept in {results_dir}")
         raise

@@ -54,6 +54,8 @@ NOT_RUN = {
     "SIZE": "make overhead",
     "LOCK_ENVS": "make lock (PyPI)",
     "PYTHON_VERSION": "make wheelhouse (PyPI)",
+    "FOR": "make wheelhouse (PyPI; tests/test_wheelhouse_for.py)",
+    "BUDGET": "make bench-all, make gpu-check (minutes of cells: tests/test_budget.py, test_gpucheck_budget.py)",
 }
 KINDS = ["empty", "garbage", "duplicate", "spaced-non-ascii-path", "a-file"]
 

@@ -48,6 +48,7 @@ def test_the_registry_lists_every_built_in_renderer_once():
         None,
         "Derived findings and comparison with the published numbers",
         "Figures",
+        "This GPU beside the published A100: MFU against each card's datasheet",
         "Where these numbers come from",
         "Beside today's stack",
         "Against the machine's limits: MFU and bandwidth use",

@@ -131,7 +131,7 @@ def print_info(r: dict) -> None:
         elif fw == "jax":
             say(
                 f"  jax           {d['version']} jaxlib={d.get('jaxlib')} backend={d.get('default_backend')} "
-                f"cuda12-plugin={d.get('cuda_plugin')} devices={d.get('devices')}"
+                f"cuda-plugin={d.get('cuda_plugin')} devices={d.get('devices')}"
             )
         else:  # tensorflow, torch: framework_info's build and device facts
             cuda_build = f" cuda_build={d['is_cuda_build']}" if "is_cuda_build" in d else ""

@@ -78,13 +78,14 @@ def requirement_hashes(env: str) -> dict[str, tuple[str, set[str]]]:
     return out
 
 
-def closure(packages: dict[str, dict], roots: tuple[str, ...]) -> list[str]:
-    """The roots this lock has and everything they depend on, not entering the frameworks' own."""
+def closure(packages: dict[str, dict], roots: tuple[str, ...], have: frozenset[str] = frozenset()) -> list[str]:
+    """The roots this lock has and everything they depend on, not entering the frameworks' own nor what the target
+    interpreter has (`have`, canonical names: what it has stays, with what it brought)."""
     seen: list[str] = []
     todo = [canon(r) for r in roots if canon(r) in packages]
     while todo:
         name = todo.pop()
-        if name in seen or FRAMEWORK_OWNED.match(name):
+        if name in seen or FRAMEWORK_OWNED.match(name) or name in have:
             continue
         seen.append(name)
         package = packages[name]
@@ -92,12 +93,43 @@ def closure(packages: dict[str, dict], roots: tuple[str, ...]) -> list[str]:
     return seen
 
 
-def plan(envs: tuple[str, ...] = LOCK_ENVS, roots: tuple[str, ...] = WORKLOAD_ROOTS) -> list[Pin]:
-    """Every distribution of the bundle with its locked version and hashes; refuses locks that disagree."""
+def workload_roots(have: dict[str, str]) -> tuple[str, ...]:
+    """For an interpreter that has `have`: the libraries of every cell it could then run and cannot yet, and tabulate.
+    A cell counts when each of its needs (its backend's, its model's: bench/ownenv.py) is installed or can be
+    bundled; a need only a framework can meet (torch, jax, TensorFlow: never bundled) must be installed. So without
+    TensorFlow, keras-cv (whose StableDiffusion imports TensorFlow) is not brought."""
+    from bench.backends import get_backend
+    from bench.ownenv import FRAMEWORK_NEEDS, model_needs
+    from bench.registry import MODELS
+
+    versions = {canon(name) for name in have}
+    locked = set().union(*(lock_packages(env) for env in LOCK_ENVS))
+    bundleable = {name for name in locked if not FRAMEWORK_OWNED.match(name)}
+    roots: list[str] = []
+    for backend, framework_needs in FRAMEWORK_NEEDS.items():
+        family = get_backend(backend).family
+        for model in MODELS:
+            try:
+                needs = (*framework_needs, *model_needs(family, model))
+            except KeyError:  # no implementation of this model on this family
+                continue
+            unmet = [need for need in needs if not any(canon(n) in versions for n in need)]
+            brought = [next((canon(n) for n in need if canon(n) in bundleable), None) for need in unmet]
+            if None not in brought:
+                roots += [name for name in brought if name not in roots]
+    return tuple(roots)
+
+
+def plan(
+    envs: tuple[str, ...] = LOCK_ENVS, roots: tuple[str, ...] = WORKLOAD_ROOTS, have: dict[str, str] | None = None
+) -> list[Pin]:
+    """Every distribution of the bundle with its locked version and hashes; refuses locks that disagree. With
+    `have` (a target interpreter's distributions, name -> version), only what it lacks."""
     pins: dict[str, Pin] = {}
+    installed = frozenset(canon(name) for name in have or {})
     for env in (*envs, TABLE_LOCK):
         packages, hashes = lock_packages(env), requirement_hashes(env)
-        for name in closure(packages, ("tabulate",) if env == TABLE_LOCK else roots):
+        for name in closure(packages, ("tabulate",) if env == TABLE_LOCK else roots, installed):
             version = packages[name]["version"]
             pin = pins.setdefault(name, Pin(name, version))
             if pin.version != version:
@@ -177,12 +209,56 @@ def download(pins: list[Pin], out: Path, python_version: str) -> list[dict]:
     return rows
 
 
-def install_command(out: Path) -> str:
-    return f"python -m pip install --no-index --no-deps --find-links {out} -r {out / 'requirements.txt'}"
+# Asked of the target interpreter, from outside the checkout (its cwd is /): every installed distribution.
+WHAT_IT_HAS = (
+    "import importlib.metadata as m, json, sys; print(json.dumps({'python': '%d.%d' % sys.version_info[:2], "
+    "'distributions': {d.metadata['Name']: d.version for d in m.distributions() if d.metadata['Name']}}))"
+)
 
 
-def build(out: Path, python_version: str = DEFAULT_PYTHON) -> dict:
-    pins = plan()
+def interpreter_distributions(python: str) -> tuple[str, dict[str, str]]:
+    """A target interpreter's Python (3.12) and its installed distributions (name -> version), as it reports them."""
+    try:
+        out = subprocess.run([python, "-c", WHAT_IT_HAS], cwd="/", capture_output=True, text=True, timeout=120)
+    except OSError as e:
+        raise EnvError(f"cannot run {python}: {e.strerror or e}") from e
+    if out.returncode:
+        raise EnvError(f"{python} could not list its distributions (exit {out.returncode}): {out.stderr.strip()[-300:]}")
+    answer = json.loads(out.stdout.strip().splitlines()[-1])
+    return answer["python"], answer["distributions"]
+
+
+def kept_distributions(have: dict[str, str]) -> list[dict]:
+    """What the whole bundle would hold and the target already has: kept as it is, never replaced; a version other
+    than the lock's is said here (and recorded in each result, as every unlocked run records its distributions)."""
+    versions = {canon(name): version for name, version in have.items()}
+    return [
+        {"name": pin.name, "installed": versions[pin.name], "locked": pin.version}
+        for pin in plan()
+        if pin.name in versions
+    ]
+
+
+def tracked_bytes() -> int | None:
+    """The project's tracked files, in bytes (what a checkout copied to the machine weighs); None outside git."""
+    try:
+        names = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return sum((ROOT / n).stat().st_size for n in names.decode().split("\0") if n and (ROOT / n).is_file())
+
+
+def install_command(out: Path, python: str = "python") -> str:
+    return f"{python} -m pip install --no-index --no-deps --find-links {out} -r {out / 'requirements.txt'}"
+
+
+def build(out: Path, python_version: str = DEFAULT_PYTHON, target: str | None = None) -> dict:
+    """The bundle for a Python version (every workload library), or for one interpreter (`target`): only what it
+    lacks, at its own Python version, installed by that interpreter."""
+    have = interpreter_distributions(target)[1] if target else None
+    pins = plan(roots=workload_roots(have), have=have) if have is not None else plan()
+    if not pins:
+        raise EnvError(f"{target} has every library the workloads need: nothing to bundle")
     rows = download(pins, out, python_version)
     total = sum(r["bytes"] for r in rows)
     # --no-deps on install too: the box's frameworks stay as they are, and keras-hub's tensorflow-text (a TensorFlow
@@ -196,8 +272,10 @@ def build(out: Path, python_version: str = DEFAULT_PYTHON) -> dict:
         "locks": [*LOCK_ENVS, TABLE_LOCK],
         "bytes": total,
         "wheels": rows,
-        "install": install_command(out),
+        "install": install_command(out, target or "python"),
     }
+    if target:
+        manifest["for"] = {"interpreter": target, "kept": kept_distributions(have)}
     write_text_atomic(out / "manifest.json", json.dumps(manifest, indent=2) + "\n")
     if total >= BUDGET_MB * 2**20:
         raise EnvError(
@@ -213,25 +291,37 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--python-version", default=DEFAULT_PYTHON, help=f"the target box's Python (default {DEFAULT_PYTHON})"
     )
-    parser.add_argument("--out", type=Path, help="folder (default: wheelhouse/py<version>)")
+    parser.add_argument(
+        "--for", dest="target", metavar="PYTHON", help="an interpreter: bundle only what it lacks, for its Python"
+    )
+    parser.add_argument("--out", type=Path, help="folder (default: wheelhouse/py<version>[-for-<its fingerprint>])")
     parser.add_argument("--list", action="store_true", help="print the planned name==version list (offline) and exit")
     args = parser.parse_args(argv)
     try:
+        version, have, suffix = args.python_version, None, ""
+        if args.target:
+            version, have = interpreter_distributions(args.target)
+            listing = "".join(f"{canon(n)}=={v}\n" for n, v in sorted(have.items()))
+            suffix = "-for-" + hashlib.sha256(f"{args.target}\n{listing}".encode()).hexdigest()[:8]
         if args.list:
-            for pin in plan():
+            for pin in plan(roots=workload_roots(have), have=have) if have is not None else plan():
                 say(f"{pin.name}=={pin.version}  ({'pure' if pin.pure else 'compiled'}; {', '.join(pin.envs)})")
             return 0
-        out = args.out or ROOT / "wheelhouse" / f"py{args.python_version}"
+        out = (args.out or ROOT / "wheelhouse" / f"py{version}{suffix}").absolute()
         if out.exists() and any(out.iterdir()):
             raise EnvError(f"{out} is not empty: remove it first (a bundle is built whole, never on top of another)")
-        manifest = build(out, args.python_version)
+        manifest = build(out, version, args.target)
     except EnvError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    say(
-        f"wrote {len(manifest['wheels'])} wheels, {manifest['bytes'] / 2**20:.1f} MiB, to {out} (manifest.json says where each hash came from)"
-    )
-    say(f"on the box, in its Python {args.python_version} environment: {manifest['install']}")
+    size = manifest["bytes"] / 2**20
+    say(f"wrote {len(manifest['wheels'])} wheels, {size:.1f} MiB, to {out} (manifest.json says where each hash came from)")
+    for kept in manifest.get("for", {}).get("kept", []):
+        if kept["installed"] != kept["locked"]:
+            say(f"kept {kept['name']} {kept['installed']} as installed (the lock has {kept['locked']})")
+    if (tracked := tracked_bytes()) is not None:
+        say(f"with the project's tracked files ({tracked / 2**20:.1f} MiB): {size + tracked / 2**20:.1f} MiB to copy")
+    say(f"on the box, in its Python {version} environment: {manifest['install']}")
     return 0
 
 

@@ -38,6 +38,8 @@ from bench.report.costs import costs_section
 from bench.report.figures import FIGURES, clear_old_figures, figures_section
 from bench.report.findings import SPEEDUP_LEGEND, findings_section
 from bench.report.generate import generate_section
+from bench.report.gpu_beside_a100 import TITLE as GPU_BESIDE_A100_TITLE
+from bench.report.gpu_beside_a100 import gpu_beside_a100_section
 from bench.report.grid import grid_section
 from bench.report.markdown import LEGEND, details_section, head_section
 from bench.report.noise import TITLE as NOISE_TITLE
@@ -62,6 +64,7 @@ SECTIONS: list[Section] = [
     Section(None, head_section),
     Section("Derived findings and comparison with the published numbers", findings_section),
     Section("Figures", figures_section),
+    Section(GPU_BESIDE_A100_TITLE, gpu_beside_a100_section),
     Section("Where these numbers come from", provenance_section, page="PROVENANCE.md"),
     Section("Beside today's stack", stacks_section, page="STACKS.md"),
     Section(MACHINE_TITLE, machine_section, page="ROOFLINE.md"),

@@ -1,0 +1,121 @@
+"""`make gpu-check` within a budget, resumable: each check's result and the report on disk as soon as it ends, a run
+cut off by a signal leaves them, RESUME=1 goes on into one report; and in a checkout without `.venvs` it refuses in
+one line without a GPU. The GPU is a fake nvidia-smi (tests/fakes.py); the interpreter is a throwaway venv whose
+torch fails at once and whose jax takes FAKE_JAX_IMPORT_S to fail: a check that is still running when cut off."""
+
+import json
+import subprocess
+import sys
+import sysconfig
+import venv
+from pathlib import Path
+
+import pytest
+from conftest import REPO
+from fakes import a100, install_fake_nvidia_smi
+
+NO_GPU = {"CUDA_VISIBLE_DEVICES": "", "PATH": "/usr/bin:/bin", "HOME": "/tmp"}
+SLOW_IMPORT = (
+    "import os, time\ntime.sleep(float(os.environ.get('FAKE_JAX_IMPORT_S', '0')))\nraise ImportError('a fake {name}')\n"
+)
+
+
+@pytest.fixture(scope="module")
+def machine_python(tmp_path_factory):
+    """A GPU machine's own Python, in part: it lists torch, jax and jaxlib, whose imports fail (jax after a wait)."""
+    root = tmp_path_factory.mktemp("own") / "venv"
+    venv.EnvBuilder(with_pip=False, symlinks=True).create(root)
+    python = root / "bin" / "python"
+    site = Path(
+        subprocess.check_output(
+            [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], text=True
+        ).strip()
+    )
+    (site / "tools-env.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")  # numpy, tabulate: no framework
+    for name, version in {"torch": "2.11.0", "jax": "0.11.2", "jaxlib": "0.11.2"}.items():
+        info = site / f"{name}-{version}.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+        if name != "jaxlib":
+            (site / name).mkdir()
+            fails = SLOW_IMPORT.format(name=name) if name == "jax" else "raise ImportError('a fake torch')\n"
+            (site / name / "__init__.py").write_text(fails)
+    return python
+
+
+def make_gpu_check(python, results, tmp_path, *extra, timeout_s=None, **variables):
+    fake = install_fake_nvidia_smi(
+        tmp_path / "bin", [a100(0, name="NVIDIA H100 80GB HBM3", **{"memory.total": "81559"})]
+    )
+    env = {"PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin", "HOME": "/tmp", "FAKE_GPUS": fake["FAKE_GPUS"], **variables}
+    command = [
+        "make",
+        "--no-print-directory",
+        "gpu-check",
+        "ENV=current",
+        f"PYTHON={python}",
+        f"RESULTS={results}",
+        *extra,
+    ]
+    if timeout_s:
+        command = ["timeout", "-s", "TERM", str(timeout_s), *command]
+    return subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.slow
+@pytest.mark.duration_s(40)
+def test_a_cut_off_gpu_check_leaves_its_report_and_resume_completes_it(machine_python, tmp_path):
+    results = tmp_path / "r"
+    cut = make_gpu_check(machine_python, results, tmp_path, "BUDGET=9", timeout_s=25, FAKE_JAX_IMPORT_S="600")
+    assert cut.returncode == 124, cut.stdout[-2000:] + cut.stderr[-2000:]
+    folder = results / "gpu-check" / "1x-nvidia-h100-80gb-hbm3"
+    report = json.loads((folder / "gpu-check.json").read_text())
+    assert not report["complete"] and report["sessions"][-1]["ended"] == "signal"
+    assert [s["framework"] for s in report["sync"]] == ["torch"]  # finished before the signal, kept
+    assert "sync probe (jax)" in report["skipped"] and report["cells"] == []
+    assert "PARTIAL" in (folder / "GPU-CHECK.md").read_text()
+
+    resumed = make_gpu_check(machine_python, results, tmp_path, "BUDGET=9", "RESUME=1", FAKE_JAX_IMPORT_S="0")
+    # the fake frameworks' probes fail: the command's exit 1, make's 2
+    assert resumed.returncode == 2 and "Error 1" in resumed.stderr, resumed.stdout[-2000:] + resumed.stderr[-2000:]
+    report = json.loads((folder / "gpu-check.json").read_text())
+    assert report["complete"] and [s["ended"] for s in report["sessions"]] == ["signal", "finished"]
+    assert [s["framework"] for s in report["sync"]] == ["torch", "jax"]  # one report, torch's probe not run again
+    assert report["skipped"] == [] and len(report["cells"]) == 5
+    assert "PARTIAL" not in (folder / "GPU-CHECK.md").read_text()
+
+
+@pytest.mark.slow
+@pytest.mark.duration_s(45)
+def test_the_budget_ends_the_check_in_progress_and_names_what_was_left(machine_python, tmp_path):
+    results = tmp_path / "r"
+    out = make_gpu_check(machine_python, results, tmp_path, "BUDGET=0.6", FAKE_JAX_IMPORT_S="600")
+    assert out.returncode == 2 and "Error 1" in out.stderr, out.stdout[-2000:] + out.stderr[-2000:]
+    report = json.loads(next(results.rglob("gpu-check.json")).read_text())
+    assert report["sessions"][-1]["ended"] == "budget" and report["sessions"][-1]["elapsed_s"] < 60
+    assert "sync probe (jax)" in report["skipped"] and "RESUME=1 goes on" in out.stdout
+
+
+def test_make_gpu_check_in_a_checkout_without_venvs_refuses_in_one_line(tmp_path):
+    for variables in ([], ["ENV=current"]):
+        out = subprocess.run(
+            [
+                "make",
+                "--no-print-directory",
+                "gpu-check",
+                f"VENVS={tmp_path / 'no-venvs'}",
+                f"RESULTS={tmp_path / 'r'}",
+                f"PYTHON={sys.executable}",
+                *variables,
+            ],
+            cwd=REPO,
+            env=NO_GPU,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert out.returncode == 2, out.stdout + out.stderr
+        refusal, *rest = out.stderr.splitlines()  # then only make's own line for the recipe's exit 2
+        assert refusal == "gpu-check: no NVIDIA GPU visible (nvidia-smi lists none): nothing run", out.stderr
+        assert [line.split("] ")[-1] for line in rest] == ["Error 2"] and out.stdout == "", out.stderr
+        assert not (tmp_path / "r").exists() and not (tmp_path / "no-venvs").exists()

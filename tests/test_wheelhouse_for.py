@@ -1,0 +1,116 @@
+"""`make wheelhouse FOR=<python>`: a bundle of only what an interpreter lacks, never replacing what it has. The
+interpreter is a throwaway venv whose distributions are listed (importlib.metadata) with no code behind them; the
+download is replaced by tiny files, so no network is needed."""
+
+import json
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+import pytest
+from conftest import REPO
+
+from bench.envs import wheelhouse
+
+# A GPU machine's own Python, in part: frameworks and Hugging Face libraries at versions of its own, no Keras.
+MACHINE = {
+    "torch": "2.11.0",
+    "jax": "0.11.2",
+    "jaxlib": "0.11.2",
+    "numpy": "2.5.2",
+    "transformers": "5.17.0",
+    "huggingface_hub": "1.33.0",
+    "peft": "0.21.2",
+    "accelerate": "1.15.0",
+}
+
+
+def make_interpreter(root: Path, distributions: dict[str, str]) -> Path:
+    venv.EnvBuilder(with_pip=False, symlinks=True).create(root)
+    python = root / "bin" / "python"
+    site = Path(
+        subprocess.check_output(
+            [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], text=True
+        ).strip()
+    )
+    for name, version in distributions.items():
+        info = site / f"{name.replace('-', '_')}-{version}.dist-info"
+        info.mkdir(parents=True)
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+    return python
+
+
+@pytest.fixture(scope="module")
+def machine(tmp_path_factory):
+    return make_interpreter(tmp_path_factory.mktemp("machine") / "venv", MACHINE)
+
+
+def fake_download(pins, out, python_version):
+    """What download() returns, for tiny files of the pins' names (the real one asks PyPI)."""
+    out.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for pin in pins:
+        path = out / f"{pin.name.replace('-', '_')}-{pin.version}-py3-none-any.whl"
+        path.write_bytes(pin.name.encode() * 1000)
+        rows.append(
+            {
+                "name": pin.name,
+                "version": pin.version,
+                "file": path.name,
+                "sha256": wheelhouse.sha256(path),
+                "bytes": path.stat().st_size,
+                "hash_source": "lock",
+                "locks": pin.envs,
+            }
+        )
+    return rows
+
+
+def test_the_interpreter_says_what_it_has(machine):
+    version, have = wheelhouse.interpreter_distributions(str(machine))
+    assert version == f"{sys.version_info[0]}.{sys.version_info[1]}"
+    assert {k: have[k] for k in MACHINE} == MACHINE
+
+
+def test_only_what_it_lacks_and_can_use_is_bundled(machine):
+    _, have = wheelhouse.interpreter_distributions(str(machine))
+    names = {p.name for p in wheelhouse.plan(roots=wheelhouse.workload_roots(have), have=have)}
+    assert {"keras", "keras-hub", "segment-anything", "diffusers", "tabulate"} <= names
+    # what it has stays (its own versions, not the locks'), and so does what came with it
+    assert not names & {"transformers", "huggingface-hub", "peft", "accelerate", "torch", "jax", "numpy"}
+    assert "keras-cv" not in names  # its StableDiffusion needs TensorFlow, which the machine lacks
+
+
+def test_with_tensorflow_installed_keras_cv_is_bundled(tmp_path):
+    python = make_interpreter(tmp_path / "venv", {**MACHINE, "tensorflow": "2.21.0"})
+    _, have = wheelhouse.interpreter_distributions(str(python))
+    assert "keras-cv" in wheelhouse.workload_roots(have)
+
+
+def test_the_bundle_replaces_nothing_and_says_what_it_kept(machine, tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(wheelhouse, "download", fake_download)
+    out = tmp_path / "bundle"
+    assert wheelhouse.main(["--for", str(machine), "--out", str(out)]) == 0
+    manifest = json.loads((out / "manifest.json").read_text())
+    wanted = {line.split("==")[0] for line in (out / "requirements.txt").read_text().splitlines()}
+    assert wanted and not wanted & {wheelhouse.canon(n) for n in MACHINE}
+    kept = {k["name"]: k for k in manifest["for"]["kept"]}
+    assert kept["transformers"]["installed"] == "5.17.0" and kept["transformers"]["locked"] != "5.17.0"
+    printed = capsys.readouterr().out
+    size = manifest["bytes"] / 2**20
+    assert f"wrote {len(wanted)} wheels, {size:.1f} MiB" in printed
+    assert "kept transformers 5.17.0 as installed" in printed and "tracked files" in printed
+    install = [line for line in printed.splitlines() if "pip install" in line]
+    assert len(install) == 1 and f"{machine} -m pip install --no-index --no-deps" in install[0]
+
+
+def test_make_wheelhouse_passes_the_interpreter(tmp_path):
+    out = subprocess.run(
+        ["make", "--no-print-directory", "-n", "wheelhouse", f"FOR={tmp_path}/py thon"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 0 and f"--for '{tmp_path}/py thon'" in out.stdout, out.stdout + out.stderr
