@@ -26,6 +26,8 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from bench.atomic import write_stream_atomic
+
 REPLY = "[grid-reply] "
 
 
@@ -104,7 +106,8 @@ class Worker:
             import numpy as np
 
             path = self.exchange / f"{column}__bs{batch}__len{length}.npy"
-            np.save(path, np.asarray(out.detach() if hasattr(out, "detach") else out, dtype=np.float32))
+            value = np.asarray(out.detach() if hasattr(out, "detach") else out, dtype=np.float32)
+            write_stream_atomic(path, lambda f: np.save(f, value))
             answer["output"] = str(path)
         self._watch()
         return answer

@@ -17,6 +17,8 @@ import sys
 import traceback
 from pathlib import Path
 
+from bench.atomic import write_stream_atomic
+
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.overhead.worker")
@@ -79,7 +81,7 @@ def measure(env: str, size_name: str, columns: list[str], out: Path) -> dict[str
                 continue
             if timer.steps_done == 1:  # the output the orchestrator compares with the reference column's
                 value = output.detach().numpy() if hasattr(output, "detach") else np.asarray(output)
-                np.save(out / f"{key[0]}__{key[1]}.npy", value)
+                write_stream_atomic(out / f"{key[0]}__{key[1]}.npy", lambda f, value=value: np.save(f, value))
             print(f"{key[0]} {key[1]}: call {timer.steps_done} {timer.windows_ms[-1]:.3f} ms", flush=True)
     info, process = frameworks.framework_info(framework), provenance.process_provenance()
     counts = parameter_counts(size)
