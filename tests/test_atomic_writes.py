@@ -23,7 +23,7 @@ ALLOWED = {
     ("bench/atomic.py", "os.open"): "claim_new_file: an empty file created with O_EXCL, no content",
     ("bench/runner.py", "open('w')"): LOG,
     ("bench/runner.py", "open('a')"): LOG,
-    ("bench/grid/run.py", "open('a')"): LOG,
+    ("bench/grid/workers.py", "open('a')"): LOG,
     ("bench/overhead/run.py", "open('a')"): LOG,
     ("bench/cluster/localslurm.py", "open('w')"): LOG,
     ("bench/results.py", "os.replace"): MOVED_ASIDE,

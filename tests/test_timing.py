@@ -207,6 +207,18 @@ def test_clock_is_monotonic_nanoseconds():
     assert timer.split().first_ms == 5.0 and timer.split().timed_ms == [7.0]
 
 
+def test_a_companion_timer_reads_the_same_clock_with_a_plan_of_its_own():
+    ticks = iter(range(0, 10**9, 1_000_000))
+    timer = StepTimer(HostDevice(), plan(timed=1), clock=lambda: next(ticks))
+    parts = timer.companion(plan(timed=2, warmup=0))
+    timer.begin()
+    parts.begin()
+    parts.end()
+    timer.end()
+    assert parts.windows_ns == [1_000_000] and timer.windows_ns == [3_000_000]  # one clock: their ticks interleave
+    assert parts.plan.timed_steps == 2 and timer.plan.timed_steps == 1 and parts.steps_done == timer.steps_done == 1
+
+
 def test_split_keeps_first_step_and_warmup_apart():
     values = iter([0.03, 0.02, 0.011, 0.010, 0.012])
     timer = StepTimer(HostDevice(), plan(timed=3, warmup=1))
