@@ -159,11 +159,14 @@ def test_the_table_covers_every_variable_the_readme_and_make_help_name():
 MAKE_OWN = {"MAKE", "CURDIR", "MAKEFILE_LIST", "SHELL", "MAKEFLAGS", "MAKECMDGOALS"}
 
 
+def makefiles_text() -> str:
+    return "\n".join(p.read_text() for p in [REPO / "Makefile", *sorted((REPO / "mk").glob("*.mk"))])
+
+
 def user_variables() -> set[str]:
     """Every variable of the Makefile and mk/*.mk a user may set: those given a default a command line overrides
     (`?=`), and those a recipe or rule reads that no file assigns (A=, FORCE=, SUBMIT_ARGS=, ...)."""
-    text = "\n".join(p.read_text() for p in [REPO / "Makefile", *sorted((REPO / "mk").glob("*.mk"))])
-    text = re.sub(r"(?m)^\s*#.*$", "", text)  # comments name variables without reading them
+    text = re.sub(r"(?m)^\s*#.*$", "", makefiles_text())  # comments name variables without reading them
     defaulted = set(re.findall(r"(?m)^([A-Z][A-Z0-9_]*)\s*\?=", text))
     assigned = set(re.findall(r"(?m)^(?:[\w.%-]+:\s*)?([A-Z][A-Z0-9_]*)\s*(?::=|=|\+=)", text))
     read = set(re.findall(r"\$\(([A-Z][A-Z0-9_]*)\)|\$\(call flag,([A-Z][A-Z0-9_]*)", text))
@@ -176,3 +179,10 @@ def test_make_help_names_every_variable_a_user_may_set():
     assert {"PYTHON", "RESULTS", "QUARANTINE", "SUBMIT_ARGS", "CONTAINER", "WAIT"} <= variables  # the parse finds them
     helped = subprocess.run(["make", "--no-print-directory", "help"], cwd=REPO, capture_output=True, text=True).stdout
     assert sorted(v for v in variables if not re.search(rf"\b{v}=", helped)) == [], helped
+
+
+def test_make_help_lists_every_target():
+    targets = set(re.findall(r"(?m)^([a-z][a-z0-9-]*):(?!=)", makefiles_text()))
+    helped = subprocess.run(["make", "--no-print-directory", "help"], cwd=REPO, capture_output=True, text=True).stdout
+    assert "bench" in targets and sorted(targets - set(re.findall(r"(?m)^  ([a-z][a-z0-9-]*) ", helped))) == []
+
