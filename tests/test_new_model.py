@@ -168,10 +168,12 @@ def commit(root: Path) -> None:
 
 @pytest.mark.slow
 @pytest.mark.envs
-@pytest.mark.duration_s(900)
+@pytest.mark.duration_s(1000)
 def test_the_whole_suite_but_its_slow_tests_passes_with_the_new_model(tmp_path):
     """Nothing outside the folder names a model: with the example added exactly as the doc says (its folder, and
-    nothing else), every test `make test` runs first (-m "not slow") passes, those generated per model included."""
+    nothing else), every test `make test` runs first (-m "not slow") passes, those generated per model included;
+    but those marked wall_clock, which time real work against fixed bounds, know nothing of the models, and cannot
+    hold beside the StableDiffusion cells this test runs next to in `make test`."""
     root = tmp_path / "checkout"
     checkout_copy(root)
     shutil.copytree(EXAMPLE, root / "bench" / "models" / "tiny_mlp", ignore=shutil.ignore_patterns("__pycache__"))
@@ -179,7 +181,7 @@ def test_the_whole_suite_but_its_slow_tests_passes_with_the_new_model(tmp_path):
     report = tmp_path / "junit.xml"
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "BENCH_VENVS_DIR")}
     out = subprocess.run(
-        [sys.executable, "-m", "pytest", "tests", "-m", "not slow", "-q", "-p",
+        [sys.executable, "-m", "pytest", "tests", "-m", "not slow and not wall_clock", "-q", "-p",
          "no:cacheprovider", f"--junitxml={report}"],
         cwd=root, capture_output=True, text=True, timeout=3000, env=env,
     )
