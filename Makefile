@@ -76,12 +76,19 @@ $(UV): containers/uv-requirements.txt
 
 .PHONY: help wheelhouse gpu-check bench bench-all bench-cpu-full bench-cpu-mid grid tuning overhead plan table test test-extended test-stack2024 test-fast lint docs check ceilings flops-check bench-overhead clean-results doctor export validate compare noise submit submit-status
 
-help: ## List every target with one line each
+help: ## List every target with one line each, then every variable
 	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | sort -u | awk 'BEGIN{FS=":.*## "}{printf "  %-18s %s\n", $$1, $$2}'
-	@echo "Variables: BACKEND=<$(BACKENDS)> MODEL=<$(MODELS)> STACK=<today|2024> ENV=current TASK= PROFILE=<$(PROFILES)> VARIANT= STEPS= BATCH= REPEATS= RESUME=1 IGNORE_PLAN=1 JOBS= RESULTS=$(RESULTS)"
-	@echo "A machine's own Python (docs/OWN_ENVIRONMENT.md): make wheelhouse FOR=<python>; make gpu-check BUDGET=<minutes> [ENV=current RESUME=1]; make bench-all BUDGET=<minutes> [ENV=current RESUME=1]"
-	@echo "The 2024 stack (keras-benchmarks v0.0.5's pins): make envs STACK=2024; make bench BACKEND=jax MODEL=bert STACK=2024"
-	@echo "make grid: GRID=<cpu|full|lengths|sample|smoke> MODEL=<bert,distilbert,gpt2,distilgpt2,roberta,xlnet,xlm> BACKEND=<native-torch,tf-transformers,jax,tensorflow,torch or a column>"
+	@echo "Variables, each given on the command line (make bench MODEL=bert):"
+	@echo "  cells      BACKEND=<$(BACKENDS)> MODEL=<$(MODELS)> STACK=<today|2024> ENV=current TASK= PROFILE=<$(PROFILES)> VARIANT= STEPS= BATCH= REPEATS= RESUME=1 IGNORE_PLAN=1 JOBS= RESULTS=$(RESULTS)"
+	@echo "  own Python (docs/OWN_ENVIRONMENT.md): make wheelhouse FOR=<python>; make gpu-check BUDGET=<minutes> [ENV=current RESUME=1]; make bench-all BUDGET=<minutes> [ENV=current RESUME=1]"
+	@echo "  python     PYTHON=$(PYTHON): the interpreter that runs the doctor, the env builds and, with ENV=current, the cells"
+	@echo "  2024 stack (keras-benchmarks v0.0.5's pins): make envs STACK=2024; make bench BACKEND=jax MODEL=bert STACK=2024"
+	@echo "  grid       GRID=<cpu|full|lengths|sample|smoke> MODEL=<bert,distilbert,gpt2,distilgpt2,roberta,xlnet,xlm> BACKEND=<native-torch,tf-transformers,jax,tensorflow,torch or a column>"
+	@echo "  studies    SIZE=default|smoke (overhead); CELLS=<cell keys> ROUNDS= PAIRS= SLOWDOWNS=0,0.05,... LOAD=N (noise)"
+	@echo "  results    OUT=<file> (export, compare); A=<dir> B=<dir> ACROSS=1 (compare); QUARANTINE=1 (validate)"
+	@echo "  slurm      FORCE=1 CONTAINER=1 (each cell in its image) SUBMIT_ARGS=\"<more bench submit options>\" (submit); JOB=<name or id> WAIT=<seconds> (submit-status)"
+	@echo "  containers CONTAINER_ENGINE=<podman|docker> (default: podman if present) IMAGE_NAME=$(IMAGE_NAME) CONTAINER_SHM=$(CONTAINER_SHM) BENCH_ARGS=\"<more bench run options>\" (bench-container)"
+	@echo "  envs       LOCK_ENVS=<env names> (lock); PYTHON_VERSION=$(PYTHON_VERSION) (wheelhouse); KEEP_RESULTS=<dir> (test-extended, test-stack2024)"
 
 # The doctor compares RAM with the plan of the profile about to run (<results>/plan-<profile>.json).
 DOCTOR_ARGS = --results-dir "$(RESULTS)" $(if $(PROFILE),--profile $(PROFILE))

@@ -1,11 +1,13 @@
-"""Writing a file so that a reader, or a crash, never sees half of it: a temporary beside it, fsync, rename."""
+"""Writing a file so that a reader, or a crash, never sees half of it: a temporary beside it, fsync, rename. Every
+module of bench/ writes its files through here (tests/test_atomic_writes.py holds the few exceptions, with why)."""
 from __future__ import annotations
 
 import json
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 
 def current_umask() -> int:
@@ -22,22 +24,30 @@ def current_umask() -> int:
     return mask
 
 
-def write_text_atomic(path: Path, text: str) -> None:
+def write_stream_atomic(path: Path, write: Callable[[BinaryIO], Any], mode: int = 0o666) -> None:
+    """`write(f)` fills a temporary beside `path` (a file opened for binary writing: np.save, a figure's savefig and
+    the like write into it); it is flushed, fsynced and renamed over `path`, with `mode` less the umask."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        os.fchmod(
-            fd, 0o666 & ~current_umask()
-        )  # mkstemp makes 0600: a shared results folder's other users must read it
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
+        os.fchmod(fd, mode & ~current_umask())  # mkstemp makes 0600: a shared results folder's other users must read it
+        with os.fdopen(fd, "wb") as f:
+            write(f)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def write_bytes_atomic(path: Path, data: bytes, mode: int = 0o666) -> None:
+    write_stream_atomic(path, lambda f: f.write(data), mode)
+
+
+def write_text_atomic(path: Path, text: str, mode: int = 0o666) -> None:
+    write_bytes_atomic(path, text.encode(), mode)
 
 
 def write_json_atomic(path: Path, data: Any) -> None:

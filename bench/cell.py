@@ -11,8 +11,9 @@ import time
 import traceback
 from pathlib import Path
 
-from bench.backends import cell_environment, get_backend
+from bench.backends import get_backend
 from bench.drivers import DERIVATIONS, drive
+from bench.env_process import enter_env
 from bench.failures import classify
 from bench.profiles import get_profile
 from bench.provenance import gpus
@@ -204,15 +205,7 @@ def check_config(cell: Cell, config: dict | None) -> None:
 def main(cell: Cell, out: Path, config: dict | None = None) -> int:
     pin_cpus()  # first: threads started later (the parent watch, the frameworks' pools) inherit the affinity
     die_with_parent(out)
-    for key, value in cell_environment(cell.env).items():
-        os.environ.setdefault(key, value)  # before any framework import
-    if get_backend(cell.backend).framework == "jax":
-        # Name the platform JAX is to use: without a GPU, jax[cuda12]'s plugin fails to initialise (noisily) before
-        # falling back to the CPU; on a GPU profile with a GPU, a JAX that cannot use it must fail, not fall back.
-        os.environ.setdefault("JAX_PLATFORMS", "cuda" if on_gpu(cell, gpus()) else "cpu")
-    from bench import offline
-
-    offline.install_guard()
+    enter_env(cell.env, get_backend(cell.backend).framework == "jax", on_gpu(cell, gpus()))  # before any framework
     started = time.perf_counter()
     try:
         check_config(cell, config)

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from bench import stats
-from bench.atomic import write_text_atomic
+from bench.atomic import write_stream_atomic, write_text_atomic
 from bench.backends import DEFAULT_STACK
 from bench.errors import BenchError
 from bench.generate_split import result_split, run_split
@@ -457,8 +457,7 @@ def draw(comparison: Comparison, path: Path) -> Path | None:
             title += " (across processors)" if comparison.across_processors else " (different processors)"
         ax.set_title(title)
         fig.tight_layout()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(path, format="png", dpi=100, metadata={"Software": None})
+        write_stream_atomic(path, lambda f: fig.savefig(f, format="png", dpi=100, metadata={"Software": None}))
     return path
 
 

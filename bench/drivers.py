@@ -36,7 +36,7 @@ def drive_generate(workload, timer: StepTimer) -> None:
     long as both run, and the machine's drift touches them alike."""
     lengths = split_lengths(workload.shape.new_tokens)
     plan = replace(timer.plan, windows_per_step=len(lengths))
-    parts = StepTimer(workload.timing_device, plan, clock=timer._clock)  # one clock for both timers
+    parts = timer.companion(plan)
     workload.split_timer = parts
     step = 0
     while not (timer.done and parts.done):

@@ -10,6 +10,7 @@ import io
 from pathlib import Path
 from typing import Any
 
+from bench.atomic import write_text_atomic
 from bench.errors import BenchError
 from bench.generate_split import result_split
 from bench.provenance import machine_label
@@ -90,5 +91,5 @@ def export(results_dir: Path, out: Path | None = None) -> tuple[Path, int]:
         raise BenchError(f"no result files under {results_dir}: nothing to export (is the results folder right?)")
     out = out or results_dir / "results.csv"
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(to_csv(table))
+    write_text_atomic(out, to_csv(table))
     return out, len(table)

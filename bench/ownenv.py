@@ -1,8 +1,9 @@
 """The unlocked route (`--env current`, docs/OWN_ENVIRONMENT.md): cells run in the interpreter that runs the
 command, with whatever it has installed. Stdlib only: the orchestrator asks this before any framework is imported.
 
-What a cell needs installed is said here once: a backend's framework (and Keras), a model's libraries. A cell whose
-needs are missing is NA (status unsupported) naming the missing distribution, never an error of the whole run.
+What a cell needs installed: its backend's framework (and Keras), said here once, and its model's libraries, said in
+the model's folder (workload.toml's [needs]). A cell whose needs are missing is NA (status unsupported) naming the
+missing distribution, never an error of the whole run.
 """
 from __future__ import annotations
 
@@ -11,41 +12,17 @@ import sys
 from importlib import metadata
 
 from bench.backends import UNLOCKED_STACK, get_backend
+from bench.registry import get_model
 
 # Each need is a tuple of alternatives: any one installed distribution satisfies it.
 TENSORFLOW = ("tensorflow", "tensorflow-cpu")
-KERAS3_NLP = ("keras-hub", "keras-nlp")  # keras-nlp where keras-hub is absent (bench/models/keras_common.py)
 FRAMEWORK_NEEDS: dict[str, tuple[tuple[str, ...], ...]] = {
-    "keras2": (TENSORFLOW, ("tf-keras",)),  # its model libraries: keras-nlp (BERT, LLMs), keras-cv (SAM, SD), below
+    "keras2": (TENSORFLOW, ("tf-keras",)),  # its model libraries: keras-nlp (BERT, LLMs), keras-cv (SAM, SD): each model's [needs]
     "tensorflow": (TENSORFLOW, ("keras",)),
     "jax": (("jax",), ("jaxlib",), ("keras",)),
     "torch": (("torch",), ("keras",)),
     "native-torch": (("torch",),),
 }
-# (family, model) -> the model's own libraries (bench/models/<model>/{keras,native_torch}.py and what they import).
-MODEL_NEEDS: dict[tuple[str, str], tuple[tuple[str, ...], ...]] = {
-    ("keras", "bert"): (KERAS3_NLP,),
-    ("keras", "gemma"): (KERAS3_NLP,),
-    ("keras", "gemma_2b"): (KERAS3_NLP,),
-    ("keras", "mistral"): (KERAS3_NLP,),
-    ("keras", "sam"): (("keras-hub", "keras-cv"),),  # keras-hub on Keras 3, keras-cv on Keras 2
-    # keras-cv refuses to import without TensorFlow ("KerasCV uses TensorFlow for its preprocessing layers"): its
-    # StableDiffusion cannot run without it, whatever feeds its input.
-    ("keras", "stable_diffusion"): (("keras-cv",), TENSORFLOW),
-    ("keras", "vit"): (),  # keras's own layers (torch only for the loader-workers tuning variants, a torch backend's)
-    ("native-torch", "vit"): (),
-    ("native-torch", "bert"): (("transformers",),),
-    ("native-torch", "gemma"): (("transformers",), ("peft",)),
-    ("native-torch", "gemma_2b"): (("transformers",), ("peft",)),
-    ("native-torch", "mistral"): (("transformers",), ("peft",)),
-    ("native-torch", "sam"): (("segment-anything",),),
-    ("native-torch", "stable_diffusion"): (("diffusers",), ("transformers",)),
-}
-
-
-def model_needs(family: str, model: str) -> tuple[tuple[str, ...], ...]:
-    """A model's own libraries on a family of backends ("keras", "native-torch"), each need a tuple of alternatives."""
-    return MODEL_NEEDS[(family, model)]
 
 
 def installed(name: str) -> str | None:
@@ -56,11 +33,16 @@ def installed(name: str) -> str | None:
         return None
 
 
+def model_needs(family: str, model: str) -> tuple[tuple[str, ...], ...]:
+    """What the model's implementation for this family needs installed beyond its framework, each need a tuple of
+    alternatives (bench/models/<model>/workload.toml [needs]); () where the folder has no such implementation."""
+    return get_model(model).needs.get(family, ())
+
+
 def missing_distributions(backend: str, model: str) -> list[str]:
     """What a cell of this backend and model needs and this interpreter lacks, one entry per need
     ("tensorflow or tensorflow-cpu" where either would do)."""
-    family = get_backend(backend).family
-    needs = (*FRAMEWORK_NEEDS[backend], *model_needs(family, model))
+    needs = (*FRAMEWORK_NEEDS[backend], *model_needs(get_backend(backend).family, model))
     return [" or ".join(need) for need in needs if not any(installed(name) for name in need)]
 
 

@@ -1,4 +1,4 @@
-"""Profiles: one harness, two sets of numbers (bench/profiles.toml). Stdlib only."""
+"""Profiles: one harness, one set of numbers per profile (bench/profiles.toml). Stdlib only."""
 from __future__ import annotations
 
 import tomllib

@@ -14,13 +14,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.backends import get_backend
+from bench.backends import BACKENDS, get_backend
 from bench.errors import BenchError
 from bench.profiles import profiles
 from bench.published import Row, published_rows
 
 MODELS_DIR = Path(__file__).resolve().parent / "models"
 WORKLOAD_FILE = "workload.toml"  # a folder of MODELS_DIR holding one is a model
+NEEDS_TABLE = "needs"  # workload.toml's one table that is no profile: what the unlocked route must find installed
 TASKS = ("fit", "predict", "generate")
 # How a task's steps are driven and timed (bench/drivers.py holds one function per name).
 DRIVERS = ("steps", "keras-fit", "keras-predict", "trainer", "step-pairs", "generate")
@@ -105,6 +106,8 @@ class ModelSpec:
     unsupported_cells: tuple[CellRule, ...] = ()  # narrower than `unsupported`: a stack, task or variant
     # (cell, shape) -> {setting: value} a cell's run must record: what the reference code ran (the fidelity checks)
     paper_settings: Callable[[Any, Any], dict[str, Any]] | None = None
+    # family -> the distributions its implementation needs beyond the framework, each a tuple of alternatives
+    needs: dict[str, tuple[tuple[str, ...], ...]] = dataclasses.field(default_factory=dict)
 
     def rows(self):
         """This model's rows (bench.published.Row), in order: its own, else the published table's."""
@@ -173,6 +176,7 @@ def load_model_spec(
     path = MODELS_DIR / name / WORKLOAD_FILE
     with path.open("rb") as f:
         data = tomllib.load(f)
+    needs = implementation_needs(path, data.pop(NEEDS_TABLE, {}))
     missing = {p for p, prof in profiles().items() if not prof.shapes_from} - set(data)
     if missing:
         raise BenchError(f"{path}: no shapes for profile(s) {sorted(missing)}")
@@ -198,12 +202,39 @@ def load_model_spec(
         tuple(rows or ()),
         tuple(unsupported_cells),
         paper_settings,
+        needs,
     )
     published = set(spec.tasks())
     if published != set(spec.task_specs):
         where = "its own rows have" if rows else "the published table has"
         raise BenchError(f"{name}: {where} tasks {sorted(published)}, the spec declares {sorted(spec.task_specs)}")
     return spec
+
+
+def implementation_needs(path: Path, table: Any) -> dict[str, tuple[tuple[str, ...], ...]]:
+    """workload.toml's [needs]: family -> its implementation's needs, each a tuple of alternative distributions.
+    Every implementation the folder holds must say what it needs ([] for nothing beyond its framework), so an
+    unlocked run names what is missing instead of failing inside the cell."""
+    families = {b.family for b in BACKENDS.values()}
+    if not isinstance(table, dict) or set(table) - families:
+        raise BenchError(f"{path} [{NEEDS_TABLE}]: keys are implementation families ({', '.join(sorted(families))})")
+    needs = {}
+    for family in sorted(families):
+        module = f"{family.replace('-', '_')}.py"
+        if family not in table:
+            if (path.parent / module).exists():
+                raise BenchError(
+                    f"{path} [{NEEDS_TABLE}]: no `{family}` entry for {module}: list the distributions it needs "
+                    "beyond its framework, each a list of alternatives ([] for none)"
+                )
+            continue
+        entry = table[family]
+        if not isinstance(entry, list) or not all(
+            isinstance(need, list) and need and all(isinstance(name, str) and name for name in need) for need in entry
+        ):
+            raise BenchError(f"{path} [{NEEDS_TABLE}] {family}: a list of needs, each a non-empty list of names")
+        needs[family] = tuple(tuple(need) for need in entry)
+    return needs
 
 
 def positive_fields(instance: Any) -> None:

@@ -153,6 +153,11 @@ class StepTimer:
         self._timed_sorted: list[float] = []  # the same, sorted (the rule asks for the median's interval each step)
         self._timed_ns = 0  # every window of the timed steps, summed
 
+    def companion(self, plan: WindowPlan) -> StepTimer:
+        """A second timer on this one's device and clock, with a plan of its own (a driver that times two things in
+        one loop, as generate times its whole calls and their prefill/decode parts): both read the same clock."""
+        return StepTimer(self._device, plan, clock=self._clock)
+
     # -- the windows
     @property
     def is_open(self) -> bool:

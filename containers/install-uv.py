@@ -56,10 +56,16 @@ def main(requirements: str, dest: str) -> int:
         whl.unlink()
         sys.exit(f"sha256 mismatch for {url}: got {h.hexdigest()}, pinned {sha}")
     target = Path(dest) / "uv"
-    with zipfile.ZipFile(whl) as z, z.open(f"uv-{version}.data/scripts/uv") as src, open(target, "wb") as out:
+    # A temporary beside it, fsynced and renamed over it: make takes an existing uv for a complete one, so an
+    # interrupted install must leave none (this script stands alone in the image build: no bench.atomic here).
+    partial = Path(dest) / ".uv.partial"
+    with zipfile.ZipFile(whl) as z, z.open(f"uv-{version}.data/scripts/uv") as src, open(partial, "wb") as out:
         out.write(src.read())
+        out.flush()
+        os.fsync(out.fileno())
     whl.unlink()
-    target.chmod(0o755)
+    partial.chmod(0o755)
+    os.replace(partial, target)
     print(f"installed uv {version} ({url.rsplit('/', 1)[-1]}, sha256 ok) to {target}")
     return 0
 

@@ -46,16 +46,28 @@ CASES = [
     ("compare", COMPARE, "OUT", "{tmp}/compare.md"),
     ("compare", COMPARE, "ACROSS", "1"),
     ("submit", BENCH, "FORCE", "1"),
+    ("submit", BENCH, "CONTAINER", "1"),
 ]
-# Named, but their targets run the test suite, a study of minutes or need the network (no dry run to stop them at)
+# Named, but not tried here: their targets run the test suite, a study of minutes, need the network or a container
+# engine (no dry run to stop them at), or they are options passed on as written
 NOT_RUN = {
     "KEEP_RESULTS": "make test-extended",
     "LOAD": "make noise",
+    "CELLS": "make noise",
+    "ROUNDS": "make noise",
+    "PAIRS": "make noise",
+    "SLOWDOWNS": "make noise",
     "SIZE": "make overhead",
     "LOCK_ENVS": "make lock (PyPI)",
     "PYTHON_VERSION": "make wheelhouse (PyPI)",
     "FOR": "make wheelhouse (PyPI; tests/test_wheelhouse_for.py)",
     "BUDGET": "make bench-all, make gpu-check (minutes of cells: tests/test_budget.py, test_gpucheck_budget.py)",
+    "CONTAINER_ENGINE": "make image, make bench-container",
+    "IMAGE_NAME": "make image, make bench-container",
+    "CONTAINER_SHM": "make bench-container",
+    "BENCH_ARGS": "make bench-container: more `bench run` options, passed on as written",
+    "SUBMIT_ARGS": "make submit: more `bench submit` options, passed on as written",
+    "PYTHON": "every case sets it (the dry-run interpreter)",
 }
 KINDS = ["empty", "garbage", "duplicate", "spaced-non-ascii-path", "a-file"]
 
@@ -143,3 +155,36 @@ def test_the_table_covers_every_variable_the_readme_and_make_help_name():
     helped = subprocess.run(["make", "--no-print-directory", "help"], cwd=REPO, capture_output=True, text=True).stdout
     named = set(re.findall(r"\b([A-Z][A-Z_]{2,})=", (REPO / "README.md").read_text() + helped))
     assert named - {c[2] for c in CASES} - set(NOT_RUN) == set(), sorted(named)
+
+
+# Make's own variables, which a recipe reads but no user sets
+MAKE_OWN = {"MAKE", "CURDIR", "MAKEFILE_LIST", "SHELL", "MAKEFLAGS", "MAKECMDGOALS"}
+
+
+def makefiles_text() -> str:
+    return "\n".join(p.read_text() for p in [REPO / "Makefile", *sorted((REPO / "mk").glob("*.mk"))])
+
+
+def user_variables() -> set[str]:
+    """Every variable of the Makefile and mk/*.mk a user may set: those given a default a command line overrides
+    (`?=`), and those a recipe or rule reads that no file assigns (A=, FORCE=, SUBMIT_ARGS=, ...)."""
+    text = re.sub(r"(?m)^\s*#.*$", "", makefiles_text())  # comments name variables without reading them
+    defaulted = set(re.findall(r"(?m)^([A-Z][A-Z0-9_]*)\s*\?=", text))
+    assigned = set(re.findall(r"(?m)^(?:[\w.%-]+:\s*)?([A-Z][A-Z0-9_]*)\s*(?::=|=|\+=)", text))
+    read = set(re.findall(r"\$\(([A-Z][A-Z0-9_]*)\)|\$\(call flag,([A-Z][A-Z0-9_]*)", text))
+    read = {name for names in read for name in names if name}  # $(NAME), and the yes/no ones through `flag`
+    return defaulted | (read - assigned - MAKE_OWN)
+
+
+def test_make_help_names_every_variable_a_user_may_set():
+    variables = user_variables()
+    assert {"PYTHON", "RESULTS", "QUARANTINE", "SUBMIT_ARGS", "CONTAINER", "WAIT"} <= variables  # the parse finds them
+    helped = subprocess.run(["make", "--no-print-directory", "help"], cwd=REPO, capture_output=True, text=True).stdout
+    assert sorted(v for v in variables if not re.search(rf"\b{v}=", helped)) == [], helped
+
+
+def test_make_help_lists_every_target():
+    targets = set(re.findall(r"(?m)^([a-z][a-z0-9-]*):(?!=)", makefiles_text()))
+    helped = subprocess.run(["make", "--no-print-directory", "help"], cwd=REPO, capture_output=True, text=True).stdout
+    assert "bench" in targets and sorted(targets - set(re.findall(r"(?m)^  ([a-z][a-z0-9-]*) ", helped))) == []
+

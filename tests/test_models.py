@@ -1,5 +1,8 @@
 """Framework-free pieces of the model specs: each task's driver, unit and derivation, declared once."""
+import ast
+
 import pytest
+from conftest import REPO
 
 from bench.backends import BACKENDS, family_variants, keras3_backends, short_name
 from bench.drivers import DERIVATIONS, DRIVERS, drive_step_pairs, pair_difference
@@ -21,12 +24,11 @@ def test_every_task_names_a_known_driver_for_both_families(model):
 
 def test_models_are_the_folders_with_a_workload_in_the_published_order_then_by_name(tmp_path):
     published = tuple(dict.fromkeys(r.model for r in published_rows()))
-    assert MODELS == (
-        *published,
-        "gemma_2b",
-        "vit",
-    )  # every published model has its folder; the others are the tuning study's (issue 15)
-    assert paper_models() == published and get_model("vit").study == get_model("gemma_2b").study == "tuning"
+    others = tuple(m for m in MODELS if m not in published)
+    assert MODELS == (*published, *sorted(others))  # every published model has its folder
+    assert {m for m in others if get_model(m).study == "tuning"} == {"gemma_2b", "vit"}
+    assert paper_models() == (*published, *(m for m in others if not get_model(m).study))
+    assert all(get_model(m).own_rows for m in others)  # no row of the published table: it declares its own
     for name in ("zeta", "alpha", "bert", "gemma"):
         (tmp_path / name).mkdir()
         (tmp_path / name / "workload.toml").write_text("")
@@ -118,3 +120,30 @@ def test_disabling_fused_attention_routes_both_kinds_of_keras_hub_layer(monkeypa
     assert [uses_fused_attention(layer) for layer in layers] == [True, True]
     disable_fused_attention(keras, layers)
     assert [uses_fused_attention(layer) for layer in layers] == [False, False] and disabled == [True]
+
+
+SEEDING_CALLS = {"manual_seed", "default_rng", "PRNGKey", "seed", "Generator", "RandomState", "set_seed"}
+
+
+def literal_seeds(code: str) -> list[str]:
+    """Calls that seed a generator with a number written in place, or a `seed=` given one."""
+    found = []
+    for node in ast.walk(ast.parse(code)):
+        if not isinstance(node, ast.Call):
+            continue
+        name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+        values = [*(node.args if name in SEEDING_CALLS else []), *(k.value for k in node.keywords if k.arg == "seed")]
+        if any(isinstance(v, ast.Constant) and isinstance(v.value, int) for v in values):
+            found.append(ast.unparse(node))
+    return found
+
+
+def test_workloads_seed_their_data_with_seed_alone():
+    """bench/models/base.py states SEED once for every workload: no model's code seeds with a number of its own."""
+    files = [*(REPO / "bench" / "models").rglob("*.py"), *(REPO / "tests" / "new_model").rglob("*.py")]
+    found = {str(f.relative_to(REPO)): seeds for f in files if (seeds := literal_seeds(f.read_text()))}
+    assert found == {}
+    assert literal_seeds("g = torch.Generator().manual_seed(0); r = np.random.default_rng(seed=0)") == [
+        "torch.Generator().manual_seed(0)", "np.random.default_rng(seed=0)"
+    ]
+

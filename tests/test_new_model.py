@@ -1,10 +1,12 @@
 """Adding a model is adding its folder (docs/ADDING_A_MODEL.md): a copy of the package gets the worked example,
-tests/new_model/tiny_mlp/, and nothing else; the registry, the matrix tests, `bench plan` and the report take it."""
+tests/new_model/tiny_mlp/, and nothing else; the registry, the matrix tests, `bench plan` and the report take it,
+and the whole suite but its slow tests passes in a copy of the checkout with the model added."""
 import json
 import os
 import shutil
 import subprocess
 import sys
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
@@ -28,7 +30,8 @@ def checkout(tmp_path_factory) -> Path:
     shutil.copytree(REPO / "tests", root / "tests", ignore=skip)
     shutil.copy(REPO / "pytest.ini", root)
     shutil.copytree(REPO / "docs" / "schema", root / "docs" / "schema")  # the result files are validated against it
-    shutil.copytree(EXAMPLE, root / "bench" / "models" / "tiny_mlp", ignore=skip)
+    # (already there where this runs in a checkout that has the model added: the whole-suite test's)
+    shutil.copytree(EXAMPLE, root / "bench" / "models" / "tiny_mlp", ignore=skip, dirs_exist_ok=True)
     return root
 
 
@@ -133,3 +136,56 @@ print(json.dumps(plan))
         assert entry["activation_formula"] == "mlp" and entry["activations_bytes"] == 2 * (2 * 32 + 4) * 4, entry
     assert by_key["keras2__tiny_mlp__predict__bs2__default"]["counts_note"]  # keras2 reuses the Keras 3 count
     assert "mlp" in got["activation_formulas"]
+
+
+def checkout_copy(root: Path) -> None:
+    """The checkout as git sees it (tracked files and untracked ones not ignored, as they are in the work tree), with
+    the envs linked in: .venvs itself is the copy's own, so what a test writes there (the plan's count cache) stays
+    in it."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=REPO, capture_output=True, check=True,
+    ).stdout.decode().split("\0")
+    for name in filter(None, listed):
+        if name.split("/")[0] == ".venvs":  # a linked .venvs (a worktree's) is no directory to .gitignore's `.venvs/`
+            continue
+        source, target = REPO / name, root / name
+        if source.is_symlink() or source.is_file():  # a deleted file git still lists is left out
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, target, follow_symlinks=False)
+    (root / ".venvs").mkdir()
+    for env in VENVS.iterdir() if VENVS.is_dir() else ():
+        if env.is_dir():
+            (root / ".venvs" / env.name).symlink_to(env.resolve())
+
+
+def commit(root: Path) -> None:
+    """A repository of the copy's own, everything committed (results record their commit and whether it was dirty)."""
+    git = ["git", "-c", "user.name=bench", "-c", "user.email=bench@localhost"]
+    for command in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "the checkout with a new model"]):
+        subprocess.run([*git, *command], cwd=root, check=True, capture_output=True)
+
+
+@pytest.mark.slow
+@pytest.mark.envs
+@pytest.mark.duration_s(1000)
+def test_the_whole_suite_but_its_slow_tests_passes_with_the_new_model(tmp_path):
+    """Nothing outside the folder names a model: with the example added exactly as the doc says (its folder, and
+    nothing else), every test `make test` runs first (-m "not slow") passes, those generated per model included;
+    but those marked wall_clock, which time real work against fixed bounds, know nothing of the models, and cannot
+    hold beside the StableDiffusion cells this test runs next to in `make test`."""
+    root = tmp_path / "checkout"
+    checkout_copy(root)
+    shutil.copytree(EXAMPLE, root / "bench" / "models" / "tiny_mlp", ignore=shutil.ignore_patterns("__pycache__"))
+    commit(root)
+    report = tmp_path / "junit.xml"
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "BENCH_VENVS_DIR")}
+    out = subprocess.run(
+        [sys.executable, "-m", "pytest", "tests", "-m", "not slow and not wall_clock", "-q", "-p",
+         "no:cacheprovider", f"--junitxml={report}"],
+        cwd=root, capture_output=True, text=True, timeout=3000, env=env,
+    )
+    assert out.returncode == 0, out.stdout[-6000:] + out.stderr[-3000:]
+    cases = [case.get("name", "") for case in ET.parse(report).iter("testcase")]
+    assert any("tiny_mlp" in name for name in cases), "no test was generated for the new model"
+

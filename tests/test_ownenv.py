@@ -389,22 +389,6 @@ def test_keras3_keeps_tf_data_where_tensorflow_is_installed(tmp_path):
     assert run["status"] == "ok" and "input_pipeline" not in run["settings"], run
 
 
-def test_every_implementation_says_what_it_needs_installed():
-    """A model folder's keras.py / native_torch.py has its libraries in bench/ownenv.py MODEL_NEEDS: an unlocked
-    run names what is missing instead of failing inside the cell."""
-    from bench.ownenv import MODEL_NEEDS
-    from bench.registry import MODELS
-
-    files = {"keras": "keras.py", "native-torch": "native_torch.py"}
-    have = {
-        (family, model)
-        for model in MODELS
-        for family, name in files.items()
-        if (REPO / "bench" / "models" / model / name).exists()
-    }
-    assert have == set(MODEL_NEEDS)
-
-
 def test_a_gpu_check_report_and_its_short_cells_stay_out_of_the_tables(tmp_path):
     from bench.gpucheck import Report
     from bench.results import result_files

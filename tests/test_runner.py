@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 from fakes import bench_env, run_bench, write_memory_events
 
+from bench.published import published_rows
+from bench.registry import plan_cells
 from bench.results import load_all
 
 REPO = Path(__file__).resolve().parent.parent
@@ -441,7 +443,10 @@ def test_dry_run_lists_the_full_matrix(venvs, tmp_path):
     out = bench(["run", "--profile", "smoke", "--dry-run"], bench_env(venvs))
     assert out.returncode == 0
     keys = out.stdout.split("\n", 1)[1].split()
-    assert len(keys) == 72  # 12 rows x 4 Keras backends + 12 rows x 2 native-torch variants
+    assert keys == [c.key for c in plan_cells("smoke")]  # the matrix: every model of bench/models/ but a study's
+    published = {r.model for r in published_rows()}
+    # the published table's part: 12 rows x 4 Keras backends + 12 rows x 2 native-torch variants
+    assert len([k for k in keys if k.split("__")[1] in published]) == 72
     assert "keras2__gemma__generate__bs1__default" in keys and "native-torch__mistral__fit__bs2__compiled" in keys
 
 

@@ -78,6 +78,7 @@ def run_probe(backend: str, code: str, *args: str) -> dict:
     return json.loads(line[len("PROBE ") :])
 
 
+@pytest.mark.wall_clock
 @pytest.mark.parametrize("backend,framework", [("jax", "jax"), ("native-torch", "torch"), ("tensorflow", "tensorflow")])
 def test_work_dispatched_before_a_window_is_not_counted_in_it(backend, framework):
     got = run_probe(backend, EARLIER_WORK, framework, str(REPO))
@@ -129,6 +130,7 @@ print("PROBE " + json.dumps(out))
 """
 
 
+@pytest.mark.wall_clock
 @pytest.mark.parametrize("backend", ["keras2", "tensorflow", "jax", "torch"])
 def test_keras_windows_count_taking_the_next_batch_on_every_backend(backend):
     """Keras 3 on torch takes the next batch before on_*_batch_begin, JAX and TensorFlow inside their step: the
@@ -208,6 +210,7 @@ print("PROBE " + json.dumps({"step_ms": statistics.median(step), "windows": time
 """
 
 
+@pytest.mark.wall_clock
 def test_keras_predict_windows_close_after_the_step_on_jax():
     """JAX returns from a predict step before computing it; the window must still close after the step's work
     (Keras converts the outputs to NumPy before our batch-end callback, and the sync waits for anything left)."""

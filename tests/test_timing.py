@@ -33,6 +33,7 @@ class Steps:
         return self.work()
 
 
+@pytest.mark.wall_clock
 def test_known_duration_is_measured_within_a_few_percent():
     timer = StepTimer(HostDevice(), plan(timed=30))
     drive_steps(Steps(lambda: spin(0.010)), timer)
@@ -75,6 +76,7 @@ class JaxLikeDevice:
         return 0
 
 
+@pytest.mark.wall_clock
 def test_asynchronous_work_is_measured_to_its_end():
     """Without the sync at the window's end, each step reads as its (near-zero) dispatch time."""
     device = JaxLikeDevice()
@@ -83,6 +85,7 @@ def test_asynchronous_work_is_measured_to_its_end():
     assert 19.5 <= statistics.median(timer.split().timed_ms) <= 25, timer.windows_ms
 
 
+@pytest.mark.wall_clock
 def test_earlier_work_does_not_leak_into_the_window():
     """Work dispatched before a window opens (the previous step's, a data pipeline's) is waited for outside it,
     even when nothing of it is handed to the timer (the old begin() synced on None, which waits for nothing)."""
@@ -95,6 +98,7 @@ def test_earlier_work_does_not_leak_into_the_window():
     assert 9.5 <= statistics.median(timer.windows_ms) <= 25, timer.windows_ms  # ~40 if the 30 ms leaked in
 
 
+@pytest.mark.wall_clock
 def test_unsynchronised_timer_would_be_wrong():
     """The control for the two tests above: the same async workload timed without any wait reads ~0."""
 
@@ -112,6 +116,7 @@ def test_unsynchronised_timer_would_be_wrong():
     assert statistics.median(timer.windows_ms) < 5
 
 
+@pytest.mark.wall_clock
 def test_laps_tile_the_loop_so_work_between_steps_is_counted():
     """A framework loop takes the next batch between two steps' callbacks: tiled windows count it."""
     timer = StepTimer(HostDevice(), plan(timed=6))
@@ -207,6 +212,19 @@ def test_clock_is_monotonic_nanoseconds():
     assert timer.split().first_ms == 5.0 and timer.split().timed_ms == [7.0]
 
 
+def test_a_companion_timer_reads_the_same_clock_with_a_plan_of_its_own():
+    ticks = iter(range(0, 10**9, 1_000_000))
+    timer = StepTimer(HostDevice(), plan(timed=1), clock=lambda: next(ticks))
+    parts = timer.companion(plan(timed=2, warmup=0))
+    timer.begin()
+    parts.begin()
+    parts.end()
+    timer.end()
+    assert parts.windows_ns == [1_000_000] and timer.windows_ns == [3_000_000]  # one clock: their ticks interleave
+    assert parts.plan.timed_steps == 2 and timer.plan.timed_steps == 1 and parts.steps_done == timer.steps_done == 1
+
+
+@pytest.mark.wall_clock
 def test_split_keeps_first_step_and_warmup_apart():
     values = iter([0.03, 0.02, 0.011, 0.010, 0.012])
     timer = StepTimer(HostDevice(), plan(timed=3, warmup=1))
@@ -234,6 +252,7 @@ class Pairs:
         spin(0.002 + 0.010 * num_steps)
 
 
+@pytest.mark.wall_clock
 def test_step_pairs_alternate_and_give_the_difference_per_step():
     workload = Pairs()
     timer = StepTimer(HostDevice(), plan(timed=4, warmup=1, per=2))

@@ -25,7 +25,7 @@ from bench.cluster.gpus import makespan
 from bench.profiles import get_profile
 from bench.progress import hms
 from bench.published import published_ms
-from bench.registry import Cell, get_model, plan_cells
+from bench.registry import Cell, get_model, paper_models, plan_cells
 
 ASSUMED_OVERHEAD_S = 120  # an assumption: start-up + build + trace/compile per cell process
 ASSUMED_COMPILE_OVERHEAD_S = 300  # an assumption: torch.compile's extra first-step time (inductor, CUDA graph capture)
@@ -137,9 +137,10 @@ def task_timeout_s(cell: Cell, figures=None) -> int:
 
 
 def matrix_estimate(gpu_counts=GPU_COUNTS, overhead_s: float = ASSUMED_OVERHEAD_S) -> dict:
-    """The paper matrix as `make bench-all` runs it: each cell its profile's processes, one after another on one GPU
-    (bench/cluster/parallel.py), each at the expected cost (the paper profile's count of timed steps is fixed)."""
-    cells = plan_cells("paper")
+    """The published table's paper matrix as `make bench-all` runs it: each cell its profile's processes, one after
+    another on one GPU (bench/cluster/parallel.py), each at the expected cost (the paper profile's count of timed steps
+    is fixed). A model with rows of its own has no published speed to cost it at."""
+    cells = plan_cells("paper", models=[m for m in paper_models() if not get_model(m).own_rows])
     figures = published_ms()
     repeats = get_profile("paper").repeats
     durations = [repeats * cell_seconds(c, figures, overhead_s) for c in cells]

@@ -17,6 +17,7 @@ import subprocess
 import time
 from pathlib import Path
 
+from bench.atomic import write_text_atomic
 from bench.errors import BenchError
 
 DAEMONS = ("munged", "slurmctld", "slurmd")
@@ -115,8 +116,9 @@ class LocalSlurm:
         # munged checks the key's and socket's folders: 0700 passes (it warns "Socket is inaccessible", which
         # only matters to users other than root, and every job here is root's).
         (self.root / "munge").chmod(0o700)
-        self.conf.write_text(
-            slurm_conf(self.root, self.host, os.cpu_count() or 1, int(memory_mib() * 0.95), (free_port(), free_port()))
+        write_text_atomic(
+            self.conf,
+            slurm_conf(self.root, self.host, os.cpu_count() or 1, int(memory_mib() * 0.95), (free_port(), free_port())),
         )
         key = self.root / "munge" / "munge.key"
         if not key.exists():

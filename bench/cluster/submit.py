@@ -14,6 +14,7 @@ import sys
 import time
 from pathlib import Path
 
+from bench.atomic import write_text_atomic
 from bench.cluster.jobdir import JobDir, slurm_root
 from bench.cluster.resources import Resources, cell_resources, load_plan
 from bench.errors import BenchError
@@ -143,8 +144,9 @@ def submit(
     job.path.mkdir(parents=True)
     plan = load_plan(results_dir / "plan.json")
     entries = [(i, c, cell_resources(c, plan, gres=gres, cpus=cpus, mem_gib=mem_gib)) for i, c in enumerate(todo)]
-    (job.path / "cells.json").write_text(
-        json.dumps([{"index": i, "cell": c.to_dict(), "resources": r.__dict__} for i, c, r in entries], indent=1) + "\n"
+    write_text_atomic(
+        job.path / "cells.json",
+        json.dumps([{"index": i, "cell": c.to_dict(), "resources": r.__dict__} for i, c, r in entries], indent=1) + "\n",
     )
     python = python or sys.executable
     meta = {
@@ -159,8 +161,8 @@ def submit(
     job.write_meta(meta)
     for group, (res, indices) in enumerate(group_by_resources(entries)):
         script = job.path / f"array-{group}.sbatch"
-        script.write_text(array_script(job, group, res, indices, python, partition, sbatch_args or [], env or {}))
-        script.chmod(0o755)
+        text = array_script(job, group, res, indices, python, partition, sbatch_args or [], env or {})
+        write_text_atomic(script, text, mode=0o755)
         if dry_run:
             echo(
                 f"submit: wrote {script} ({len(indices)} cells; {' '.join(res.sbatch_options())}); not submitted (--dry-run)"

@@ -10,6 +10,7 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
+from bench.atomic import write_text_atomic
 from bench.envs.common import (
     ROOT,
     EnvError,
@@ -113,7 +114,7 @@ def build_into(name: str, venv: Path, req: Path, digest: str) -> None:
     site = sorted(venv.glob("lib/python3.*/site-packages"))
     if not site:
         raise EnvError(f"{name}: no site-packages under {venv}/lib")
-    (site[0] / PTH).write_text(str(ROOT) + "\n")
+    write_text_atomic(site[0] / PTH, str(ROOT) + "\n")
     say(f"{name}: wrote {rel(site[0] / PTH)} -> {ROOT}")
 
     # LAST: the stamp, atomically.
@@ -123,9 +124,7 @@ def build_into(name: str, venv: Path, req: Path, digest: str) -> None:
         "lock_sha256": digest,
         "built_at": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
     }
-    tmp = venv / (ENV_STAMP + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2) + "\n")
-    os.replace(tmp, venv / ENV_STAMP)
+    write_text_atomic(venv / ENV_STAMP, json.dumps(data, indent=2) + "\n")
 
 
 def swap_in(staging: Path, venv: Path) -> None:

@@ -7,6 +7,7 @@ import time
 import tomllib
 from pathlib import Path
 
+from bench.atomic import write_text_atomic
 from bench.backends import BACKENDS, STACKS, env_name
 from bench.envs.common import ENV_NAMES, EnvError, check_name, fmt_s, rel, run, say, uv_bin
 from bench.envs.rules import check_cross_env
@@ -43,7 +44,7 @@ def cmd_lock(args) -> int:
         t0 = time.monotonic()
         if run(cmd, cwd=d).returncode != 0:
             raise EnvError(f"{n}: uv lock failed")
-        (d / "requirements.txt").write_text(export_text(d, n))
+        write_text_atomic(d / "requirements.txt", export_text(d, n))
         say(f"{n}: locked and exported {rel(d / 'requirements.txt')} in {fmt_s(time.monotonic() - t0)}")
     return 0
 

@@ -23,7 +23,7 @@ from bench.atomic import write_text_atomic
 from bench.envs.common import ROOT, EnvError, say
 
 LOCK_ENVS = ("jax", "torch", "native-torch")  # today's backends that run without TensorFlow
-# The libraries the Keras 3 and native workloads import (bench/ownenv.py MODEL_NEEDS), and tabulate for the table.
+# The libraries the Keras 3 and native workloads import (each model folder's workload.toml [needs], read by bench.ownenv.model_needs), and tabulate for the table.
 WORKLOAD_ROOTS = (
     "keras",
     "keras-hub",
@@ -43,7 +43,7 @@ FRAMEWORK_OWNED = re.compile(
 )
 DEFAULT_PYTHON = "3.12"
 PLATFORMS = ("manylinux2014_x86_64", "manylinux_2_17_x86_64", "manylinux_2_28_x86_64")
-BUDGET_MB = 100  # the bundle must stay well under this: no framework wheels
+BUDGET_MIB = 100  # the bundle must stay well under this: no framework wheels
 
 
 def canon(name: str) -> str:
@@ -277,9 +277,9 @@ def build(out: Path, python_version: str = DEFAULT_PYTHON, target: str | None = 
     if target:
         manifest["for"] = {"interpreter": target, "kept": kept_distributions(have)}
     write_text_atomic(out / "manifest.json", json.dumps(manifest, indent=2) + "\n")
-    if total >= BUDGET_MB * 2**20:
+    if total >= BUDGET_MIB * 2**20:
         raise EnvError(
-            f"the bundle is {total / 2**20:.1f} MiB, over its {BUDGET_MB} MB budget: a framework's wheel got in?"
+            f"the bundle is {total / 2**20:.1f} MiB, over its {BUDGET_MIB} MiB budget: a framework's wheel got in?"
         )
     return manifest
 

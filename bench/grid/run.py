@@ -2,8 +2,8 @@
 model one weight export, every point's calls round-robin across its columns, one schema-2 result file per
 (model, column, batch, length).
 
-Shared with bench/runner.py (not duplicated): the env checks (`env_python`: built, current lock), the process
-group kill (`CellProcess._kill`), the crash statuses (bench/failures.py), the drift probe (bench/drift.py), the
+The worker processes are bench/grid/workers.py's. Shared with bench/runner.py (not duplicated): the env checks
+(`env_python`: built, current lock), the process group kill (`CellProcess._kill`), the crash statuses (bench/failures.py), the drift probe (bench/drift.py), the
 provenance (git, machine, process), the Result/Run format and its atomic, history-keeping writer, and the
 progress display (bench/progress.py). What is new is the order: a process per env stays up across the run's
 points, so that the repeats of one point can alternate between columns living in different envs (round-robin:
@@ -13,31 +13,24 @@ for every model took ~30 s of the 2-core machine per model.
 """
 from __future__ import annotations
 
-import json
 import os
-import queue
 import shutil
-import subprocess
 import tempfile
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.backends import cell_environment
 from bench.drift import reference_ms
 from bench.errors import BenchError
-from bench.failures import PeakMemory, crash_status, oom_kill_count
 from bench.grid.spec import COLUMNS, MODELS, REFERENCE_COLUMN, TASK, Grid, GridModel
-from bench.grid.worker import REPLY
-from bench.plan import ram_gib
+from bench.grid.workers import CALL_TIMEOUT_S, SETUP_TIMEOUT_S, WORKER_ENVIRONMENT, WorkerProcess, Workers
 from bench.progress import Progress, hms, status_counts
-from bench.provenance import REPO_ROOT, git_info, machine_info, machine_slug, now_utc, study_provenance
+from bench.provenance import git_info, machine_info, machine_slug, now_utc, study_provenance
 from bench.registry import Cell
 from bench.results import Result, Run, check_cell_schema
-from bench.runner import CellProcess, check_writable, env_python
+from bench.runner import check_writable, env_python
 
 GRID_DIR = "grid"  # under the results folder; bench/results.py keeps it out of the published table's results
 # Two framework outputs agree when their largest difference is within this, relative to the reference's
@@ -46,12 +39,6 @@ GRID_DIR = "grid"  # under the results folder; bench/results.py keeps it out of 
 # the exact GELU 2e-4 relative, which this rejects (another function, not a rounding difference).
 TOLERANCE = 1e-4
 OLD_TOLERANCE = 1e-3  # result files written before parity_scale was recorded were judged against this
-SETUP_TIMEOUT_S = 900.0
-# Several workers share the cores and take turns: OpenMP threads that spin-wait after their call (libgomp's
-# default) would steal the next column's cores. Measured on the 2-core machine, tiny BERT on PyTorch took
-# 230 ms per call beside idle spinning workers instead of a few ms. Recorded in every result's provenance.
-WORKER_ENVIRONMENT = {"OMP_WAIT_POLICY": "PASSIVE"}
-CALL_TIMEOUT_S = 900.0  # one call (the first compiles: torch.compile of XLM on 2 cores takes minutes)
 
 
 class GridResult(Result):
@@ -88,100 +75,6 @@ def grid_cell(model: str, column: str, batch: int, grid: Grid) -> Cell:
     }
     check_cell_schema(data)
     return Cell.from_dict(data, validate=False)
-
-
-class WorkerProcess:
-    """One `python -m bench.grid.worker serve` child in its env's process group; its lines teed to a log."""
-
-    def __init__(self, env: str, argv: list[str], log_path: Path, git: dict, echo: Callable[[str], None]):
-        self.env_name = env
-        self.log_path = log_path
-        log_path.parent.mkdir(parents=True, exist_ok=True)
-        self.log = log_path.open("a")
-        self.replies: queue.Queue = queue.Queue()
-        self.tail: list[str] = []
-        self.oom_before = oom_kill_count()
-        env_vars = {
-            **os.environ,
-            **cell_environment(env),
-            **WORKER_ENVIRONMENT,
-            "PYTHONUNBUFFERED": "1",
-            "BENCH_GIT_COMMIT": git.get("commit") or "",
-        }
-        self.proc = subprocess.Popen(
-            [env_python(env), "-m", "bench.grid.worker", *argv],
-            cwd=REPO_ROOT,
-            env=env_vars,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            start_new_session=True,
-        )
-        self.reader = threading.Thread(target=self._pump, args=(echo,), daemon=True)
-        self.reader.start()
-        self.memory = PeakMemory(self.proc.pid).__enter__()  # what it held, should the machine kill it
-
-    def _pump(self, echo) -> None:
-        for line in self.proc.stdout:
-            if line.startswith(REPLY):
-                self.replies.put(json.loads(line[len(REPLY) :]))
-                continue
-            self.log.write(line)
-            self.log.flush()
-            self.tail = (self.tail + [line.rstrip()])[-30:]
-        self.replies.put(None)  # the process ended
-
-    def send(self, command: dict[str, Any]) -> None:
-        try:
-            self.proc.stdin.write(json.dumps(command) + "\n")
-            self.proc.stdin.flush()
-        except (BrokenPipeError, OSError):
-            pass  # it died; the reader's None says how
-
-    def ask(self, command: dict[str, Any] | None, timeout_s: float) -> dict[str, Any]:
-        """Send one command (None: only wait for the reply to one sent before) and wait for its answer; a dead or
-        silent worker becomes a status (timeout, oom, killed, error) and is stopped."""
-        if command is not None:
-            self.send(command)
-        try:
-            answer = self.replies.get(timeout=timeout_s)
-        except queue.Empty:
-            self.stop()
-            return {
-                "status": "timeout",
-                "message": f"no answer after {timeout_s:.0f} s; the {self.env_name} worker was killed",
-            }
-        if answer is None:
-            self.proc.wait()
-            status, how = crash_status(
-                self.proc.returncode,
-                "\n".join(self.tail),
-                self.oom_before,
-                oom_kill_count(),
-                self.memory.peak_gib,
-                ram_gib(),
-            )
-            last = " | ".join(line for line in self.tail[-5:] if line)
-            return {"status": status, "message": f"the {self.env_name} worker {how}; last output: {last}"}
-        return answer
-
-    @property
-    def alive(self) -> bool:
-        return self.proc.poll() is None
-
-    def stop(self) -> None:
-        if self.alive:
-            try:
-                self.proc.stdin.write(json.dumps({"op": "quit"}) + "\n")
-                self.proc.stdin.flush()
-                self.proc.wait(timeout=10)
-            except (BrokenPipeError, OSError, subprocess.TimeoutExpired):
-                pass
-        CellProcess._kill(self.proc)  # the runner's: SIGTERM the group, then SIGKILL what is left
-        self.memory.__exit__()
-        self.reader.join(timeout=10)
-        self.log.close()
 
 
 def beyond_tolerance(settings: dict[str, Any]) -> bool:
@@ -262,53 +155,6 @@ def run_grid(
         + ", ".join(f"{n} {s}" for s, n in status_counts(written).items())
     )
     return written
-
-
-class Workers:
-    """The run's worker processes, one per env, started on first use and again after one died (an OOM at a point)."""
-
-    def __init__(self, grid: Grid, exchange: Path, logs: Path, git: dict, say: Callable[[str], None]):
-        exchange.mkdir(parents=True, exist_ok=True)
-        self.plan = json.dumps({"warmup": grid.warmup, "max_repeats": grid.max_repeats, "max_warmup": grid.max_warmup})
-        self.exchange, self.logs, self.git, self.say = exchange, logs, git, say
-        self.by_env: dict[str, WorkerProcess] = {}
-
-    def get(self, env: str) -> WorkerProcess:
-        worker = self.by_env.get(env)
-        if worker is None or not worker.alive:
-            if worker is not None:
-                worker.stop()
-            worker = WorkerProcess(
-                env,
-                ["serve", "--env", env, "--exchange", str(self.exchange), "--plan", self.plan],
-                self.logs / f"{env}.log",
-                self.git,
-                self.say,
-            )
-            self.by_env[env] = worker
-        return worker
-
-    def load(self, model: GridModel, by_env: dict[str, list[str]], weights: Path) -> dict[str, dict[str, Any]]:
-        """Build the model's columns in their envs' workers, all at once (their set-ups overlap); each env's answer."""
-        for env, columns in by_env.items():
-            self.get(env).send({"op": "load", "model": model.name, "columns": columns, "folder": str(weights)})
-        setup = {}
-        for env in by_env:
-            setup[env] = self.by_env[env].ask(None, SETUP_TIMEOUT_S)
-            facts = setup[env].get("facts", {})
-            self.say(
-                f"    {env}: {setup[env]['status']}"
-                + (
-                    f", {facts.get('parameters'):,} parameters, set up in {setup[env].get('setup_s')} s"
-                    if setup[env]["status"] == "ok"
-                    else f": {setup[env].get('message')}"
-                )
-            )
-        return setup
-
-    def stop(self) -> None:
-        for worker in self.by_env.values():
-            worker.stop()
 
 
 def run_model(

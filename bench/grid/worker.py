@@ -26,6 +26,8 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from bench.atomic import write_stream_atomic
+
 REPLY = "[grid-reply] "
 
 
@@ -104,7 +106,8 @@ class Worker:
             import numpy as np
 
             path = self.exchange / f"{column}__bs{batch}__len{length}.npy"
-            np.save(path, np.asarray(out.detach() if hasattr(out, "detach") else out, dtype=np.float32))
+            value = np.asarray(out.detach() if hasattr(out, "detach") else out, dtype=np.float32)
+            write_stream_atomic(path, lambda f: np.save(f, value))
             answer["output"] = str(path)
         self._watch()
         return answer
@@ -219,18 +222,10 @@ def main(argv: list[str] | None = None) -> int:
     for name in ("--env", "--exchange", "--plan"):
         s.add_argument(name, required=True)
     args = parser.parse_args(argv)
-    from bench.backends import cell_environment
+    from bench.env_process import enter_env
+    from bench.provenance import gpus
 
-    for key, value in cell_environment(args.env).items():
-        os.environ.setdefault(key, value)  # before any framework import
-    if args.env == "jax":
-        from bench.provenance import gpus
-
-        if not gpus():  # as bench/cell.py: without a GPU, jax[cuda12]'s plugin fails noisily before the CPU fallback
-            os.environ.setdefault("JAX_PLATFORMS", "cpu")
-    from bench import offline
-
-    offline.install_guard()
+    enter_env(args.env, args.env == "jax", bool(gpus()))  # before any framework import
     return serve(args)
 
 

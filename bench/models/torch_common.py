@@ -26,6 +26,11 @@ def torch_dtype(name: str) -> torch.dtype:
     return {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}[name]
 
 
+def data_generator() -> torch.Generator:
+    """The generator a native workload draws its synthetic data from, seeded with every workload's SEED."""
+    return torch.Generator().manual_seed(SEED)
+
+
 def count_parameters(module: torch.nn.Module) -> int:
     return int(sum(p.numel() for p in module.parameters()))
 

@@ -44,9 +44,11 @@ import torch
 from bench.models.llm import check_generated, prompt_ids
 from bench.models.torch_common import (
     COMPILE_MODE,
+    SEED,
     RepeatedSamples,
     TorchWorkload,
     count_parameters,
+    data_generator,
     on_meta,
     torch_dtype,
 )
@@ -120,7 +122,7 @@ class TorchCausalLM(TorchWorkload):
     def setup(self) -> None:
         s, bs = self.shape, self.cell.batch_size
         model = self.build_model(s, self.device)
-        g = torch.Generator().manual_seed(0)
+        g = data_generator()
         if self.cell.task == "fit":
             from peft import get_peft_model
 
@@ -156,7 +158,7 @@ class TorchCausalLM(TorchWorkload):
             if self.static_cache is None:  # transformers 4.x: generate() makes it (generate refuses both together)
                 config.cache_implementation = "static"
         self.inputs = {
-            "input_ids": torch.from_numpy(prompt_ids(s, bs, FIRST_TOKEN_ID, np.random.default_rng(0)))
+            "input_ids": torch.from_numpy(prompt_ids(s, bs, FIRST_TOKEN_ID, np.random.default_rng(SEED)))
             .long()
             .to(self.device),
             "attention_mask": torch.ones(bs, s.prompt_length, dtype=torch.long, device=self.device),

@@ -29,7 +29,7 @@ from bench.backends import cell_environment
 from bench.drift import reference_ms
 from bench.errors import BenchError
 from bench.failures import crash_status, oom_kill_count
-from bench.grid.run import WORKER_ENVIRONMENT  # the grid workers' variables: spinning OpenMP threads
+from bench.grid.workers import WORKER_ENVIRONMENT  # the grid workers' variables: spinning OpenMP threads
 from bench.overhead.spec import (
     BENCHMARKS,
     COLUMNS,

@@ -12,10 +12,11 @@ orchestrator's comparison. A column that fails is recorded with its status, and 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import traceback
 from pathlib import Path
+
+from bench.atomic import write_stream_atomic
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -25,18 +26,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--columns", required=True, help="comma list of this env's columns")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
-    from bench.backends import cell_environment
+    from bench.env_process import enter_env
+    from bench.provenance import gpus
 
-    for key, value in cell_environment(args.env).items():
-        os.environ.setdefault(key, value)  # before any framework import
-    if args.env == "jax":
-        from bench.provenance import gpus
-
-        if not gpus():  # as bench/cell.py: without a GPU, jax[cuda12]'s plugin fails noisily before the CPU fallback
-            os.environ.setdefault("JAX_PLATFORMS", "cpu")
-    from bench import offline
-
-    offline.install_guard()
+    enter_env(args.env, args.env == "jax", bool(gpus()))  # before any framework import
     runs = measure(args.env, args.size, args.columns.split(","), args.out)
     from bench.atomic import write_json_atomic
 
@@ -79,7 +72,7 @@ def measure(env: str, size_name: str, columns: list[str], out: Path) -> dict[str
                 continue
             if timer.steps_done == 1:  # the output the orchestrator compares with the reference column's
                 value = output.detach().numpy() if hasattr(output, "detach") else np.asarray(output)
-                np.save(out / f"{key[0]}__{key[1]}.npy", value)
+                write_stream_atomic(out / f"{key[0]}__{key[1]}.npy", lambda f, value=value: np.save(f, value))
             print(f"{key[0]} {key[1]}: call {timer.steps_done} {timer.windows_ms[-1]:.3f} ms", flush=True)
     info, process = frameworks.framework_info(framework), provenance.process_provenance()
     counts = parameter_counts(size)

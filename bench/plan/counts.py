@@ -21,6 +21,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from bench.atomic import write_text_atomic
 from bench.backends import cell_environment
 from bench.provenance import REPO_ROOT
 
@@ -104,10 +105,7 @@ def load_cache() -> dict:
 def save_cache(cache: dict) -> None:
     path = cache_path()
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(cache, indent=1, sort_keys=True))
-        os.replace(tmp, path)
+        write_text_atomic(path, json.dumps(cache, indent=1, sort_keys=True))
     except OSError:
         pass  # a cache that cannot be written only costs time next run
 

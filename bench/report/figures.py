@@ -8,6 +8,7 @@ import os
 import sys
 from pathlib import Path
 
+from bench.atomic import write_stream_atomic
 from bench.errors import BenchError
 from bench.registry import MODELS, get_model
 from bench.report.analysis import RowFacts, TableAnalysis, geometric, mean_speedup
@@ -63,7 +64,7 @@ def draw_figures(table: TableAnalysis, fig_dir: Path) -> dict[str, Path | None]:
 
     def save(fig, kind: str) -> None:
         out[kind] = fig_dir / f"{group.slug}-{kind}.png"
-        fig.savefig(out[kind], format="png", dpi=100, metadata={"Software": None})
+        write_stream_atomic(out[kind], lambda f: fig.savefig(f, format="png", dpi=100, metadata={"Software": None}))
 
     with matplotlib.style.context("default"), matplotlib.rc_context({"font.size": 9, "svg.hashsalt": "bench"}):
         ours = means_with_intervals(table.speedup_keras2)

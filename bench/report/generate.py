@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 
 from bench import claims
+from bench.atomic import write_stream_atomic
 from bench.generate_split import TOLERANCE, result_split
 from bench.judge import Judge
 from bench.overhead.spec import HOLDS_FACTOR
@@ -302,5 +303,5 @@ def draw_split_figure(table: TableAnalysis, rows: list[tuple[RowFacts, Column, d
     fig.tight_layout()
     fig_dir.mkdir(parents=True, exist_ok=True)
     path = fig_dir / f"{table.group.slug}-{FIGURE_KIND}.png"
-    fig.savefig(path, format="png", dpi=100, metadata={"Software": None})
+    write_stream_atomic(path, lambda f: fig.savefig(f, format="png", dpi=100, metadata={"Software": None}))
     return path

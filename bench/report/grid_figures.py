@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from bench.atomic import write_stream_atomic
 from bench.grid.spec import COLUMNS, MODELS
 from bench.results import Result
 from bench.stats import fmt_factor
@@ -52,7 +53,7 @@ def draw_figures(group, fig_dir: Path) -> dict[str, Path]:
         axes[0][-1].legend(fontsize=7)
         fig.tight_layout()
         path = fig_dir / f"{group.slug}__{group.grid}__{model}-time.png"
-        fig.savefig(path, format="png", dpi=90, metadata={"Software": None})
+        write_stream_atomic(path, lambda f: fig.savefig(f, format="png", dpi=90, metadata={"Software": None}))
         plt.close(fig)
         out[f"{model}-time"] = path
     ratios = {}
@@ -92,7 +93,7 @@ def draw_figures(group, fig_dir: Path) -> dict[str, Path]:
                 )
         fig.colorbar(image, ax=axes[0].tolist(), label="log2(PyTorch / TensorFlow): > 0 TensorFlow faster")
         path = fig_dir / f"{group.slug}__{group.grid}__pytorch-tensorflow-ratio.png"
-        fig.savefig(path, format="png", dpi=90, metadata={"Software": None})
+        write_stream_atomic(path, lambda f: fig.savefig(f, format="png", dpi=90, metadata={"Software": None}))
         plt.close(fig)
         out["ratio"] = path
     return out

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 
+from bench.atomic import write_stream_atomic
 from bench.backends import BACKENDS
 from bench.published import PUBLISHED_COLUMNS, published_rows
 from bench.registry import get_model
@@ -309,6 +310,6 @@ def draw_roofline(table, uses: dict, page):
         ax.set_title(f"Roofline: every ok cell, {table.group.profile} profile, {table.group.machine}")
         ax.legend(loc="lower right", fontsize=7)
         fig.tight_layout()
-        fig.savefig(path, format="png", dpi=100, metadata={"Software": None})
+        write_stream_atomic(path, lambda f: fig.savefig(f, format="png", dpi=100, metadata={"Software": None}))
     page.figures["roofline"] = path
     return path

@@ -29,7 +29,7 @@ from typing import Any
 import torch
 
 from bench.models.sam import IOU_HEAD_DEPTH, MASK_IN_CHANNELS, NUM_MULTIMASK_OUTPUTS
-from bench.models.torch_common import COMPILED_TRAIN_STEP, TorchWorkload, count_parameters, on_meta
+from bench.models.torch_common import COMPILED_TRAIN_STEP, TorchWorkload, count_parameters, data_generator, on_meta
 
 PIXEL_MEAN = [123.675, 116.28, 103.53]
 PIXEL_STD = [58.395, 57.12, 57.375]
@@ -103,7 +103,7 @@ def segment(sam, images: torch.Tensor, points: torch.Tensor, labels: torch.Tenso
 class SamTorch(TorchWorkload):
     def setup(self) -> None:
         s, bs = self.shape, self.cell.batch_size
-        g = torch.Generator().manual_seed(0)
+        g = data_generator()
         self.sam = build_sam(s).to(self.device)
         self.images = torch.rand(bs, 3, s.image_size, s.image_size, generator=g).to(self.device)
         self.output_shapes: list[tuple[tuple[int, ...], ...]] = []

@@ -32,7 +32,14 @@ from typing import Any
 
 import torch
 
-from bench.models.torch_common import COMPILED_TRAIN_STEP, SEED, TorchWorkload, count_parameters, on_meta
+from bench.models.torch_common import (
+    COMPILED_TRAIN_STEP,
+    SEED,
+    TorchWorkload,
+    count_parameters,
+    data_generator,
+    on_meta,
+)
 
 PROMPT = "a photograph of an astronaut riding a horse"  # keras-benchmarks' prompt
 GUIDANCE_SCALE = 7.5  # diffusers' default and keras-cv's unconditional_guidance_scale
@@ -209,7 +216,7 @@ class StableDiffusionTorch(TorchWorkload):
 
     def setup(self) -> None:
         s, bs = self.shape, self.cell.batch_size
-        g = torch.Generator().manual_seed(0)
+        g = data_generator()
         if self.cell.task == "fit":
             self.vae = build_vae(s).to(self.device)
             self.model = self.vae.encoder

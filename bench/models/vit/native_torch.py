@@ -15,7 +15,7 @@ import torch
 from torch import nn
 
 from bench import variants
-from bench.models.torch_common import TorchWorkload, count_parameters, on_meta
+from bench.models.torch_common import TorchWorkload, count_parameters, data_generator, on_meta
 from bench.models.vit import RandomImages
 
 
@@ -64,7 +64,7 @@ class ViTTorch(TorchWorkload):
         self.autocast = s.dtype == "mixed_bfloat16"
         self.loader_workers = variants.loader_workers(self.cell.variant)
         if self.loader_workers is None:
-            g = torch.Generator().manual_seed(0)
+            g = data_generator()
             batch = (
                 torch.randn(bs, s.channels, s.image_size, s.image_size, generator=g),
                 torch.randint(0, s.num_classes, (bs,), generator=g),

@@ -7,7 +7,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from bench.models.torch_common import TorchWorkload, count_parameters, on_meta
+from bench.models.torch_common import TorchWorkload, count_parameters, data_generator, on_meta
 
 
 def build_model(s) -> nn.Sequential:
@@ -26,7 +26,7 @@ class TinyMlpTorch(TorchWorkload):
     def setup(self) -> None:
         s, bs = self.shape, self.cell.batch_size
         self.model = build_model(s).to(self.device)
-        g = torch.Generator().manual_seed(0)
+        g = data_generator()
         self.features = torch.randn(bs, s.features, generator=g).to(self.device)
         if self.cell.task == "fit":
             self.model.train()

@@ -1,0 +1,101 @@
+"""Every file the suite writes goes through bench/atomic.py (a temporary beside it, fsync, rename), so that a reader
+or a crash never sees half of it: the modules of bench/ and scripts/ are read with ast for any other way to write,
+move or create a file, and each one found must be below, with why it is no file a reader could find half-written."""
+import ast
+
+from conftest import REPO
+
+# Calls that write a file's content in place, or put a file where a reader looks
+WRITING_METHODS = {"write_text", "write_bytes", "savefig", "to_csv", "tofile", "symlink_to", "hardlink_to", "rename"}
+WRITING_FUNCTIONS = {
+    ("os", "replace"), ("os", "rename"), ("os", "open"), ("os", "fdopen"), ("os", "symlink"), ("os", "link"),
+    ("shutil", "move"), ("shutil", "copy"), ("shutil", "copy2"), ("shutil", "copyfile"), ("shutil", "copytree"),
+    ("tempfile", "mkstemp"), ("tempfile", "NamedTemporaryFile"), ("np", "save"), ("np", "savez"), ("json", "dump"),
+}
+# (module, what it does) -> why it may
+LOG = "a log, streamed as the process it records runs (a reader sees it grow; no one reads it as a whole file)"
+MOVED_ASIDE = "an earlier file moved aside (to history/ or quarantine/) by a rename: nothing is written"
+LOCK = "a run's or build's flock file: its content only says who holds it"
+ALLOWED = {
+    ("bench/atomic.py", "os.fdopen"): "the atomic writer itself",
+    ("bench/atomic.py", "os.replace"): "the atomic writer itself",
+    ("bench/atomic.py", "tempfile.mkstemp"): "the atomic writer itself",
+    ("bench/atomic.py", "os.open"): "claim_new_file: an empty file created with O_EXCL, no content",
+    ("bench/runner.py", "open('w')"): LOG,
+    ("bench/runner.py", "open('a')"): LOG,
+    ("bench/grid/workers.py", "open('a')"): LOG,
+    ("bench/overhead/run.py", "open('a')"): LOG,
+    ("bench/cluster/localslurm.py", "open('w')"): LOG,
+    ("bench/results.py", "os.replace"): MOVED_ASIDE,
+    ("bench/results.py", "shutil.move"): MOVED_ASIDE,
+    ("bench/noise/study.py", "os.replace"): MOVED_ASIDE,
+    ("bench/roofline/ceilings.py", "os.replace"): MOVED_ASIDE,
+    ("bench/runlock.py", "open('r+')"): LOCK,
+    ("bench/runlock.py", "os.open"): LOCK,
+    ("bench/envs/build.py", "open('a+')"): LOCK,
+    ("bench/envs/build.py", "os.rename"): "a built env folder swapped in whole by renames; its stamp, written last "
+    "through atomic.py, is what says it is complete",
+    ("bench/runner.py", "tempfile.mkstemp"): "the results folder's write probe, removed at once",
+    ("bench/models/stable_diffusion/native_torch.py", ".write_text"): "the tokenizer's files in a private temporary "
+    "folder, read back by the same call",
+    ("bench/envs/wheelhouse.py", ".write_text"): "pip's requirement list, read by the pip this process starts next",
+}
+
+
+def operation(call: ast.Call) -> str | None:
+    """What the call does to the file system, as the allow-list names it, or None (a read, or no file at all)."""
+    func = call.func
+    name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
+    owner = func.value.id if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) else None
+    if (owner, name) in WRITING_FUNCTIONS:
+        return f"{owner}.{name}"
+    if name == "open":  # open(path, mode) or path.open(mode)
+        positional = call.args[1:2] if isinstance(func, ast.Name) else call.args[:1]
+        mode = next((k.value for k in call.keywords if k.arg == "mode"), positional[0] if positional else None)
+        if mode is None:
+            return None
+        if not isinstance(mode, ast.Constant):
+            return "open(mode)"
+        return f"open({mode.value!r})" if set(str(mode.value)) & set("wax+") else None
+    return f".{name}" if isinstance(func, ast.Attribute) and name in WRITING_METHODS else None
+
+
+def writes_in(tree: ast.AST) -> list[tuple[str, int]]:
+    """(operation, line) of each write in the tree, less those into the stream write_stream_atomic hands out."""
+    into_atomic = {
+        id(inner)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and ast.unparse(node.func).endswith("write_stream_atomic")
+        for arg in node.args[1:]
+        for inner in ast.walk(arg)
+    }
+    return [
+        (op, node.lineno)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and id(node) not in into_atomic and (op := operation(node))
+    ]
+
+
+def writes() -> dict[tuple[str, str], list[int]]:
+    found: dict[tuple[str, str], list[int]] = {}
+    for path in sorted([*(REPO / "bench").rglob("*.py"), *(REPO / "scripts").glob("*.py")]):
+        name = str(path.relative_to(REPO))
+        for op, line in writes_in(ast.parse(path.read_text(), name)):
+            found.setdefault((name, op), []).append(line)
+    return found
+
+
+def test_every_write_goes_through_atomic_py():
+    outside = {f"{name}:{lines} {op}" for (name, op), lines in writes().items() if (name, op) not in ALLOWED}
+    assert sorted(outside) == []
+
+
+def test_the_scan_sees_a_direct_write():
+    """The scan itself: each way of writing it knows is found, a read or a write into atomic.py's stream is not."""
+    code = """
+p.write_text('x'); open(p, 'w'); p.open('a'); os.replace(a, b); np.save(p, x); fig.savefig(p)
+open(p); p.open(); text.replace('a', 'b'); write_stream_atomic(p, lambda f: np.save(f, x))
+"""
+    assert sorted(op for op, _ in writes_in(ast.parse(code))) == sorted(
+        ["open('w')", "open('a')", "os.replace", "np.save", ".savefig", ".write_text"]
+    )
