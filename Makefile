@@ -128,7 +128,7 @@ grid: env-tools ## Inference grid (HF 2019 PyTorch vs TensorFlow + Keras 3) -> $
 	@for e in $(or $(filter native-torch tf-transformers jax tensorflow torch,$(subst $(comma), ,$(BACKEND))),native-torch tf-transformers jax tensorflow torch); do \
 		$(MAKE) --no-print-directory env BACKEND=$$e; done
 	$(TOOLS_PY) -m bench grid $(if $(GRID),--grid $(GRID)) $(if $(MODEL),--model $(MODEL)) $(if $(BACKEND),--backend $(BACKEND)) --results-dir "$(RESULTS)"
-# The tuning study (issue 15): ViT on the Keras 3 backends and native PyTorch, each tuning variant beside its
+# The tuning study: ViT on the Keras 3 backends and native PyTorch, each tuning variant beside its
 # reference. PROFILE= (default: cpu, full width at a small batch; paper on a GPU). Its results go to their own folder,
 # $(RESULTS)/tuning (not a row of the published table), which make table renders into its RESULTS.md and TUNING.md.
 TUNING_PROFILE = $(or $(PROFILE),cpu)
@@ -147,7 +147,7 @@ overhead: doctor ## Framework-overhead study (keras#22561/#22660: Keras vs pure 
 	@$(MAKE) --no-print-directory env-tools
 	$(TOOLS_PY) -m bench.overhead.run $(if $(SIZE),--size $(SIZE)) --results-dir "$(RESULTS)"
 
-# Issue 11: every cell of the published table at full size on this CPU, by the cpu profile alone (bench/profiles.toml:
+# Every cell of the published table at full size on this CPU, by the cpu profile alone (bench/profiles.toml:
 # paper shapes, each batch capped at 2, a first step and 2 timed steps, an hour per cell), into a folder of its own.
 # Resumes: cells with a current result are skipped, so an interrupted run, or one split by MODEL=/BACKEND=/TASK=,
 # picks up where it stopped. BATCH= overrides the capped batch (the 7B fits ran at batch 1 to keep the whole run near

@@ -183,7 +183,7 @@ def check_container_disk(p: Probes) -> Check:
 
 
 def largest_cell_gib(plan: dict) -> tuple[str, float] | None:
-    """The plan's largest per-cell memory. The plan (results/plan.json, issue 11) is read as
+    """The plan's largest per-cell memory. The plan (results/plan.json) is read as
     {"cells": [{"key": "<cell key>", "memory_gib": <GiB the cell needs>}, ...]}; cells without a figure are skipped."""
     sizes = [
         (str(c.get("key", "?")), float(c["memory_gib"]))

@@ -3,7 +3,7 @@
 Two kinds:
 - a backend's own variants (bench/backends.py `Backend.variants`): `default` on the Keras backends, `eager` and
   `compiled` on native PyTorch. `make bench-all` and the paper matrix run these, and nothing else.
-- tuning variants (TUNING below, issue 15 and issue 13's two attention variants): one framework-specific change
+- tuning variants (TUNING below, the attention variants among them): one framework-specific change
   each, run only when asked (`VARIANT=` on `make bench`, `make tuning`). Each declares where it applies (backends,
   and optionally models and tasks); a cell elsewhere is refused naming where it applies. On native PyTorch a
   tuning variant runs eagerly, so its reference is `eager`; on a Keras backend, `default`.

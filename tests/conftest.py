@@ -23,7 +23,7 @@ def env_python(backend: str) -> Path:
 
 
 def assert_paper_settings(cell, settings: dict) -> None:
-    """The paper-relevant settings (issue 13) a cell's result records: what its model says v0.0.5 ran
+    """The paper-relevant settings a cell's result records: what its model says v0.0.5 ran
     (ModelSpec.expected_settings, declared in bench/models/<name>/), and on native PyTorch the attention it used."""
     from bench.registry import get_model
 

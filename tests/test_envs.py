@@ -284,7 +284,7 @@ def test_tampered_hash_refuses_then_correct_file_builds(tmp_path):
     assert p.returncode == 0 and "is current" in p.stdout, p.stdout
     assert time.monotonic() - t0 < 2.0
 
-    # A failed rebuild (the tampered file again) leaves the working env as it was, and says so (issue 32).
+    # A failed rebuild (the tampered file again) leaves the working env as it was, and says so.
     req.write_text(bad)
     p = envs_py("build", "keras2", "--venv", str(venv), "--requirements", str(req))
     assert (

@@ -1,4 +1,4 @@
-"""The committed full-size CPU run (issue 11, `make bench-cpu-full` -> results/cpu-full/): each result is an outcome
+"""The committed full-size CPU run (`make bench-cpu-full` -> results/cpu-full/): each result is an outcome
 a reviewer can act on, never a failure left standing, and each cell that ran recorded the paper's settings.
 
 Reads committed files only (no env, no run): part of the fast tier.
@@ -75,7 +75,7 @@ def test_each_full_size_cell_that_ran_recorded_the_paper_settings(result):
             assert dtypes == [shape.dtype], run.settings
 
 
-# Issue 30: the full-size generate cells re-run with the prefill/decode split (results/cpu-full/NOTES.md says which
+# The full-size generate cells re-run with the prefill/decode split (results/cpu-full/NOTES.md says which
 # could not be re-run in the time there was).
 SPLIT_RERUN = ["native-torch__gemma__generate__bs1__eager", "native-torch__gemma__generate__bs1__compiled",
                "torch__gemma__generate__bs1__default", "native-torch__mistral__generate__bs1__eager",
@@ -94,7 +94,7 @@ def test_the_rerun_full_size_generate_cells_carry_the_split(key):
     assert split["prefill_positions"] == (shape.generate_length if keras else shape.prompt_length)
 
 
-# Issue 30 item 3: the published generate findings re-tested at the largest size every compared column fits
+# The published generate findings re-tested at the largest size every compared column fits
 # (`make bench-cpu-mid` -> results/cpu-mid/, the cpu-mid profile: paper widths, fewer layers).
 MID_SIZE = committed_results() / "cpu-mid"
 

@@ -1,4 +1,4 @@
-"""The generate split (issue 30): TTFT, TPOT and the agreement check from the "generate" driver's windows, on a
+"""The generate split: TTFT, TPOT and the agreement check from the "generate" driver's windows, on a
 fake clock (known prefill and per-token costs), without a framework; the smoke cells check real ones
 (tests/test_matrix.py)."""
 
@@ -250,7 +250,7 @@ def test_export_and_compare_carry_the_split(tmp_path):
 
 
 def test_every_committed_smoke_generate_result_of_both_stacks_carries_the_split():
-    """Issue 30 item 1: every generate cell split, on both stacks (the committed smoke results; tests/committed.py
+    """Every generate cell split, on both stacks (the committed smoke results; tests/committed.py
     reads HEAD's, not a user's own run)."""
     from committed import committed_results
 

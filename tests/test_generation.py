@@ -81,7 +81,7 @@ try:
 except GenerationCheckError as e:
     caught = str(e)
 outputs[-1] = last
-# the split's one-token and partial calls (issue 30) are checked too: one token short fails
+# the split's one-token and partial calls are checked too: one token short fails
 split_tokens = sorted(workload.split_outputs)
 one = workload.split_outputs[1]
 if isinstance(one, dict):

@@ -136,7 +136,7 @@ def test_smoke_cell(cell, tmp_path):
         assert settings["compile"]["graphs"] == settings["compiled_graphs"], settings["compile"]
     else:
         assert settings["keras_version"].startswith(f"{backend.keras_major}.")
-    assert_paper_settings(cell, settings)  # what v0.0.5 ran, recorded (issue 13)
+    assert_paper_settings(cell, settings)  # what v0.0.5 ran, recorded
     if cell.task == "generate":
         shape: CausalLMShape = get_model(cell.model).shape("smoke")
         assert r.unit == "ms/call" and run.tokens_per_step == cell.batch_size * shape.new_tokens
@@ -150,7 +150,7 @@ def test_smoke_cell(cell, tmp_path):
 
 
 def assert_generate_split(run, shape, family: str) -> None:
-    """Issue 30: every generate result carries TTFT, TPOT and the agreement check, from raw windows it keeps, and
+    """Every generate result carries TTFT, TPOT and the agreement check, from raw windows it keeps, and
     the work each phase did (keras-hub's prefill computes the whole padded length, transformers' the prompt)."""
     split = run.generate_split
     assert split and split["ttft_ms"] > 0 and split["tpot_ms"] is not None, split

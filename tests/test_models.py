@@ -82,7 +82,7 @@ class _Host:
 
 
 def test_paper_shapes_carry_the_published_settings():
-    """Issue 13: BERT's eager attention; the LLM prompt is BOS + 5 words (6 tokens, 44 new to max_length 50) and
+    """BERT's eager attention; the LLM prompt is BOS + 5 words (6 tokens, 44 new to max_length 50) and
     Keras takes keras-nlp 0.8.2's unfused attention; smoke runs the same paths."""
     for profile in ("paper", "smoke"):
         assert get_model("bert").shape(profile).attention_implementation == "eager"

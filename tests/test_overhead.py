@@ -1,4 +1,4 @@
-"""The framework-overhead study (issue 30, bench/overhead/): its sizes and published ratios, the output comparison
+"""The framework-overhead study (bench/overhead/): its sizes and published ratios, the output comparison
 that refuses another computation, and a smoke-sized run of all eight columns in both envs end to end."""
 
 import json

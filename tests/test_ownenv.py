@@ -1,4 +1,4 @@
-"""The unlocked route (issue 29): `--env current` in an interpreter of the user's own, its provenance, its own table;
+"""The unlocked route: `--env current` in an interpreter of the user's own, its provenance, its own table;
 the offline wheel bundle's list against the locks; `gpu-check`'s refusal without a GPU and its verdicts on fakes."""
 import json
 import shutil

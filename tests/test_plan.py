@@ -1,4 +1,4 @@
-"""The plan (issue 11): memory arithmetic and fit verdicts (no env), the orchestrator's oom-predicted skip (fake
+"""The plan: memory arithmetic and fit verdicts (no env), the orchestrator's oom-predicted skip (fake
 envs), and the parameter counts against the published models (marked envs: counted in the real envs)."""
 import json
 import subprocess
@@ -368,7 +368,7 @@ def make_dry_run(*args: str) -> list[str]:
 
 
 def test_make_bench_cpu_full_runs_the_published_cells_at_full_size_resumably_into_their_own_folder():
-    """Issue 11's CPU run: the cpu profile (paper shapes), its own plan beside its results, a first step and 2 timed
+    """The full-size CPU run: the cpu profile (paper shapes), its own plan beside its results, a first step and 2 timed
     steps, an hour per cell, resumable; BATCH= reaches the run (the 7B fits at batch 1)."""
     lines = make_dry_run("bench-cpu-full", "MODEL=gemma", "TASK=fit", "BATCH=1", "RESULTS=/r")
     plan = next(l for l in lines if "-m bench plan" in l)
@@ -395,7 +395,7 @@ def test_make_bench_cpu_full_runs_the_published_cells_at_full_size_resumably_int
 
 
 def test_the_cpu_mid_sizes_are_the_largest_every_compared_generate_column_holds():
-    """Issue 30 item 3: the published generate ratios re-tested at the largest size every compared column can hold
+    """The published generate ratios re-tested at the largest size every compared column can hold
     here. The cpu-mid profile's layer counts are what bench.plan.largest works out from the plan and the committed
     full-size run's measured peaks: every compared column fits 23.5 GiB at that count, one more layer does not."""
     from committed import committed_results

@@ -1,4 +1,4 @@
-"""Nothing lost, nothing mislabelled (issue 32): a full disk, a killed orchestrator, two runs at once."""
+"""Nothing lost, nothing mislabelled: a full disk, a killed orchestrator, two runs at once."""
 import errno
 import json
 import os

@@ -1,4 +1,4 @@
-"""Every number against the machine's limit (issue 31): the work counts per model family against hand-computable
+"""Every number against the machine's limit: the work counts per model family against hand-computable
 shapes, the ceilings probe and where a run records it, MFU and bandwidth use, the published table against the A100."""
 
 import dataclasses

@@ -251,7 +251,7 @@ def test_corrupt_result_file_is_named_and_kept(venvs, tmp_path):
     corrupt = existing.parent / "broken.json"
     corrupt.write_text('{"schema_version": 1, "cell": ')
     out = bench(run_args(results, "--backend", "jax", "--model", "bert"), bench_env(venvs))
-    # no cell of the run writes broken.json: the run goes on, naming it with the fix (issue 32)
+    # no cell of the run writes broken.json: the run goes on, naming it with the fix
     assert out.returncode == 0, out.stdout + out.stderr
     assert f"warning: cannot read result file {corrupt}" in out.stdout and f"fix: move it out of {results}" in out.stdout
     assert "--quarantine" not in out.stdout  # not a result file by name (<cell key>.json): quarantine leaves it

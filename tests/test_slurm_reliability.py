@@ -1,4 +1,4 @@
-"""Slurm's cancelled and rejected jobs, resubmissions and unbuilt envs (issue 32, items 9-12), on the one-node test
+"""Slurm's cancelled and rejected jobs, resubmissions and unbuilt envs on the one-node test
 cluster of tests/test_slurm.py (bench/cluster/localslurm.py)."""
 import os
 import subprocess

@@ -1,4 +1,4 @@
-"""The tuning study (issue 15) and issue 13's attention variants: variants as an axis of cells, the ViT workload,
+"""The tuning study and its attention variants: variants as an axis of cells, the ViT workload,
 its report section. Fast tests here need no framework; the `envs` ones run in the backends' environments."""
 import dataclasses
 import json

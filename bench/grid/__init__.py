@@ -1,4 +1,4 @@
-"""The inference grid study (issue 14): Hugging Face's October 2019 "Benchmarking Transformers: PyTorch and
+"""The inference grid study: Hugging Face's October 2019 "Benchmarking Transformers: PyTorch and
 TensorFlow" re-run on today's stacks, with Keras 3 beside it.
 
 - `spec`: the models (from their configs, random seeded weights), the columns, the grids and the NA rules. Stdlib.

@@ -275,7 +275,7 @@ def finish_point(
                 git,
                 machine,
                 f"make grid GRID={grid.name}",
-                "inference grid (issue 14)",
+                "inference grid",
                 WORKER_ENVIRONMENT,
                 {**reference, "at_write_ms": probe_ms},
                 weights={

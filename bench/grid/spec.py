@@ -290,7 +290,7 @@ GRIDS: dict[str, Grid] = {
         # (batch x length <= 64; batch 4 left out): every point costs each compiling column a compile before any
         # timing. The first run with batch 4 and a 6 s cap took 39 minutes (results/grid/NOTES.md).
         Grid("cpu", (1, 2, 8), PUBLISHED_LENGTHS, 5, 30, 3.0, max_tokens_above_batch1=64),
-        # Issue 14's length sweep (`make grid GRID=lengths MODEL=bert,gpt2`): every published length at the smallest
+        # The length sweep (`make grid GRID=lengths MODEL=bert,gpt2`): every published length at the smallest
         # and largest published batch, no batch x length cap (the cpu grid stops at batch 8 x 8); 5-30 repeats with
         # a 6 s cap, as its committed run had.
         Grid("lengths", (1, 8), PUBLISHED_LENGTHS, 5, 30, 6.0),

@@ -133,7 +133,7 @@ class KerasCausalLM(KerasWorkload):
     @property
     def fused_attention_asked(self) -> bool:
         """The shape's choice (paper: the einsum path, as published), or keras-hub's fused path in the
-        `fused-attention` variant (issue 13)."""
+        `fused-attention` variant."""
         return self.shape.keras_fused_attention or self.cell.variant == "fused-attention"
 
     def setup(self) -> None:

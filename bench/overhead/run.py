@@ -1,4 +1,4 @@
-"""The framework-overhead study's orchestrator (issue 30): `make overhead` / `python -m bench.overhead.run`.
+"""The framework-overhead study's orchestrator: `make overhead` / `python -m bench.overhead.run`.
 
 One worker process per env (torch: pure PyTorch and Keras on torch; jax: pure JAX and Keras on JAX), one after
 the other, each timing its four columns round-robin (bench/overhead/worker.py); then every column's first
@@ -219,7 +219,7 @@ def run_overhead(
                     git,
                     machine,
                     f"make overhead SIZE={size.name}",
-                    "framework overhead (issue 30)",
+                    "framework overhead",
                     WORKER_ENVIRONMENT,
                     {**reference, "at_write_ms": probe_ms},
                 ),
@@ -236,7 +236,7 @@ def run_overhead(
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m bench.overhead.run", description="the framework-overhead study (issue 30)"
+        prog="python -m bench.overhead.run", description="the framework-overhead study"
     )
     parser.add_argument(
         "--size", default=DEFAULT_SIZE, choices=list(SIZES), help="default: the published workload; smoke: toy sizes"

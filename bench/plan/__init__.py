@@ -60,7 +60,7 @@ def cell_usable_gib(cell: Cell, card_gib: float | None) -> float | None:
 KERAS2_COUNTS = (
     "keras2 builds for real (no abstract scope in tf_keras): its cells use the Keras 3 count of the same architecture"
 )
-# Found by the full-size CPU run (issue 11): XLA's CPU backend has no bfloat16 matmul, so it converts each bfloat16
+# Found by the full-size CPU run: XLA's CPU backend has no bfloat16 matmul, so it converts each bfloat16
 # weight to float32 and keeps those copies live across the step (hoisted out of generate's loop; held from forward to
 # backward in a fit). Gemma 7B generate on Keras/TensorFlow and Keras/JAX then asked for one 37.67 GiB buffer.
 # That buffer was exactly 4 x Gemma's 8,537,680,896 parameters + 2 x 4 x its 256,000 x 3,072 embedding + 0.36 MB:

@@ -37,7 +37,7 @@ def parameter_counts(s) -> dict[str, int]:
 class BertTorch(TorchWorkload):
     def setup(self) -> None:
         s, bs = self.shape, self.cell.batch_size
-        # The sdpa variant (issue 13): today's transformers default, beside the published eager attention.
+        # The sdpa variant: today's transformers default, beside the published eager attention.
         self.model = build_model(s, "sdpa" if self.cell.variant == "sdpa" else None).to(self.device)
         g = data_generator()
         self.inputs = {

@@ -1,4 +1,4 @@
-"""Gemma 2B causal LM, LoRA fit: the tuning study's second workload (issue 15), not a row of the published table.
+"""Gemma 2B causal LM, LoRA fit: the tuning study's second workload, not a row of the published table.
 
 As the 2024 Keras 3 tuning study ran it: the 2B configuration (keras-hub GemmaBackbone / transformers GemmaConfig,
 random weights), LoRA rank 4, sequence length 512, SGD at lr 5e-5, `mixed_bfloat16`. Rows: fit at batch 4 (the

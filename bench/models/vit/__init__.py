@@ -1,4 +1,4 @@
-"""ViT-Base/16 image classifier: the tuning study's workload (issue 15), not a row of the published table.
+"""ViT-Base/16 image classifier: the tuning study's workload, not a row of the published table.
 
 As the 2024 Keras 3 tuning study built it: 224x224x3 images, 16x16 patches, width 768, 12 heads, 12 layers, MLP
 3072, 1000 classes, dropout 0.1 in attention and MLP and 0.5 before the head, layer norm epsilon 1e-6, global
