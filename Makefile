@@ -139,7 +139,7 @@ tuning: doctor envs ## Run the tuning study (ViT: default vs sdpa, attention-dro
 		$(if $(filter cpu,$(TUNING_PROFILE)),--warmup 1 --steps $(or $(STEPS),5) --timeout 1800,$(if $(STEPS),--steps $(STEPS))) \
 		$(call flag,RESUME,--resume) --results-dir "$(TUNING_RESULTS)"
 
-# The framework-overhead study (issue 30, bench/overhead/): keras#22561 / #22660's small CNN and 2-layer LM on eight
+# The framework-overhead study (bench/overhead/): keras#22561 / #22660's small CNN and 2-layer LM on eight
 # columns (pure PyTorch eager/compile, Keras on torch eager/compile, pure JAX eager/jit, Keras on JAX eager/jit), one
 # worker per env (torch, jax) -> $(RESULTS)/overhead/, $(RESULTS)/OVERHEAD.md. SIZE=smoke: toy shapes (the tests).
 overhead: doctor ## Framework-overhead study (keras#22561/#22660: Keras vs pure torch/JAX) -> $(RESULTS)/OVERHEAD.md; SIZE=default|smoke
@@ -159,7 +159,7 @@ bench-cpu-full: doctor envs ## Every published cell at full size on this CPU (ba
 		$(if $(MODEL),--model $(MODEL)) $(if $(BACKEND),--backend $(BACKEND)) $(if $(TASK),--task $(TASK)) $(if $(BATCH),--batch-size $(BATCH)) \
 		--results-dir "$(CPU_FULL_RESULTS)"
 
-# Issue 30 item 3: the published generate findings (Table 2's Keras-torch / Keras-JAX ratio, keras-hub #2593, F.
+# The published generate findings (Table 2's Keras-torch / Keras-JAX ratio, keras-hub #2593, F.
 # Chollet's Keras-JAX vs HF PyTorch compiled) re-tested on this CPU at the largest size every compared column holds:
 # the cpu-mid profile, paper widths with the layers `python -m bench.plan.largest` allows (Gemma 6, Mistral 15), only
 # the compared columns' generate cells, resumable, one at a time (a Keras-on-JAX cell takes most of 23.5 GiB).

@@ -1,8 +1,8 @@
 """`python -m bench.plan.largest`: how many decoder layers Gemma and Mistral can keep, at their paper widths, with
 every column the published generate findings compare still fitting this machine: the cpu-mid profile's sizes.
 
-Issue 30 asks for the published generate ratios (Table 2's Keras-torch / Keras-JAX, keras-hub #2593, F. Chollet's
-Keras-JAX / HF PyTorch compiled) re-tested "at the largest size every compared column can hold". At full size the
+The published generate ratios (Table 2's Keras-torch / Keras-JAX, keras-hub #2593, F. Chollet's
+Keras-JAX / HF PyTorch compiled) are re-tested "at the largest size every compared column can hold". At full size the
 Keras-on-JAX 7B cells do not fit 24 GB (XLA's float32 copies of the bfloat16 weights, bench/plan XLA_CPU_COPY), so
 the size that fits is fewer layers at the same widths, prompt and generate length: every layer the same work, the
 embedding and head whole.
