@@ -54,6 +54,9 @@ NOT_RUN = {
     "SIZE": "make overhead",
     "LOCK_ENVS": "make lock (PyPI)",
     "PYTHON_VERSION": "make wheelhouse (PyPI)",
+    **dict.fromkeys(
+        ("PACKAGE", "VERSIONS", "CALL", "STUDY", "GOOD", "BAD", "KEY", "PROCESSES"), "make sweep / bisect (PyPI)"
+    ),
 }
 KINDS = ["empty", "garbage", "duplicate", "spaced-non-ascii-path", "a-file"]
 

@@ -32,8 +32,15 @@ def make_wheel(folder: Path, name: str, version: str, code: str, requires: list[
     info = f"{name}-{version}.dist-info"
     files = {
         f"{name}/__init__.py": code.encode(),
-        f"{info}/METADATA": "\n".join(["Metadata-Version: 2.1", f"Name: {name}", f"Version: {version}",
-                                       *(f"Requires-Dist: {r}" for r in requires), ""]).encode(),
+        f"{info}/METADATA": "\n".join(
+            [
+                "Metadata-Version: 2.1",
+                f"Name: {name}",
+                f"Version: {version}",
+                *(f"Requires-Dist: {r}" for r in requires),
+                "",
+            ]
+        ).encode(),
         f"{info}/WHEEL": b"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
     }
     record = "".join(f"{path},{record_hash(data)},{len(data)}\n" for path, data in files.items()) + f"{info}/RECORD,,\n"
@@ -59,15 +66,24 @@ def index(tmp_path, monkeypatch):
         make_wheel(wheels, "plantedhelper", version, "")
     for version in ("1.0", "1.1", "1.2", "1.3", "1.4", "2.0"):
         slow = [int(p) for p in version.split(".")] >= [1, 3]
-        make_wheel(wheels, "plantedpkg", version, work_code(SLOW_S if slow else FAST_S),
-                   ["plantedhelper>=2" if version == "2.0" else "plantedhelper"])
+        make_wheel(
+            wheels,
+            "plantedpkg",
+            version,
+            work_code(SLOW_S if slow else FAST_S),
+            ["plantedhelper>=2" if version == "2.0" else "plantedhelper"],
+        )
     base = tmp_path / "base"
     base.mkdir()
-    (base / "pyproject.toml").write_text('[project]\nname = "base"\nversion = "0"\ndependencies = ["plantedpkg==1.0"]\n')
+    (base / "pyproject.toml").write_text(
+        '[project]\nname = "base"\nversion = "0"\ndependencies = ["plantedpkg==1.0"]\n'
+    )
     lines = []
     for wheel in ("plantedhelper-1.0-py3-none-any.whl", "plantedpkg-1.0-py3-none-any.whl"):
         name, version = wheel.split("-")[:2]
-        lines.append(f"{name}=={version} \\\n    --hash=sha256:{hashlib.sha256((wheels / wheel).read_bytes()).hexdigest()}")
+        lines.append(
+            f"{name}=={version} \\\n    --hash=sha256:{hashlib.sha256((wheels / wheel).read_bytes()).hexdigest()}"
+        )
     (base / "requirements.txt").write_text("\n".join(lines) + "\n")
     for key, value in {"UV_FIND_LINKS": str(wheels), "UV_NO_INDEX": "1", "UV_OFFLINE": "1"}.items():
         monkeypatch.setenv(key, value)
@@ -165,3 +181,44 @@ def test_a_bisect_whose_bad_end_is_not_slower_stops_at_once(tmp_path, monkeypatc
     record = bisect_module.run_bisect(sweep, "work", "1.0", "1.4", tmp_path, ["1.0", "1.2", "1.4"], say=lambda s: None)
     assert record["answer"] is None and "not slower" in record["stopped"] and len(record["steps"]) == 1
 
+
+def fake_results(figures: dict[tuple[str, str], list[float]]) -> list:
+    """(key, version) -> each process's step time: results as a sweep writes them, three steps per process."""
+    from bench.results import Run
+    from bench.sweep.run import SweepResult
+
+    target = CallTarget("planted", "plantedpkg:work")
+    return [
+        SweepResult(
+            cell=target.result_cell("work"),
+            runs=[Run(status="ok", timed_ms=[ms, ms * 1.01, ms * 0.99]) for ms in per_process],
+            unit="ms/call",
+            provenance={"sweep": {"key": key, "version": version}},
+            created_at="2026-01-01T00:00:00+00:00",
+        )
+        for (key, version), per_process in figures.items()
+    ]
+
+
+def test_a_paired_key_judges_the_ratio_within_each_process_not_the_machines_speed(tmp_path):
+    # 2.0 ran on a machine twice as slow: both columns doubled, their ratio did not move
+    slower_machine = fake_results(
+        {
+            ("keras", "1.0"): [12.0, 12.3, 11.8],
+            ("plain", "1.0"): [10.0, 10.2, 9.9],
+            ("keras", "2.0"): [24.1, 24.4, 23.7],
+            ("plain", "2.0"): [20.0, 20.3, 19.8],
+        }
+    )
+    assert bisect_module.compare(slower_machine, "keras/plain", "1.0", "2.0", tmp_path)[0] == stats.SAME
+    # 2.0's Keras column itself got slower beside the same plain column
+    slower_keras = fake_results(
+        {
+            ("keras", "1.0"): [12.0, 12.3, 11.8],
+            ("plain", "1.0"): [10.0, 10.2, 9.9],
+            ("keras", "2.0"): [18.0, 18.5, 17.8],
+            ("plain", "2.0"): [10.1, 10.3, 10.0],
+        }
+    )
+    verdict, ratio = bisect_module.compare(slower_keras, "keras/plain", "1.0", "2.0", tmp_path)
+    assert verdict == stats.SLOWER and ratio["ratio"] == pytest.approx(1.5, rel=0.02)

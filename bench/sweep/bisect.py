@@ -19,6 +19,7 @@ from bench import stats
 from bench.atomic import write_json_atomic
 from bench.judge import Judge
 from bench.sweep.index import between, released_versions
+from bench.sweep.report import paired_estimate
 from bench.sweep.run import STUDY_DIR, Sweep, SweepResult, run_sweep
 
 
@@ -38,13 +39,31 @@ class Step:
         return dict(self.__dict__)
 
 
-def compare(results: list[SweepResult], key: str, good: str, candidate: str, results_dir: Path) -> tuple[str, dict | None]:
-    """The candidate against the good release on `key`: the verdict and the ratio (candidate / good)."""
+def compare(
+    results: list[SweepResult], key: str, good: str, candidate: str, results_dir: Path
+) -> tuple[str, dict | None]:
+    """The candidate against the good release on `key`: the verdict and the ratio (candidate / good). A key
+    `A/B` judges A's figure over B's, paired within each process (a Keras column over its plain framework)."""
     found = {(r.provenance["sweep"]["key"], r.provenance["sweep"]["version"]): r for r in results}
+    if "/" in key:
+        numerator, denominator = key.split("/")
+        sides = [
+            paired_estimate(found[numerator, v], found[denominator, v])
+            if (numerator, v) in found and (denominator, v) in found
+            else None
+            for v in (good, candidate)
+        ]
+        if None in sides:
+            return stats.INCONCLUSIVE, {"reason": f"no paired figure for {key} at both releases"}
+        ratio = stats.ratio(*sides)
+        return stats.verdict(ratio), ratio.to_dict()
     a, b = found.get((key, good)), found.get((key, candidate))
     if a is None or b is None or a.status != "ok" or b.status != "ok":
-        why = "; ".join(f"{v}: {r.status} {r.message or ''}" for v, r in ((good, a), (candidate, b)) if r is not None
-                        and r.status != "ok")
+        why = "; ".join(
+            f"{v}: {r.status} {r.message or ''}"
+            for v, r in ((good, a), (candidate, b))
+            if r is not None and r.status != "ok"
+        )
         return stats.INCONCLUSIVE, {"reason": why or f"no result for {key}"}
     judge = Judge(results, results_dir)
     ratio = judge.ratio(a, b)
@@ -52,7 +71,13 @@ def compare(results: list[SweepResult], key: str, good: str, candidate: str, res
 
 
 def run_bisect(
-    sweep: Sweep, key: str, good: str, bad: str, results_dir: Path, versions: list[str] | None = None, say=print,
+    sweep: Sweep,
+    key: str,
+    good: str,
+    bad: str,
+    results_dir: Path,
+    versions: list[str] | None = None,
+    say=print,
     **sweep_options,
 ) -> dict:
     """Search the releases from good to bad; returns (and writes as bisect.json) the steps and the answer."""
@@ -73,15 +98,22 @@ def run_bisect(
             step.bad_verdict, step.bad_ratio = compare(results, key, candidate, high, results_dir)
         record["steps"].append(step.to_dict())
         write_json_atomic(record_path, record)
-        say(f"step {number}: {sweep.package} {candidate} against {low}: {verdict} {stats.fmt_ratio(_ratio(ratio))}"
-            + (f"; {high} against {candidate}: {step.bad_verdict} {stats.fmt_ratio(_ratio(step.bad_ratio))}"
-               if high else ""))
+        say(
+            f"step {number}: {sweep.package} {candidate} against {low}: {verdict} {stats.fmt_ratio(_ratio(ratio))}"
+            + (
+                f"; {high} against {candidate}: {step.bad_verdict} {stats.fmt_ratio(_ratio(step.bad_ratio))}"
+                if high
+                else ""
+            )
+        )
         return verdict, step.bad_verdict
 
     low, high = 0, len(releases) - 1
     if measure(1, releases[low], releases[high])[0] != stats.SLOWER:
         record["answer"] = None
-        record["stopped"] = f"{bad} is not slower than {good} with confidence (step 1: {record['steps'][-1]['verdict']})"
+        record["stopped"] = (
+            f"{bad} is not slower than {good} with confidence (step 1: {record['steps'][-1]['verdict']})"
+        )
     else:
         number = 1
         while high - low > 1:
@@ -93,13 +125,19 @@ def run_bisect(
             elif bad_verdict == stats.SLOWER or verdict in (stats.SAME, stats.FASTER):
                 low = middle
             else:
-                record["stopped"] = (f"step {number} was inconclusive ({releases[middle]} against {releases[low]} and "
-                                     f"{releases[high]} against it): the first slower release is one of "
-                                     f"{', '.join(releases[low + 1 : high + 1])}")
+                record["stopped"] = (
+                    f"step {number} was inconclusive ({releases[middle]} against {releases[low]} and "
+                    f"{releases[high]} against it): the first slower release is one of "
+                    f"{', '.join(releases[low + 1 : high + 1])}"
+                )
                 break
         record["answer"] = releases[high] if "stopped" not in record else None
     write_json_atomic(record_path, record)
-    say(f"bisect: first slower release {record['answer']}" if record.get("answer") else f"bisect stopped: {record['stopped']}")
+    say(
+        f"bisect: first slower release {record['answer']}"
+        if record.get("answer")
+        else f"bisect stopped: {record['stopped']}"
+    )
     return record
 
 

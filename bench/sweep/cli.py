@@ -47,8 +47,14 @@ def load_study(path: Path, versions: list[str] | None = None, processes: int | N
         else:
             raise BenchError(f"{path}: unknown target {kind!r} (overhead or call; a cell: the command line)")
         parts.append(Part(target, part.get("drop", []), part.get("keep", [])))
-    return Sweep(data["name"], data["package"], versions or data["versions"], parts,
-                 processes or data.get("processes", 3), f"make sweep STUDY={path.stem}")
+    return Sweep(
+        data["name"],
+        data["package"],
+        versions or data["versions"],
+        parts,
+        processes or data.get("processes", 3),
+        f"make sweep STUDY={path.stem}",
+    )
 
 
 def command_line_sweep(args) -> Sweep:
@@ -63,16 +69,24 @@ def command_line_sweep(args) -> Sweep:
 
         if not (args.model and args.task):
             raise BenchError("a cell sweep needs MODEL= and TASK= (or CALL=module:function)")
-        cells = plan_cells(args.profile, [args.backend], [args.model], [args.task], args.batch_size,
-                           [args.variant] if args.variant else None, args.steps)
+        cells = plan_cells(
+            args.profile,
+            [args.backend],
+            [args.model],
+            [args.task],
+            args.batch_size,
+            [args.variant] if args.variant else None,
+            args.steps,
+        )
         if len(cells) != 1:
             raise BenchError(f"the sweep measures one cell; these name {len(cells)}: narrow with VARIANT= or BATCH=")
         target = CellTarget(cells[0], args.timeout)
         label = f"{args.model}-{args.task}"
     name = args.name or f"{args.package}-{args.backend}-{label}"
     drop, keep = csv(args.drop or ""), csv(args.keep or "")
-    return Sweep(name, args.package, args.versions, [Part(target, drop, keep, base_dir)], args.processes,
-                 " ".join(sys.argv))
+    return Sweep(
+        name, args.package, args.versions, [Part(target, drop, keep, base_dir)], args.processes, " ".join(sys.argv)
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -83,7 +97,9 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_argument("--study", type=study_path, help="a study file (bench/sweep/studies/<name>.toml or a path)")
         sub.add_argument("--package")
         sub.add_argument("--backend", help="the env whose lock the versions derive from (a test: any name)")
-        sub.add_argument("--base-dir", help="that env's folder (pyproject.toml, requirements.txt); default envs/<backend>")
+        sub.add_argument(
+            "--base-dir", help="that env's folder (pyproject.toml, requirements.txt); default envs/<backend>"
+        )
         sub.add_argument("--model")
         sub.add_argument("--task")
         sub.add_argument("--variant")
@@ -106,8 +122,11 @@ def build_parser() -> argparse.ArgumentParser:
         else:
             sub.add_argument("--good", required=True, type=valid_version)
             sub.add_argument("--bad", required=True, type=valid_version)
-            sub.add_argument("--key", help="the result key judged (default: the target's first; e.g. "
-                                           "llm_forward__keras_torch_eager)")
+            sub.add_argument(
+                "--key",
+                help="the result key judged (default: the target's first; e.g. "
+                "llm_forward__keras_torch_eager), or A/B: A over B paired in each process",
+            )
             sub.set_defaults(versions=[])
     report = commands.add_parser("report")
     report.add_argument("--results-dir", type=results_folder, default=REPO_ROOT / "results")
@@ -124,8 +143,9 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if args.processes is not None and args.processes < 1:
             raise BenchError(f"--processes must be at least 1, got {args.processes}")
-        sweep = (load_study(args.study, args.versions or None, args.processes) if args.study
-                 else command_line_sweep(args))
+        sweep = (
+            load_study(args.study, args.versions or None, args.processes) if args.study else command_line_sweep(args)
+        )
         options = {"locks_dir": args.locks_dir, "venvs_dir": args.venvs_dir, "timeout_s": args.timeout}
         if args.command == "sweep":
             from bench.sweep.run import run_sweep
@@ -136,8 +156,10 @@ def main(argv: list[str] | None = None) -> int:
 
             key = args.key or sweep.parts[0].target.keys()[0]
             if len(sweep.parts) > 1:
-                raise BenchError("a bisect judges one part: name a study with one part, or the cell on the command line")
-            if key not in sweep.parts[0].target.keys():
+                raise BenchError(
+                    "a bisect judges one part: name a study with one part, or the cell on the command line"
+                )
+            if any(k not in sweep.parts[0].target.keys() for k in key.split("/")):
                 raise BenchError(f"--key {key!r} is none of {', '.join(sweep.parts[0].target.keys())}")
             sweep.name = args.name or f"bisect-{sweep.name}-{args.good}-{args.bad}"
             run_bisect(sweep, key, args.good, args.bad, args.results_dir, **options)

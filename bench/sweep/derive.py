@@ -15,8 +15,8 @@ Where none resolves, the version is NA with the resolver's own reason. What move
 co-changes) is recorded in derivation.json beside the lock. `drop` leaves top-level requirements out that the swept
 cell does not import (fewer packages to hold back the swept one); `keep` names packages of the backend's lock kept at
 their locked version although no kept requirement declares them (a release that imports a package it does not
-declare, such as Keras 3.0 and `packaging`, found it in the backend's env). Index options reach uv through its own variables
-(UV_FIND_LINKS, UV_NO_INDEX, UV_OFFLINE): the tests serve a local folder that way.
+declare, such as Keras 3.0 and `packaging`, found it in the backend's env). Index options reach uv through its own
+variables (UV_FIND_LINKS, UV_NO_INDEX, UV_OFFLINE): the tests serve a local folder that way.
 """
 
 from __future__ import annotations
@@ -111,15 +111,27 @@ def resolver_reason(stderr: str) -> str:
     return " ".join(" ".join(lines).split())[:1500] or "the resolver failed without a message"
 
 
-def compile_lock(inputs: list[str], overrides: list[str], constraints: list[str], prefer: str | None) -> tuple[str | None, str]:
+def compile_lock(
+    inputs: list[str], overrides: list[str], constraints: list[str], prefer: str | None
+) -> tuple[str | None, str]:
     """uv pip compile with hashes: (the lock's text, "") or (None, the resolver's reason)."""
     with tempfile.TemporaryDirectory(prefix="sweep-lock-") as scratch:
         folder = Path(scratch)
         (folder / "requirements.in").write_text("\n".join(inputs) + "\n")
         command = [
-            uv_bin(), "pip", "compile", str(folder / "requirements.in"), "--generate-hashes", "--no-header",
-            "--no-annotate", "--python-version", PYTHON_VERSION, "--python-platform", PLATFORM,
-            "-o", str(folder / "requirements.txt"),
+            uv_bin(),
+            "pip",
+            "compile",
+            str(folder / "requirements.in"),
+            "--generate-hashes",
+            "--no-header",
+            "--no-annotate",
+            "--python-version",
+            PYTHON_VERSION,
+            "--python-platform",
+            PLATFORM,
+            "-o",
+            str(folder / "requirements.txt"),
         ]
         if overrides:
             (folder / "overrides.txt").write_text("\n".join(overrides) + "\n")
@@ -142,8 +154,11 @@ def attempts(
     top, _, constraints = base_inputs(base_dir)
     left_out = {canon(package), *(canon(d) for d in drop)}
     swept = f"{package}=={version}"
-    pins = [line for line in requirement_lines((base_dir / "requirements.txt").read_text())
-            if canon(line.split("==")[0]) != canon(package)]
+    pins = [
+        line
+        for line in requirement_lines((base_dir / "requirements.txt").read_text())
+        if canon(line.split("==")[0]) != canon(package)
+    ]
     kept_pins = [line for line in pins if canon(line.split("==")[0]) in {canon(k) for k in keep}]
     missing = {canon(k) for k in keep} - {canon(line.split("==")[0]) for line in kept_pins}
     if missing:
@@ -158,8 +173,14 @@ def attempts(
 
 
 def derive(
-    backend: str, package: str, version: str, base_dir: Path | None = None, drop: list[str] | None = None,
-    keep: list[str] | None = None, locks_dir: Path = LOCKS_DIR, say=print,
+    backend: str,
+    package: str,
+    version: str,
+    base_dir: Path | None = None,
+    drop: list[str] | None = None,
+    keep: list[str] | None = None,
+    locks_dir: Path = LOCKS_DIR,
+    say=print,
 ) -> Derivation:
     """The version's lock (kept under <locks_dir>/<backend>/<package>-<version>/): reused while the backend's lock and
     `drop` are those it was derived from, else derived again."""
@@ -188,8 +209,10 @@ def derive(
         derivation.status, derivation.reason = "na", f"cannot be resolved beside the {backend} lock: {reason}"
         write_json_atomic(record, asdict(derivation))
         return derivation
-    text = (f"# {backend} with {package}=={version}: derived from {relative(base_dir / 'requirements.txt')} "
-            f"(sha256 {derivation.base_lock_sha256[:12]}) by bench/sweep/derive.py, tier `{tier}`\n") + text
+    text = (
+        f"# {backend} with {package}=={version}: derived from {relative(base_dir / 'requirements.txt')} "
+        f"(sha256 {derivation.base_lock_sha256[:12]}) by bench/sweep/derive.py, tier `{tier}`\n"
+    ) + text
     before, after = req_versions(base_text), req_versions(text)
     derivation.tier = tier
     derivation.co_changes = {

@@ -54,7 +54,7 @@ def released_versions(package: str) -> list[str]:
 
 
 def between(versions: list[str], good: str, bad: str) -> list[str]:
-    """good, the releases after it and bad, in order; refused when either is not a listed release or bad is not later."""
+    """good, the releases after it and bad, in order; refused where either is not a listed release or bad is earlier."""
     for name, version in (("GOOD", good), ("BAD", bad)):
         if version not in versions:
             raise BenchError(f"{name}={version} is not a release the index lists ({', '.join(versions[-8:])} ...)")

@@ -64,7 +64,7 @@ def co_changes(result: Result) -> str:
     return f"`{derivation['tier']}`: {text or 'none'}"
 
 
-def paired_ratio(numerator: Result, denominator: Result) -> Ratio | None:
+def paired_estimate(numerator: Result, denominator: Result) -> stats.Estimate | None:
     """A column over another measured in the same processes: each process's median over median, then their
     geometric mean with its t interval over processes (one process: no interval)."""
     if numerator.status != "ok" or denominator.status != "ok":
@@ -74,16 +74,20 @@ def paired_ratio(numerator: Result, denominator: Result) -> Ratio | None:
         for a, b in zip(numerator.runs, denominator.runs)
         if a.timed_ms and b.timed_ms
     ]
-    found = stats.estimate(per_process)
-    if found is None:
-        return None
-    return Ratio(found.center, found.log_se, found.dof, found.decidable, found.note)
+    return stats.estimate(per_process)
+
+
+def as_ratio(found: stats.Estimate | None) -> Ratio | None:
+    return None if found is None else Ratio(found.center, found.log_se, found.dof, found.decidable, found.note)
 
 
 def trend_lines(judge: Judge, key: str, results: list[Result]) -> list[str]:
-    lines = [f"**{key}** ({results[0].unit}; 95% interval over processes)", "",
-             "| version | co-changes | figure (95% interval) | processes | against the version before |",
-             "|---|---|---|---|---|"]
+    lines = [
+        f"**{key}** ({results[0].unit}; 95% interval over processes)",
+        "",
+        "| version | co-changes | figure (95% interval) | processes | against the version before |",
+        "|---|---|---|---|---|",
+    ]
     previous = None
     for result in results:
         against = ""
@@ -91,8 +95,9 @@ def trend_lines(judge: Judge, key: str, results: list[Result]) -> list[str]:
             r = judge.ratio(previous, result)
             against = f"{stats.verdict(r)} {stats.fmt_ratio(r)}" + (f" ({r.reason})" if r and r.reason else "")
         processes = sum(1 for run in result.runs if run.timed_ms)
-        lines.append(f"| {version_of(result)} | {co_changes(result)} | {figure_text(judge, result)} | {processes} "
-                     f"| {against} |")
+        lines.append(
+            f"| {version_of(result)} | {co_changes(result)} | {figure_text(judge, result)} | {processes} | {against} |"
+        )
         if result.status == "ok":
             previous = result
     return lines + [""]
@@ -116,37 +121,49 @@ def overhead_lines(by_key: dict[str, list[Result]]) -> tuple[list[str], dict[str
 
     lines, ratios = [], {}
     for key, base in overhead_pairs(by_key):
-        per_version = {version_of(a): paired_ratio(a, b) for a, b in zip(by_key[key], by_key[base])}
+        estimates = {version_of(a): paired_estimate(a, b) for a, b in zip(by_key[key], by_key[base])}
+        per_version = {version: as_ratio(found) for version, found in estimates.items()}
         ratios[f"{key} / {base}"] = per_version
-        lines += [f"**Overhead: {key.split('__')[1]} over {base.split('__')[1]} on {key.split('__')[0]}** (paired "
-                  "within each process)", "", "| version | ratio (95% interval) | against the version before |",
-                  "|---|---|---|"]
+        lines += [
+            f"**Overhead: {key.split('__')[1]} over {base.split('__')[1]} on {key.split('__')[0]}** (paired "
+            "within each process)",
+            "",
+            "| version | ratio (95% interval) | against the version before |",
+            "|---|---|---|",
+        ]
         previous = None
-        for version, r in per_version.items():
+        for version, found in estimates.items():
             against = ""
-            if previous is not None and r is not None:
-                against = stats.verdict(stats.ratio(_estimate(previous), _estimate(r)))
+            if previous is not None and found is not None:
+                change = stats.ratio(previous, found)
+                against = f"{stats.verdict(change)} {stats.fmt_ratio(change)}"
+            r = per_version[version]
             lines.append(f"| {version} | {stats.fmt_ratio(r) if r else 'no figure'} | {against} |")
-            previous = r or previous
+            previous = found or previous
         lines.append("")
-        claims = [f for f in FINDINGS if f.denominator == base.split("__")[1] and f.numerator == key.split("__")[1]
-                  and f.benchmark == key.split("__")[0]]
+        claims = [
+            f
+            for f in FINDINGS
+            if f.denominator == base.split("__")[1]
+            and f.numerator == key.split("__")[1]
+            and f.benchmark == key.split("__")[0]
+        ]
         for finding in claims:
             claimed = published_ratio(finding)
             if claimed is None:
                 continue
             verdicts = ", ".join(f"{v}: {stats.claim_within(r, claimed, HOLDS_FACTOR)}" for v, r in per_version.items())
-            lines += [f"- {SOURCES[finding.source]}: “{finding.text}” (published {claimed:.2f}×; holds when our "
-                      f"whole interval is within {HOLDS_FACTOR:g}× of it): {verdicts}", ""]
+            lines += [
+                f"- {SOURCES[finding.source]}: “{finding.text}” (published {claimed:.2f}×; holds when our "
+                f"whole interval is within {HOLDS_FACTOR:g}× of it): {verdicts}",
+                "",
+            ]
     return lines, ratios
 
 
-def _estimate(r: Ratio) -> stats.Estimate:
-    return stats.Estimate(r.value, r.log_se, r.dof, 2, 0, stats.PROCESSES if r.decidable else stats.STEPS_ONLY)
-
-
-def draw(path: Path, title: str, by_key: dict[str, list[Result]], judge: Judge,
-         ratios: dict[str, dict[str, Ratio | None]]) -> None:
+def draw(
+    path: Path, title: str, by_key: dict[str, list[Result]], judge: Judge, ratios: dict[str, dict[str, Ratio | None]]
+) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -194,17 +211,30 @@ def bisect_lines(results_dir: Path) -> list[str]:
     lines = []
     for path in sorted((Path(results_dir) / STUDY_DIR).glob("*.bisect.json")):
         record = json.loads(path.read_text())
-        answer = (f"first slower release: **{record['answer']}**" if record.get("answer")
-                  else f"stopped: {record.get('stopped', 'not finished')}")
-        lines += [f"### Bisect {record['package']} {record['good']} → {record['bad']} on {record['key']}", "",
-                  f"Releases: {', '.join(record['releases'])}. {answer}.", "",
-                  "| step | candidate | against | verdict | ratio (95% interval) | evidence |", "|---|---|---|---|---|---|"]
+        answer = (
+            f"first slower release: **{record['answer']}**"
+            if record.get("answer")
+            else f"stopped: {record.get('stopped', 'not finished')}"
+        )
+        lines += [
+            f"### Bisect {record['package']} {record['good']} → {record['bad']} on {record['key']}",
+            "",
+            f"Releases: {', '.join(record['releases'])}. {answer}.",
+            "",
+            "| step | candidate | against | verdict | ratio (95% interval) | evidence |",
+            "|---|---|---|---|---|---|",
+        ]
         for step in record["steps"]:
             ratio = step.get("ratio") or {}
-            text = (f"{ratio['ratio']:.3g}× ({ratio['low']:.3g}–{ratio['high']:.3g})" if ratio.get("low") is not None
-                    else ratio.get("reason", "n/a"))
-            lines.append(f"| {step['number']} | {step['candidate']} | {step['good']} | {step['verdict']} | {text} | "
-                         f"`{STUDY_DIR}/{step['sweep']}/` |")
+            text = (
+                f"{ratio['ratio']:.3g}× ({ratio['low']:.3g}–{ratio['high']:.3g})"
+                if ratio.get("low") is not None
+                else ratio.get("reason", "n/a")
+            )
+            lines.append(
+                f"| {step['number']} | {step['candidate']} | {step['good']} | {step['verdict']} | {text} | "
+                f"`{STUDY_DIR}/{step['sweep']}/` |"
+            )
         lines.append("")
     return lines
 
@@ -212,12 +242,16 @@ def bisect_lines(results_dir: Path) -> list[str]:
 def render_sweeps(results_dir: Path) -> Path:
     """Write <results_dir>/SWEEP.md (and a figure per sweep and backend beside its results); returns its path."""
     results_dir = Path(results_dir)
-    lines = ["# Performance across releases", "",
-             "Rendered by `make sweep`, `make bisect` and `make table` (bench/sweep/report.py) from the result files "
-             f"under `{STUDY_DIR}/`. Each version ran in its own env, derived from the backend's lock with the package "
-             "at that version and only the co-changes the resolver needed (listed; `pinned`: none). A figure is the "
-             "geometric mean of its processes' medians with its 95% interval; each verdict compares a version with "
-             "the one before it (faster / slower / same within ±5% / inconclusive; docs/METHOD.md).", ""]
+    lines = [
+        "# Performance across releases",
+        "",
+        "Rendered by `make sweep`, `make bisect` and `make table` (bench/sweep/report.py) from the result files "
+        f"under `{STUDY_DIR}/`. Each version ran in its own env, derived from the backend's lock with the package "
+        "at that version and only the co-changes the resolver needed (listed; `pinned`: none). A figure is the "
+        "geometric mean of its processes' medians with its 95% interval; each verdict compares a version with "
+        "the one before it (faster / slower / same within ±5% / inconclusive; docs/METHOD.md).",
+        "",
+    ]
     sweeps = load_sweeps(results_dir)
     if not sweeps:
         lines += ["No sweep yet: `make sweep` (docs/STUDIES.md).", ""]
@@ -229,21 +263,37 @@ def render_sweeps(results_dir: Path) -> Path:
         for result in results:
             by_key[result.provenance["sweep"]["key"]].append(result)
         first = results[0].provenance
-        loads = [run.settings.get("load_average_1m") for r in results for run in r.runs
-                 if run.settings.get("load_average_1m") is not None]
-        lines += [f"## {name}: {first['sweep']['package']} on {backend} — {machine}", "",
-                  f"{first.get('profile_choice')}; run {str(first.get('run_id'))[:8]}, commit "
-                  f"{(first.get('git') or {}).get('commit', '?')[:10]}, written {results[0].created_at}"
-                  + (f"; the machine's 1-minute load average after each process: {min(loads):.1f} to "
-                     f"{max(loads):.1f} on {first.get('cpu_count')} cores" if loads else "") + ".", ""]
+        loads = [
+            run.settings.get("load_average_1m")
+            for r in results
+            for run in r.runs
+            if run.settings.get("load_average_1m") is not None
+        ]
+        lines += [
+            f"## {name}: {first['sweep']['package']} on {backend} — {machine}",
+            "",
+            f"{first.get('profile_choice')}; run {str(first.get('run_id'))[:8]}, commit "
+            f"{(first.get('git') or {}).get('commit', '?')[:10]}, written {results[0].created_at}"
+            + (
+                f"; the machine's 1-minute load average after each process: {min(loads):.1f} to "
+                f"{max(loads):.1f} on {first.get('cpu_count')} cores"
+                if loads
+                else ""
+            )
+            + ".",
+            "",
+        ]
         for key, found in by_key.items():
             lines += trend_lines(judge, key, found)
         extra, ratios = overhead_lines(by_key)
         lines += extra
         figure = results_dir / STUDY_DIR / name / f"{machine}__{backend}.png"
         draw(figure, f"{name}: {backend}, {machine}", by_key, judge, ratios)
-        lines += [f"![{name} on {backend}: each key's figure per version with its 95% interval]"
-                  f"({figure.relative_to(results_dir)})", ""]
+        lines += [
+            f"![{name} on {backend}: each key's figure per version with its 95% interval]"
+            f"({figure.relative_to(results_dir)})",
+            "",
+        ]
     bisects = bisect_lines(results_dir)
     if bisects:
         lines += ["## Bisects", ""] + bisects

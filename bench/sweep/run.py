@@ -56,8 +56,12 @@ class SweepResult(Result):
     def relative_path(self) -> Path:
         sweep = self.provenance["sweep"]
         return (
-            Path(STUDY_DIR) / sweep["name"] / machine_slug(self.provenance.get("machine", {})) / sweep["backend"]
-            / sweep["key"] / f"{slug(sweep['package'], sweep['version'])}.json"
+            Path(STUDY_DIR)
+            / sweep["name"]
+            / machine_slug(self.provenance.get("machine", {}))
+            / sweep["backend"]
+            / sweep["key"]
+            / f"{slug(sweep['package'], sweep['version'])}.json"
         )
 
 
@@ -66,8 +70,9 @@ def run_process(argv: list[str], env: dict[str, str], log_path: Path, timeout_s:
     log_path.parent.mkdir(parents=True, exist_ok=True)
     oom_before = oom_kill_count()
     with log_path.open("a") as log:
-        proc = subprocess.Popen(argv, cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            argv, cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
         try:
             code = proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
@@ -84,27 +89,36 @@ def run_process(argv: list[str], env: dict[str, str], log_path: Path, timeout_s:
     return status, f"{how}; last output: {last}"
 
 
-def prepare(sweep: Sweep, locks_dir: Path, venvs_dir: Path, say) -> dict[tuple[int, str], tuple[Derivation, str | None]]:
+def prepare(
+    sweep: Sweep, locks_dir: Path, venvs_dir: Path, say
+) -> dict[tuple[int, str], tuple[Derivation, str | None]]:
     """Each (part, version)'s derivation and interpreter (None: no env, the derivation says why)."""
     envs = {}
     for index, part in enumerate(sweep.parts):
         for version in sweep.versions:
-            derivation = derive(part.target.backend, sweep.package, version, part.base_dir, part.drop, part.keep,
-                                locks_dir, say)
+            derivation = derive(
+                part.target.backend, sweep.package, version, part.base_dir, part.drop, part.keep, locks_dir, say
+            )
             python = None
             if derivation.ok:
                 try:
                     python = str(build(derivation, locks_dir, venvs_dir))
                 except EnvError as e:
-                    derivation = Derivation(**{**asdict(derivation), "status": "na", "reason": f"env build failed: {e}"})
+                    derivation = Derivation(
+                        **{**asdict(derivation), "status": "na", "reason": f"env build failed: {e}"}
+                    )
             say(f"{part.target.backend} {sweep.package}=={version}: {derivation.describe()}")
             envs[index, version] = (derivation, python)
     return envs
 
 
 def run_sweep(
-    sweep: Sweep, results_dir: Path, locks_dir: Path = LOCKS_DIR, venvs_dir: Path = VENVS_DIR,
-    timeout_s: float = PROCESS_TIMEOUT_S, say=print,
+    sweep: Sweep,
+    results_dir: Path,
+    locks_dir: Path = LOCKS_DIR,
+    venvs_dir: Path = VENVS_DIR,
+    timeout_s: float = PROCESS_TIMEOUT_S,
+    say=print,
 ) -> list[SweepResult]:
     check_writable(results_dir)
     envs = prepare(sweep, locks_dir, venvs_dir, say)
@@ -120,24 +134,43 @@ def run_sweep(
             part, (derivation, python) = sweep.parts[index], envs[index, version]
             label = f"{part.target.backend} {sweep.package}=={version}"
             say(f"[{repeat + 1}/{sweep.processes}] {label} (elapsed {time.perf_counter() - started:.0f} s)")
-            log = results_dir / "logs" / STUDY_DIR / sweep.name / f"{part.target.backend}__{slug(sweep.package, version)}__{repeat}.log"
+            log = (
+                results_dir
+                / "logs"
+                / STUDY_DIR
+                / sweep.name
+                / f"{part.target.backend}__{slug(sweep.package, version)}__{repeat}.log"
+            )
             with tempfile.TemporaryDirectory(prefix="sweep-") as scratch:
                 out = Path(scratch)
-                env = {**os.environ, **part.target.environment(), "PYTHONUNBUFFERED": "1",
-                       "BENCH_GIT_COMMIT": git.get("commit") or "", "BENCH_ORCHESTRATOR_PID": str(os.getpid())}
+                env = {
+                    **os.environ,
+                    **part.target.environment(),
+                    "PYTHONUNBUFFERED": "1",
+                    "BENCH_GIT_COMMIT": git.get("commit") or "",
+                    "BENCH_ORCHESTRATOR_PID": str(os.getpid()),
+                }
                 failed = run_process(part.target.command(python, out), env, log, timeout_s)
                 got = {} if failed else part.target.read(out)
             before = readings[-1]
             readings.append(reference_ms())
             load = round(os.getloadavg()[0], 2)
             for key in part.target.keys():
-                run = got.get(key) or Run(status=failed[0] if failed else "error",
-                                          message=failed[1] if failed else f"the process wrote no run for {key}")
+                run = got.get(key) or Run(
+                    status=failed[0] if failed else "error",
+                    message=failed[1] if failed else f"the process wrote no run for {key}",
+                )
                 run.reference = {"before_ms": before, "after_ms": readings[-1]}
                 run.settings = {**run.settings, "load_average_1m": load, "log": str(log.relative_to(results_dir))}
                 runs.setdefault((index, version, key), []).append(run)
-                say(f"    {key}: {run.status}" + (f" median {sorted(run.timed_ms)[len(run.timed_ms) // 2]:.4g} ms"
-                                                   if run.timed_ms else f": {run.message}"))
+                say(
+                    f"    {key}: {run.status}"
+                    + (
+                        f" median {sorted(run.timed_ms)[len(run.timed_ms) // 2]:.4g} ms"
+                        if run.timed_ms
+                        else f": {run.message}"
+                    )
+                )
     written = []
     probe = {**reference, "at_write_ms": reference_ms()}
     for index, part in enumerate(sweep.parts):
@@ -154,16 +187,24 @@ def run_sweep(
                         **study_provenance(git, machine, sweep.command, f"release sweep {sweep.name}", {}, probe),
                         "run_id": run_id,
                         "repeats_planned": sweep.processes,
-                        "sweep": {"name": sweep.name, "package": sweep.package, "version": version,
-                                  "versions": sweep.versions, "backend": part.target.backend, "key": key,
-                                  "derivation": asdict(derivation)},
+                        "sweep": {
+                            "name": sweep.name,
+                            "package": sweep.package,
+                            "version": version,
+                            "versions": sweep.versions,
+                            "backend": part.target.backend,
+                            "key": key,
+                            "derivation": asdict(derivation),
+                        },
                     },
                     created_at=now_utc(),
                 )
                 path = result.write(results_dir)
                 written.append(result)
-                say(f"  {part.target.backend} {key} {sweep.package}=={version}: {result.describe()}  "
-                    f"[{path.relative_to(results_dir)}]")
+                say(
+                    f"  {part.target.backend} {key} {sweep.package}=={version}: {result.describe()}  "
+                    f"[{path.relative_to(results_dir)}]"
+                )
     say(f"{len(written)} sweep results in {time.perf_counter() - started:.0f} s")
     return written
 

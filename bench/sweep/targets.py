@@ -35,8 +35,18 @@ class CellTarget:
 
         if not self.config:
             self.config = resolve(self.cell, self.timeout_s).to_dict()
-        return [python, "-m", "bench", "cell", "--cell", json.dumps(self.cell.to_dict()), "--out",
-                str(out / "run.json"), "--config", json.dumps(self.config)]
+        return [
+            python,
+            "-m",
+            "bench",
+            "cell",
+            "--cell",
+            json.dumps(self.cell.to_dict()),
+            "--out",
+            str(out / "run.json"),
+            "--config",
+            json.dumps(self.config),
+        ]
 
     def environment(self) -> dict[str, str]:
         return {**cell_environment(self.cell.env), **(self.config.get("environment") or {})}
@@ -64,8 +74,21 @@ class OverheadTarget:
         return [f"{b}__{c}" for c in self.columns for b in self.benchmarks]
 
     def command(self, python: str, out: Path) -> list[str]:
-        return [python, "-m", "bench.overhead.worker", "--env", self.backend, "--size", self.size, "--columns",
-                ",".join(self.columns), "--benchmarks", ",".join(self.benchmarks), "--out", str(out)]
+        return [
+            python,
+            "-m",
+            "bench.overhead.worker",
+            "--env",
+            self.backend,
+            "--size",
+            self.size,
+            "--columns",
+            ",".join(self.columns),
+            "--benchmarks",
+            ",".join(self.benchmarks),
+            "--out",
+            str(out),
+        ]
 
     def environment(self) -> dict[str, str]:
         from bench.grid.run import WORKER_ENVIRONMENT
@@ -84,7 +107,11 @@ class OverheadTarget:
                 parity = compare_outputs(benchmark, column, out)
                 run.settings.update({k: v for k, v in parity.items() if k != "message"})
                 if parity["parity"] == "mismatch":
-                    run.status, run.message, run.timed_ms = "error", f"{parity['message']}: not the same computation", []
+                    run.status, run.message, run.timed_ms = (
+                        "error",
+                        f"{parity['message']}: not the same computation",
+                        [],
+                    )
             runs[key] = run
         return runs
 
@@ -112,8 +139,19 @@ class CallTarget:
         return [self.call.split(":")[1]]
 
     def command(self, python: str, out: Path) -> list[str]:
-        return [python, "-m", "bench.sweep.callworker", "--call", self.call, "--warmup", str(self.warmup),
-                "--timed", str(self.timed), "--out", str(out)]
+        return [
+            python,
+            "-m",
+            "bench.sweep.callworker",
+            "--call",
+            self.call,
+            "--warmup",
+            str(self.warmup),
+            "--timed",
+            str(self.timed),
+            "--out",
+            str(out),
+        ]
 
     def environment(self) -> dict[str, str]:
         return {}
@@ -123,8 +161,16 @@ class CallTarget:
         return {key: Run.from_dict(answers[key]) for key in self.keys()}
 
     def result_cell(self, key: str) -> Cell:
-        data = {"backend": self.backend, "model": key, "task": "call", "batch_size": 1, "profile": "sweep",
-                "variant": "default", "warmup_steps": self.warmup, "timed_steps": self.timed}
+        data = {
+            "backend": self.backend,
+            "model": key,
+            "task": "call",
+            "batch_size": 1,
+            "profile": "sweep",
+            "variant": "default",
+            "warmup_steps": self.warmup,
+            "timed_steps": self.timed,
+        }
         check_cell_schema(data)
         return Cell.from_dict(data, validate=False)
 
