@@ -222,3 +222,18 @@ def test_a_paired_key_judges_the_ratio_within_each_process_not_the_machines_spee
     )
     verdict, ratio = bisect_module.compare(slower_keras, "keras/plain", "1.0", "2.0", tmp_path)
     assert verdict == stats.SLOWER and ratio["ratio"] == pytest.approx(1.5, rel=0.02)
+
+
+def test_the_pypi_listing_keeps_final_releases_that_are_not_yanked(tmp_path):
+    from bench.sweep.index import pypi_versions
+
+    releases = {
+        "3.10.0": [{"yanked": False}],
+        "3.2.0": [{"yanked": False}],
+        "3.11.0rc1": [{"yanked": False}],
+        "3.9.0": [{"yanked": True}],
+        "3.8.0": [],
+        "not-a-version": [{"yanked": False}],
+    }
+    (tmp_path / "keras.json").write_text(json.dumps({"releases": releases}))
+    assert pypi_versions("keras", f"file://{tmp_path}/{{name}}.json") == ["3.2.0", "3.10.0"]
