@@ -81,6 +81,15 @@ def as_ratio(found: stats.Estimate | None) -> Ratio | None:
     return None if found is None else Ratio(found.center, found.log_se, found.dof, found.decidable, found.note)
 
 
+def brief(reason: str) -> str:
+    """A verdict's reason in a table cell: which side was noisy and the first cause (each result file has them all)."""
+    sides = [side for side in ("A", "B") if f"{side} noisy" in reason]
+    if not sides:
+        return reason[:160]
+    first = reason.split(": ", 1)[-1].split(";")[0]
+    return f"{' and '.join('the earlier' if s == 'A' else 'this' for s in sides)} noisy, e.g. {first}"
+
+
 def trend_lines(judge: Judge, key: str, results: list[Result]) -> list[str]:
     lines = [
         f"**{key}** ({results[0].unit}; 95% interval over processes)",
@@ -93,7 +102,7 @@ def trend_lines(judge: Judge, key: str, results: list[Result]) -> list[str]:
         against = ""
         if previous is not None and result.status == "ok" and previous.status == "ok":
             r = judge.ratio(previous, result)
-            against = f"{stats.verdict(r)} {stats.fmt_ratio(r)}" + (f" ({r.reason})" if r and r.reason else "")
+            against = f"{stats.verdict(r)} {stats.fmt_ratio(r)}" + (f" ({brief(r.reason)})" if r and r.reason else "")
         processes = sum(1 for run in result.runs if run.timed_ms)
         lines.append(
             f"| {version_of(result)} | {co_changes(result)} | {figure_text(judge, result)} | {processes} | {against} |"
