@@ -237,3 +237,20 @@ def test_the_pypi_listing_keeps_final_releases_that_are_not_yanked(tmp_path):
     }
     (tmp_path / "keras.json").write_text(json.dumps({"releases": releases}))
     assert pypi_versions("keras", f"file://{tmp_path}/{{name}}.json") == ["3.2.0", "3.10.0"]
+
+
+def test_overhead_columns_without_pytorch_eager_are_compared_with_their_plain_framework(tmp_path):
+    import numpy as np
+
+    from bench.results import Run
+    from bench.sweep.targets import OverheadTarget
+
+    target = OverheadTarget("jax", ["pure_jax_jit", "keras_jax_jit"], ["llm_forward"])
+    run = Run(status="ok", timed_ms=[1.0, 1.0, 1.0]).to_dict()
+    (tmp_path / "runs.json").write_text(json.dumps({key: run for key in target.keys()}))
+    np.save(tmp_path / "llm_forward__pure_jax_jit.npy", np.ones((2, 3), dtype="float32"))
+    np.save(tmp_path / "llm_forward__keras_jax_jit.npy", np.full((2, 3), 2.0, dtype="float32"))
+    runs = target.read(tmp_path)
+    assert runs["llm_forward__keras_jax_jit"].status == "error"
+    assert "not the same computation" in runs["llm_forward__keras_jax_jit"].message
+    assert runs["llm_forward__pure_jax_jit"].settings["parity"] == "within tolerance"
