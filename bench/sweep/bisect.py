@@ -84,7 +84,16 @@ def run_bisect(
     releases = between(versions or released_versions(sweep.package), good, bad)
     name = sweep.name
     record_path = results_dir / STUDY_DIR / f"{name}.bisect.json"
-    record: dict = {"package": sweep.package, "key": key, "good": good, "bad": bad, "releases": releases, "steps": []}
+    record: dict = {
+        "package": sweep.package,
+        "key": key,
+        "good": good,
+        "bad": bad,
+        "releases": releases,
+        "processes": sweep.processes,
+        "command": sweep.command,
+        "steps": [],
+    }
     say(f"bisect {sweep.package} on {key}: {len(releases)} releases from {good} to {bad}: {', '.join(releases)}")
 
     def measure(number: int, low: str, candidate: str, high: str | None = None) -> tuple[str, str | None]:

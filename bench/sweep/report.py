@@ -217,6 +217,13 @@ def draw(
     tmp.replace(path)
 
 
+def ratio_text(ratio: dict | None) -> str:
+    ratio = ratio or {}
+    if ratio.get("low") is None:
+        return f"({ratio.get('reason') or 'no ratio'})"
+    return f"{ratio['ratio']:.3g}× ({ratio['low']:.3g}–{ratio['high']:.3g})"
+
+
 def bisect_lines(results_dir: Path) -> list[str]:
     lines = []
     for path in sorted((Path(results_dir) / STUDY_DIR).glob("*.bisect.json")):
@@ -227,23 +234,21 @@ def bisect_lines(results_dir: Path) -> list[str]:
             else f"stopped: {record.get('stopped', 'not finished')}"
         )
         lines += [
-            f"### Bisect {record['package']} {record['good']} → {record['bad']} on {record['key']}",
+            f"### {path.name.removesuffix('.bisect.json')}: {record['package']} {record['good']} → {record['bad']} "
+            f"on {record['key']}",
             "",
-            f"Releases: {', '.join(record['releases'])}. {answer}.",
+            f"Releases: {', '.join(record['releases'])}"
+            + (f"; {record['processes']} processes per release and step" if record.get("processes") else "")
+            + f". {answer}.",
             "",
-            "| step | candidate | against | verdict | ratio (95% interval) | evidence |",
+            "| step | candidate | against the good end | verdict | bad end against it | evidence |",
             "|---|---|---|---|---|---|",
         ]
         for step in record["steps"]:
-            ratio = step.get("ratio") or {}
-            text = (
-                f"{ratio['ratio']:.3g}× ({ratio['low']:.3g}–{ratio['high']:.3g})"
-                if ratio.get("low") is not None
-                else ratio.get("reason", "n/a")
-            )
+            bad = f"{step['bad']}: {step['bad_verdict']} {ratio_text(step.get('bad_ratio'))}" if step.get("bad") else ""
             lines.append(
-                f"| {step['number']} | {step['candidate']} | {step['good']} | {step['verdict']} | {text} | "
-                f"`{STUDY_DIR}/{step['sweep']}/` |"
+                f"| {step['number']} | {step['candidate']} | {step['good']} | {step['verdict']} "
+                f"{ratio_text(step.get('ratio'))} | {bad} | `{STUDY_DIR}/{step['sweep']}/` |"
             )
         lines.append("")
     return lines
