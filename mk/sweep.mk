@@ -13,6 +13,8 @@ CALL ?=
 # the result key a bisect judges (default: the target's first); PROCESSES=: processes per version (default 3)
 KEY ?=
 PROCESSES ?=
+# CHANGE=faster: a bisect looks for the first faster release (where an improvement came) instead of the first slower
+CHANGE ?=
 SWEEP_ARGS = $(if $(STUDY),--study $(STUDY)) $(if $(PACKAGE),--package $(PACKAGE)) $(if $(BACKEND),--backend $(BACKEND)) \
 	$(if $(MODEL),--model $(MODEL)) $(if $(TASK),--task $(TASK)) $(if $(VARIANT),--variant $(VARIANT)) \
 	$(if $(PROFILE),--profile $(PROFILE)) $(if $(STEPS),--steps $(STEPS)) $(if $(BATCH),--batch-size $(BATCH)) \
@@ -26,4 +28,5 @@ sweep: doctor env-tools ## Sweep PACKAGE= over VERSIONS=a,b,c on BACKEND= MODEL=
 
 bisect: doctor env-tools ## First release between GOOD= and BAD= where PACKAGE='s cell got slower (by halves; KEY= the judged key)
 	@test -n "$(GOOD)" -a -n "$(BAD)" -a \( -n "$(STUDY)" -o \( -n "$(PACKAGE)" -a -n "$(BACKEND)" \) \) || { echo "usage: make bisect PACKAGE=<name> GOOD=<version> BAD=<version> BACKEND=<env> MODEL= TASK= [KEY=] | STUDY=<name> GOOD= BAD= KEY=" >&2; exit 2; }
-	$(TOOLS_PY) -m bench.sweep bisect $(SWEEP_ARGS) --good $(GOOD) --bad $(BAD) $(if $(KEY),--key '$(KEY)')
+	$(TOOLS_PY) -m bench.sweep bisect $(SWEEP_ARGS) --good $(GOOD) --bad $(BAD) $(if $(KEY),--key '$(KEY)') \
+		$(if $(filter faster,$(CHANGE)),--faster,$(if $(filter-out slower,$(CHANGE)),$(error CHANGE=$(CHANGE): slower or faster)))

@@ -55,7 +55,8 @@ NOT_RUN = {
     "LOCK_ENVS": "make lock (PyPI)",
     "PYTHON_VERSION": "make wheelhouse (PyPI)",
     **dict.fromkeys(
-        ("PACKAGE", "VERSIONS", "CALL", "STUDY", "GOOD", "BAD", "KEY", "PROCESSES"), "make sweep / bisect (PyPI)"
+        ("PACKAGE", "VERSIONS", "CALL", "STUDY", "GOOD", "BAD", "KEY", "PROCESSES", "CHANGE"),
+        "make sweep / bisect (PyPI)",
     ),
 }
 KINDS = ["empty", "garbage", "duplicate", "spaced-non-ascii-path", "a-file"]

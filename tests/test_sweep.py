@@ -254,3 +254,20 @@ def test_overhead_columns_without_pytorch_eager_are_compared_with_their_plain_fr
     assert runs["llm_forward__keras_jax_jit"].status == "error"
     assert "not the same computation" in runs["llm_forward__keras_jax_jit"].message
     assert runs["llm_forward__pure_jax_jit"].settings["parity"] == "within tolerance"
+
+
+def test_a_bisect_for_an_improvement_finds_the_first_faster_release(tmp_path, monkeypatch):
+    faster_from = "1.3"  # a planted improvement: every release from 1.3 on is faster than every one before it
+
+    def verdict(results, key, earlier, later, results_dir):
+        before, after = (float(v) >= float(faster_from) for v in (earlier, later))
+        return (stats.FASTER if after and not before else stats.SAME), None
+
+    monkeypatch.setattr(bisect_module, "run_sweep", lambda sweep, results_dir, **kw: [])
+    monkeypatch.setattr(bisect_module, "compare", verdict)
+    sweep = Sweep("fake", "plantedpkg", [], [Part(CallTarget("planted", "plantedpkg:work"))])
+    versions = ["1.0", "1.1", "1.2", "1.3", "1.4", "1.5"]
+    record = bisect_module.run_bisect(sweep, "work", "1.0", "1.5", tmp_path, versions, lambda s: None, stats.FASTER)
+    assert record["answer"] == "1.3" and record["change"] == stats.FASTER
+    slower = bisect_module.run_bisect(sweep, "work", "1.0", "1.5", tmp_path, versions, lambda s: None)
+    assert slower["answer"] is None and "not slower" in slower["stopped"]

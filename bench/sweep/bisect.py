@@ -78,9 +78,14 @@ def run_bisect(
     results_dir: Path,
     versions: list[str] | None = None,
     say=print,
+    change: str = stats.SLOWER,
     **sweep_options,
 ) -> dict:
-    """Search the releases from good to bad; returns (and writes as bisect.json) the steps and the answer."""
+    """Search the releases from good to bad for the first one that is `change` (slower; or faster: where an
+    improvement came); returns (and writes as <name>.bisect.json) the steps and the answer."""
+    if change not in (stats.SLOWER, stats.FASTER):
+        raise ValueError(f"a bisect looks for a slower or a faster release, not {change!r}")
+    unchanged = (stats.SAME, stats.FASTER if change == stats.SLOWER else stats.SLOWER)
     releases = between(versions or released_versions(sweep.package), good, bad)
     name = sweep.name
     record_path = results_dir / STUDY_DIR / f"{name}.bisect.json"
@@ -92,6 +97,7 @@ def run_bisect(
         "releases": releases,
         "processes": sweep.processes,
         "command": sweep.command,
+        "change": change,
         "steps": [],
     }
     say(f"bisect {sweep.package} on {key}: {len(releases)} releases from {good} to {bad}: {', '.join(releases)}")
@@ -118,10 +124,10 @@ def run_bisect(
         return verdict, step.bad_verdict
 
     low, high = 0, len(releases) - 1
-    if measure(1, releases[low], releases[high])[0] != stats.SLOWER:
+    if measure(1, releases[low], releases[high])[0] != change:
         record["answer"] = None
         record["stopped"] = (
-            f"{bad} is not slower than {good} with confidence (step 1: {record['steps'][-1]['verdict']})"
+            f"{bad} is not {change} than {good} with confidence (step 1: {record['steps'][-1]['verdict']})"
         )
     else:
         number = 1
@@ -129,21 +135,21 @@ def run_bisect(
             number += 1
             middle = (low + high) // 2
             verdict, bad_verdict = measure(number, releases[low], releases[middle], releases[high])
-            if verdict == stats.SLOWER:
+            if verdict == change:
                 high = middle
-            elif bad_verdict == stats.SLOWER or verdict in (stats.SAME, stats.FASTER):
+            elif bad_verdict == change or verdict in unchanged:
                 low = middle
             else:
                 record["stopped"] = (
                     f"step {number} was inconclusive ({releases[middle]} against {releases[low]} and "
-                    f"{releases[high]} against it): the first slower release is one of "
+                    f"{releases[high]} against it): the first {change} release is one of "
                     f"{', '.join(releases[low + 1 : high + 1])}"
                 )
                 break
         record["answer"] = releases[high] if "stopped" not in record else None
     write_json_atomic(record_path, record)
     say(
-        f"bisect: first slower release {record['answer']}"
+        f"bisect: first {change} release {record['answer']}"
         if record.get("answer")
         else f"bisect stopped: {record['stopped']}"
     )

@@ -11,6 +11,7 @@ import sys
 import tomllib
 from pathlib import Path
 
+from bench import stats
 from bench.errors import BenchError
 from bench.provenance import REPO_ROOT
 from bench.resultsdir import results_folder
@@ -127,6 +128,7 @@ def build_parser() -> argparse.ArgumentParser:
                 help="the result key judged (default: the target's first; e.g. "
                 "llm_forward__keras_torch_eager), or A/B: A over B paired in each process",
             )
+            sub.add_argument("--faster", action="store_true", help="look for the first faster release (an improvement)")
             sub.set_defaults(versions=[])
     report = commands.add_parser("report")
     report.add_argument("--results-dir", type=results_folder, default=REPO_ROOT / "results")
@@ -162,7 +164,8 @@ def main(argv: list[str] | None = None) -> int:
             if any(k not in sweep.parts[0].target.keys() for k in key.split("/")):
                 raise BenchError(f"--key {key!r} is none of {', '.join(sweep.parts[0].target.keys())}")
             sweep.name = args.name or f"bisect-{sweep.name}-{args.good}-{args.bad}"
-            run_bisect(sweep, key, args.good, args.bad, args.results_dir, **options)
+            change = stats.FASTER if args.faster else stats.SLOWER
+            run_bisect(sweep, key, args.good, args.bad, args.results_dir, change=change, **options)
         print(f"wrote {render_sweeps(args.results_dir)}")
     except (BenchError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)

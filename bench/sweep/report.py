@@ -229,7 +229,7 @@ def bisect_lines(results_dir: Path) -> list[str]:
     for path in sorted((Path(results_dir) / STUDY_DIR).glob("*.bisect.json")):
         record = json.loads(path.read_text())
         answer = (
-            f"first slower release: **{record['answer']}**"
+            f"first {record.get('change', 'slower')} release: **{record['answer']}**"
             if record.get("answer")
             else f"stopped: {record.get('stopped', 'not finished')}"
         )
