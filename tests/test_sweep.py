@@ -271,3 +271,14 @@ def test_a_bisect_for_an_improvement_finds_the_first_faster_release(tmp_path, mo
     assert record["answer"] == "1.3" and record["change"] == stats.FASTER
     slower = bisect_module.run_bisect(sweep, "work", "1.0", "1.5", tmp_path, versions, lambda s: None)
     assert slower["answer"] is None and "not slower" in slower["stopped"]
+
+
+def test_a_pre_release_is_never_taken_unless_the_swept_version_is_one(index):
+    make_wheel(index / "wheels", "plantedhelper", "3.0rc1", "")
+    make_wheel(index / "wheels", "plantedpkg", "2.1", work_code(FAST_S), ["plantedhelper>=3.0rc1"])
+    make_wheel(index / "wheels", "plantedpkg", "2.2rc1", work_code(FAST_S), ["plantedhelper>=3.0rc1"])
+    quiet = {"locks_dir": index / "locks", "say": lambda s: None}
+    refused = derive("planted", "plantedpkg", "2.1", index / "base", **quiet)
+    assert refused.status == "na" and "plantedhelper" in refused.reason
+    asked = derive("planted", "plantedpkg", "2.2rc1", index / "base", **quiet)
+    assert asked.ok and asked.co_changes == {"plantedhelper": ["1.0", "3.0rc1"]}

@@ -112,9 +112,11 @@ def resolver_reason(stderr: str) -> str:
 
 
 def compile_lock(
-    inputs: list[str], overrides: list[str], constraints: list[str], prefer: str | None
+    inputs: list[str], overrides: list[str], constraints: list[str], prefer: str | None, prereleases: bool = False
 ) -> tuple[str | None, str]:
-    """uv pip compile with hashes: (the lock's text, "") or (None, the resolver's reason)."""
+    """uv pip compile with hashes: (the lock's text, "") or (None, the resolver's reason). Pre-releases only where
+    asked: uv's default takes one where a dependency names one, and once resolved a TensorFlow release candidate that
+    brought keras-nightly, a second `keras` package over the swept one."""
     with tempfile.TemporaryDirectory(prefix="sweep-lock-") as scratch:
         folder = Path(scratch)
         (folder / "requirements.in").write_text("\n".join(inputs) + "\n")
@@ -133,6 +135,8 @@ def compile_lock(
             "-o",
             str(folder / "requirements.txt"),
         ]
+        if not prereleases:
+            command += ["--prerelease", "disallow"]
         if overrides:
             (folder / "overrides.txt").write_text("\n".join(overrides) + "\n")
             command += ["--override", str(folder / "overrides.txt")]
@@ -198,10 +202,12 @@ def derive(
         if kept.base_lock_sha256 == sha256_text(base_text) and kept.drop == drop and kept.keep == keep and lock_intact:
             return kept
     _, overrides, _ = base_inputs(base_dir)
+    # a pre-release only where the swept version or the backend's lock already is one
+    prereleases = any(version_key(v).is_prerelease for v in [version, *req_versions(base_text).values()])
     derivation = Derivation(backend, package, version, sha256_text(base_text), drop, keep)
     reason = ""
     for tier, inputs, constraints, prefer in attempts(package, version, base_dir, drop, keep):
-        text, reason = compile_lock(inputs, overrides, constraints, base_text if prefer else None)
+        text, reason = compile_lock(inputs, overrides, constraints, base_text if prefer else None, prereleases)
         if text is not None:
             break
         say(f"  {backend} {package}=={version}: no `{tier}` resolution: {reason[:300]}")
