@@ -42,7 +42,7 @@ PROFILES = $(subst $(comma),|,$(word 3,$(REGISTRY)))
 # A name or number (BACKEND=, MODEL=, STEPS=, ...; a list: a,b) is letters, digits and , . _ - alone: anything else
 # (a space, a quote, ; or $) would reach a recipe's shell unquoted. Refused in one line before any recipe runs.
 NAME_VARIABLES := BACKEND MODEL TASK PROFILE VARIANT STEPS BATCH REPEATS JOBS STACK ENV GRID CELLS ROUNDS PAIRS \
-	SLOWDOWNS LOAD SIZE JOB WAIT PYTHON_VERSION BUDGET
+	SLOWDOWNS LOAD SIZE JOB WAIT PYTHON_VERSION BUDGET PACKAGE VERSIONS STUDY GOOD BAD PROCESSES CHANGE
 NAME_CHARACTERS := a b c d e f g h i j k l m n o p q r s t u v w x y z A B C D E F G H I J K L M N O P Q R S T U V W \
 	X Y Z 0 1 2 3 4 5 6 7 8 9 . _ -
 without = $(if $(2),$(call without,$(subst $(firstword $(2)),,$(1)),$(wordlist 2,$(words $(2)),$(2))),$(1))
@@ -67,6 +67,7 @@ export UV
 
 include mk/envs.mk
 include mk/containers.mk
+include mk/sweep.mk
 
 env envs env-tools env-ci-stack lock check-locks env-info: $(UV)
 
@@ -89,6 +90,7 @@ help: ## List every target with one line each, then every variable
 	@echo "  slurm      FORCE=1 CONTAINER=1 (each cell in its image) SUBMIT_ARGS=\"<more bench submit options>\" (submit); JOB=<name or id> WAIT=<seconds> (submit-status)"
 	@echo "  containers CONTAINER_ENGINE=<podman|docker> (default: podman if present) IMAGE_NAME=$(IMAGE_NAME) CONTAINER_SHM=$(CONTAINER_SHM) BENCH_ARGS=\"<more bench run options>\" (bench-container)"
 	@echo "  envs       LOCK_ENVS=<env names> (lock); PYTHON_VERSION=$(PYTHON_VERSION) (wheelhouse); KEEP_RESULTS=<dir> (test-extended, test-stack2024)"
+	@echo "  sweeps     make sweep / bisect: PACKAGE= VERSIONS=a,b,c BACKEND= MODEL= TASK= (or CALL=module:function, or STUDY=keras-overhead) GOOD= BAD= KEY= CHANGE=faster PROCESSES="
 
 # The doctor compares RAM with the plan of the profile about to run (<results>/plan-<profile>.json).
 DOCTOR_ARGS = --results-dir "$(RESULTS)" $(if $(PROFILE),--profile $(PROFILE))
@@ -199,6 +201,7 @@ plan: env-tools ## Per cell: parameters, memory (weights, grads, optimizer, est.
 table: env-tools ## Render $(RESULTS)/RESULTS.md, its study pages, figures and the explorable page $(RESULTS)/site/index.html from the result files (and README's table, for results/); the tuning study's $(RESULTS)/tuning too
 	$(TOOLS_PY) -m bench table --results-dir "$(RESULTS)" --site "$(RESULTS)/site" $(if $(filter results,$(RESULTS)),--readme README.md)
 	@if [ -d "$(TUNING_RESULTS)" ]; then $(TOOLS_PY) -m bench table --results-dir "$(TUNING_RESULTS)"; fi
+	@if [ -d "$(RESULTS)/sweep" ]; then $(TOOLS_PY) -m bench.sweep report --results-dir "$(RESULTS)"; fi
 
 docs: env-tools ## Regenerate the generated parts of docs/: the result field table of docs/RESULT_FORMAT.md, from docs/schema/
 	$(TOOLS_PY) -m bench.schema_doc

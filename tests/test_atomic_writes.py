@@ -25,6 +25,7 @@ ALLOWED = {
     ("bench/runner.py", "open('a')"): LOG,
     ("bench/grid/workers.py", "open('a')"): LOG,
     ("bench/overhead/run.py", "open('a')"): LOG,
+    ("bench/sweep/run.py", "open('a')"): LOG,
     ("bench/cluster/localslurm.py", "open('w')"): LOG,
     ("bench/results.py", "os.replace"): MOVED_ASIDE,
     ("bench/results.py", "shutil.move"): MOVED_ASIDE,
@@ -39,6 +40,10 @@ ALLOWED = {
     ("bench/models/stable_diffusion/native_torch.py", ".write_text"): "the tokenizer's files in a private temporary "
     "folder, read back by the same call",
     ("bench/envs/wheelhouse.py", ".write_text"): "pip's requirement list, read by the pip this process starts next",
+    ("bench/sweep/derive.py", ".write_text"): "uv's inputs in a private temporary folder, read by the uv this process "
+    "starts next",
+    ("bench/sweep/targets.py", "shutil.copyfile"): "a worker's output copied as the reference inside the process's own "
+    "scratch folder, read back by the same call",
 }
 
 

@@ -68,6 +68,10 @@ NOT_RUN = {
     "BENCH_ARGS": "make bench-container: more `bench run` options, passed on as written",
     "SUBMIT_ARGS": "make submit: more `bench submit` options, passed on as written",
     "PYTHON": "every case sets it (the dry-run interpreter)",
+    **dict.fromkeys(
+        ("PACKAGE", "VERSIONS", "CALL", "STUDY", "GOOD", "BAD", "KEY", "PROCESSES", "CHANGE"),
+        "make sweep / bisect (PyPI)",
+    ),
 }
 KINDS = ["empty", "garbage", "duplicate", "spaced-non-ascii-path", "a-file"]
 

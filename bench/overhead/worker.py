@@ -24,20 +24,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--env", required=True)
     parser.add_argument("--size", required=True)
     parser.add_argument("--columns", required=True, help="comma list of this env's columns")
+    parser.add_argument("--benchmarks", help="comma list: only these benchmarks (default: every one)")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
     from bench.env_process import enter_env
     from bench.provenance import gpus
 
     enter_env(args.env, args.env == "jax", bool(gpus()))  # before any framework import
-    runs = measure(args.env, args.size, args.columns.split(","), args.out)
+    benchmarks = args.benchmarks.split(",") if args.benchmarks else None
+    runs = measure(args.env, args.size, args.columns.split(","), args.out, benchmarks)
     from bench.atomic import write_json_atomic
 
     write_json_atomic(args.out / "runs.json", runs)
     return 0
 
 
-def measure(env: str, size_name: str, columns: list[str], out: Path) -> dict[str, dict]:
+def measure(
+    env: str, size_name: str, columns: list[str], out: Path, benchmarks: list[str] | None = None
+) -> dict[str, dict]:
     import numpy as np
 
     from bench import frameworks, provenance
@@ -51,7 +55,7 @@ def measure(env: str, size_name: str, columns: list[str], out: Path) -> dict[str
     framework = COLUMNS[columns[0]].framework
     wall = Stopwatch()
     device = frameworks.device_for(framework)
-    calls = callables(env, size, columns)
+    calls = {k: call for k, call in callables(env, size, columns).items() if not benchmarks or k[0] in benchmarks}
     setup_s = wall.seconds()
     plan = WindowPlan(size.warmup, size.timed, size.max_warmup)
     timers = {key: StepTimer(device, plan) for key in calls}

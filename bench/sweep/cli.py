@@ -1,0 +1,173 @@
+"""`python -m bench.sweep sweep|bisect|report`: the front door of `make sweep`, `make bisect` (docs/STUDIES.md).
+
+What to measure is a study file (bench/sweep/studies/*.toml: the package, its versions, one part per backend) or the
+command line: a benchmark cell (--backend --model --task), or one function of the package (--call module:function).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tomllib
+from pathlib import Path
+
+from bench import stats
+from bench.errors import BenchError
+from bench.provenance import REPO_ROOT
+from bench.resultsdir import results_folder
+from bench.sweep.derive import LOCKS_DIR, VENVS_DIR, valid_version
+from bench.sweep.run import Part, Sweep
+from bench.sweep.targets import CallTarget, CellTarget, OverheadTarget
+
+STUDIES_DIR = Path(__file__).resolve().parent / "studies"
+
+
+def csv(text: str) -> list[str]:
+    return [item.strip() for item in text.split(",") if item.strip()]
+
+
+def study_path(text: str) -> Path:
+    path = Path(text)
+    if not path.exists() and (STUDIES_DIR / f"{text}.toml").exists():
+        path = STUDIES_DIR / f"{text}.toml"
+    if not path.is_file():
+        known = ", ".join(p.stem for p in sorted(STUDIES_DIR.glob("*.toml")))
+        raise BenchError(f"no study file {text!r} (the committed ones: {known})")
+    return path
+
+
+def load_study(path: Path, versions: list[str] | None = None, processes: int | None = None) -> Sweep:
+    data = tomllib.loads(path.read_text())
+    parts = []
+    for part in data["part"]:
+        kind = part.get("target", "overhead")
+        if kind == "overhead":
+            target = OverheadTarget(part["backend"], part["columns"], part["benchmarks"], part.get("size", "sweep"))
+        elif kind == "call":
+            target = CallTarget(part["backend"], part["call"], part.get("warmup", 2), part.get("timed", 20))
+        else:
+            raise BenchError(f"{path}: unknown target {kind!r} (overhead or call; a cell: the command line)")
+        parts.append(Part(target, part.get("drop", []), part.get("keep", [])))
+    return Sweep(
+        data["name"],
+        data["package"],
+        versions or data["versions"],
+        parts,
+        processes or data.get("processes", 3),
+        f"make sweep STUDY={path.stem}",
+    )
+
+
+def command_line_sweep(args) -> Sweep:
+    if not (args.package and args.versions is not None and args.backend):
+        raise BenchError("name PACKAGE=, VERSIONS= and BACKEND= (and MODEL= TASK=, or CALL=), or a STUDY= file")
+    base_dir = Path(args.base_dir) if args.base_dir else None
+    if args.call:
+        target = CallTarget(args.backend, args.call, args.warmup, args.timed)
+        label = args.call.split(":")[1]
+    else:
+        from bench.registry import plan_cells
+
+        if not (args.model and args.task):
+            raise BenchError("a cell sweep needs MODEL= and TASK= (or CALL=module:function)")
+        cells = plan_cells(
+            args.profile,
+            [args.backend],
+            [args.model],
+            [args.task],
+            args.batch_size,
+            [args.variant] if args.variant else None,
+            args.steps,
+        )
+        if len(cells) != 1:
+            raise BenchError(f"the sweep measures one cell; these name {len(cells)}: narrow with VARIANT= or BATCH=")
+        target = CellTarget(cells[0], args.timeout)
+        label = f"{args.model}-{args.task}"
+    name = args.name or f"{args.package}-{args.backend}-{label}"
+    drop, keep = csv(args.drop or ""), csv(args.keep or "")
+    return Sweep(
+        name, args.package, args.versions, [Part(target, drop, keep, base_dir)], args.processes, " ".join(sys.argv)
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m bench.sweep", description=__doc__.split("\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    for name in ("sweep", "bisect"):
+        sub = commands.add_parser(name)
+        sub.add_argument("--study", type=study_path, help="a study file (bench/sweep/studies/<name>.toml or a path)")
+        sub.add_argument("--package")
+        sub.add_argument("--backend", help="the env whose lock the versions derive from (a test: any name)")
+        sub.add_argument(
+            "--base-dir", help="that env's folder (pyproject.toml, requirements.txt); default envs/<backend>"
+        )
+        sub.add_argument("--model")
+        sub.add_argument("--task")
+        sub.add_argument("--variant")
+        sub.add_argument("--batch-size", type=int)
+        sub.add_argument("--profile", default="smoke")
+        sub.add_argument("--steps", type=int, help="a cell's timed steps (fixed)")
+        sub.add_argument("--call", help="module:function of the package, timed call by call")
+        sub.add_argument("--warmup", type=int, default=2, help="--call: warm-up calls")
+        sub.add_argument("--timed", type=int, default=20, help="--call: timed calls")
+        sub.add_argument("--drop", help="comma list: top-level requirements of the env left out")
+        sub.add_argument("--keep", help="comma list: packages of the env's lock kept though nothing declares them")
+        sub.add_argument("--processes", type=int, help="processes per version (default: the study's, else 3)")
+        sub.add_argument("--name", help="the results' folder name under <results>/sweep/")
+        sub.add_argument("--timeout", type=float, default=1800.0, help="seconds per process")
+        sub.add_argument("--results-dir", type=results_folder, default=REPO_ROOT / "results")
+        sub.add_argument("--locks-dir", type=Path, default=LOCKS_DIR)
+        sub.add_argument("--venvs-dir", type=Path, default=VENVS_DIR)
+        if name == "sweep":
+            sub.add_argument("--versions", type=lambda t: [valid_version(v) for v in csv(t)])
+        else:
+            sub.add_argument("--good", required=True, type=valid_version)
+            sub.add_argument("--bad", required=True, type=valid_version)
+            sub.add_argument(
+                "--key",
+                help="the result key judged (default: the target's first; e.g. "
+                "llm_forward__keras_torch_eager), or A/B: A over B paired in each process",
+            )
+            sub.add_argument("--faster", action="store_true", help="look for the first faster release (an improvement)")
+            sub.set_defaults(versions=[])
+    report = commands.add_parser("report")
+    report.add_argument("--results-dir", type=results_folder, default=REPO_ROOT / "results")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    from bench.sweep.report import render_sweeps
+
+    try:
+        if args.command == "report":
+            print(f"wrote {render_sweeps(args.results_dir)}")
+            return 0
+        if args.processes is not None and args.processes < 1:
+            raise BenchError(f"--processes must be at least 1, got {args.processes}")
+        sweep = (
+            load_study(args.study, args.versions or None, args.processes) if args.study else command_line_sweep(args)
+        )
+        options = {"locks_dir": args.locks_dir, "venvs_dir": args.venvs_dir, "timeout_s": args.timeout}
+        if args.command == "sweep":
+            from bench.sweep.run import run_sweep
+
+            run_sweep(sweep, args.results_dir, **options)
+        else:
+            from bench.sweep.bisect import run_bisect
+
+            key = args.key or sweep.parts[0].target.keys()[0]
+            if len(sweep.parts) > 1:
+                raise BenchError(
+                    "a bisect judges one part: name a study with one part, or the cell on the command line"
+                )
+            if any(k not in sweep.parts[0].target.keys() for k in key.split("/")):
+                raise BenchError(f"--key {key!r} is none of {', '.join(sweep.parts[0].target.keys())}")
+            sweep.name = args.name or f"bisect-{sweep.name}-{args.good}-{args.bad}"
+            change = stats.FASTER if args.faster else stats.SLOWER
+            run_bisect(sweep, key, args.good, args.bad, args.results_dir, change=change, **options)
+        print(f"wrote {render_sweeps(args.results_dir)}")
+    except (BenchError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    return 0

@@ -1,0 +1,213 @@
+"""The sweep's orchestrator: every version's env derived and built once (bench/sweep/derive.py), then the processes run
+round-robin: process r of every (part, version), then process r+1, the versions' order turned by one each round, so
+the machine's drift touches every version alike. One result file per (key, version) under
+<results>/sweep/<name>/<machine>/<backend>/<key>/<package>-<version>.json, its provenance naming the version, the
+env's lock and the co-changes; a version with no env is a result of status `unsupported` with the resolver's reason.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import tempfile
+import time
+import uuid
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from bench.drift import reference_ms
+from bench.envs.common import EnvError
+from bench.failures import crash_status, oom_kill_count
+from bench.plan import ram_gib
+from bench.provenance import REPO_ROOT, git_info, machine_info, machine_slug, now_utc, study_provenance
+from bench.registry import Cell
+from bench.results import Result, Run
+from bench.runner import CellProcess, check_writable, record_noise
+from bench.sweep.derive import LOCKS_DIR, VENVS_DIR, Derivation, build, derive, slug
+from bench.sweep.targets import Target
+
+STUDY_DIR = "sweep"
+PROCESS_TIMEOUT_S = 1800.0
+
+
+@dataclass
+class Part:
+    """One backend's share of a sweep: what its processes measure and how its versions' envs are derived."""
+
+    target: Target
+    drop: list[str] = field(default_factory=list)
+    keep: list[str] = field(default_factory=list)
+    base_dir: Path | None = None  # default: envs/<backend>
+
+
+@dataclass
+class Sweep:
+    name: str
+    package: str
+    versions: list[str]
+    parts: list[Part]
+    processes: int = 3
+    command: str = ""
+
+
+class SweepResult(Result):
+    """A (key, version)'s result: a schema-2 Result filed under the sweep's folder."""
+
+    def relative_path(self) -> Path:
+        sweep = self.provenance["sweep"]
+        return (
+            Path(STUDY_DIR)
+            / sweep["name"]
+            / machine_slug(self.provenance.get("machine", {}))
+            / sweep["backend"]
+            / sweep["key"]
+            / f"{slug(sweep['package'], sweep['version'])}.json"
+        )
+
+
+def run_process(argv: list[str], env: dict[str, str], log_path: Path, timeout_s: float) -> tuple[str, str] | None:
+    """Run one measuring process in its own group; None when it exited 0, else (status, message) of how it ended."""
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    oom_before = oom_kill_count()
+    with log_path.open("a") as log:
+        proc = subprocess.Popen(
+            argv, cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        try:
+            code = proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            CellProcess._kill(proc)
+            return "timeout", f"no result after {timeout_s:.0f} s; killed (log: {log_path})"
+        finally:  # also on Ctrl-C
+            if proc.poll() is None:
+                CellProcess._kill(proc)
+    if code == 0:
+        return None
+    tail = log_path.read_text()[-3000:]
+    status, how = crash_status(code, tail, oom_before, oom_kill_count(), None, ram_gib())
+    last = " | ".join(line for line in tail.splitlines()[-5:] if line)
+    return status, f"{how}; last output: {last}"
+
+
+def prepare(
+    sweep: Sweep, locks_dir: Path, venvs_dir: Path, say
+) -> dict[tuple[int, str], tuple[Derivation, str | None]]:
+    """Each (part, version)'s derivation and interpreter (None: no env, the derivation says why)."""
+    envs = {}
+    for index, part in enumerate(sweep.parts):
+        for version in sweep.versions:
+            derivation = derive(
+                part.target.backend, sweep.package, version, part.base_dir, part.drop, part.keep, locks_dir, say
+            )
+            python = None
+            if derivation.ok:
+                try:
+                    python = str(build(derivation, locks_dir, venvs_dir))
+                except EnvError as e:
+                    derivation = Derivation(
+                        **{**asdict(derivation), "status": "na", "reason": f"env build failed: {e}"}
+                    )
+            say(f"{part.target.backend} {sweep.package}=={version}: {derivation.describe()}")
+            envs[index, version] = (derivation, python)
+    return envs
+
+
+def run_sweep(
+    sweep: Sweep,
+    results_dir: Path,
+    locks_dir: Path = LOCKS_DIR,
+    venvs_dir: Path = VENVS_DIR,
+    timeout_s: float = PROCESS_TIMEOUT_S,
+    say=print,
+) -> list[SweepResult]:
+    check_writable(results_dir)
+    envs = prepare(sweep, locks_dir, venvs_dir, say)
+    git, machine, run_id = git_info(), machine_info(), uuid.uuid4().hex
+    reference = {"start_ms": reference_ms()}
+    readings = [reference["start_ms"]]
+    runs: dict[tuple[int, str, str], list[Run]] = {}
+    started = time.perf_counter()
+    pairs = [(i, v) for i in range(len(sweep.parts)) for v in sweep.versions if envs[i, v][1]]
+    for repeat in range(sweep.processes):
+        turn = repeat % len(pairs) if pairs else 0
+        for index, version in pairs[turn:] + pairs[:turn]:
+            part, (derivation, python) = sweep.parts[index], envs[index, version]
+            label = f"{part.target.backend} {sweep.package}=={version}"
+            say(f"[{repeat + 1}/{sweep.processes}] {label} (elapsed {time.perf_counter() - started:.0f} s)")
+            log = (
+                results_dir
+                / "logs"
+                / STUDY_DIR
+                / sweep.name
+                / f"{part.target.backend}__{slug(sweep.package, version)}__{repeat}.log"
+            )
+            with tempfile.TemporaryDirectory(prefix="sweep-") as scratch:
+                out = Path(scratch)
+                env = {
+                    **os.environ,
+                    **part.target.environment(),
+                    "PYTHONUNBUFFERED": "1",
+                    "BENCH_GIT_COMMIT": git.get("commit") or "",
+                    "BENCH_ORCHESTRATOR_PID": str(os.getpid()),
+                }
+                failed = run_process(part.target.command(python, out), env, log, timeout_s)
+                got = {} if failed else part.target.read(out)
+            before = readings[-1]
+            readings.append(reference_ms())
+            load = round(os.getloadavg()[0], 2)
+            for key in part.target.keys():
+                run = got.get(key) or Run(
+                    status=failed[0] if failed else "error",
+                    message=failed[1] if failed else f"the process wrote no run for {key}",
+                )
+                run.reference = {"before_ms": before, "after_ms": readings[-1]}
+                run.settings = {**run.settings, "load_average_1m": load, "log": str(log.relative_to(results_dir))}
+                runs.setdefault((index, version, key), []).append(run)
+                say(
+                    f"    {key}: {run.status}"
+                    + (
+                        f" median {sorted(run.timed_ms)[len(run.timed_ms) // 2]:.4g} ms"
+                        if run.timed_ms
+                        else f": {run.message}"
+                    )
+                )
+    written = []
+    probe = {**reference, "at_write_ms": reference_ms()}
+    for index, part in enumerate(sweep.parts):
+        for version in sweep.versions:
+            derivation, python = envs[index, version]
+            for key in part.target.keys():
+                found = runs.get((index, version, key)) or [Run(status="unsupported", message=derivation.reason)]
+                record_noise(found, readings)
+                result = SweepResult(
+                    cell=part.target.result_cell(key),
+                    runs=found,
+                    unit=part.target.unit(key),
+                    provenance={
+                        **study_provenance(git, machine, sweep.command, f"release sweep {sweep.name}", {}, probe),
+                        "run_id": run_id,
+                        "repeats_planned": sweep.processes,
+                        "sweep": {
+                            "name": sweep.name,
+                            "package": sweep.package,
+                            "version": version,
+                            "versions": sweep.versions,
+                            "backend": part.target.backend,
+                            "key": key,
+                            "derivation": asdict(derivation),
+                        },
+                    },
+                    created_at=now_utc(),
+                )
+                path = result.write(results_dir)
+                written.append(result)
+                say(
+                    f"  {part.target.backend} {key} {sweep.package}=={version}: {result.describe()}  "
+                    f"[{path.relative_to(results_dir)}]"
+                )
+    say(f"{len(written)} sweep results in {time.perf_counter() - started:.0f} s")
+    return written
+
+
+def result_cell_of(target: Target, key: str) -> Cell:
+    return target.result_cell(key)

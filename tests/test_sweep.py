@@ -1,0 +1,284 @@
+"""The release sweep and bisect on a local package index (no network): a tiny package built in several versions, one
+of which adds a known delay per call; the sweep must show the step and the bisect must find the planted release."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from bench import stats
+from bench.judge import Judge
+from bench.sweep import bisect as bisect_module
+from bench.sweep.derive import derive
+from bench.sweep.index import between, local_versions
+from bench.sweep.report import render_sweeps
+from bench.sweep.run import Part, Sweep, run_sweep
+from bench.sweep.targets import CallTarget
+
+FAST_S, SLOW_S = 0.010, 0.030  # a call's sleep before and from the planted release (sleep is robust under load)
+
+
+def record_hash(data: bytes) -> str:
+    return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+
+
+def make_wheel(folder: Path, name: str, version: str, code: str, requires: list[str] = ()) -> Path:
+    """A pure-Python wheel, written by hand (no build backend, no network)."""
+    info = f"{name}-{version}.dist-info"
+    files = {
+        f"{name}/__init__.py": code.encode(),
+        f"{info}/METADATA": "\n".join(
+            [
+                "Metadata-Version: 2.1",
+                f"Name: {name}",
+                f"Version: {version}",
+                *(f"Requires-Dist: {r}" for r in requires),
+                "",
+            ]
+        ).encode(),
+        f"{info}/WHEEL": b"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+    }
+    record = "".join(f"{path},{record_hash(data)},{len(data)}\n" for path, data in files.items()) + f"{info}/RECORD,,\n"
+    wheel = folder / f"{name}-{version}-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as z:
+        for path, data in files.items():
+            z.writestr(path, data)
+        z.writestr(f"{info}/RECORD", record)
+    return wheel
+
+
+def work_code(sleep_s: float) -> str:
+    return f"import time\n\n\ndef work():\n    time.sleep({sleep_s})\n    return None\n"
+
+
+@pytest.fixture
+def index(tmp_path, monkeypatch):
+    """Wheels of `plantedpkg` 1.0 to 2.0 (slow from 1.3 on; 2.0 needs plantedhelper>=2) and a base env locking 1.0,
+    served to uv as its only index."""
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    for version in ("1.0", "2.0"):
+        make_wheel(wheels, "plantedhelper", version, "")
+    for version in ("1.0", "1.1", "1.2", "1.3", "1.4", "2.0"):
+        slow = [int(p) for p in version.split(".")] >= [1, 3]
+        make_wheel(
+            wheels,
+            "plantedpkg",
+            version,
+            work_code(SLOW_S if slow else FAST_S),
+            ["plantedhelper>=2" if version == "2.0" else "plantedhelper"],
+        )
+    base = tmp_path / "base"
+    base.mkdir()
+    (base / "pyproject.toml").write_text(
+        '[project]\nname = "base"\nversion = "0"\ndependencies = ["plantedpkg==1.0"]\n'
+    )
+    lines = []
+    for wheel in ("plantedhelper-1.0-py3-none-any.whl", "plantedpkg-1.0-py3-none-any.whl"):
+        name, version = wheel.split("-")[:2]
+        lines.append(
+            f"{name}=={version} \\\n    --hash=sha256:{hashlib.sha256((wheels / wheel).read_bytes()).hexdigest()}"
+        )
+    (base / "requirements.txt").write_text("\n".join(lines) + "\n")
+    for key, value in {"UV_FIND_LINKS": str(wheels), "UV_NO_INDEX": "1", "UV_OFFLINE": "1"}.items():
+        monkeypatch.setenv(key, value)
+    # The drift probe (a BLAS matmul) reads up to 100x slower while the shared machine is loaded, which would mark
+    # every process noisy and every verdict inconclusive; what is under test here is the planted delay.
+    monkeypatch.setattr("bench.sweep.run.reference_ms", lambda: 1.0)
+    return tmp_path
+
+
+def sweep_of(index: Path, versions: list[str], processes: int = 3) -> Sweep:
+    target = CallTarget("planted", "plantedpkg:work", warmup=1, timed=8)
+    return Sweep("planted", "plantedpkg", versions, [Part(target, base_dir=index / "base")], processes, "test")
+
+
+def options(index: Path) -> dict:
+    return {"locks_dir": index / "locks", "venvs_dir": index / "venvs", "timeout_s": 120, "say": lambda line: None}
+
+
+def test_a_version_needing_a_co_change_records_it_and_one_beside_the_pins_records_none(index):
+    same = derive("planted", "plantedpkg", "1.2", index / "base", locks_dir=index / "locks", say=lambda s: None)
+    assert (same.status, same.tier, same.co_changes) == ("ok", "pinned", {})
+    moved = derive("planted", "plantedpkg", "2.0", index / "base", locks_dir=index / "locks", say=lambda s: None)
+    assert (moved.tier, moved.co_changes) == ("transitive", {"plantedhelper": ["1.0", "2.0"]})
+    lock = (index / "locks" / "planted" / "plantedpkg-2.0" / "requirements.txt").read_text()
+    assert "plantedpkg==2.0" in lock and "--hash=sha256:" in lock
+
+
+def test_a_derived_lock_is_kept_and_reused(index, monkeypatch):
+    first = derive("planted", "plantedpkg", "1.1", index / "base", locks_dir=index / "locks", say=lambda s: None)
+
+    def no_resolver(*args):
+        raise AssertionError("the kept lock was derived again")
+
+    monkeypatch.setattr("bench.sweep.derive.compile_lock", no_resolver)
+    again = derive("planted", "plantedpkg", "1.1", index / "base", locks_dir=index / "locks", say=lambda s: None)
+    assert again == first
+
+
+def test_a_version_the_index_cannot_give_is_na_with_the_resolvers_reason(index):
+    found = derive("planted", "plantedpkg", "9.9", index / "base", locks_dir=index / "locks", say=lambda s: None)
+    assert found.status == "na"
+    assert "plantedpkg" in found.reason and "9.9" in found.reason
+
+
+def test_the_index_lists_final_releases_in_order(index):
+    versions = local_versions("plantedpkg", index / "wheels")
+    assert versions == ["1.0", "1.1", "1.2", "1.3", "1.4", "2.0"]
+    assert between(versions, "1.1", "1.4") == ["1.1", "1.2", "1.3", "1.4"]
+
+
+@pytest.mark.slow
+@pytest.mark.duration_s(40)
+def test_the_sweep_shows_the_planted_step(index):
+    results = run_sweep(sweep_of(index, ["1.1", "1.2", "1.3", "9.9"]), index / "results", **options(index))
+    by_version = {r.provenance["sweep"]["version"]: r for r in results}
+    assert by_version["9.9"].status == "unsupported" and "9.9" in by_version["9.9"].message
+    assert all(len(by_version[v].runs) == 3 for v in ("1.1", "1.2", "1.3"))
+    assert by_version["1.3"].provenance["sweep"]["derivation"]["tier"] == "pinned"
+    judge = Judge(results, index / "results")
+    assert judge.verdict(by_version["1.2"], by_version["1.3"]) == stats.SLOWER
+    assert judge.verdict(by_version["1.1"], by_version["1.2"]) != stats.SLOWER
+    page = render_sweeps(index / "results").read_text()
+    assert "| 1.3 |" in page and "slower" in page
+    assert list((index / "results" / "sweep" / "planted").glob("*.png"))
+
+
+@pytest.mark.slow
+@pytest.mark.duration_s(60)
+def test_the_bisect_finds_the_planted_release(index):
+    sweep = sweep_of(index, [])
+    record = bisect_module.run_bisect(sweep, "work", "1.0", "2.0", index / "results", **options(index))
+    assert record["answer"] == "1.3", (record.get("stopped"), record["steps"])
+    assert record["steps"][0]["verdict"] == stats.SLOWER
+    saved = json.loads((index / "results" / "sweep" / "planted.bisect.json").read_text())
+    assert saved["answer"] == "1.3" and len(saved["steps"]) == len(record["steps"]) >= 3
+    assert "first slower release: **1.3**" in render_sweeps(index / "results").read_text()
+
+
+def test_an_inconclusive_step_stops_the_bisect_and_says_so(tmp_path, monkeypatch):
+    verdicts = iter([stats.SLOWER, stats.INCONCLUSIVE, stats.INCONCLUSIVE])
+    monkeypatch.setattr(bisect_module, "run_sweep", lambda sweep, results_dir, **kw: [])
+    monkeypatch.setattr(bisect_module, "compare", lambda *args: (next(verdicts), None))
+    sweep = Sweep("fake", "plantedpkg", [], [Part(CallTarget("planted", "plantedpkg:work"))])
+    versions = ["1.0", "1.1", "1.2", "1.3", "1.4"]
+    record = bisect_module.run_bisect(sweep, "work", "1.0", "1.4", tmp_path, versions, say=lambda s: None)
+    assert record["answer"] is None
+    assert "inconclusive" in record["stopped"] and "1.3, 1.4" in record["stopped"]
+    assert [s["candidate"] for s in record["steps"]] == ["1.4", "1.2"]
+
+
+def test_a_bisect_whose_bad_end_is_not_slower_stops_at_once(tmp_path, monkeypatch):
+    monkeypatch.setattr(bisect_module, "run_sweep", lambda sweep, results_dir, **kw: [])
+    monkeypatch.setattr(bisect_module, "compare", lambda *args: (stats.SAME, None))
+    sweep = Sweep("fake", "plantedpkg", [], [Part(CallTarget("planted", "plantedpkg:work"))])
+    record = bisect_module.run_bisect(sweep, "work", "1.0", "1.4", tmp_path, ["1.0", "1.2", "1.4"], say=lambda s: None)
+    assert record["answer"] is None and "not slower" in record["stopped"] and len(record["steps"]) == 1
+
+
+def fake_results(figures: dict[tuple[str, str], list[float]]) -> list:
+    """(key, version) -> each process's step time: results as a sweep writes them, three steps per process."""
+    from bench.results import Run
+    from bench.sweep.run import SweepResult
+
+    target = CallTarget("planted", "plantedpkg:work")
+    return [
+        SweepResult(
+            cell=target.result_cell("work"),
+            runs=[Run(status="ok", timed_ms=[ms, ms * 1.01, ms * 0.99]) for ms in per_process],
+            unit="ms/call",
+            provenance={"sweep": {"key": key, "version": version}},
+            created_at="2026-01-01T00:00:00+00:00",
+        )
+        for (key, version), per_process in figures.items()
+    ]
+
+
+def test_a_paired_key_judges_the_ratio_within_each_process_not_the_machines_speed(tmp_path):
+    # 2.0 ran on a machine twice as slow: both columns doubled, their ratio did not move
+    slower_machine = fake_results(
+        {
+            ("keras", "1.0"): [12.0, 12.3, 11.8],
+            ("plain", "1.0"): [10.0, 10.2, 9.9],
+            ("keras", "2.0"): [24.1, 24.4, 23.7],
+            ("plain", "2.0"): [20.0, 20.3, 19.8],
+        }
+    )
+    assert bisect_module.compare(slower_machine, "keras/plain", "1.0", "2.0", tmp_path)[0] == stats.SAME
+    # 2.0's Keras column itself got slower beside the same plain column
+    slower_keras = fake_results(
+        {
+            ("keras", "1.0"): [12.0, 12.3, 11.8],
+            ("plain", "1.0"): [10.0, 10.2, 9.9],
+            ("keras", "2.0"): [18.0, 18.5, 17.8],
+            ("plain", "2.0"): [10.1, 10.3, 10.0],
+        }
+    )
+    verdict, ratio = bisect_module.compare(slower_keras, "keras/plain", "1.0", "2.0", tmp_path)
+    assert verdict == stats.SLOWER and ratio["ratio"] == pytest.approx(1.5, rel=0.02)
+
+
+def test_the_pypi_listing_keeps_final_releases_that_are_not_yanked(tmp_path):
+    from bench.sweep.index import pypi_versions
+
+    releases = {
+        "3.10.0": [{"yanked": False}],
+        "3.2.0": [{"yanked": False}],
+        "3.11.0rc1": [{"yanked": False}],
+        "3.9.0": [{"yanked": True}],
+        "3.8.0": [],
+        "not-a-version": [{"yanked": False}],
+    }
+    (tmp_path / "keras.json").write_text(json.dumps({"releases": releases}))
+    assert pypi_versions("keras", f"file://{tmp_path}/{{name}}.json") == ["3.2.0", "3.10.0"]
+
+
+def test_overhead_columns_without_pytorch_eager_are_compared_with_their_plain_framework(tmp_path):
+    import numpy as np
+
+    from bench.results import Run
+    from bench.sweep.targets import OverheadTarget
+
+    target = OverheadTarget("jax", ["pure_jax_jit", "keras_jax_jit"], ["llm_forward"])
+    run = Run(status="ok", timed_ms=[1.0, 1.0, 1.0]).to_dict()
+    (tmp_path / "runs.json").write_text(json.dumps({key: run for key in target.keys()}))
+    np.save(tmp_path / "llm_forward__pure_jax_jit.npy", np.ones((2, 3), dtype="float32"))
+    np.save(tmp_path / "llm_forward__keras_jax_jit.npy", np.full((2, 3), 2.0, dtype="float32"))
+    runs = target.read(tmp_path)
+    assert runs["llm_forward__keras_jax_jit"].status == "error"
+    assert "not the same computation" in runs["llm_forward__keras_jax_jit"].message
+    assert runs["llm_forward__pure_jax_jit"].settings["parity"] == "within tolerance"
+
+
+def test_a_bisect_for_an_improvement_finds_the_first_faster_release(tmp_path, monkeypatch):
+    faster_from = "1.3"  # a planted improvement: every release from 1.3 on is faster than every one before it
+
+    def verdict(results, key, earlier, later, results_dir):
+        before, after = (float(v) >= float(faster_from) for v in (earlier, later))
+        return (stats.FASTER if after and not before else stats.SAME), None
+
+    monkeypatch.setattr(bisect_module, "run_sweep", lambda sweep, results_dir, **kw: [])
+    monkeypatch.setattr(bisect_module, "compare", verdict)
+    sweep = Sweep("fake", "plantedpkg", [], [Part(CallTarget("planted", "plantedpkg:work"))])
+    versions = ["1.0", "1.1", "1.2", "1.3", "1.4", "1.5"]
+    record = bisect_module.run_bisect(sweep, "work", "1.0", "1.5", tmp_path, versions, lambda s: None, stats.FASTER)
+    assert record["answer"] == "1.3" and record["change"] == stats.FASTER
+    slower = bisect_module.run_bisect(sweep, "work", "1.0", "1.5", tmp_path, versions, lambda s: None)
+    assert slower["answer"] is None and "not slower" in slower["stopped"]
+
+
+def test_a_pre_release_is_never_taken_unless_the_swept_version_is_one(index):
+    make_wheel(index / "wheels", "plantedhelper", "3.0rc1", "")
+    make_wheel(index / "wheels", "plantedpkg", "2.1", work_code(FAST_S), ["plantedhelper>=3.0rc1"])
+    make_wheel(index / "wheels", "plantedpkg", "2.2rc1", work_code(FAST_S), ["plantedhelper>=3.0rc1"])
+    quiet = {"locks_dir": index / "locks", "say": lambda s: None}
+    refused = derive("planted", "plantedpkg", "2.1", index / "base", **quiet)
+    assert refused.status == "na" and "plantedhelper" in refused.reason
+    asked = derive("planted", "plantedpkg", "2.2rc1", index / "base", **quiet)
+    assert asked.ok and asked.co_changes == {"plantedhelper": ["1.0", "3.0rc1"]}
