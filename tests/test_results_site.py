@@ -15,6 +15,7 @@ pytest.importorskip("plotly")
 from test_table import paper_a100, smoke_cpu, write_all
 
 from bench.report import render
+from bench.report import site as site_module
 from bench.report.site import DATA, PLOTLY, write_site
 
 IN_CI = os.environ.get("CI", "").lower() == "true"
@@ -56,15 +57,27 @@ def test_the_page_is_deterministic(site, tmp_path):
     assert again.read_text() == page.read_text().replace('src="../figures/', f'src="{moved}/')
 
 
-def test_plotly_is_written_once_per_library_version(site, tmp_path):
+def test_plotly_is_copied_once_and_only_the_recorded_bundle(site, tmp_path, monkeypatch):
     report, page = site
     bundle = page.parent / PLOTLY
     before = bundle.stat().st_mtime_ns
     write_site(report, page.parent)
-    assert bundle.stat().st_mtime_ns == before
-    (page.parent / "plotly.version").write_text("0.0.0\n")  # another version: rewritten
+    assert bundle.stat().st_mtime_ns == before  # the same bundle: not rewritten
+    bundle.write_text("stale")
     write_site(report, page.parent)
-    assert bundle.stat().st_mtime_ns != before
+    assert bundle.read_bytes() == site_module.VENDORED_PLOTLY.read_bytes()
+    tampered = tmp_path / PLOTLY
+    tampered.write_bytes(site_module.VENDORED_PLOTLY.read_bytes() + b"//")
+    monkeypatch.setattr(site_module, "VENDORED_PLOTLY", tampered)
+    with pytest.raises(ValueError, match="sha256"):
+        write_site(report, page.parent)
+
+
+def test_the_vendored_bundle_matches_the_plotly_that_writes_the_figures():
+    from plotly.offline import get_plotlyjs_version
+
+    assert get_plotlyjs_version() == site_module.PLOTLY_BASIC_VERSION
+    assert f"v{site_module.PLOTLY_BASIC_VERSION}" in site_module.VENDORED_PLOTLY.read_text()[:200]
 
 
 def browser_paths() -> tuple[str, str]:

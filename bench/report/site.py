@@ -3,18 +3,21 @@ backend, task) and opens, a cell at a time, to its raw windows (a plotly plot), 
 its config and its provenance.
 
 It opens from disk with no server and no network: the tables are plain HTML written here, each cell's drill-down
-(plotly figure JSON, made by plotly's Python API, and the cell's records) is in data.js beside it, and plotly's own
-bundle is plotly.min.js beside it, written once and rewritten only when the library's version changes, so the
-committed page stays small. The only JavaScript of our own is the glue in GLUE: filter rows, draw a figure on open.
+(plotly figure JSON, made by plotly's Python API, and the cell's records) is in data.js beside it, and plotly.js's
+basic partial bundle (bench/report/vendor/, 1.2 MB against the full bundle's 4.8) beside it, copied once and again
+only when it changes, so the committed page stays small. The only JavaScript of our own is the glue in GLUE: filter
+rows, draw a figure on open.
 The output is deterministic (no render time, sorted keys), as RESULTS.md's is.
 """
 from __future__ import annotations
 
+import hashlib
 import html
 import json
 import os
 from pathlib import Path
 
+from bench.atomic import write_bytes_atomic
 from bench.registry import get_model
 from bench.report.analysis import INCONCLUSIVE, TIE, WINNER, Report, TableAnalysis
 from bench.report.load import COLUMNS, KERAS3, Column, Loaded
@@ -23,8 +26,10 @@ from bench.report.text import status_label, write_text_atomic
 
 INDEX = "index.html"
 DATA = "data.js"
-PLOTLY = "plotly.min.js"
-PLOTLY_VERSION = "plotly.version"  # beside plotly.min.js: the library version it was written from
+PLOTLY = "plotly-basic.min.js"
+VENDORED_PLOTLY = Path(__file__).resolve().parent / "vendor" / PLOTLY
+PLOTLY_BASIC_VERSION = "4.1.1"  # npm plotly.js-basic-dist-min: bench/report/vendor/README.md
+PLOTLY_BASIC_SHA256 = "99784e3abfb07b142a15e521a439e6d9addceadb3f79553fd24c72774f0649ba"
 FILTERS = ("profile", "stack", "model", "backend", "task")
 DIGITS = 5  # significant digits kept of each window (ms): the page's data stays small, the plot unchanged
 
@@ -210,16 +215,23 @@ def options(values: set[str]) -> str:
 
 
 def write_plotly(site: Path) -> None:
-    """plotly.min.js, from the installed plotly, only when the version beside it differs (a 4.6 MB file that
-    changes only with the library)."""
-    import plotly
-    from plotly.offline import get_plotlyjs
+    """The vendored plotly.js bundle beside the page, copied only when it differs from the one there. Refused when
+    it is not the one recorded or not the plotly.js version whose figure JSON plotly's Python API writes."""
+    from plotly.offline import get_plotlyjs_version
 
-    stamp = site / PLOTLY_VERSION
-    if (site / PLOTLY).is_file() and stamp.is_file() and stamp.read_text().strip() == plotly.__version__:
-        return
-    write_text_atomic(site / PLOTLY, get_plotlyjs())
-    write_text_atomic(stamp, plotly.__version__ + "\n")
+    bundle = VENDORED_PLOTLY.read_bytes()
+    if hashlib.sha256(bundle).hexdigest() != PLOTLY_BASIC_SHA256:
+        raise ValueError(f"{VENDORED_PLOTLY} is not the vendored plotly.js {PLOTLY_BASIC_VERSION} (sha256 differs)")
+    if get_plotlyjs_version() != PLOTLY_BASIC_VERSION:
+        raise ValueError(
+            f"the tools env's plotly writes figures for plotly.js {get_plotlyjs_version()}, the vendored bundle is "
+            f"{PLOTLY_BASIC_VERSION}: vendor the matching plotly.js-basic-dist-min (bench/report/vendor/README.md)"
+        )
+    there = site / PLOTLY
+    if not (there.is_file() and there.read_bytes() == bundle):
+        write_bytes_atomic(there, bundle)
+    for stale in ("plotly.min.js", "plotly.version"):  # the full bundle an earlier page used
+        (site / stale).unlink(missing_ok=True)
 
 
 def figures_html(table: TableAnalysis, site: Path, fig_dir: Path | None) -> str:
@@ -236,7 +248,7 @@ def figures_html(table: TableAnalysis, site: Path, fig_dir: Path | None) -> str:
 
 
 def write_site(report: Report, site: Path, fig_dir: Path | None = None) -> Path:
-    """Write <site>/index.html, data.js and plotly.min.js from the analysed report (each table's figures linked
+    """Write <site>/index.html, data.js and the plotly.js bundle from the analysed report (each table's figures linked
     from `fig_dir`); returns the page's path."""
     site = Path(site)
     site.mkdir(parents=True, exist_ok=True)
