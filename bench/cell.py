@@ -2,24 +2,20 @@
 from __future__ import annotations
 
 import os
-import shutil
-import signal
 import statistics
 import sys
-import threading
 import time
 import traceback
 from pathlib import Path
 
 from bench.backends import get_backend
 from bench.drivers import DERIVATIONS, drive
-from bench.env_process import enter_env
+from bench.env_process import die_with_parent, enter_env
 from bench.failures import classify
 from bench.profiles import get_profile
 from bench.provenance import gpus
 from bench.registry import Cell, get_model
 from bench.results import Run, write_json_atomic
-from bench.runlock import alive
 from bench.timing import Split, StepTimer, Stopwatch, describe_sampling
 
 
@@ -159,35 +155,6 @@ def parse_cpu_list(spec: str) -> set[int]:
         low, _, high = part.partition("-")
         cpus.update(range(int(low), int(high or low) + 1))
     return cpus
-
-
-# The orchestrator names itself to its cell (bench/runner.py CellProcess): a cell whose orchestrator died before
-# the cell first looked at its parent has already been re-parented, so the parent's PID alone would not tell.
-PARENT_PID_VARIABLE = "BENCH_ORCHESTRATOR_PID"
-SCRATCH_PREFIX = "bench-cell-"  # the orchestrator's private folder for a cell's result (bench/runner.py)
-
-
-def die_with_parent(out: Path, interval_s: float = 0.5) -> threading.Thread:
-    """A cell must not outlive its orchestrator (a `kill -9` of it, a lost SSH session): no one would read its
-    result, and it would go on loading the machine that the next run measures on. A thread watches the parent;
-    when it is gone, it removes the orchestrator's scratch folder (which the dead orchestrator can no longer
-    remove) and kills the cell's process group (the cell leads its own: compile workers and loaders go too).
-    A thread rather than prctl's parent-death signal: that one fires when the parent *thread* that started the
-    cell ends (--jobs starts cells from worker threads), and kills before the scratch folder is removed."""
-    parent = os.getppid()
-
-    def watch() -> None:
-        named = int(os.environ.get(PARENT_PID_VARIABLE) or parent)
-        while os.getppid() == parent and alive(named):
-            time.sleep(interval_s)
-        if out.parent.name.startswith(SCRATCH_PREFIX):
-            shutil.rmtree(out.parent, ignore_errors=True)
-        # Nothing printed: stdout is a pipe to the dead orchestrator (a write would raise and end this thread).
-        os.killpg(os.getpgrp(), signal.SIGKILL) if os.getpgrp() == os.getpid() else os.kill(os.getpid(), signal.SIGKILL)
-
-    watcher = threading.Thread(target=watch, name="die-with-parent", daemon=True)
-    watcher.start()
-    return watcher
 
 
 def check_config(cell: Cell, config: dict | None) -> None:

@@ -213,11 +213,11 @@ class CellProcess:
             "PYTHONUNBUFFERED": "1",
             "BENCH_GIT_COMMIT": git.get("commit") or "",
             "BENCH_ORCHESTRATOR_PID": str(os.getpid()),
-        }  # the cell dies with it (bench/cell.py die_with_parent)
+        }  # the cell dies with it (bench/env_process.py die_with_parent)
 
     def run(self, timeout_s: float) -> Run:
         # A private folder for the cell's result: whatever a killed cell leaves half-written goes with it.
-        with tempfile.TemporaryDirectory(prefix="bench-cell-") as scratch:  # its name: bench/cell.py SCRATCH_PREFIX
+        with tempfile.TemporaryDirectory(prefix="bench-cell-") as scratch:  # its name: bench/env_process.py SCRATCH_PREFIX
             out = Path(scratch) / "run.json"
             cmd = [self.python, "-m", "bench", "cell", "--cell", json.dumps(self.cell.to_dict()), "--out", str(out)]
             if self.config is not None:

@@ -6,6 +6,11 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 import zipfile
 from pathlib import Path
 
@@ -13,6 +18,7 @@ import pytest
 
 from bench import stats
 from bench.judge import Judge
+from bench.provenance import REPO_ROOT
 from bench.sweep import bisect as bisect_module
 from bench.sweep.derive import derive
 from bench.sweep.index import between, local_versions
@@ -282,3 +288,93 @@ def test_a_pre_release_is_never_taken_unless_the_swept_version_is_one(index):
     assert refused.status == "na" and "plantedhelper" in refused.reason
     asked = derive("planted", "plantedpkg", "2.2rc1", index / "base", **quiet)
     assert asked.ok and asked.co_changes == {"plantedhelper": ["1.0", "3.0rc1"]}
+
+
+
+STOPPABLE_SWEEP = """
+import sys
+from pathlib import Path
+
+import bench.sweep.run as run
+from bench.cli import stop_on_signals
+from bench.sweep.run import Part, Sweep
+from bench.sweep.targets import CallTarget
+
+index = Path(sys.argv[1])
+run.reference_ms = lambda: 1.0
+stop_on_signals()
+target = CallTarget("planted", "plantedpkg:work", warmup=1, timed=2)
+sweep = Sweep("planted", "plantedpkg", ["1.0", "9.0"], [Part(target, base_dir=index / "base")], 2, "test")
+try:
+    run.run_sweep(sweep, index / "results", locks_dir=index / "locks", venvs_dir=index / "venvs", timeout_s=600,
+                  say=lambda line: print(line, flush=True))
+except KeyboardInterrupt as e:
+    sys.exit(128 + getattr(e, "signum", 2))
+"""
+
+
+def workers_of(index: Path) -> list[int]:
+    """The live call workers started from this test's folder (their interpreter is under it)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            command = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if proc.name.isdigit() and "bench.sweep.callworker" in command and str(index) in command and state != "Z":
+            found.append(int(proc.name))
+    return found
+
+
+def start_stoppable_sweep(index: Path) -> subprocess.Popen:
+    """A sweep of 1.0 and 9.0 (9.0 sleeps a minute a call), returned once 9.0's worker runs."""
+    make_wheel(index / "wheels", "plantedpkg", "9.0", work_code(60.0), ["plantedhelper"])
+    proc = subprocess.Popen(
+        [sys.executable, "-c", STOPPABLE_SWEEP, str(index)],
+        cwd=REPO_ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
+    )
+    seen, deadline = [], time.monotonic() + 300
+    while not workers_of(index) or not any("plantedpkg==9.0 (elapsed" in line for line in seen):
+        if time.monotonic() > deadline or proc.poll() is not None:
+            proc.kill()
+            pytest.fail("9.0's worker never started:\n" + "".join(seen) + (proc.stdout.read() or ""))
+        if "plantedpkg==9.0 (elapsed" not in "".join(seen[-1:]):
+            seen.append(proc.stdout.readline())
+        else:
+            time.sleep(0.1)
+    return proc
+
+
+def gone_within(index: Path, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while workers_of(index):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+    return True
+
+
+@pytest.mark.slow
+@pytest.mark.duration_s(40)
+def test_a_sweep_stopped_by_sigterm_ends_its_worker_and_writes_what_finished(index):
+    proc = start_stoppable_sweep(index)
+    proc.send_signal(signal.SIGTERM)
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + signal.SIGTERM, out
+    assert gone_within(index, 10), "a worker outlived its stopped sweep"
+    written = sorted(p.name for p in (index / "results").rglob("*.json"))
+    assert written == ["plantedpkg-1.0.json"], (written, out)  # 1.0's finished process; 9.0 never finished one
+
+
+@pytest.mark.slow
+@pytest.mark.duration_s(40)
+def test_a_worker_ends_when_its_sweep_is_killed(index):
+    proc = start_stoppable_sweep(index)
+    proc.kill()  # SIGKILL: no clean-up runs in the orchestrator
+    proc.wait(timeout=30)
+    assert gone_within(index, 10), "a worker outlived its killed sweep"

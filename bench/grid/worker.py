@@ -222,9 +222,10 @@ def main(argv: list[str] | None = None) -> int:
     for name in ("--env", "--exchange", "--plan"):
         s.add_argument(name, required=True)
     args = parser.parse_args(argv)
-    from bench.env_process import enter_env
+    from bench.env_process import die_with_parent, enter_env
     from bench.provenance import gpus
 
+    die_with_parent()
     enter_env(args.env, args.env == "jax", bool(gpus()))  # before any framework import
     return serve(args)
 

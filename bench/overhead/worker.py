@@ -27,9 +27,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--benchmarks", help="comma list: only these benchmarks (default: every one)")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
-    from bench.env_process import enter_env
+    from bench.env_process import die_with_parent, enter_env
     from bench.provenance import gpus
 
+    die_with_parent()
     enter_env(args.env, args.env == "jax", bool(gpus()))  # before any framework import
     benchmarks = args.benchmarks.split(",") if args.benchmarks else None
     runs = measure(args.env, args.size, args.columns.split(","), args.out, benchmarks)

@@ -57,7 +57,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     from bench import offline
     from bench.atomic import write_json_atomic
+    from bench.env_process import die_with_parent
 
+    die_with_parent()
     offline.install_guard()
     write_json_atomic(args.out / "runs.json", measure(args.call, args.warmup, args.timed))
     return 0

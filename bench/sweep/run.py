@@ -128,55 +128,62 @@ def run_sweep(
     runs: dict[tuple[int, str, str], list[Run]] = {}
     started = time.perf_counter()
     pairs = [(i, v) for i in range(len(sweep.parts)) for v in sweep.versions if envs[i, v][1]]
-    for repeat in range(sweep.processes):
-        turn = repeat % len(pairs) if pairs else 0
-        for index, version in pairs[turn:] + pairs[:turn]:
-            part, (derivation, python) = sweep.parts[index], envs[index, version]
-            label = f"{part.target.backend} {sweep.package}=={version}"
-            say(f"[{repeat + 1}/{sweep.processes}] {label} (elapsed {time.perf_counter() - started:.0f} s)")
-            log = (
-                results_dir
-                / "logs"
-                / STUDY_DIR
-                / sweep.name
-                / f"{part.target.backend}__{slug(sweep.package, version)}__{repeat}.log"
-            )
-            with tempfile.TemporaryDirectory(prefix="sweep-") as scratch:
-                out = Path(scratch)
-                env = {
-                    **os.environ,
-                    **part.target.environment(),
-                    "PYTHONUNBUFFERED": "1",
-                    "BENCH_GIT_COMMIT": git.get("commit") or "",
-                    "BENCH_ORCHESTRATOR_PID": str(os.getpid()),
-                }
-                failed = run_process(part.target.command(python, out), env, log, timeout_s)
-                got = {} if failed else part.target.read(out)
-            before = readings[-1]
-            readings.append(reference_ms())
-            load = round(os.getloadavg()[0], 2)
-            for key in part.target.keys():
-                run = got.get(key) or Run(
-                    status=failed[0] if failed else "error",
-                    message=failed[1] if failed else f"the process wrote no run for {key}",
+    stopped: KeyboardInterrupt | None = None
+    try:
+        for repeat in range(sweep.processes):
+            turn = repeat % len(pairs) if pairs else 0
+            for index, version in pairs[turn:] + pairs[:turn]:
+                part, (derivation, python) = sweep.parts[index], envs[index, version]
+                label = f"{part.target.backend} {sweep.package}=={version}"
+                say(f"[{repeat + 1}/{sweep.processes}] {label} (elapsed {time.perf_counter() - started:.0f} s)")
+                log = (
+                    results_dir
+                    / "logs"
+                    / STUDY_DIR
+                    / sweep.name
+                    / f"{part.target.backend}__{slug(sweep.package, version)}__{repeat}.log"
                 )
-                run.reference = {"before_ms": before, "after_ms": readings[-1]}
-                run.settings = {**run.settings, "load_average_1m": load, "log": str(log.relative_to(results_dir))}
-                runs.setdefault((index, version, key), []).append(run)
-                say(
-                    f"    {key}: {run.status}"
-                    + (
-                        f" median {sorted(run.timed_ms)[len(run.timed_ms) // 2]:.4g} ms"
-                        if run.timed_ms
-                        else f": {run.message}"
+                with tempfile.TemporaryDirectory(prefix="sweep-") as scratch:
+                    out = Path(scratch)
+                    env = {
+                        **os.environ,
+                        **part.target.environment(),
+                        "PYTHONUNBUFFERED": "1",
+                        "BENCH_GIT_COMMIT": git.get("commit") or "",
+                        "BENCH_ORCHESTRATOR_PID": str(os.getpid()),
+                    }
+                    failed = run_process(part.target.command(python, out), env, log, timeout_s)
+                    got = {} if failed else part.target.read(out)
+                before = readings[-1]
+                readings.append(reference_ms())
+                load = round(os.getloadavg()[0], 2)
+                for key in part.target.keys():
+                    run = got.get(key) or Run(
+                        status=failed[0] if failed else "error",
+                        message=failed[1] if failed else f"the process wrote no run for {key}",
                     )
-                )
+                    run.reference = {"before_ms": before, "after_ms": readings[-1]}
+                    run.settings = {**run.settings, "load_average_1m": load, "log": str(log.relative_to(results_dir))}
+                    runs.setdefault((index, version, key), []).append(run)
+                    say(
+                        f"    {key}: {run.status}"
+                        + (
+                            f" median {sorted(run.timed_ms)[len(run.timed_ms) // 2]:.4g} ms"
+                            if run.timed_ms
+                            else f": {run.message}"
+                        )
+                    )
+    except KeyboardInterrupt as e:  # Ctrl-C or a signal: the processes finished so far are written, then it ends
+        stopped = e
+        say("stopped: writing the processes finished so far")
     written = []
     probe = {**reference, "at_write_ms": reference_ms()}
     for index, part in enumerate(sweep.parts):
         for version in sweep.versions:
             derivation, python = envs[index, version]
             for key in part.target.keys():
+                if stopped and (index, version, key) not in runs:
+                    continue  # never reached: nothing measured, nothing to say about it
                 found = runs.get((index, version, key)) or [Run(status="unsupported", message=derivation.reason)]
                 record_noise(found, readings)
                 result = SweepResult(
@@ -206,6 +213,8 @@ def run_sweep(
                     f"[{path.relative_to(results_dir)}]"
                 )
     say(f"{len(written)} sweep results in {time.perf_counter() - started:.0f} s")
+    if stopped:
+        raise stopped
     return written
 
 
