@@ -62,7 +62,7 @@ def _worded(verdict: str, r: Ratio | None, straddles: str) -> str:
 def within(r: Ratio | None, claimed: float, factor: float) -> str:
     """A published ratio re-tested (bench/stats.py claim_within), worded: holds, does not hold, inconclusive (why)
     or not measured."""
-    low, high = claimed / factor, claimed * factor
+    low, high = stats.claim_band(claimed, factor)
     return _worded(
         stats.claim_within(r, claimed, factor),
         r,

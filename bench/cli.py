@@ -464,10 +464,13 @@ def cmd_table(args: argparse.Namespace) -> int:
     if args.site:
         print(f"wrote {args.site / 'index.html'}")
     from bench.report.grid import render_grid
+    from bench.report.overhead import load_overhead, render_overhead
 
     grid_page = render_grid(args.results_dir)  # the inference grid study's own page, where it has results
     if grid_page:
         print(f"wrote {grid_page}")
+    if load_overhead(args.results_dir):  # the framework-overhead study's, likewise
+        print(f"wrote {render_overhead(args.results_dir)}")
     return 0
 
 

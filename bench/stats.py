@@ -371,15 +371,36 @@ def verdict(r: Ratio | None, band: float = EQUIVALENCE_BAND) -> str:
     return INCONCLUSIVE
 
 
+def claim_band(claimed: float, factor: float) -> tuple[float, float]:
+    """The ratios that agree with a published "about `claimed`x": within `factor` of it either way, and (for a claim
+    of a difference, not of parity) its distance from 1 on a log scale within `factor` of the claim's too, so that
+    a claimed 1.4x overhead is not met by none (1.02x lies within 1.5x of 1.4, yet says there is no overhead)."""
+    low, high = claimed / factor, claimed * factor
+    if abs(math.log(claimed)) >= math.log(1 + EQUIVALENCE_BAND):  # a claimed difference: its size counts
+        exponents = sorted((1 / factor, factor))
+        by_size = sorted((claimed ** exponents[0], claimed ** exponents[1]))
+        low, high = max(low, by_size[0]), min(high, by_size[1])
+    return low, high
+
+
+def claim_rule(factor: float) -> str:
+    """claim_band in words, for the reports that judge published ratios with it."""
+    return (
+        f"within {factor:g}x of it either way and, for a claimed difference, its size (the distance from 1 on a log "
+        f"scale) within {factor:g}x of the claim's"
+    )
+
+
 def claim_within(r: Ratio | None, claimed: float, factor: float) -> str:
-    """A published ratio re-tested: `holds` when our whole interval lies within `factor` of it either way, `does not
+    """A published ratio re-tested: `holds` when our whole interval lies within its band (claim_band), `does not
     hold` when it lies wholly outside, else `inconclusive`."""
     if r is None or not r.decidable or (interval := r.interval()) is None:
         return INCONCLUSIVE
     low, high = interval
-    if low >= claimed / factor and high <= claimed * factor:
+    band_low, band_high = claim_band(claimed, factor)
+    if low >= band_low and high <= band_high:
         return HOLDS
-    if high < claimed / factor or low > claimed * factor:
+    if high < band_low or low > band_high:
         return DOES_NOT_HOLD
     return INCONCLUSIVE
 

@@ -53,14 +53,15 @@ def with_interval(low, high, decidable=True, reason=""):
     return Ratio(math.sqrt(low * high), half / t_quantile(0.975, math.inf), math.inf, decidable, reason)
 
 
-def test_a_published_ratio_holds_only_when_our_whole_interval_is_within_the_factor():
-    claimed = 2.0  # within 1.5x: 1.33x to 3x
-    assert claims.within(with_interval(1.5, 2.8), claimed, HOLDS_FACTOR) == "holds"
+def test_a_published_ratio_holds_only_when_our_whole_interval_is_within_its_band():
+    claimed = 2.0  # within 1.5x (1.33x to 3x) and its size within 1.5x (2 ** (1/1.5) to 2 ** 1.5): 1.59x to 2.83x
+    assert claims.within(with_interval(1.7, 2.7), claimed, HOLDS_FACTOR) == "holds"
+    assert claims.within(with_interval(1.4, 1.55), claimed, HOLDS_FACTOR) == "does not hold"  # within 1.5x, too small
     assert claims.within(with_interval(3.1, 4.0), claimed, HOLDS_FACTOR) == "does not hold"
     assert claims.within(with_interval(1.0, 1.3), claimed, HOLDS_FACTOR) == "does not hold"
-    straddles = claims.within(with_interval(2.5, 3.5), claimed, HOLDS_FACTOR)  # reaches past 3x
-    assert straddles.startswith("inconclusive (the interval reaches across an edge of 1.33–3.00×"), straddles
-    assert claims.within(with_interval(1.2, 1.4), claimed, HOLDS_FACTOR).startswith("inconclusive")  # past 1.33x
+    straddles = claims.within(with_interval(2.5, 3.5), claimed, HOLDS_FACTOR)  # reaches past 2.83x
+    assert straddles.startswith("inconclusive (the interval reaches across an edge of 1.59–2.83×"), straddles
+    assert claims.within(with_interval(1.5, 1.7), claimed, HOLDS_FACTOR).startswith("inconclusive")  # past 1.59x
     assert claims.within(None, claimed, HOLDS_FACTOR) == "not measured"
     # a ratio the Judge kept out of verdicts says why, however well its interval sits
     assert claims.within(with_interval(1.9, 2.1, False, "A noisy"), claimed, HOLDS_FACTOR) == "inconclusive (A noisy)"

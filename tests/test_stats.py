@@ -184,6 +184,11 @@ def test_published_claims_hold_only_when_the_whole_interval_agrees():
     assert claim_within(fixed(1.2, 1.0, 1.4), 4.5, 1.5) == DOES_NOT_HOLD
     assert claim_within(fixed(3.0, 2.5, 3.6), 4.5, 1.5) == INCONCLUSIVE  # straddles 4.5 / 1.5 = 3.0
     assert claim_within(fixed(4.4, 4.0, 4.8, decidable=False), 4.5, 1.5) == INCONCLUSIVE
+    # a claimed overhead of 1.4x is not met by none: 1.02x lies within 1.5x of 1.4, but its size (log 1.02) is a
+    # twentieth of the claim's
+    assert claim_within(fixed(1.02, 0.97, 1.08), 1.4, 1.5) == DOES_NOT_HOLD
+    assert claim_within(fixed(1.4, 1.3, 1.5), 1.4, 1.5) == HOLDS
+    assert claim_within(fixed(1.0, 0.9, 1.1), 1.0, 1.5) == HOLDS  # a claim of parity keeps the plain band
     assert claim_above(fixed(2.5, 2.2, 2.8), 2) == HOLDS
     assert claim_above(fixed(0.5, 0.4, 0.6), 2) == DOES_NOT_HOLD
     assert claim_above(fixed(2.1, 1.8, 2.4), 2) == INCONCLUSIVE

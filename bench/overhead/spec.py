@@ -185,7 +185,8 @@ def published() -> dict[tuple[str, str, str], float]:
 
 
 SOURCES = {"issue-22561": "keras#22561 (Keras 3.15.0)", "pr-22660": "keras#22660 (its branch)"}
-# A published ratio holds here when our ratio's whole 95% interval lies within this factor of it, either way, and does
+# A published ratio holds here when our ratio's whole 95% interval lies within this factor of it, either way (and, for
+# a claimed difference, its size on a log scale too: bench/stats.py claim_band), and does
 # not hold when it lies wholly outside (bench/stats.py claim_within); the generate findings use it too.
 HOLDS_FACTOR = 1.5
 

@@ -21,7 +21,7 @@ from bench.report.analysis import RowFacts, TableAnalysis
 from bench.report.load import COLUMNS, Column
 from bench.report.sections import Page
 from bench.report.text import fmt_ms
-from bench.stats import FASTER, SAME, SLOWER, Ratio, fmt_factor, verdict
+from bench.stats import FASTER, SAME, SLOWER, Ratio, claim_rule, fmt_factor, verdict
 
 FIGURE_KIND = "generate-split"
 KERAS_TORCH, KERAS_JAX = Column("torch", "default"), Column("jax", "default")
@@ -223,8 +223,8 @@ def published_lines(table: TableAnalysis, judge: Judge) -> list[str]:
         return []
     return [
         f"The published generate findings, ours from this table as a ratio with its 95% interval (a ratio holds when "
-        f"our whole interval lies within {HOLDS_FACTOR:g}x of it either way, does not hold when it lies wholly "
-        f"outside, else inconclusive){size_note(table)}:",
+        f"our whole interval lies {claim_rule(HOLDS_FACTOR)}, does not hold when it lies wholly outside that, else "
+        f"inconclusive){size_note(table)}:",
         "",
         text.tabulate(
             body, headers=["finding", "published", "ours", "verdict"], tablefmt="github", disable_numparse=True

@@ -28,7 +28,7 @@ from bench.provenance import machine_label
 from bench.report import text
 from bench.report.text import write_text_atomic
 from bench.results import Result, load, result_files
-from bench.stats import Ratio, fmt_factor
+from bench.stats import Ratio, claim_rule, fmt_factor
 
 PAGE = "OVERHEAD.md"
 
@@ -103,7 +103,7 @@ def findings_table(group: OverheadGroup) -> list[str]:
     return [
         text.tabulate(
             rows,
-            headers=["published finding", "source", "published ratio", "ours", f"verdict (within {HOLDS_FACTOR:g}x)"],
+            headers=["published finding", "source", "published ratio", "ours", "verdict"],
             tablefmt="github",
             disable_numparse=True,
         )
@@ -174,8 +174,8 @@ def group_lines(group: OverheadGroup) -> list[str]:
     if undecided:
         lines += ["Why a ratio above is inconclusive:", ""] + [f"- {line}" for line in undecided] + [""]
     lines += [
-        "Published findings re-tested on this machine (a finding holds when our ratio's whole 95% interval is within "
-        f"{HOLDS_FACTOR:g}x of the published ratio, either way, and does not hold when it lies wholly outside; each "
+        "Published findings re-tested on this machine (a finding holds when our ratio's whole 95% interval is "
+        f"{claim_rule(HOLDS_FACTOR)}, and does not hold when it lies wholly outside that; each "
         "column is one process (one worker per env times all its columns), so its interval borrows this machine's "
         "process spread from its noise study, and without one the finding is inconclusive):",
         "",

@@ -165,7 +165,7 @@ def overhead_lines(by_key: dict[str, list[Result]]) -> tuple[list[str], dict[str
             lines += [
                 f"- {where}: {column} over {baseline} on {benchmark} published {claimed:.2f}×"
                 + (f" (“{said[0]}”)" if said else "")
-                + f"; it holds where our whole interval is within {HOLDS_FACTOR:g}× of it: {verdicts}",
+                + f"; it holds where our whole interval is {stats.claim_rule(HOLDS_FACTOR)}: {verdicts}",
                 "",
             ]
     return lines, ratios
