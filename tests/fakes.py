@@ -8,7 +8,9 @@ import hashlib
 import json
 import os
 import stat
+import subprocess
 import sys
+import venv
 from pathlib import Path
 
 from bench.provenance import ENV_STAMP
@@ -169,3 +171,25 @@ def install_fake_nvidia_smi(bin_dir: Path, gpus: list[dict], monkeypatch=None) -
         for key, value in env.items():
             monkeypatch.setenv(key, value)
     return env
+
+
+def site_packages(python: Path) -> Path:
+    """That interpreter's purelib folder."""
+    return Path(
+        subprocess.check_output(
+            [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], text=True
+        ).strip()
+    )
+
+
+def make_interpreter(root: Path, distributions: dict[str, str]) -> Path:
+    """A throwaway venv that lists `distributions` (importlib.metadata) with no code behind them: a machine's own
+    Python as the suite asks it what it has."""
+    venv.EnvBuilder(with_pip=False, symlinks=True).create(root)
+    python = root / "bin" / "python"
+    site = site_packages(python)
+    for name, version in distributions.items():
+        info = site / f"{name.replace('-', '_')}-{version}.dist-info"
+        info.mkdir(parents=True)
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+    return python

@@ -7,12 +7,10 @@ import json
 import subprocess
 import sys
 import sysconfig
-import venv
-from pathlib import Path
 
 import pytest
 from conftest import REPO
-from fakes import a100, install_fake_nvidia_smi
+from fakes import a100, install_fake_nvidia_smi, make_interpreter, site_packages
 
 NO_GPU = {"CUDA_VISIBLE_DEVICES": "", "PATH": "/usr/bin:/bin", "HOME": "/tmp"}
 SLOW_IMPORT = (
@@ -23,23 +21,14 @@ SLOW_IMPORT = (
 @pytest.fixture(scope="module")
 def machine_python(tmp_path_factory):
     """A GPU machine's own Python, in part: it lists torch, jax and jaxlib, whose imports fail (jax after a wait)."""
-    root = tmp_path_factory.mktemp("own") / "venv"
-    venv.EnvBuilder(with_pip=False, symlinks=True).create(root)
-    python = root / "bin" / "python"
-    site = Path(
-        subprocess.check_output(
-            [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], text=True
-        ).strip()
-    )
+    versions = {"torch": "2.11.0", "jax": "0.11.2", "jaxlib": "0.11.2"}
+    python = make_interpreter(tmp_path_factory.mktemp("own") / "venv", versions)
+    site = site_packages(python)
     (site / "tools-env.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")  # numpy, tabulate: no framework
-    for name, version in {"torch": "2.11.0", "jax": "0.11.2", "jaxlib": "0.11.2"}.items():
-        info = site / f"{name}-{version}.dist-info"
-        info.mkdir()
-        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
-        if name != "jaxlib":
-            (site / name).mkdir()
-            fails = SLOW_IMPORT.format(name=name) if name == "jax" else "raise ImportError('a fake torch')\n"
-            (site / name / "__init__.py").write_text(fails)
+    for name in ("torch", "jax"):
+        (site / name).mkdir()
+        fails = SLOW_IMPORT.format(name=name) if name == "jax" else "raise ImportError('a fake torch')\n"
+        (site / name / "__init__.py").write_text(fails)
     return python
 
 

@@ -5,11 +5,10 @@ download is replaced by tiny files, so no network is needed."""
 import json
 import subprocess
 import sys
-import venv
-from pathlib import Path
 
 import pytest
 from conftest import REPO
+from fakes import make_interpreter
 
 from bench.envs import wheelhouse
 
@@ -24,21 +23,6 @@ MACHINE = {
     "peft": "0.21.2",
     "accelerate": "1.15.0",
 }
-
-
-def make_interpreter(root: Path, distributions: dict[str, str]) -> Path:
-    venv.EnvBuilder(with_pip=False, symlinks=True).create(root)
-    python = root / "bin" / "python"
-    site = Path(
-        subprocess.check_output(
-            [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], text=True
-        ).strip()
-    )
-    for name, version in distributions.items():
-        info = site / f"{name.replace('-', '_')}-{version}.dist-info"
-        info.mkdir(parents=True)
-        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
-    return python
 
 
 @pytest.fixture(scope="module")

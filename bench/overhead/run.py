@@ -8,8 +8,9 @@ reference's largest magnitude; generate: the same token ids), and one schema-2 r
 dies or runs past its timeout is a status of each of its columns (timeout, oom, killed, error), never a crash.
 Then <results>/OVERHEAD.md is rendered (bench/report/overhead.py).
 
-Shared with the runner and the grid (not duplicated): the env checks (`env_python`), the process-group kill
-(`CellProcess._kill`), the crash statuses (bench/failures.py), the drift probe, the provenance and `Result`.
+Shared with the runner, the grid and the release sweep (not duplicated): the env checks (`env_python`), a worker run
+to its end (bench/worker_process.py: its process group, timeout and crash status), the drift probe, the provenance
+and `Result`.
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -28,7 +28,6 @@ from typing import Any
 from bench.backends import cell_environment
 from bench.drift import reference_ms
 from bench.errors import BenchError
-from bench.failures import crash_status, oom_kill_count
 from bench.grid.workers import WORKER_ENVIRONMENT  # the grid workers' variables: spinning OpenMP threads
 from bench.overhead.spec import (
     BENCHMARKS,
@@ -42,12 +41,12 @@ from bench.overhead.spec import (
     Size,
     get_size,
 )
-from bench.plan import ram_gib
 from bench.provenance import REPO_ROOT, git_info, machine_info, machine_slug, now_utc, study_provenance
 from bench.registry import Cell
 from bench.results import Result, Run, check_cell_schema
 from bench.resultsdir import results_folder
-from bench.runner import CellProcess, check_writable, env_python
+from bench.runner import check_writable, env_python
+from bench.worker_process import run_logged
 
 WORKER_TIMEOUT_S = 1500.0  # one env's four columns x three benchmarks, compiles included (torch.compile is minutes)
 
@@ -87,7 +86,6 @@ def run_worker(
     env: str, size: Size, columns: list[str], out: Path, log_path: Path, git: dict, timeout_s: float
 ) -> dict[str, Any]:
     """Run one env's worker; its runs by key, or {"status", "message"} when it did not finish."""
-    log_path.parent.mkdir(parents=True, exist_ok=True)
     env_vars = {
         **os.environ,
         **cell_environment(env),
@@ -108,25 +106,23 @@ def run_worker(
         "--out",
         str(out),
     ]
-    oom_before = oom_kill_count()
-    with log_path.open("a") as log:
-        proc = subprocess.Popen(
-            argv, cwd=REPO_ROOT, env=env_vars, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
-        )
-        try:
-            code = proc.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            CellProcess._kill(proc)
-            return {
-                "status": "timeout",
-                "message": f"the {env} worker ran past {timeout_s:.0f} s and was killed (log: {log_path})",
-            }
-    if code != 0 or not (out / "runs.json").exists():
-        tail = log_path.read_text()[-3000:]
-        status, how = crash_status(code, tail, oom_before, oom_kill_count(), None, ram_gib())
-        last = " | ".join(line for line in tail.splitlines()[-5:] if line)
-        return {"status": status, "message": f"the {env} worker {how}; last output: {last}"}
+    failed = run_logged(argv, env_vars, log_path, timeout_s)
+    if failed is None and not (out / "runs.json").exists():
+        failed = ("error", f"exited 0 without writing its runs (log: {log_path})")
+    if failed:
+        return {"status": failed[0], "message": f"the {env} worker {failed[1]}"}
     return json.loads((out / "runs.json").read_text())
+
+
+def with_parity(run: Run, benchmark: str, column: str, outputs: Path) -> Run:
+    """An ok run whose output is checked against its reference's (compare_outputs): the check recorded in its
+    settings, and a run of another computation made an error (its times are not of this benchmark)."""
+    if run.status == "ok":
+        parity = compare_outputs(benchmark, column, outputs)
+        run.settings.update({k: v for k, v in parity.items() if k != "message"})
+        if parity["parity"] == "mismatch":
+            run.status, run.message, run.timed_ms = "error", f"{parity['message']}: not the same computation", []
+    return run
 
 
 def compare_outputs(benchmark: str, column: str, outputs: Path) -> dict[str, Any]:
@@ -201,16 +197,7 @@ def run_overhead(
             if "runs" not in answer and "settings" not in answer:  # the worker did not finish: its status
                 run = Run(status=answer["status"], message=answer["message"], settings={"column": column})
             else:
-                run = Run.from_dict(answer)
-                if run.status == "ok":
-                    parity = compare_outputs(benchmark, column, scratch)
-                    run.settings.update({k: v for k, v in parity.items() if k != "message"})
-                    if parity["parity"] == "mismatch":
-                        run.status, run.message, run.timed_ms = (
-                            "error",
-                            f"{parity['message']}: not the same computation",
-                            [],
-                        )
+                run = with_parity(Run.from_dict(answer), benchmark, column, scratch)
             result = OverheadResult(
                 cell=overhead_cell(benchmark, column, size),
                 runs=[run],

@@ -8,7 +8,6 @@ env's lock and the co-changes; a version with no env is a result of status `unsu
 from __future__ import annotations
 
 import os
-import subprocess
 import tempfile
 import time
 import uuid
@@ -17,14 +16,13 @@ from pathlib import Path
 
 from bench.drift import reference_ms
 from bench.envs.common import EnvError
-from bench.failures import crash_status, oom_kill_count
-from bench.plan import ram_gib
-from bench.provenance import REPO_ROOT, git_info, machine_info, machine_slug, now_utc, study_provenance
+from bench.provenance import git_info, machine_info, machine_slug, now_utc, study_provenance
 from bench.registry import Cell
 from bench.results import Result, Run
-from bench.runner import CellProcess, check_writable, record_noise
+from bench.runner import check_writable, record_noise
 from bench.sweep.derive import LOCKS_DIR, VENVS_DIR, Derivation, build, derive, slug
 from bench.sweep.targets import Target
+from bench.worker_process import run_logged
 
 STUDY_DIR = "sweep"
 PROCESS_TIMEOUT_S = 1800.0
@@ -63,30 +61,6 @@ class SweepResult(Result):
             / sweep["key"]
             / f"{slug(sweep['package'], sweep['version'])}.json"
         )
-
-
-def run_process(argv: list[str], env: dict[str, str], log_path: Path, timeout_s: float) -> tuple[str, str] | None:
-    """Run one measuring process in its own group; None when it exited 0, else (status, message) of how it ended."""
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    oom_before = oom_kill_count()
-    with log_path.open("a") as log:
-        proc = subprocess.Popen(
-            argv, cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
-        )
-        try:
-            code = proc.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            CellProcess._kill(proc)
-            return "timeout", f"no result after {timeout_s:.0f} s; killed (log: {log_path})"
-        finally:  # also on Ctrl-C
-            if proc.poll() is None:
-                CellProcess._kill(proc)
-    if code == 0:
-        return None
-    tail = log_path.read_text()[-3000:]
-    status, how = crash_status(code, tail, oom_before, oom_kill_count(), None, ram_gib())
-    last = " | ".join(line for line in tail.splitlines()[-5:] if line)
-    return status, f"{how}; last output: {last}"
 
 
 def prepare(
@@ -152,7 +126,7 @@ def run_sweep(
                         "BENCH_GIT_COMMIT": git.get("commit") or "",
                         "BENCH_ORCHESTRATOR_PID": str(os.getpid()),
                     }
-                    failed = run_process(part.target.command(python, out), env, log, timeout_s)
+                    failed = run_logged(part.target.command(python, out), env, log, timeout_s)
                     got = {} if failed else part.target.read(out)
                 before = readings[-1]
                 readings.append(reference_ms())

@@ -98,7 +98,7 @@ class OverheadTarget:
     def read(self, out: Path) -> dict[str, Run]:
         import shutil
 
-        from bench.overhead.run import compare_outputs
+        from bench.overhead.run import with_parity
         from bench.overhead.spec import COLUMNS, REFERENCE_COLUMN
 
         answers = json.loads((out / "runs.json").read_text())
@@ -109,18 +109,9 @@ class OverheadTarget:
             if not reference.exists() and plain:
                 shutil.copyfile(out / f"{benchmark}__{plain[0]}.npy", reference)
         for key in self.keys():
-            run = Run.from_dict(answers[key])
             benchmark, column = key.split("__")
-            if run.status == "ok":  # the same computation as the plain framework's column in this process
-                parity = compare_outputs(benchmark, column, out)
-                run.settings.update({k: v for k, v in parity.items() if k != "message"})
-                if parity["parity"] == "mismatch":
-                    run.status, run.message, run.timed_ms = (
-                        "error",
-                        f"{parity['message']}: not the same computation",
-                        [],
-                    )
-            runs[key] = run
+            # the same computation as the plain framework's column in this process
+            runs[key] = with_parity(Run.from_dict(answers[key]), benchmark, column, out)
         return runs
 
     def result_cell(self, key: str) -> Cell:
