@@ -37,8 +37,14 @@ def wait_for(pid_file: Path, proc: subprocess.Popen) -> int:
     return int(pid_file.read_text())
 
 
+def terminal_defaults() -> None:
+    """SIGINT and SIGHUP at their defaults, as a terminal's job has them: a background job inherits SIGINT ignored,
+    and a test run under nohup SIGHUP, which the run would then rightly keep ignoring."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+
+
 def start(command, env):
-    # SIGINT at its default, as a terminal's job has it (a background job inherits it ignored)
     return subprocess.Popen(
         command,
         cwd=REPO,
@@ -46,7 +52,7 @@ def start(command, env):
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        preexec_fn=terminal_defaults,
     )
 
 
