@@ -18,6 +18,7 @@ from pathlib import Path
 from bench import stats
 from bench.atomic import write_json_atomic
 from bench.judge import Judge
+from bench.provenance import git_info
 from bench.sweep.index import between, released_versions
 from bench.sweep.report import paired_estimate
 from bench.sweep.run import STUDY_DIR, Sweep, SweepResult, run_sweep
@@ -99,6 +100,7 @@ def run_bisect(
         "command": sweep.command,
         "change": change,
         "steps": [],
+        "provenance": {"git": git_info()},  # the code that ran every step (each step's results record it too)
     }
     say(f"bisect {sweep.package} on {key}: {len(releases)} releases from {good} to {bad}: {', '.join(releases)}")
 
