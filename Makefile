@@ -14,6 +14,8 @@ VARIANT ?=
 STEPS ?=
 REPEATS ?=
 RESUME ?=
+# EXACT=1: the published procedure, for an exact reproduction (paper profile): 100 timed steps, one process a cell.
+EXACT ?=
 # IGNORE_PLAN=1: run cells that $(RESULTS)/plan-<profile>.json predicts will not fit (make plan; else oom-predicted).
 IGNORE_PLAN ?=
 # Cells in parallel, one GPU each (bench/cluster/parallel.py); refused without a GPU per job.
@@ -55,7 +57,7 @@ $(foreach v,$(NAME_VARIABLES),$(if $(and $(filter command line,$(origin $(v))),$
 RUN_ARGS = $(if $(TASK),--task $(TASK)) $(if $(VARIANT),--variant $(VARIANT)) $(if $(PROFILE),--profile $(PROFILE)) $(if $(STEPS),--steps $(STEPS)) \
            $(if $(BATCH),--batch-size $(BATCH)) \
            $(if $(REPEATS),--repeats $(REPEATS)) $(call flag,RESUME,--resume) $(if $(JOBS),--jobs $(JOBS)) \
-           $(call flag,IGNORE_PLAN,--ignore-plan) --stack $(STACK) --results-dir "$(RESULTS)"
+           $(call flag,IGNORE_PLAN,--ignore-plan) $(call flag,EXACT,--exact) --stack $(STACK) --results-dir "$(RESULTS)"
 # A yes/no variable (RESUME=, IGNORE_PLAN=): 1, yes or true gives the option; any other non-empty value stops make
 # rather than being ignored silently.
 flag = $(if $(filter 1 yes true,$($(1))),$(2),$(if $($(1)),$(error $(1)=$($(1)) is not 1, yes or true (or empty))))
@@ -80,7 +82,7 @@ $(UV): containers/uv-requirements.txt
 help: ## List every target with one line each, then every variable
 	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | sort -u | awk 'BEGIN{FS=":.*## "}{printf "  %-18s %s\n", $$1, $$2}'
 	@echo "Variables, each given on the command line (make bench MODEL=bert):"
-	@echo "  cells      BACKEND=<$(BACKENDS)> MODEL=<$(MODELS)> STACK=<today|2024> ENV=current TASK= PROFILE=<$(PROFILES)> VARIANT= STEPS= BATCH= REPEATS= RESUME=1 IGNORE_PLAN=1 JOBS= RESULTS=$(RESULTS)"
+	@echo "  cells      BACKEND=<$(BACKENDS)> MODEL=<$(MODELS)> STACK=<today|2024> ENV=current TASK= PROFILE=<$(PROFILES)> VARIANT= STEPS= BATCH= REPEATS= RESUME=1 IGNORE_PLAN=1 EXACT=1 JOBS= RESULTS=$(RESULTS)"
 	@echo "  own Python (docs/OWN_ENVIRONMENT.md): make wheelhouse FOR=<python>; make gpu-check BUDGET=<minutes> [ENV=current RESUME=1]; make bench-all BUDGET=<minutes> [ENV=current RESUME=1]"
 	@echo "  python     PYTHON=$(PYTHON): the interpreter that runs the doctor, the env builds and, with ENV=current, the cells"
 	@echo "  2024 stack (keras-benchmarks v0.0.5's pins): make envs STACK=2024; make bench BACKEND=jax MODEL=bert STACK=2024"

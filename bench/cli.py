@@ -82,6 +82,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="a fixed count of timed steps (default: the profile's sampling: its fewest steps, then until the "
         "median's 95%% interval is within its target, up to its cap)",
     )
+    run.add_argument(
+        "--exact",
+        action="store_true",
+        help="the published procedure, for an exact reproduction: 100 timed steps after the first and the warm-up, one "
+        "process a cell (paper profile; the default samples to a precision, with more processes)",
+    )
     run.add_argument("--warmup", type=non_negative_int, help="warm-up steps after the first (default: the profile's)")
     run.add_argument(
         "--repeats", type=positive_int, help="processes per cell, interleaved across the cells (default: the profile's)"
@@ -310,6 +316,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         profile, why = default_profile(machine_info())
         choice = f"default: {why}"
     print(f"profile: {profile} ({choice})", flush=True)
+    if args.exact:
+        from bench.published import PUBLISHED_PROCESSES
+
+        if args.repeats not in (None, PUBLISHED_PROCESSES):
+            raise BenchError("--exact runs one process a cell, as published: leave out --repeats")
+        args.repeats = PUBLISHED_PROCESSES
     if args.repeats is None:
         args.repeats = get_profile(profile).repeats
     stack, results_dir = args.stack, args.results_dir
@@ -335,6 +347,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         timed_steps=args.steps,
         warmup_steps=args.warmup,
         stack=stack,
+        exact=args.exact,
     )
     if not cells:
         raise BenchError("no cells match the given backend/model/task/variant")

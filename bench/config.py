@@ -78,7 +78,11 @@ def resolve(cell: Cell, timeout_s: float | None = None, environment: dict[str, s
         else COMMAND_LINE
     )
     fixed = cell.window_plan().fixed
-    if cell.max_timed_steps is None:
+    if cell.exact:
+        sources["timed_steps"] = sources["max_timed_steps"] = (
+            f"{COMMAND_LINE} (--exact: the published procedure, {REFERENCE_CSV.name}'s note)"
+        )
+    elif cell.max_timed_steps is None:
         sources["max_timed_steps"] = f"{COMMAND_LINE} (--steps: a fixed count)"
     elif cell.max_timed_steps == profile.max_timed_steps:
         sources["max_timed_steps"] = f"{at} max_timed_steps" + (" (a fixed count)" if fixed else "")

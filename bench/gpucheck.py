@@ -228,7 +228,8 @@ def judge_cell(result, plan_entry: dict | None) -> dict:
     from bench.profiles import get_profile
 
     cell, run = result.cell, (result.runs[0] if result.runs else None)
-    paper_steps = get_profile("paper").timed_steps
+    paper = get_profile("paper")
+    paper_steps = f"{paper.timed_steps} to {paper.max_timed_steps}" if paper.samples else str(paper.timed_steps)
     row = {
         "cell": cell.key,
         "status": result.status,

@@ -17,6 +17,10 @@ PUBLISHED_COLUMNS = {
     "jax": "keras3_jax",
     "torch": "keras3_torch",
 }
+# The published procedure (keras-benchmarks v0.0.5; the CSV's note): each figure is the mean of 100 steps after the
+# first, in one process a cell. `bench run --exact` (make ... EXACT=1) runs it: this many timed steps, one process.
+PUBLISHED_TIMED_STEPS = 100
+PUBLISHED_PROCESSES = 1
 
 
 @dataclass(frozen=True)

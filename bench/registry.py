@@ -17,7 +17,7 @@ from bench import variants as variant_rules
 from bench.backends import BACKENDS, DEFAULT_STACK, env_name, get_backend, get_stack
 from bench.errors import BenchError
 from bench.profiles import get_profile
-from bench.published import published_rows
+from bench.published import PUBLISHED_TIMED_STEPS, published_rows
 from bench.spec import MODELS_DIR, WORKLOAD_FILE, ModelSpec, TaskSpec
 
 
@@ -66,6 +66,8 @@ class Cell:
     # Sampling to the profile's precision takes timed_steps at the least and this many at the most; None: exactly
     # timed_steps (a fixed count: --steps on the command line, and every result written before sampling)
     max_timed_steps: int | None = None
+    # The published procedure exactly (--exact): PUBLISHED_TIMED_STEPS timed steps, a fixed count, one process a cell
+    exact: bool = False
 
     def __post_init__(self) -> None:
         backend = get_backend(self.backend)
@@ -91,6 +93,11 @@ class Cell:
             raise BenchError(
                 f"max timed steps must be an integer >= timed steps ({self.timed_steps}), got {self.max_timed_steps!r}"
             )
+        if self.exact and (self.timed_steps != PUBLISHED_TIMED_STEPS or self.max_timed_steps is not None):
+            raise BenchError(
+                f"an exact reproduction times exactly the published {PUBLISHED_TIMED_STEPS} steps, "
+                f"not {self.timed_steps} to {self.max_timed_steps}"
+            )
         variant_rules.check(backend.name, self.model, self.task, self.variant)
 
     @property
@@ -98,6 +105,14 @@ class Cell:
         # today's keys predate stacks and stay as they were; another stack's cell never shares a name with them
         suffix = "" if self.stack == DEFAULT_STACK else f"__stack-{self.stack}"
         return f"{self.backend}__{self.model}__{self.task}__bs{self.batch_size}__{self.variant}{suffix}"
+
+    @property
+    def procedure(self) -> str:
+        """How the cell chose its timed steps: "exact" (the published procedure), "sampled" (to its profile's
+        precision) or "fixed" (a count from the command line, or a result written before sampling)."""
+        if self.exact:
+            return "exact"
+        return "fixed" if self.max_timed_steps is None or self.max_timed_steps == self.timed_steps else "sampled"
 
     @property
     def env(self) -> str:
@@ -127,7 +142,10 @@ class Cell:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        values = dataclasses.asdict(self)
+        if not self.exact:  # a sampled or --steps cell reads as it always has (and as a version 1 result)
+            del values["exact"]
+        return values
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], validate: bool = True) -> Cell:
@@ -162,13 +180,23 @@ def plan_cells(
     timed_steps: int | None = None,
     warmup_steps: int | None = None,
     stack: str = DEFAULT_STACK,
+    exact: bool = False,
 ) -> list[Cell]:
     """The cells of the published table (narrowed by the arguments; a study's model only when named), backend by
     backend. Each backend runs its own variants unless `variants` names others; a tuning variant runs only where it
     applies, and one that applies to none of the chosen cells is refused, naming where it applies. The timed steps
     sample to the profile's precision up to its max_timed_steps, unless `timed_steps` is given: the user's count is
-    then fixed."""
+    then fixed. `exact`: the published procedure, its fixed count of timed steps (the caller runs one process)."""
     prof = get_profile(profile)
+    if exact:
+        if timed_steps is not None:
+            raise BenchError("--exact times the published number of steps: leave out --steps")
+        if (prof.shapes_from or profile) != "paper" or prof.max_batch_size:
+            raise BenchError(
+                f"--exact reproduces the published procedure at the published shapes and batch sizes: "
+                f"use --profile paper, not {profile}"
+            )
+        timed_steps = PUBLISHED_TIMED_STEPS
     chosen = [get_backend(name) for name in backends or BACKENDS]
     specs = [get_model(m) for m in (models or paper_models())]
     for variant in variants or []:
@@ -208,6 +236,7 @@ def plan_cells(
                         max_warmup_steps=max(warm, prof.max_warmup_steps),
                         stack=stack,
                         max_timed_steps=prof.max_timed_steps if timed_steps is None else None,
+                        exact=exact,
                     )
                     if cell.key not in seen:  # an explicit --batch-size can merge two rows
                         seen.add(cell.key)

@@ -339,8 +339,12 @@ def describe_sampling(sampling: dict[str, Any], median_ms: float) -> str:
         return head
     if sampling["reached"]:
         return f"{head} (target {target * 100:g}%, reached)"
-    caps = {MAX_STEPS: f"capped at {rule['max_steps']} steps", MAX_S: f"capped at {rule['max_s']:g} s"}
-    return f"{head} (target {target * 100:g}%, not reached{': ' + caps[stopped_by] if stopped_by in caps else ''})"
+    cap = ""  # a fixed count has no cap in seconds (max_s None): each cap is formatted only when it stopped the run
+    if stopped_by == MAX_STEPS:
+        cap = f": capped at {rule['max_steps']} steps"
+    elif stopped_by == MAX_S:
+        cap = f": capped at {rule['max_s']:g} s"
+    return f"{head} (target {target * 100:g}%, not reached{cap})"
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,8 @@ from fakes import make_fake_envs
 from bench.cell import check_config
 from bench.config import COMMAND_LINE, resolve
 from bench.profiles import get_profile
-from bench.registry import get_model, plan_cells
+from bench.errors import BenchError
+from bench.registry import Cell, get_model, plan_cells
 from bench.results import load_all
 
 
@@ -64,15 +65,36 @@ def test_a_value_from_the_command_line_says_so(tmp_path, monkeypatch):
     assert sources["max_timed_s"] == "none: a fixed count of timed steps"
 
 
-def test_the_paper_profile_keeps_a_fixed_count_and_reports_against_its_target():
+def test_the_paper_profile_samples_and_exact_runs_the_published_procedure():
     cell = plan_cells("paper", backends=["jax"], models=["bert"], tasks=["predict"])[0]
-    plan = resolve(cell).window_plan
-    assert plan["timed_steps"] == plan["max_timed_steps"] == 100 and cell.window_plan().fixed
+    plan, sources = resolve(cell).window_plan, resolve(cell).sources
+    assert (plan["timed_steps"], plan["max_timed_steps"], plan["max_timed_s"]) == (10, 100, 60)
+    assert cell.procedure == "sampled" and sources["timed_steps"] == "bench/profiles.toml [paper] timed_steps"
+    exact = plan_cells("paper", backends=["jax"], models=["bert"], tasks=["predict"], exact=True)[0]
+    plan, sources = resolve(exact).window_plan, resolve(exact).sources
+    assert plan["timed_steps"] == 100 and plan["max_timed_steps"] is None and exact.window_plan().fixed
     assert plan["target_half_width"] == get_profile("paper").target_half_width and plan["max_timed_s"] is None
+    assert exact.procedure == "exact" and exact.key == cell.key  # the same cell, run the published way
+    assert "--exact: the published procedure" in sources["timed_steps"] == sources["max_timed_steps"]
+    assert Cell.from_dict(exact.to_dict()) == exact and Cell.from_dict({**cell.to_dict()} | {"exact": False}) == cell
+
+
+@pytest.mark.parametrize(
+    "profile, steps, refusal",
+    [("smoke", None, "use --profile paper, not smoke"), ("cpu", None, "use --profile paper, not cpu"),
+     ("paper", 7, "leave out --steps")],
+)  # fmt: skip
+def test_exact_is_refused_where_it_would_not_be_the_published_procedure(profile, steps, refusal):
+    with pytest.raises(BenchError, match=refusal):
+        plan_cells(profile, backends=["jax"], models=["bert"], timed_steps=steps, exact=True)
+    with pytest.raises(BenchError, match="published 100 steps"):
+        Cell("jax", "bert", "fit", 32, "paper", "default", 2, 50, exact=True)
 
 
 def test_a_paper_cells_timeout_names_the_estimate():
-    cell = plan_cells("paper", backends=["torch"], models=["stable_diffusion"], tasks=["predict"])[0]
+    sampled = plan_cells("paper", backends=["torch"], models=["stable_diffusion"], tasks=["predict"])[0]
+    assert resolve(sampled).timeout_s == get_profile("paper").timeout_s  # 60 s of timed steps: within the floor
+    cell = plan_cells("paper", backends=["torch"], models=["stable_diffusion"], tasks=["predict"], exact=True)[0]
     config = resolve(cell)
     assert config.timeout_s > get_profile("paper").timeout_s and config.sources["timeout_s"].startswith(
         "bench/cluster/estimate.py"

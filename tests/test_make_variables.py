@@ -37,6 +37,7 @@ CASES = [
         ("RESULTS", "{results}"),
     ]
 ] + [
+    ("bench", {**BENCH, "PROFILE": "paper"}, "EXACT", "1"),  # the published procedure: the paper profile's
     ("grid", {"GRID": "smoke", "MODEL": "bert", "BACKEND": "jax"}, "GRID", "smoke"),
     *((target, {}, "RESULTS", "{results}") for target in ("table", "export", "validate", "clean-results", "plan")),
     ("validate", {}, "QUARANTINE", "1"),

@@ -131,6 +131,20 @@ def test_an_unlocked_environment_gets_its_own_table_titled_with_it(unlocked_run,
     assert all(item.result.cell.stack == "today" for item in today.group.items)  # never mixed into a locked table
 
 
+def test_an_unlocked_table_stands_after_every_locked_one_whatever_its_profile(tmp_path):
+    """A user's own environment's paper table (the committed GPU run) comes after a locked smoke table, so that the
+    README's table, the first, stays a reproducible one."""
+    from bench.report import analyse
+
+    unlocked = sorted((committed_results() / "env-current").glob("*/paper/*/*/jax__bert__fit__*.json"))[0]
+    locked = sorted((committed_results() / "smoke").glob("*/jax__bert__predict__bs2__default.json"))[0]
+    for source, folder in ((unlocked, tmp_path / "env-current" / "own" / "paper" / "m" / "s"), (locked, tmp_path / "smoke" / "m")):
+        folder.mkdir(parents=True)
+        shutil.copy(source, folder / source.name)
+    tables = analyse(tmp_path).tables
+    assert [(t.group.profile, t.group.stack) for t in tables] == [("smoke", "today"), ("paper", "current")]
+
+
 def test_env_current_refuses_another_stack_in_one_line(own_env, tmp_path):
     out = subprocess.run(
         [
@@ -303,7 +317,7 @@ def test_cell_verdicts_cuda_graphs_and_memory_against_the_plan():
         {"memory_gib": 1.8},
     )
     assert "cudagraphs" not in far and far["memory"]["verdict"] == "far from the plan: look"
-    assert replayed["timed_steps"] == 5 < replayed["paper_timed_steps"]
+    assert replayed["timed_steps"] == 5 and replayed["paper_timed_steps"] == "10 to 100"  # fewer than the paper's
     report = Report({"gpus": [{"name": "NVIDIA H100"}]}, "locked", "now", 900, cells=[replayed, skipped, old, far])
     text = report.markdown()
     assert "fewer than the paper profile's" in text and "| 5 (" in text and "NOT replayed" in text

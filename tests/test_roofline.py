@@ -17,7 +17,7 @@ from bench.registry import MODELS, get_model, plan_cells
 from bench.results import Result, Run, load_all
 from bench.roofline import probe
 from bench.roofline.ceilings import best_of, measure_run
-from bench.roofline.hardware import A100_40GB, H100_SXM, datasheet_for
+from bench.roofline.hardware import A100_40GB, H100_SXM, H200_SXM, datasheet_for
 from bench.roofline.published import published_cells
 from bench.roofline.utilisation import use_of
 from bench.roofline.work import cell_work
@@ -212,6 +212,7 @@ def test_a_failing_probe_is_recorded_not_raised(monkeypatch):
 def test_datasheets_are_found_by_the_gpus_name():
     assert datasheet_for("NVIDIA A100-SXM4-40GB") is A100_40GB
     assert datasheet_for("NVIDIA H100 80GB HBM3") is H100_SXM
+    assert datasheet_for("NVIDIA H200") is H200_SXM and datasheet_for("NVIDIA H200 NVL") is None  # the PCIe card
     assert datasheet_for("NVIDIA A100-SXM4-80GB") is None and datasheet_for(None) is None
     assert A100_40GB.flops["bfloat16"] == 312e12 and A100_40GB.bandwidth == 1555e9
 

@@ -77,7 +77,8 @@ def test_the_smoke_profile_is_the_rule_these_tests_use():
     assert (smoke.timed_steps, smoke.max_timed_steps, smoke.min_timed_s, smoke.max_timed_s) == (3, 2000, 0.5, 5)
     assert smoke.target_half_width == 0.02 and smoke.repeats == 3 and smoke.samples
     paper = get_profile("paper")
-    assert paper.timed_steps == paper.max_timed_steps == 100 and not paper.samples and paper.repeats == 3
+    rule = (paper.timed_steps, paper.max_timed_steps, paper.min_timed_s, paper.max_timed_s, paper.repeats)
+    assert rule == (10, 100, 0, 60, 3) and paper.samples  # the published 100 fixed steps: --exact
     for name in ("cpu", "cpu-mid"):
         cpu = get_profile(name)
         rule = (cpu.timed_steps, cpu.max_timed_steps, cpu.min_timed_s, cpu.max_timed_s, cpu.repeats)
@@ -140,6 +141,9 @@ def test_a_fixed_plan_takes_exactly_its_count_and_still_reports_the_interval():
     noisy_sampling = noisy_timer.sampling()
     assert noisy_sampling["steps"] == 100 and noisy_sampling["stopped_by"] == FIXED and not noisy_sampling["reached"]
     assert noisy_sampling["interval"][0] < noisy_sampling["interval"][1]  # reported even when it is wide
+    # a fixed count that misses its target is described, not a crash on its absent cap in seconds
+    line = describe_sampling(noisy_sampling, 10.0)
+    assert "(a fixed count)" in line and line.endswith("(target 2%, not reached)")
     # --steps N: the cell's count is fixed, with no max_timed_steps at all
     assert run_steps(WindowPlan(0, 7, target_half_width=0.02), noisy(1.0)).sampling()["steps"] == 7
 

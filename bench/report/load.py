@@ -150,7 +150,8 @@ def group_results(items: list[Loaded]) -> list[Group]:
         groups.setdefault(
             (profile, label, stack, environment), Group(profile, label, stack=stack, environment=environment)
         ).items.append(item)
-    rank = lambda g: (
+    rank = lambda g: (  # a user's own environment stands after every locked table (docs/OWN_ENVIRONMENT.md)
+        g.stack == UNLOCKED_STACK.name,
         PROFILE_ORDER.index(g.profile) if g.profile in PROFILE_ORDER else len(PROFILE_ORDER),
         g.profile,
         g.machine,

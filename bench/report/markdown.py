@@ -117,6 +117,14 @@ def steps_text(table: TableAnalysis) -> str:
     return str(low) if low == high else f"{low} to {high} (median {sorted(per_process)[len(per_process) // 2]})"
 
 
+# How a cell's timed steps were chosen (bench/registry.py Cell.procedure), as a table's facts name it.
+PROCEDURES = {
+    "sampled": "sampled to a precision",
+    "exact": "the published procedure (--exact)",
+    "fixed": "a fixed count",
+}
+
+
 # What a table's cell, bold, marks and notes mean: the same for every table, so RESULTS.md states it once.
 LEGEND = [
     "Each cell: its **figure**, the geometric mean of its processes' median step times (one process: its median; "
@@ -150,7 +158,13 @@ def table_facts(table: TableAnalysis) -> list[str]:
     processes = Counter(e.processes for e in estimates)
     bases = Counter(e.basis for e in estimates)
     contested = [f for f in table.rows if f.outcome != UNCONTESTED]
-    lines = [f"Processes per cell: {count_text(processes) or 'none'}; timed steps per process: {steps_text(table)}."]
+    procedures = Counter(PROCEDURES[l.result.cell.procedure] for l in table.ok_cells())
+    chosen = ", ".join(f"{name} ({plural(n, 'cell')})" for name, n in procedures.most_common())
+    lines = [
+        f"Processes per cell: {count_text(processes) or 'none'}; timed steps per process: {steps_text(table)}"
+        + (f", {chosen}" if chosen else "")
+        + "."
+    ]
     if contested or bases:
         tally = [
             plural(len(table.rows_with(WINNER)), "winner"),

@@ -7,6 +7,10 @@ Dense (no structured sparsity) figures, from NVIDIA's datasheets:
 - H100 SXM (80GB HBM3): "NVIDIA H100 Tensor Core GPU" datasheet (nvidia.com, 2023; "H100 SXM" column, whose
   tensor figures are given with sparsity: half of each is dense): FP32 67 TFLOPS, TF32 Tensor Core 494.5 (989 with
   sparsity), BFLOAT16 Tensor Core 989.5 (1,979 with sparsity), GPU memory bandwidth 3.35 TB/s.
+- H200 SXM (141GB HBM3e, which nvidia-smi names plainly "NVIDIA H200"): "NVIDIA H200 Tensor Core GPU" datasheet
+  (nvidia.com, 2024; "H200 SXM" column, tensor figures with sparsity): the H100 SXM's compute, FP32 67 TFLOPS, TF32
+  Tensor Core 494.5 dense (989 with sparsity), BFLOAT16 Tensor Core 989.5 dense (1,979), and GPU memory bandwidth
+  4.8 TB/s. The H200 NVL (a PCIe card, "NVIDIA H200 NVL") has lower peaks and is not this datasheet.
 """
 from __future__ import annotations
 
@@ -20,6 +24,7 @@ class Datasheet:
     bandwidth: float  # bytes/s of device memory
     source: str
     matches: tuple[str, ...]  # every one of these (case-insensitive) is in the GPU's name
+    excludes: tuple[str, ...] = ()  # and none of these (another part of the same family)
 
     def to_dict(self) -> dict:
         return {"name": self.name, "flops": dict(self.flops), "bandwidth": self.bandwidth, "source": self.source}
@@ -39,10 +44,25 @@ H100_SXM = Datasheet(
     "NVIDIA H100 Tensor Core GPU datasheet (2023), H100 SXM: dense peaks (half the sparsity figures)",
     ("h100", "hbm3"),
 )
-DATASHEETS = (A100_40GB, H100_SXM)
+H200_SXM = Datasheet(
+    "NVIDIA H200 SXM (141GB HBM3e)",
+    {"float32": 67e12, "tf32": 494.5e12, "bfloat16": 989.5e12},
+    4.8e12,
+    "NVIDIA H200 Tensor Core GPU datasheet (2024), H200 SXM: dense peaks (half the sparsity figures)",
+    ("h200",),
+    excludes=("nvl",),
+)
+DATASHEETS = (A100_40GB, H100_SXM, H200_SXM)
 
 
 def datasheet_for(gpu_name: str | None) -> Datasheet | None:
     """The datasheet of a GPU by its name (nvidia-smi's, e.g. "NVIDIA A100-SXM4-40GB"); None when unknown."""
     name = (gpu_name or "").lower()
-    return next((d for d in DATASHEETS if name and all(m in name for m in d.matches)), None)
+    return next(
+        (
+            d
+            for d in DATASHEETS
+            if name and all(m in name for m in d.matches) and not any(x in name for x in d.excludes)
+        ),
+        None,
+    )
