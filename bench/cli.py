@@ -322,8 +322,16 @@ def cmd_run(args: argparse.Namespace) -> int:
         if args.repeats not in (None, PUBLISHED_PROCESSES):
             raise BenchError("--exact runs one process a cell, as published: leave out --repeats")
         args.repeats = PUBLISHED_PROCESSES
-    if args.repeats is None:
-        args.repeats = get_profile(profile).repeats
+    from bench.replication import SequentialRule, rule_of
+
+    # processes a cell: the profile's sequential rule, or exactly the count --repeats (or --exact) asks for
+    rule = rule_of(get_profile(profile)) if args.repeats is None else SequentialRule(args.repeats, args.repeats)
+    if rule.sequential and (args.budget_minutes is not None or args.jobs > 1):
+        print(f"processes: {rule.first} a cell, none added (a budget's and --jobs' cells run apart, not row by row)")
+        rule = SequentialRule(rule.first, rule.first)
+    elif not args.dry_run:
+        print(f"processes: {rule.describe()}", flush=True)
+    args.repeats = rule.first
     stack, results_dir = args.stack, args.results_dir
     if args.env == "current":  # the unlocked route: apart from every locked result, one folder per environment
         from bench.backends import UNLOCKED_STACK
@@ -381,6 +389,10 @@ def cmd_run(args: argparse.Namespace) -> int:
             ignore_plan=args.ignore_plan,
         )
     else:
+        from bench.cluster.decided import expected_line
+
+        if deadline is None and (line := expected_line(cells, rule)):
+            print(line, flush=True)
         results = run_cells(
             cells,
             results_dir,
@@ -391,12 +403,26 @@ def cmd_run(args: argparse.Namespace) -> int:
             ignore_plan=args.ignore_plan,
             deadline=deadline,
             interleave=deadline is None,  # under a budget, whole cells in the budget's order
+            rule=rule,
         )
     if deadline is not None:
         from bench.budget import say_what_is_left
 
         say_what_is_left(cells, results, results_dir, args.repeats)
+    say_decided(cells, results_dir)
     return 0 if all(r.status in ("ok", "unsupported") for r in results) else 1
+
+
+def say_decided(cells: list, results_dir: Path) -> None:
+    """Which of the run's rows its folder's table decides, and why each other is not (bench/report/comparisons.py)."""
+    from bench.report.comparisons import decided_lines
+
+    try:
+        lines = decided_lines(results_dir, cells)
+    except BenchError as e:  # an unreadable file elsewhere in the folder: `make table` will name it
+        lines = [f"rows decided: not judged ({str(e).splitlines()[0]})"]
+    for line in lines:
+        print(line)
 
 
 def cmd_grid(args: argparse.Namespace) -> int:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from bench import offline
 from bench.backends import cell_environment
+from bench.compile_cache import ROOT_VARIABLE, remove_root
 from bench.runlock import alive
 
 
@@ -37,11 +38,11 @@ SCRATCH_PREFIX = "bench-cell-"  # the orchestrator's private folder for a cell's
 def die_with_parent(out: Path | None = None, interval_s: float = 0.5) -> threading.Thread:
     """A cell, or a study's worker, must not outlive its orchestrator (a `kill -9` of it, a lost SSH session): no
     one would read its result, and it would go on loading the machine that the next run measures on. A thread
-    watches the parent; when it is gone, it removes the orchestrator's scratch folder of a cell's result (which the
-    dead orchestrator can no longer remove) and kills the process group (the process leads its own: compile workers
-    and loaders go too). A thread rather than prctl's parent-death signal: that one fires when the parent *thread*
-    that started the process ends (--jobs starts cells from worker threads), and kills before the scratch folder is
-    removed."""
+    watches the parent; when it is gone, it removes the orchestrator's scratch folder of a cell's result and the
+    run's compile caches (which the dead orchestrator can no longer remove) and kills the process group (the process
+    leads its own: compile workers and loaders go too). A thread rather than prctl's parent-death signal: that one
+    fires when the parent *thread* that started the process ends (--jobs starts cells from worker threads), and kills
+    before the scratch folder is removed."""
     parent = os.getppid()
 
     def watch() -> None:
@@ -50,6 +51,7 @@ def die_with_parent(out: Path | None = None, interval_s: float = 0.5) -> threadi
             time.sleep(interval_s)
         if out is not None and out.parent.name.startswith(SCRATCH_PREFIX):
             shutil.rmtree(out.parent, ignore_errors=True)
+        remove_root(os.environ.get(ROOT_VARIABLE))  # the run's compile caches: no one else will
         # Nothing printed: stdout is a pipe to the dead orchestrator (a write would raise and end this thread).
         os.killpg(os.getpgrp(), signal.SIGKILL) if os.getpgrp() == os.getpid() else os.kill(os.getpid(), signal.SIGKILL)
 

@@ -38,6 +38,13 @@ def run_of(result: Result) -> str | None:
     return result.provenance.get("run_id")
 
 
+def judged_confidence(result: Result) -> float:
+    """The confidence a comparison with this result is judged at: stricter than 95% where its processes were added
+    until decided (provenance.replication, bench/replication.py), so that looking after each round keeps the false-call
+    rate."""
+    return (result.provenance.get("replication") or {}).get("confidence") or stats.CONFIDENCE
+
+
 def processor_differences(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
     """What differs between two results' processors (bench/provenance.py processor_info), as 'field: x vs y'; empty
     when they are the same processor. A side that recorded none differs only if the other did."""
@@ -114,7 +121,7 @@ class Judge:
         differences = processor_differences(a.provenance.get("machine") or {}, b.provenance.get("machine") or {})
         if differences and not self.across_processors:
             found = found.undecided("different processors (" + "; ".join(differences) + ")")
-        return found
+        return found.judged_at(max(judged_confidence(a), judged_confidence(b)))  # the stricter side's
 
     def verdict(self, a: Result, b: Result, band: float = stats.EQUIVALENCE_BAND) -> str:
         return stats.verdict(self.ratio(a, b), band)

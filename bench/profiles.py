@@ -27,13 +27,16 @@ class Profile:
     target_half_width: float
     min_timed_s: float
     max_timed_s: float
-    repeats: int  # processes per cell when `bench run` is not given --repeats
+    repeats: int  # processes per cell when `bench run` is not given --repeats (the first round's, replicating)
     shapes_from: str = (
         ""  # a profile whose model shapes this one runs (a workload.toml table of its own overrides fields)
     )
     gpu: bool = False  # a GPU profile: where the machine has a GPU, a cell whose framework sees none fails at set-up
     # What a profile that borrows shapes runs, for its tables' titles, when it is not the borrowed shapes unchanged.
     scope: str = ""
+    # The most processes a cell gets where a comparison it takes part in is still undecided (bench/replication.py);
+    # 0: exactly `repeats`.
+    max_repeats: int = 0
 
     def __post_init__(self) -> None:
         if (
@@ -48,6 +51,7 @@ class Profile:
             or self.max_timed_s < 0
             or (self.max_timed_s and self.max_timed_s < self.min_timed_s)
             or self.repeats < 1
+            or (self.max_repeats and self.max_repeats < self.repeats)
         ):
             raise BenchError(f"profile {self.name!r} has invalid values: {self}")
         if self.max_timed_steps > self.timed_steps and not self.max_timed_s and self.min_timed_s:

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from bench.atomic import claim_new_file
 from bench.backends import UNLOCKED_STACK, cell_environment, make_env_command
+from bench.compile_cache import CompileCaches
 from bench.deadline import BudgetSpent, attempt_within
 from bench.drift import reference_ms
 from bench.errors import BenchError
@@ -41,6 +42,7 @@ from bench.provenance import (
     unlocked_environment,
 )
 from bench.registry import Cell, get_model
+from bench.replication import SequentialRule
 from bench.results import Result, Run, load, load_each, result_path, task_unit, unreadable_error
 from bench.roofline.ceilings import measure_run as measure_ceilings
 from bench.runlock import hold as hold_results_folder
@@ -347,6 +349,7 @@ class Prepared:
     configs: dict[str, dict] = field(default_factory=dict)  # cell key -> its resolved configuration (bench/config.py)
     # One per orchestrator invocation, in every result it writes: the cells of one run id ran interleaved together
     run_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    caches: CompileCaches = field(default_factory=CompileCaches)  # a cell's later processes load its compiles
 
     def attempt(
         self,
@@ -367,16 +370,18 @@ class Prepared:
 
         if gpu is True:
             gpu = (self.machine.get("gpus") or [None])[0]
-        config = resolve(cell, timeout_s, {**(env or {}), **gpu_environment(gpu)})
+        config = resolve(cell, timeout_s, {**(env or {}), **gpu_environment(gpu), **self.caches.environment(cell)})
         self.configs[cell.key] = config.to_dict()
         log = new_log_path(results_dir, cell, repeat)
         process = CellProcess(cell, self.pythons[cell.env], log, self.git, echo, config=self.configs[cell.key])
         process.env.update(config.environment)
         state_at_start = gpu_state([gpu_id(gpu)]) if gpu else None
+        cache = self.caches.state(cell)
         run = process.run(config.timeout_s)
         run.process = {
             **run.process,
             "log": str(log.relative_to(results_dir)),
+            "compile_cache": cache,
         }  # the result, in history/ too, names its log
         if gpu:
             state_at_end = gpu_state([gpu_id(gpu)])
@@ -478,8 +483,12 @@ def run_cells(
     ignore_plan: bool = False,
     deadline: float | None = None,
     interleave: bool = True,
+    rule: SequentialRule | None = None,
 ) -> list[Result]:
     """Run every cell (each `repeats` processes, interleaved across its row) and write one result file per cell.
+    With a sequential `rule` (bench/replication.py), `repeats` is its first count: after each round from then on the
+    row's comparisons are judged, and the cells of an undecided one that the cap could still decide get one more
+    process, up to the cap (bench/report/comparisons.py wanting_more); each result records the rule it ran under.
 
     Progress goes to `echo` as plain lines when one is given, else to bench.progress.Progress: a live bar with an
     ETA on a terminal, the same plain lines otherwise. A cell that <results_dir>/plan-<profile>.json says cannot fit
@@ -507,11 +516,18 @@ def run_cells(
     done: list[Result] = []
     started = time.perf_counter()
 
-    def finish(cell: Cell, runs: list[Run]) -> None:
+    rule = rule or SequentialRule(repeats, repeats)
+    written: dict[str, Result] = {}
+
+    def provisional(cell: Cell, runs: list[Run]) -> Result:
         record_noise(runs, readings)
-        result = prepared.result(
-            cell, runs, profile_choice, repeats, reference={**reference, "at_write_ms": latest}, ceilings=ceilings
-        )
+        return prepared.result(
+            cell, runs, profile_choice, repeats, reference={**reference, "at_write_ms": latest}, ceilings=ceilings,
+            replication=rule.to_dict(),
+        )  # fmt: skip
+
+    def finish(cell: Cell, runs: list[Run]) -> None:
+        result = written[cell.key] = provisional(cell, runs)
         path = write_or_show(result, results_dir, echo, kept=len(done), of=len(cells))
         done.append(result)
         # its figure with its interval, how its sampling ended, and any noise gate that tripped (Result.describe)
@@ -528,10 +544,10 @@ def run_cells(
             runs: dict[str, list[Run]] = {cell.key: [] for cell in row}
             open_cells = list(row)
             try:
-                for repeat in range(repeats):  # round-robin: repeat r of every column, then repeat r+1
+                repeat = 0
+                while open_cells:  # round-robin: repeat r of every open column, then repeat r+1
                     for cell in list(open_cells):
-                        of = f" repeat {repeat + 1}/{repeats}" if repeats > 1 else ""
-                        header = f"[{number[cell.key]}/{len(cells)}] {cell.backend} {cell.model} {cell.task} batch={cell.batch_size} {cell.variant}{of} ({cell.profile}; elapsed {hms(time.perf_counter() - started)})"
+                        header = f"[{number[cell.key]}/{len(cells)}] {cell.backend} {cell.model} {cell.task} batch={cell.batch_size} {cell.variant}{repeat_label(repeat, rule)} ({cell.profile}; elapsed {hms(time.perf_counter() - started)})"
                         progress.cell_started(cell, header) if progress else echo(header)
                         check_free_space(results_dir, kept=len(done), of=len(cells))
                         run = prepared.not_run(cell) or attempt_within(
@@ -542,7 +558,20 @@ def run_cells(
                             before, latest = latest, reference_ms()
                             readings.append(latest)
                             run.reference = {"before_ms": before, "after_ms": latest}
-                        if run.status != "ok" or repeat == repeats - 1:
+                        if run.status != "ok" or repeat + 1 == rule.cap:
+                            open_cells.remove(cell)
+                            finish(cell, runs[cell.key])
+                    repeat += 1
+                    if repeat < rule.first or not open_cells:
+                        continue
+                    wanted = look(
+                        {c.key: written.get(c.key) or provisional(c, runs[c.key]) for c in row if runs[c.key]},
+                        rule, results_dir,
+                    )  # fmt: skip
+                    for cell in list(open_cells):
+                        if cell.key in wanted:
+                            phase(f"{cell.key}: one more process, for {wanted[cell.key]} (undecided)")
+                        else:
                             open_cells.remove(cell)
                             finish(cell, runs[cell.key])
             except (KeyboardInterrupt, BudgetSpent):  # a cell with some finished repeats is written with those
@@ -558,6 +587,7 @@ def run_cells(
         raise
     finally:
         release_results_folder(results_dir)
+        prepared.caches.close()
         if progress:
             progress.close()
     end_ms = reference_ms()
@@ -569,6 +599,28 @@ def run_cells(
         + ", ".join(f"{n} {s}" for s, n in status_counts(done).items())
     )
     return done
+
+
+def repeat_label(repeat: int, rule: SequentialRule) -> str:
+    if rule.cap == 1:
+        return ""
+    if repeat < rule.first:
+        return f" repeat {repeat + 1}/{rule.first}"
+    return f" repeat {repeat + 1} (up to {rule.cap}, while undecided)"
+
+
+def look(results: dict[str, Result], rule: SequentialRule, results_dir: Path) -> dict[str, str]:
+    """After a round: the cells of the row that one more process could help decide (bench/report/comparisons.py)."""
+    if not rule.sequential or len(results) < 2:
+        return {}
+    from bench.report.analysis import analyse_group
+    from bench.report.comparisons import wanting_more
+    from bench.report.load import Loaded, group_results
+
+    wanted: dict[str, str] = {}
+    for group in group_results([Loaded(key, result) for key, result in results.items()]):
+        wanted.update(wanting_more(analyse_group(group, results_dir), rule))
+    return wanted
 
 
 def warn_over_timeout(
@@ -599,16 +651,17 @@ def warn_over_timeout(
 
 def time_estimates(cells: list[Cell], repeats: int = 1) -> dict[str, float]:
     """Seconds per cell (its `repeats` processes) for the progress bar's ETA where an estimate exists: paper cells
-    at a published batch size, from the published ms/step (bench/cluster/estimate.py). Other cells: none (the bar
-    then uses the mean of the cells finished so far)."""
-    from bench.cluster.estimate import cell_seconds
-    from bench.published import published_ms
+    at a published batch size, from the published ms/step and the GPU processes measured so far
+    (bench/cluster/decided.py expected_process_s). Other cells: none (the bar then uses the mean of the cells
+    finished so far)."""
+    from bench.cluster.decided import expected_process_s
 
-    figures, out = published_ms(), {}
+    out = {}
     for cell in cells:
-        if cell.profile == "paper" and (cell.model, cell.task, cell.batch_size) in figures:
-            try:
-                out[cell.key] = repeats * cell_seconds(cell, figures)
-            except ValueError:  # no published figure for this column
-                pass
+        if cell.profile != "paper":
+            continue
+        if get_model(cell.model).why_cell_unsupported(cell):
+            out[cell.key] = 0.0  # recorded without running
+        elif (seconds := expected_process_s(cell)) is not None:  # None: no published figure for this column
+            out[cell.key] = repeats * seconds
     return out

@@ -18,6 +18,7 @@ our interval lies within its tolerance and `does not hold` when it lies wholly o
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 import statistics
@@ -294,19 +295,26 @@ class Ratio:
     dof: float
     decidable: bool = True
     reason: str = ""
+    # The confidence its verdict is judged at: 95%, or stricter where a side's processes were added until decided
+    # (bench/replication.py: each of several looks is judged at 1 - 5% / looks)
+    confidence: float = CONFIDENCE
 
-    def interval(self, confidence: float = CONFIDENCE) -> tuple[float, float] | None:
+    def interval(self, confidence: float | None = None) -> tuple[float, float] | None:
         if self.log_se is None or self.value <= 0:
             return None
-        half = t_quantile((1 + confidence) / 2, self.dof) * self.log_se
+        half = t_quantile((1 + (confidence or self.confidence)) / 2, self.dof) * self.log_se
         return self.value * math.exp(-half), self.value * math.exp(half)
 
     def undecided(self, reason: str) -> Ratio:
         """The same ratio, kept out of any verdict for `reason` (beside any reason it already had)."""
-        return Ratio(self.value, self.log_se, self.dof, False, "; ".join(filter(None, [self.reason, reason])))
+        return dataclasses.replace(self, decidable=False, reason="; ".join(filter(None, [self.reason, reason])))
+
+    def judged_at(self, confidence: float) -> Ratio:
+        """The same ratio judged at `confidence` where that is stricter than its own."""
+        return dataclasses.replace(self, confidence=max(self.confidence, confidence))
 
     def inverse(self) -> Ratio:
-        return Ratio(1 / self.value, self.log_se, self.dof, self.decidable, self.reason)
+        return dataclasses.replace(self, value=1 / self.value)
 
     def to_dict(self) -> dict:
         interval = self.interval()
@@ -314,7 +322,7 @@ class Ratio:
             "ratio": self.value,
             "low": interval[0] if interval else None,
             "high": interval[1] if interval else None,
-            "confidence": CONFIDENCE,
+            "confidence": self.confidence,
             "dof": None if math.isinf(self.dof) else self.dof,
             "decidable": self.decidable,
             "reason": self.reason,
@@ -353,7 +361,8 @@ def geometric_mean(ratios: list[Ratio], shared_log_var: float = 0.0, shared_dof:
     dofs = [r.dof for r in usable] + ([shared_dof] if shared_log_var > 0 else [])
     undecided = [r.reason for r in usable if not r.decidable]
     return Ratio(value, math.sqrt(sum(variances)), welch_dof(variances, dofs), not undecided and k == len(ratios),
-                 "; ".join(dict.fromkeys(undecided)) or ("" if k == len(ratios) else "a ratio without an interval"))
+                 "; ".join(dict.fromkeys(undecided)) or ("" if k == len(ratios) else "a ratio without an interval"),
+                 max(r.confidence for r in usable))
 
 
 def verdict(r: Ratio | None, band: float = EQUIVALENCE_BAND) -> str:

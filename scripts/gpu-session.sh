@@ -53,6 +53,7 @@ stage() {  # name, then the command; its output to the terminal and to its log
 } >"$logs/machine.txt" 2>&1
 cat "$logs/machine.txt"
 
+"$PYTHON" -m pip list --format=freeze >"$logs/pip-freeze-before.txt" 2>&1  # what the machine brought
 stage install "$PYTHON" -m pip install --no-index --no-deps --no-cache-dir --find-links "$bundle" -r "$bundle/requirements.txt"
 "$PYTHON" -m pip list --format=freeze >"$logs/pip-freeze.txt" 2>&1
 

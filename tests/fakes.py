@@ -1,7 +1,7 @@
 """A fake backend environment for orchestrator tests: its `python` plays a cell with a chosen behaviour.
 
 FAKE_MODE_<BACKEND> picks the behaviour (ok, leaves-child, sleep, sigkill, segv, oomkill, ramkill, oom,
-crash); FAKE_PID_FILE, if set, gets
+crash); FAKE_SCALE_<BACKEND> and FAKE_JITTER make processes' figures differ; FAKE_PID_FILE, if set, gets
 each cell's pid when it starts; FAKE_ORDER_FILE, if set, gets one "<backend> <task>" line per cell process.
 """
 import hashlib
@@ -39,10 +39,24 @@ if mode == "leaves-child":  # a compile worker or data loader that outlives the 
     with open(os.environ["FAKE_PID_FILE"], "w") as f:
         f.write(str(child.pid))
     mode = "ok"
+for cache in ("JAX_COMPILATION_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR"):  # what a compile leaves for the next process
+    if os.environ.get(cache):
+        os.makedirs(os.environ[cache], exist_ok=True)
+        open(os.path.join(os.environ[cache], "compiled-%d" % os.getpid()), "w").write("x")
 if mode == "ok":
     n = cell["timed_steps"]
+    # FAKE_SCALE_<BACKEND>: this backend's steps take that many times as long; FAKE_JITTER: the k-th process of a cell
+    # moves its steps together by exp(FAKE_JITTER x SPREAD[k]) (processes that differ, as real ones do, the same way
+    # in every run)
+    import math
+    SPREAD = [0.0, 1.0, -1.0, 0.5, -0.5, 0.8, -0.8, 0.3, -0.3, 0.0]
+    counter = os.path.join(venv, "fake-process-count-" + cell["backend"] + "-" + cell["model"] + "-" + cell["task"])
+    k = int(open(counter).read()) if os.path.exists(counter) else 0
+    open(counter, "w").write(str(k + 1))
+    scale = float(os.environ.get("FAKE_SCALE_" + cell["backend"].replace("-", "_").upper(), "1"))
+    scale *= math.exp(float(os.environ.get("FAKE_JITTER", "0")) * SPREAD[k % len(SPREAD)])
     run = {{"status": "ok", "first_step_ms": 500.0, "warmup_ms": [12.0] * cell["warmup_steps"],
-           "timed_ms": [10.0 + i % 3 for i in range(n)], "setup_s": 0.1, "wall_s": 0.2,
+           "timed_ms": [(10.0 + i % 3) * scale for i in range(n)], "setup_s": 0.1, "wall_s": 0.2,
            "settings": {{}}, "framework": {{"framework": "fake"}},
            "process": {{"environment": json.load(open(os.path.join(venv, {stamp!r}))),
                        "variables": {{k: v for k, v in os.environ.items() if k.startswith(("CUDA_", "OMP_", "MKL_", "BENCH_CPU", "TORCHINDUCTOR_", "TF_NUM_", "XLA_"))}},

@@ -273,7 +273,9 @@ def comparison(tmp_path_factory):
 def test_the_two_stacks_cells_pair_only_with_their_own_stack():
     pairs = compare.compare(COMMITTED, COMMITTED).pairs
     stacks = {p.key.stack for p in pairs}
-    assert stacks == {"today", "2024"} and all(p.a.cell.stack == p.b.cell.stack == p.key.stack for p in pairs)
+    # today's, the 2024 stack's and a user's own environment's (the committed GPU run): each only with its own
+    assert stacks == {"today", "2024", "current"}
+    assert all(p.a.cell.stack == p.b.cell.stack == p.key.stack for p in pairs)
 
 
 def pair(comparison, key: str):

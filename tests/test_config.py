@@ -12,8 +12,8 @@ from fakes import make_fake_envs
 
 from bench.cell import check_config
 from bench.config import COMMAND_LINE, resolve
-from bench.profiles import get_profile
 from bench.errors import BenchError
+from bench.profiles import get_profile
 from bench.registry import Cell, get_model, plan_cells
 from bench.results import load_all
 

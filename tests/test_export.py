@@ -30,8 +30,9 @@ def make_result(backend="jax", model="bert", task="fit", batch=2, runs=None, tok
 
 def test_the_committed_smoke_results_export_to_72_rows_per_stack(tmp_path):
     out, count = export.export(COMMITTED, tmp_path / "all.csv")
-    by_stack = {stack: [r for r in read_back(out) if r["stack"] == stack] for stack in ("today", "2024")}
-    assert count == sum(map(len, by_stack.values()))
+    by_stack = {stack: [r for r in read_back(out) if r["stack"] == stack] for stack in ("today", "2024", "current")}
+    assert count == sum(map(len, by_stack.values()))  # a user's own environment's (the GPU session) too
+    assert all(r["file"].startswith("env-current/") for r in by_stack["current"])
     assert all(r["file"].startswith("smoke/cpu-amd-epyc-2-cores/stack-2024/") for r in by_stack["2024"])
     # the 2024 stack's smoke matrix (make test-stack2024 KEEP_RESULTS=results): one row per result file
     assert (

@@ -138,7 +138,8 @@ def test_an_unlocked_table_stands_after_every_locked_one_whatever_its_profile(tm
 
     unlocked = sorted((committed_results() / "env-current").glob("*/paper/*/*/jax__bert__fit__*.json"))[0]
     locked = sorted((committed_results() / "smoke").glob("*/jax__bert__predict__bs2__default.json"))[0]
-    for source, folder in ((unlocked, tmp_path / "env-current" / "own" / "paper" / "m" / "s"), (locked, tmp_path / "smoke" / "m")):
+    own = tmp_path / "env-current" / "own" / "paper" / "m" / "s"
+    for source, folder in ((unlocked, own), (locked, tmp_path / "smoke" / "m")):
         folder.mkdir(parents=True)
         shutil.copy(source, folder / source.name)
     tables = analyse(tmp_path).tables

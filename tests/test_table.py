@@ -506,7 +506,8 @@ def test_each_cell_shows_its_figure_and_its_intervals_wider_side(rendered):
     assert row(section, "SegmentAnything fit")[2] == f"{found.center:.1f} ±{found.half_width() * 100:.1f}%"
     legend = sections(rendered[1])["How to read the tables"]  # once for every table
     assert "wider side of its 95% interval" in legend and "coefficient of variation" not in rendered[1]
-    assert "Processes per cell: 3 (24 cells), 2 (1 cell); timed steps per process: 5, a fixed count (25 cells)." in section
+    facts = "Processes per cell: 3 (24 cells), 2 (1 cell); timed steps per process: 5, a fixed count (25 cells)."
+    assert facts in section
     smoke = sections(rendered[1])["3. smoke profile — CPU AMD EPYC (2 cores)"]
     assert row(smoke, "BERT fit")[4] == "14.70 ±171%ˢ noisy"  # one process: steps only; a spread beyond the bound
     assert "Processes per cell: 1 (4 cells)" in smoke

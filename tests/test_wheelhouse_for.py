@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import pytest
+from committed import committed_results
 from conftest import REPO
 from fakes import make_interpreter
 
@@ -98,3 +99,38 @@ def test_make_wheelhouse_passes_the_interpreter(tmp_path):
         timeout=60,
     )
     assert out.returncode == 0 and f"--for '{tmp_path}/py thon'" in out.stdout, out.stdout + out.stderr
+
+
+# What travels to a GPU machine: the tracked checkout and the bundle for the machine's own Python, under the device's
+# 64 MiB hand-over (the goal: under 50 MiB, so a session may carry more than one result folder back and forth).
+TRAVEL_LIMIT_MIB = 60
+
+
+def gpu_machine_distributions() -> dict[str, str]:
+    """What the lent GPU machine's Python had before the bundle, from its committed session: what pip froze after the
+    install, less what the install added, with what it replaced as it was (results/gpu-session/*/install.log)."""
+    import re
+
+    session = sorted((committed_results() / "gpu-session").glob("*/install.log"))[-1].parent
+    before = session / "pip-freeze-before.txt"
+    if before.exists():
+        return dict(line.split("==", 1) for line in before.read_text().split() if "==" in line)
+    frozen = dict(line.split("==", 1) for line in (session / "pip-freeze.txt").read_text().split() if "==" in line)
+    log = (session / "install.log").read_text()
+    installed = re.search(r"Successfully installed (.*)", log).group(1).split()
+    added = {re.sub(r"-\d[^-]*$", "", name) for name in installed}
+    replaced = dict(re.findall(r"Found existing installation: (\S+) (\S+)", log))
+    return {**{k: v for k, v in frozen.items() if k not in added}, **replaced}
+
+
+def test_the_checkout_and_the_gpu_machines_bundle_fit_what_a_gpu_session_carries():
+    have = gpu_machine_distributions()
+    assert "torch" in have and "keras" not in have  # the image's own Python, before the bundle
+    pins = wheelhouse.plan(roots=wheelhouse.workload_roots(have), have=have)
+    assert {"keras", "keras-hub"} <= {p.name for p in pins} and not {"torch", "jax"} & {p.name for p in pins}
+    bundle, tracked = wheelhouse.planned_bytes(pins), wheelhouse.tracked_bytes()
+    total = (bundle + tracked) / 2**20
+    assert total < TRAVEL_LIMIT_MIB, (
+        f"the tracked checkout ({tracked / 2**20:.1f} MiB) and the GPU machine's bundle ({bundle / 2**20:.1f} MiB) "
+        f"come to {total:.1f} MiB, over {TRAVEL_LIMIT_MIB}: keep raw per-process files compressed or aggregated"
+    )

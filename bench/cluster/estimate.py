@@ -1,13 +1,13 @@
-"""How long a cell and the paper matrix take, from the published per-step figures: one cost per cell for the
-progress bar's ETA, the README's matrix time on 1, 8 and 64 GPUs, the per-cell timeout and Slurm's --time.
-
-    python -m bench.cluster.estimate          # the Markdown table in docs/CLUSTER.md
+"""How long a cell takes, from the published per-step figures: one cost per cell for the progress bar's ETA, the
+per-cell timeout and Slurm's --time; the paper matrix's time on 1, 8 and 64 GPUs is bench/cluster/decided.py's
+(`python -m bench.cluster.decided`, the table in docs/CLUSTER.md).
 
 A cell's cost is its driver's real work at the published speed: each step runs `units_per_step` of the published
 figure's unit (one step for most tasks; StableDiffusion predict's step is a pair of calls at the high and the low
 denoising-step count, each with a text encoder and a VAE decoder around its denoising steps), for 1 first step +
-warm-up + timed steps, plus a fixed per-cell overhead (process start-up, model build, trace and compile; more for
-torch.compile variants). The overheads are assumptions, not measured on the A100. The expected cost counts the
+warm-up + timed steps, plus a per-process overhead (process start-up, model build, trace and compile; more for
+torch.compile variants): assumed here, the figures a timeout is sized with; the ETA and the matrix's time take the
+GPU processes measured where any exist (bench/cluster/measured.py). The expected cost counts the
 planned warm-up and the fewest timed steps; the worst case counts warm-up extended to its cap and, for a cell that
 samples to a precision, the timed steps run to their cap (in steps, or in seconds: the cap's seconds and the one
 step that crosses it, never fewer than the fewest steps), and the timeout is a multiple of that. A cell's processes
@@ -21,11 +21,9 @@ import math
 from dataclasses import dataclass
 
 from bench.backends import get_backend
-from bench.cluster.gpus import makespan
 from bench.profiles import get_profile
-from bench.progress import hms
 from bench.published import published_ms
-from bench.registry import Cell, get_model, paper_models, plan_cells
+from bench.registry import Cell, get_model
 
 ASSUMED_OVERHEAD_S = 120  # an assumption: start-up + build + trace/compile per cell process
 ASSUMED_COMPILE_OVERHEAD_S = 300  # an assumption: torch.compile's extra first-step time (inductor, CUDA graph capture)
@@ -136,50 +134,7 @@ def task_timeout_s(cell: Cell, figures=None) -> int:
     return get_profile(cell.profile).repeats * cell_timeout_s(cell, figures)
 
 
-def matrix_estimate(gpu_counts=GPU_COUNTS, overhead_s: float = ASSUMED_OVERHEAD_S) -> dict:
-    """The published table's paper matrix as `make bench-all` runs it: each cell its profile's processes, one after
-    another on one GPU (bench/cluster/parallel.py), each at the expected cost (the paper profile's count of timed steps
-    is fixed). A model with rows of its own has no published speed to cost it at."""
-    cells = plan_cells("paper", models=[m for m in paper_models() if not get_model(m).own_rows])
-    figures = published_ms()
-    repeats = get_profile("paper").repeats
-    durations = [repeats * cell_seconds(c, figures, overhead_s) for c in cells]
-    running = [d for d in durations if d > 0]
-    return {
-        "cells": len(cells),
-        "running_cells": len(running),
-        "repeats": repeats,
-        "steps_per_cell": get_profile("paper").warmup_steps + get_profile("paper").timed_steps + 1,
-        "timeouts_s": {c.key: cell_timeout_s(c, figures) for c in cells},
-        "longest_cell_s": max(running),
-        "wall_s": {n: makespan(running, n) for n in gpu_counts},
-    }
-
-
-def markdown(overhead_s: float = ASSUMED_OVERHEAD_S) -> str:
-    e = matrix_estimate(overhead_s=overhead_s)
-    lines = [
-        "| GPUs | paper matrix, wall time (h:mm:ss) |",
-        "|---:|---:|",
-        *(f"| {n} | {hms(s)} |" for n, s in e["wall_s"].items()),
-        "",
-        f"{e['running_cells']} of the {e['cells']} cells run (the rest are Keras 2 LLM cells, recorded as unsupported), each in "
-        f"{e['repeats']} processes (the paper profile's repeats) one after another; each process costs "
-        f"its published ms/step x {e['steps_per_cell']} steps (1 first + 2 warm-up + 100 timed) plus an assumed {overhead_s / 60:g} min "
-        f"of start-up and compile ({ASSUMED_COMPILE_OVERHEAD_S / 60:g} min more for torch.compile variants). A StableDiffusion "
-        f"predict step is a pair of calls at 20 and 10 denoising steps, each also encoding the prompt and decoding the image "
-        f"(assumed {SD_CALL_OVERHEAD_DENOISE_STEPS} denoising steps' time): {units_per_step(_sd_predict()):g} published "
-        f"ms/denoising step per step. Native PyTorch cells are costed at Keras 3 (PyTorch)'s figure. The longest cell takes "
-        f"{hms(e['longest_cell_s'])}, a floor no number of GPUs lowers; each process's timeout is {TIMEOUT_FACTOR}x its cost with "
-        f"warm-up at its cap, and at least the profile's {hms(get_profile('paper').timeout_s)} (the longest: "
-        f"{hms(max(e['timeouts_s'].values()))}).",
-    ]
-    return "\n".join(lines)
-
-
-def _sd_predict() -> Cell:
-    return next(c for c in plan_cells("paper", models=["stable_diffusion"], tasks=["predict"]))
-
-
 if __name__ == "__main__":
-    print(markdown())
+    import sys
+
+    sys.exit("the paper matrix's time is `python -m bench.cluster.decided` (bench/cluster/decided.py)")

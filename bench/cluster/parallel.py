@@ -177,6 +177,7 @@ def run_cells_parallel(
     try:
         done = [f.result() for f in futures]
     except KeyboardInterrupt:  # the cells run in sessions of their own: Ctrl-C does not reach them
+        prepared.caches.close()
         stopping.set()
         for f in futures:
             f.cancel()
@@ -189,6 +190,7 @@ def run_cells_parallel(
         echo(f"\ninterrupted; every finished result is kept in {results_dir}")
         raise
     executor.shutdown()
+    prepared.caches.close()
     echo(
         f"reference probe (bench/drift.py), median over the GPU slots: {start_ms:.3f} ms at the start, "
         f"{statistics.median(probes.values()):.3f} ms at the end"

@@ -142,6 +142,20 @@ def plan(
     return sorted(pins.values(), key=lambda p: p.name)
 
 
+def planned_bytes(pins: list[Pin], env_order: tuple[str, ...] = (*LOCK_ENVS, TABLE_LOCK)) -> int:
+    """The bundle's size before any download, from the sizes the locks record: a pure wheel's own; a compiled one's
+    by its Linux x86_64 wheel for the locks' Python (the target's differs by its build, not by much)."""
+    total = 0
+    for pin in pins:
+        package = next(lock_packages(env)[canon(pin.name)] for env in env_order if env in pin.envs)
+        wheels = package.get("wheels", [])
+        pure = [w for w in wheels if w["url"].endswith("-none-any.whl")]
+        linux = [w for w in wheels if "manylinux" in w["url"] and "x86_64" in w["url"]]
+        chosen = (pure or linux or wheels)[:1]
+        total += chosen[0].get("size", 0) if chosen else 0
+    return total
+
+
 def sha256(path: Path) -> str:
     digest = hashlib.sha256()
     with path.open("rb") as f:

@@ -386,6 +386,8 @@ class Study:
             finally:
                 for folder in sides.values():
                     release_results_folder(folder)
+                for p in prepared.values():
+                    p.caches.close()
 
     def run_cell(self, cell: Cell, k: int, number: int, sides: dict[str, Path], prepared: dict) -> None:
         from bench.runner import record_noise, write_or_show

@@ -1,0 +1,127 @@
+"""Every comparison a table makes in a row, and whether each is decided: the fastest ranked Keras 3 backend against
+each other Keras 3 backend (the ranking and its bold), and Keras 3 (best) against Keras 2 and native PyTorch eager
+and compiled (the speed-ups). A comparison is decided when its verdict is faster, slower or the same (within the
+equivalence band); a row is decided when every comparison it makes is, and it has one to make.
+
+`make bench-all` adds processes to the cells of an undecided comparison (bench/runner.py, bench/replication.py)
+and says at its end which rows are decided and why the others are not.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench import stats
+from bench.replication import SequentialRule, processes_needed
+from bench.report.analysis import KERAS2, RowFacts, TableAnalysis
+from bench.report.load import NATIVE, Column, Loaded
+
+DECIDED = (stats.FASTER, stats.SLOWER, stats.SAME)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """B against A in one row: `ratio` is B / A with its interval (None: a side has no figure)."""
+
+    a: Loaded
+    b: Loaded
+    what: str
+    ratio: stats.Ratio | None
+
+    @property
+    def verdict(self) -> str:
+        return stats.verdict(self.ratio)
+
+    @property
+    def decided(self) -> bool:
+        return self.verdict in DECIDED
+
+    @property
+    def why_undecided(self) -> str:
+        if self.decided:
+            return ""
+        if self.ratio is None or not self.ratio.decidable:
+            return f"{self.what}: {self.ratio.reason if self.ratio is not None else 'a side has no figure'}"
+        low, high = self.ratio.interval()
+        return (f"{self.what}: {self.ratio.value:.3g}x ({low:.3g}-{high:.3g}) neither clear of 1 nor within "
+                f"{stats.EQUIVALENCE_BAND:.0%}")  # fmt: skip
+
+
+def row_comparisons(facts: RowFacts, table: TableAnalysis) -> list[Comparison]:
+    best = facts.best
+    if best is None:
+        return []
+    fastest = Column(facts.fastest, "default").header
+    found = [
+        Comparison(best, facts.cells[Column(b, "default")], f"{fastest} vs {Column(b, 'default').header}",
+                   table.ratio(best, facts.cells[Column(b, "default")]))  # fmt: skip
+        for b in facts.ranked[1:]
+    ]
+    for column in (KERAS2, *NATIVE):
+        other = facts.cells.get(column)
+        if other is not None and other.result.status == "ok" and other is not best:
+            found.append(Comparison(best, other, f"{fastest} vs {column.header}", table.ratio(best, other)))
+    return found
+
+
+def row_undecided(facts: RowFacts, table: TableAnalysis) -> list[str]:
+    """Why the row is not decided (empty: it is): each undecided comparison, a noisy cell set aside, or no
+    comparison to make."""
+    reasons = [f"{c.header} noisy, set aside" for c in facts.noisy]
+    comparisons = row_comparisons(facts, table)
+    reasons += [c.why_undecided for c in comparisons if not c.decided]
+    if not comparisons and not reasons:
+        reasons.append("fewer than two cells with a figure to compare")
+    return reasons
+
+
+def log_spread(loaded: Loaded, table: TableAnalysis) -> float | None:
+    """A cell's process-to-process spread: the standard deviation of its log process medians (its log standard error
+    times the square root of its processes); None with fewer than two processes."""
+    found = table.estimate(loaded)
+    if found is None or found.log_se is None or found.processes < 2:
+        return None
+    return found.log_se * math.sqrt(found.processes)
+
+
+def wanting_more(table: TableAnalysis, rule: SequentialRule) -> dict[str, str]:
+    """The cells (by key) that another process could help decide, each with the comparison it is for: the cells below
+    the rule's cap of every undecided comparison between two decidable sides that the cap could still decide at the
+    ratio and spreads measured so far. A comparison kept out of any verdict (a noisy side, processes of two
+    processors) or one the cap cannot decide gets none."""
+    wanted: dict[str, str] = {}
+    for facts in table.rows:
+        for comparison in row_comparisons(facts, table):
+            ratio = comparison.ratio
+            if comparison.decided or ratio is None or not ratio.decidable or ratio.value <= 0:
+                continue
+            spreads = (log_spread(comparison.a, table), log_spread(comparison.b, table))
+            if None in spreads:
+                continue
+            if processes_needed(math.log(ratio.value), spreads, rule) is None:
+                continue  # even the cap would leave it undecided
+            for side in (comparison.a, comparison.b):
+                if len([r for r in side.result.runs if r.timed_ms]) < rule.cap:
+                    wanted.setdefault(side.result.cell.key, comparison.what)
+    return wanted
+
+
+def decided_lines(results_dir: Path, cells: list) -> list[str]:
+    """At the end of a run: how many of its rows are decided, as the table of its folder judges them (the run's cells
+    beside any earlier cell of the same table), and why each other is not."""
+    from bench.report.analysis import analyse_group
+    from bench.report.load import group_results, load_results
+
+    keys = {(c.profile, c.key) for c in cells}  # a key names a cell within its profile
+    items = [i for i in load_results(results_dir) if not i.result.cell.why_not_in_registry()]
+    lines: list[str] = []
+    for group in group_results(items):
+        if not any((i.result.cell.profile, i.result.cell.key) in keys for i in group.items):
+            continue
+        table = analyse_group(group, results_dir)
+        rows = [f for f in table.rows if any((group.profile, l.result.cell.key) in keys for l in f.cells.values())]
+        undecided = [(f, why) for f in rows if (why := row_undecided(f, table))]
+        lines.append(f"rows decided: {len(rows) - len(undecided)} of {len(rows)} ({group.title})")
+        lines += [f"  undecided: {f.key.label()} (batch {f.key.batch_size}): {'; '.join(why)}" for f, why in undecided]
+    return lines

@@ -1,0 +1,63 @@
+"""Processes until decided, as the orchestrator runs them (bench/runner.py with a sequential rule): fake cells whose
+processes differ the same way in every run (tests/fakes.py FAKE_SCALE_<BACKEND>, FAKE_JITTER)."""
+import math
+
+import pytest
+from fakes import make_fake_envs
+
+from bench import stats
+from bench.judge import Judge
+from bench.registry import plan_cells
+from bench.replication import SequentialRule
+from bench.results import load_all
+
+RULE = SequentialRule(3, 6)
+
+
+def run(tmp_path, monkeypatch, scale: float, jitter: float, rule=RULE):
+    from bench import runner
+
+    # 60 steps a process: the step noise of the fake's 10, 11, 12 ms pattern well below the processes' spread
+    cells = plan_cells("smoke", backends=["jax", "torch"], models=["bert"], tasks=["fit"], timed_steps=60)
+    monkeypatch.setattr(runner, "VENVS_DIR", make_fake_envs(tmp_path / "venvs", ["jax", "torch"]))
+    monkeypatch.setenv("FAKE_SCALE_TORCH", str(scale))
+    monkeypatch.setenv("FAKE_JITTER", str(jitter))
+    lines = []
+    runner.run_cells(cells, tmp_path / "results", repeats=rule.first, echo=lines.append, rule=rule)
+    results = {r.cell.backend: r for r in load_all(tmp_path / "results")}
+    return results, lines
+
+
+def test_a_comparison_decided_at_the_first_look_gets_no_more_processes(tmp_path, monkeypatch):
+    results, lines = run(tmp_path, monkeypatch, scale=3.0, jitter=0.03)
+    assert [len(r.runs) for r in results.values()] == [3, 3]
+    assert not any("one more process" in line for line in lines)
+    assert all(r.provenance["replication"] == RULE.to_dict() for r in results.values())
+
+
+def test_an_undecided_comparison_that_the_cap_can_decide_gets_one_more_process_a_round(tmp_path, monkeypatch):
+    # 9% apart, each cell's processes 3% apart: at 3 processes the 99.2% interval still covers 1; at 4 it does not
+    results, lines = run(tmp_path, monkeypatch, scale=1.09, jitter=0.03)
+    assert [len(r.runs) for r in results.values()] == [4, 4]
+    assert sum("one more process, for Keras 3 (JAX) vs Keras 3 (PyTorch) (undecided)" in line for line in lines) == 2
+    header = next(line for line in lines if "repeat 4" in line)
+    assert "repeat 4 (up to 6, while undecided)" in header
+    judge = Judge(list(results.values()))
+    found = judge.ratio(results["jax"], results["torch"])
+    assert found.confidence == pytest.approx(RULE.confidence) and stats.verdict(found) == stats.SLOWER
+    assert found.to_dict()["confidence"] == pytest.approx(1 - 0.05 / 4)
+
+
+def test_a_comparison_the_cap_cannot_decide_adds_nothing(tmp_path, monkeypatch):
+    # 2% apart with 4% between processes: neither within the 5% band nor clear of 1 at any count up to the cap
+    results, lines = run(tmp_path, monkeypatch, scale=1.02, jitter=0.04)
+    assert [len(r.runs) for r in results.values()] == [3, 3]
+    judge = Judge(list(results.values()))
+    assert stats.verdict(judge.ratio(results["jax"], results["torch"])) == stats.INCONCLUSIVE
+
+
+def test_a_fixed_count_is_judged_at_95_percent_as_before(tmp_path, monkeypatch):
+    results, _ = run(tmp_path, monkeypatch, scale=1.12, jitter=0.03, rule=SequentialRule(3, 3))
+    assert [len(r.runs) for r in results.values()] == [3, 3]
+    found = Judge(list(results.values())).ratio(results["jax"], results["torch"])
+    assert found.confidence == pytest.approx(0.95) and math.isclose(found.value, 1.12, rel_tol=0.02)
