@@ -409,20 +409,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         from bench.budget import say_what_is_left
 
         say_what_is_left(cells, results, results_dir, args.repeats)
+    from bench.report.comparisons import say_decided
+
     say_decided(cells, results_dir)
     return 0 if all(r.status in ("ok", "unsupported") for r in results) else 1
-
-
-def say_decided(cells: list, results_dir: Path) -> None:
-    """Which of the run's rows its folder's table decides, and why each other is not (bench/report/comparisons.py)."""
-    from bench.report.comparisons import decided_lines
-
-    try:
-        lines = decided_lines(results_dir, cells)
-    except BenchError as e:  # an unreadable file elsewhere in the folder: `make table` will name it
-        lines = [f"rows decided: not judged ({str(e).splitlines()[0]})"]
-    for line in lines:
-        print(line)
 
 
 def cmd_grid(args: argparse.Namespace) -> int:

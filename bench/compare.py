@@ -44,13 +44,17 @@ JSON_FORMAT = "compare-1"
 TOO_WIDE = f"the interval holds 1 and reaches beyond ±{stats.EQUIVALENCE_BAND:.0%}: more processes would narrow it"
 METHOD = (
     "B / A of the cell's figure (the geometric mean of its processes' median step times; > 1: B is slower) with "
-    f"its {stats.CONFIDENCE:.0%} interval, Welch's on the logarithms of the per-process medians (Student t); "
-    f"**faster** / **slower** where the interval excludes 1, **same** where it lies wholly within "
-    f"±{stats.EQUIVALENCE_BAND:.0%} (1/{1 + stats.EQUIVALENCE_BAND:g} to {1 + stats.EQUIVALENCE_BAND:g}), "
-    "**inconclusive** otherwise, or where the comparison cannot decide: a side measured while the machine was "
-    "disturbed (a noise gate), a cell of one process whose process-to-process spread is not measured (a cell of one "
-    "process borrows its machine's spread from its noise study, `make noise`, where there is one), or two different "
-    "processors. docs/METHOD.md says how and why."
+    "its interval, Welch's on the logarithms of the per-process medians (Student t), and for cells measured in "
+    "separate runs the machine's run-to-run spread on each side (its noise studies' rounds, `make noise`); every "
+    "pair judged with the others at the Benjamini-Hochberg threshold of the comparison (a 5% false discovery rate "
+    f"over it, not 5% a cell): **faster** / **slower** where the interval excludes 1 (\"within "
+    f"{stats.EQUIVALENCE_BAND:.0%}\" where it also lies within ±{stats.EQUIVALENCE_BAND:.0%}), **same** where it "
+    f"holds 1 and lies wholly within ±{stats.EQUIVALENCE_BAND:.0%} (1/{1 + stats.EQUIVALENCE_BAND:g} to "
+    f"{1 + stats.EQUIVALENCE_BAND:g}), **inconclusive** otherwise, or where the comparison cannot decide: a side "
+    "measured while the machine was disturbed (a noise gate), a cell of one process whose process-to-process spread "
+    "is not measured (a cell of one process borrows its machine's spread from its noise study, `make noise`, where "
+    "there is one), separate runs on a machine whose run-to-run spread is unmeasured, or two different processors. "
+    "docs/METHOD.md says how and why."
 )
 
 
@@ -140,8 +144,8 @@ class Pair:
     def text(self) -> str:
         if not self.comparable:
             return f"A {status_text(self.a)} / B {status_text(self.b)}"
-        verdict = self.verdict
-        text = (f"**{verdict}**" if verdict in (FASTER, SLOWER) else verdict) + " " + fmt_ratio(self.judged)
+        verdict, said = self.verdict, stats.verdict_text(self.judged)
+        text = (f"**{said}**" if verdict in (FASTER, SLOWER) else said) + " " + fmt_ratio(self.judged)
         if (mfu := self.mfu_ratio) is not None:
             text += f" · MFU {fmt_factor(mfu)}"
         if self.a.unit != self.b.unit:
@@ -159,8 +163,9 @@ class Pair:
             "ratio": self.ratio,
             "low": interval[0] if interval else None,
             "high": interval[1] if interval else None,
-            "confidence": stats.CONFIDENCE,
+            "confidence": self.judged.confidence if self.judged is not None else stats.CONFIDENCE,
             "verdict": self.verdict,
+            "verdict_text": stats.verdict_text(self.judged) if self.comparable else None,
             "reason": self.reason if self.comparable else f"A {status_text(self.a)} / B {status_text(self.b)}",
             "mfu_ratio": self.mfu_ratio,
         }
@@ -180,6 +185,8 @@ class Comparison:
     across_processors: bool = False
     processor_differences: list[str] = field(default_factory=list)  # A's processor against B's, where they differ
     ceilings_notes: list[str] = field(default_factory=list)  # how each side's ceilings file matched (or did not)
+    judged_together: int = 0  # the pairs with an interval, judged as one family
+    threshold: float = 1 - stats.CONFIDENCE  # their Benjamini-Hochberg threshold
 
     def tables(self) -> list[tuple[str, str]]:
         """(profile, stack) of each table, today's stack first."""
@@ -197,6 +204,8 @@ class Comparison:
             "b": str(self.b_dir),
             "method": METHOD.replace("**", ""),
             "confidence": stats.CONFIDENCE,
+            "judged_together": self.judged_together,
+            "family_threshold": self.threshold,
             "equivalence_band": stats.EQUIVALENCE_BAND,
             "across_processors": self.across_processors,
             "processor_differences": self.processor_differences,
@@ -244,11 +253,17 @@ def compare(a_dir: Path, b_dir: Path, across_processors: bool = False) -> Compar
              judge.ratio(a[k], b[k]))
         for k in sorted(a.keys() & b.keys())
     ]
+    # every pair's verdict judged with the others: a false discovery rate of 5% over the comparison, not 5% a cell
+    pvalues = [p for pair in pairs if pair.judged is not None and (p := stats.p_value(pair.judged)) is not None]
+    threshold = stats.benjamini_hochberg(pvalues)
+    for pair in pairs:
+        if pair.judged is not None:
+            pair.judged = stats.family_judged(pair.judged, threshold)
     differences = list(
         dict.fromkeys(d for p in pairs for d in processor_differences(machine_of(p.a), machine_of(p.b)))
     )
     return Comparison(a_dir, b_dir, pairs, sorted(a.keys() - b.keys()), sorted(b.keys() - a.keys()),
-                      across_processors, differences, notes)
+                      across_processors, differences, notes, len(pvalues), threshold)
 
 
 def verdicts(a_dir: Path, b_dir: Path, across_processors: bool = False) -> list[dict[str, Any]]:
@@ -270,9 +285,17 @@ def counts_text(comparison: Comparison) -> str:
     counts = comparison.counts()
     verdict_counts = ", ".join(f"{counts[v]} {v}" for v in VERDICTS)
     not_compared = f", {counts['not compared']} not compared (a side not ok)" if counts["not compared"] else ""
+    m = comparison.judged_together
+    family = (
+        f" The {m} pairs with an interval were judged together, each at {1 - comparison.threshold:.2%} "
+        f"(Benjamini-Hochberg); one by one at 95%, {m} identical cells would be called different about "
+        f"{m * (1 - stats.CONFIDENCE):.1f} times by chance."
+        if m
+        else ""
+    )
     return (
         f"{len(comparison.pairs)} cells in both: {verdict_counts}{not_compared}; "
-        f"{len(comparison.only_a)} only in A, {len(comparison.only_b)} only in B."
+        f"{len(comparison.only_a)} only in A, {len(comparison.only_b)} only in B.{family}"
     )
 
 

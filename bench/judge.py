@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import stats
-from bench.noise import machine_spread, processor_fingerprint
+from bench.noise import machine_run_spread, machine_spread, processor_fingerprint
 from bench.results import Result
 from bench.stats import Estimate, Noise, ProcessSpread, Ratio
 
@@ -71,14 +71,36 @@ class Judge:
         for result in self.results:
             by_run.setdefault(run_of(result), []).extend(reference_readings([result]))
         self._quiet = {run: min(readings) for run, readings in by_run.items() if readings}
-        self._spreads: dict[str, ProcessSpread | None] = {}
+        self._machine_figures: dict[tuple, ProcessSpread | None] = {}
+
+    def _per_machine(self, reader, result: Result) -> ProcessSpread | None:
+        """A figure of the result's machine from its noise study (`reader`: bench.noise), read once per machine."""
+        machine = result.provenance.get("machine") or {}
+        key = (reader, json.dumps(machine, sort_keys=True, default=str))
+        if key not in self._machine_figures:
+            self._machine_figures[key] = reader(self.results_dir, machine)
+        return self._machine_figures[key]
 
     def spread(self, result: Result) -> ProcessSpread | None:
-        machine = result.provenance.get("machine") or {}
-        key = json.dumps(machine, sort_keys=True, default=str)
-        if key not in self._spreads:
-            self._spreads[key] = machine_spread(self.results_dir, machine)
-        return self._spreads[key]
+        """The process-to-process spread of the result's machine, which a cell of one process borrows."""
+        return self._per_machine(machine_spread, result)
+
+    def run_spread(self, result: Result) -> ProcessSpread | None:
+        """The run-to-run spread of the result's machine (its noise studies' rounds), None where unmeasured."""
+        return self._per_machine(machine_run_spread, result)
+
+    def across_runs(self, found: Ratio, a: Result, b: Result) -> Ratio:
+        """A ratio of cells from separate runs carries the machine's run-to-run spread on each side, or decides
+        nothing where that spread is unmeasured (the same code, re-run minutes later, moves by it)."""
+        if run_of(a) == run_of(b):
+            return found
+        spreads = [self.run_spread(r) for r in (a, b)]
+        if None in spreads:
+            return found.undecided(
+                "measured in separate runs, and this machine's run-to-run spread is unmeasured "
+                "(make noise: its rounds measure it)"
+            )
+        return found.with_run_spread(max(spreads, key=lambda s: s.log_sd))
 
     def estimate(self, result: Result) -> Estimate | None:
         """The cell's figure and interval; a cell of one process with its machine's spread where one is known."""
@@ -118,6 +140,7 @@ class Judge:
                 found = found.undecided(f"{side} noisy: {'; '.join(noise.reasons)}")
         if (why := self.speed_difference(a, b)) is not None:
             found = found.undecided(why)
+        found = self.across_runs(found, a, b)
         differences = processor_differences(a.provenance.get("machine") or {}, b.provenance.get("machine") or {})
         if differences and not self.across_processors:
             found = found.undecided("different processors (" + "; ".join(differences) + ")")

@@ -17,7 +17,17 @@ from bench.provenance import machine_slug
 from bench.registry import Cell, get_model
 from bench.roofline.work import cell_work
 from bench.schema import validate_result
-from bench.stats import PROCESSES, STEPS_ONLY, Estimate, Noise, ProcessSpread, estimate, noise_reasons
+from bench.stats import (
+    EQUIVALENCE_BAND,
+    PROCESSES,
+    STEPS_ONLY,
+    Estimate,
+    Noise,
+    ProcessSpread,
+    estimate,
+    noise_reasons,
+    stalls,
+)
 from bench.timing import Stats
 
 SCHEMA_VERSION = 2  # 2 added first_step_contains, steadiness, compile_events, derived, reference; killed, unsteady
@@ -134,6 +144,17 @@ class Result:
         if self.status != "ok":
             return None
         return Stats.of([t for r in self.runs for t in r.timed_ms], allow_negative=any(r.derived for r in self.runs))
+
+    def stalls(self) -> str | None:
+        """Where a process's mean step lies above its median beyond both their intervals (bench/stats.py stalls): a
+        minority of slow steps that the median figure does not move for, said, not hidden."""
+        found = [(i, f) for i, run in enumerate(self.runs) if run.timed_ms and (f := stalls(run.timed_ms))]
+        if not found:
+            return None
+        return "; ".join(
+            (f"process {i + 1}: " if len(self.runs) > 1 else "") + f"mean {mean:.4g} above median {median:.4g}"
+            for i, (mean, median) in found
+        ) + f" (more than {EQUIVALENCE_BAND:.0%} above, beyond both intervals: a minority of slow steps)"
 
     def repeat_spread(self) -> Stats | None:
         """Spread of the per-process medians: how much a whole re-run moves the figure."""
@@ -278,9 +299,11 @@ class Result:
         if self.status != "ok":
             return f"{self.status}: {self.message}"
         s = self.summary()
-        text = f"{interval_text(self.estimate(), self.unit)}; steps: median {s.median:.4g} (p10 {s.p10:.4g}, p90 "
+        text = f"{interval_text(self.estimate(), self.unit)}; steps: median {s.median:.4g}, mean {s.mean:.4g} (p10 "
         cv = f"cv {s.cv:.1%}" if s.min > 0 else "no cv: a step figure is zero or negative"  # mean <= 0 stores 0
-        text += f"{s.p90:.4g}, {cv}, n={s.count})"
+        text += f"{s.p10:.4g}, p90 {s.p90:.4g}, {cv}, n={s.count})"
+        if stalled := self.stalls():
+            text += f"; stalls: {stalled}"
         if sampling := sampling_text(self.runs):
             text += f"; sampling: {sampling}"
         if self.runs[0].first_step_ms is not None:

@@ -298,6 +298,10 @@ class Ratio:
     # The confidence its verdict is judged at: 95%, or stricter where a side's processes were added until decided
     # (bench/replication.py: each of several looks is judged at 1 - 5% / looks)
     confidence: float = CONFIDENCE
+    note: str = ""  # what the interval holds beyond the two cells' processes (the runs' spread, for separate runs)
+    # The confidence an equivalence (`same`) is judged at, where it differs from a difference's: a family's
+    # threshold guards against differences called by chance; an equivalence keeps its own comparison's level
+    same_confidence: float | None = None
 
     def interval(self, confidence: float | None = None) -> tuple[float, float] | None:
         if self.log_se is None or self.value <= 0:
@@ -308,6 +312,20 @@ class Ratio:
     def undecided(self, reason: str) -> Ratio:
         """The same ratio, kept out of any verdict for `reason` (beside any reason it already had)."""
         return dataclasses.replace(self, decidable=False, reason="; ".join(filter(None, [self.reason, reason])))
+
+    def with_run_spread(self, spread: ProcessSpread) -> Ratio:
+        """The same ratio of two cells measured in separate runs: each side's run moved its figure by the machine's
+        run-to-run spread (ln sd), beyond its processes' spread, and the interval carries both."""
+        if self.log_se is None:
+            return self
+        variances = [self.log_se**2, 2 * spread.log_sd**2]
+        held = f"separate runs: each side's run {spread.log_sd:.1%} ({spread.source})"
+        return dataclasses.replace(
+            self,
+            log_se=math.sqrt(sum(variances)),
+            dof=welch_dof(variances, [self.dof, spread.dof]),
+            note="; ".join(filter(None, [self.note, held])),
+        )
 
     def judged_at(self, confidence: float) -> Ratio:
         """The same ratio judged at `confidence` where that is stricter than its own."""
@@ -326,6 +344,7 @@ class Ratio:
             "dof": None if math.isinf(self.dof) else self.dof,
             "decidable": self.decidable,
             "reason": self.reason,
+            "note": self.note,
         }
 
 
@@ -365,19 +384,80 @@ def geometric_mean(ratios: list[Ratio], shared_log_var: float = 0.0, shared_dof:
                  max(r.confidence for r in usable))
 
 
+def stalls(values: list[float], confidence: float = CONFIDENCE) -> tuple[float, float] | None:
+    """(mean, median) of steps whose mean lies more than the equivalence band above the median, beyond both their
+    intervals (the mean's Student t, the median's order statistics): a minority of slow steps (stalls, collections,
+    recompiles) that the median, the suite's figure, does not move for and a published mean does. Ordinary skew
+    (a mean a few percent above the median) is not flagged. None otherwise, or with too few steps."""
+    positive = sorted(v for v in values if v > 0)
+    found = median_interval(positive, confidence) if len(positive) >= MIN_STEPS_FOR_INTERVAL else None
+    if found is None or len(positive) < 2:
+        return None
+    mean, sd = statistics.fmean(positive), statistics.stdev(positive)
+    mean_low = mean - t_quantile((1 + confidence) / 2, len(positive) - 1) * sd / math.sqrt(len(positive))
+    median, high = statistics.median(positive), found[1]
+    return (mean, median) if mean_low > high * (1 + EQUIVALENCE_BAND) else None
+
+
+def p_value(r: Ratio) -> float | None:
+    """The two-sided p-value of the ratio's difference from 1 (a t test on its logarithm); None without an
+    interval. Where the ratio is judged stricter than 95% (processes added over several looks), the p-value is scaled
+    by the looks, as Bonferroni over them, so that one family-wise threshold serves every comparison."""
+    if r.log_se is None or r.value <= 0 or not r.decidable:
+        return None
+    if r.log_se == 0:
+        return 0.0
+    p = 2 * (1 - t_cdf(abs(math.log(r.value)) / r.log_se, r.dof))
+    looks = (1 - CONFIDENCE) / (1 - r.confidence) if r.confidence < 1 else 1.0
+    return min(1.0, p * max(looks, 1.0))
+
+
+def benjamini_hochberg(pvalues: list[float], q: float = 1 - CONFIDENCE) -> float:
+    """The Benjamini-Hochberg threshold of a family of comparisons: the largest k / m * q with the k-th smallest
+    p-value at or below it (reject those), else q / m (nothing is rejected at it, and the smallest p must clear it).
+    Judging each comparison at 1 - threshold keeps the share of chance calls among the differences called at most q."""
+    m = len(pvalues)
+    if not m:
+        return q
+    ranked = sorted(pvalues)
+    passing = [k for k in range(1, m + 1) if ranked[k - 1] <= k / m * q]
+    return (max(passing) if passing else 1) / m * q
+
+
+def family_judged(r: Ratio, threshold: float) -> Ratio:
+    """A ratio judged as one of a family whose Benjamini-Hochberg threshold is `threshold`: a difference at
+    1 - threshold, scaled as its own confidence is (processes added over several looks); an equivalence at its own."""
+    own = r.same_confidence or r.confidence
+    return dataclasses.replace(r.judged_at(1 - threshold * (1 - r.confidence) / (1 - CONFIDENCE)), same_confidence=own)
+
+
 def verdict(r: Ratio | None, band: float = EQUIVALENCE_BAND) -> str:
-    """B against A: `same` (the whole interval within the band), `slower` (B slower: the interval above 1), `faster`,
-    else `inconclusive`; a ratio that cannot decide (steps only, a noisy side, other processors) is inconclusive."""
+    """B against A: `slower` (B slower: the whole interval above 1), `faster` (below 1), `same` (the interval holds 1
+    and lies within the band: equivalence shown), else `inconclusive`; a ratio that cannot decide (steps only, a noisy
+    side, other processors) is inconclusive. A difference is called before an equivalence: a real 3% is `slower`
+    (within 5%: verdict_text says so), never `same`."""
     if r is None or not r.decidable or (interval := r.interval()) is None:
         return INCONCLUSIVE
     low, high = interval
-    if low >= 1 / (1 + band) and high <= 1 + band:
-        return SAME
     if low > 1:
         return SLOWER
     if high < 1:
         return FASTER
+    low, high = r.interval(r.same_confidence) if r.same_confidence else interval
+    if low >= 1 / (1 + band) and high <= 1 + band:
+        return SAME
     return INCONCLUSIVE
+
+
+def verdict_text(r: Ratio | None, band: float = EQUIVALENCE_BAND) -> str:
+    """The verdict as a reader reads it: a difference whose whole interval lies within the band says so ("slower,
+    within 5%"): real, and smaller than the band."""
+    found = verdict(r, band)
+    if found in (SLOWER, FASTER) and (interval := r.interval()) is not None:
+        low, high = interval
+        if low >= 1 / (1 + band) and high <= 1 + band:
+            return f"{found}, within {band:.0%}"
+    return found
 
 
 def claim_band(claimed: float, factor: float) -> tuple[float, float]:

@@ -112,3 +112,14 @@ def test_the_decided_plan_adds_processes_only_where_a_comparison_needs_them():
     assert any(row.startswith("SegmentAnything fit") for row in decided.undecided_rows)
     assert decided.processes["jax__sam__fit__bs1__default"] == rule.first
     assert decided.processes["tensorflow__sam__fit__bs1__default"] > rule.first
+
+
+def test_a_run_and_a_slurm_submission_say_what_they_expect_before_they_start():
+    from bench.cluster.decided import expected_line, task_line
+
+    cells = plan_cells("paper", backends=["jax", "torch"], models=["bert"])
+    line = expected_line(cells, rule_of(get_profile("paper")))
+    assert line.startswith("expected time to a decided table: ~") and "on one GPU at the published A100 speeds" in line
+    assert "3 processes a cell" in task_line(cells, 3) and "none is added" in task_line(cells, 3)
+    smoke = plan_cells("smoke", backends=["jax"], models=["bert"])
+    assert expected_line(smoke, rule_of(get_profile("smoke"))) is None and task_line(smoke, 3) is None

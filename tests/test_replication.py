@@ -20,6 +20,7 @@ def run(tmp_path, monkeypatch, scale: float, jitter: float, rule=RULE):
     # 60 steps a process: the step noise of the fake's 10, 11, 12 ms pattern well below the processes' spread
     cells = plan_cells("smoke", backends=["jax", "torch"], models=["bert"], tasks=["fit"], timed_steps=60)
     monkeypatch.setattr(runner, "VENVS_DIR", make_fake_envs(tmp_path / "venvs", ["jax", "torch"]))
+    monkeypatch.setattr(runner, "reference_ms", lambda: 1.0)  # a loaded machine's drift gate is not what this tests
     monkeypatch.setenv("FAKE_SCALE_TORCH", str(scale))
     monkeypatch.setenv("FAKE_JITTER", str(jitter))
     lines = []
@@ -61,3 +62,34 @@ def test_a_fixed_count_is_judged_at_95_percent_as_before(tmp_path, monkeypatch):
     assert [len(r.runs) for r in results.values()] == [3, 3]
     found = Judge(list(results.values())).ratio(results["jax"], results["torch"])
     assert found.confidence == pytest.approx(0.95) and math.isclose(found.value, 1.12, rel_tol=0.02)
+
+
+def test_a_run_ends_saying_which_rows_are_decided_and_why_the_others_are_not(tmp_path):
+    import re
+
+    from fakes import bench_env, run_bench
+
+    venvs = make_fake_envs(tmp_path / "venvs", ["jax", "torch"])
+    env = {**bench_env(venvs), "FAKE_SCALE_TORCH": "1.02", "FAKE_JITTER": "0.05"}
+    args = ["run", "--profile", "smoke", "--backend", "jax,torch", "--model", "bert", "--results-dir"]
+    out = run_bench([*args, str(tmp_path / "r")], env)
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    assert "processes: 3 processes a cell, judged at 95%" in out.stdout
+    tail = out.stdout[out.stdout.index("rows decided:"):].splitlines()
+    assert re.match(r"rows decided: 0 of 2 \(smoke profile — ", tail[0])  # 2% apart, processes 5% apart
+    assert len(tail) == 3 and all(line.startswith("  undecided: BERT ") for line in tail[1:])
+
+
+def test_the_rows_decided_are_the_tables_own_verdicts(tmp_path):
+    from test_table import make, write_all
+
+    from bench.report.comparisons import decided_lines
+
+    results = write_all(tmp_path / "results", [
+        make("jax", "bert", "fit", 32, 110.0), make("tensorflow", "bert", "fit", 32, 165.0),
+        make("jax", "bert", "predict", 256, 110.0), make("tensorflow", "bert", "predict", 256, 112.2),
+    ])  # fmt: skip
+    lines = decided_lines(results, plan_cells("paper", backends=["jax", "tensorflow"], models=["bert"]))
+    assert lines[0] == "rows decided: 1 of 2 (paper profile — 1x NVIDIA A100-SXM4-40GB)"
+    assert lines[1].startswith("  undecided: BERT predict (batch 256): Keras 3 (JAX) vs Keras 3 (TensorFlow): 1.02x")
+    assert lines[1].endswith("neither clear of 1 nor within 5%") and len(lines) == 2

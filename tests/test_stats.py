@@ -179,6 +179,44 @@ def test_verdicts_follow_the_interval_and_the_band():
         assert verdict(r.inverse()) == mirrored[verdict(r)]
 
 
+def test_a_difference_is_called_before_an_equivalence_and_says_when_it_is_small():
+    small = fixed(1.03, 1.015, 1.045)  # a real 3%: its interval clear of 1 and within the band
+    assert verdict(small) == SLOWER and stats.verdict_text(small) == "slower, within 5%"
+    assert stats.verdict_text(fixed(0.97, 0.955, 0.99)) == "faster, within 5%"
+    assert stats.verdict_text(fixed(1.3, 1.2, 1.4)) == "slower" and stats.verdict_text(fixed(1.0, 0.97, 1.03)) == SAME
+
+
+def test_benjamini_hochberg_rejects_as_the_1995_paper_does():
+    # Benjamini & Hochberg (1995), section 4: 15 p-values, q = 0.05: the four smallest are rejected
+    pvalues = [0.0001, 0.0004, 0.0019, 0.0095, 0.0201, 0.0278, 0.0298, 0.0344, 0.0459, 0.3240, 0.4262, 0.5719,
+               0.6528, 0.7590, 1.0]  # fmt: skip
+    threshold = stats.benjamini_hochberg(pvalues)
+    assert threshold == pytest.approx(4 / 15 * 0.05) and sum(p <= threshold for p in pvalues) == 4
+    assert stats.benjamini_hochberg([0.5, 0.9]) == pytest.approx(0.025)  # nothing rejected: q / m
+    assert stats.benjamini_hochberg([]) == pytest.approx(0.05)
+
+
+def test_a_familys_threshold_judges_differences_and_leaves_an_equivalence_its_own_level():
+    r = Ratio(1.02, 0.008, 20.0)  # 2% apart, known to about 1.6%
+    assert verdict(r) == SLOWER  # alone, at 95%
+    judged = stats.family_judged(r, 0.001)
+    assert judged.confidence == pytest.approx(0.999) and verdict(judged) == SAME  # the same: within 5% at 95%
+    looked = stats.family_judged(Ratio(1.02, 0.008, 20.0, confidence=1 - 0.05 / 6), 0.01)
+    assert looked.confidence == pytest.approx(1 - 0.01 / 6)  # a sequential cell's looks scale the threshold
+    assert stats.p_value(Ratio(1.0, 0.01, 10.0)) == pytest.approx(1.0)
+    assert stats.p_value(Ratio(1.02, 0.01, 10.0, confidence=1 - 0.05 / 4)) == pytest.approx(
+        min(1.0, 4 * stats.p_value(Ratio(1.02, 0.01, 10.0)))
+    )
+
+
+def test_separate_runs_carry_the_machines_run_to_run_spread():
+    within = Ratio(1.10, 0.02, 4.0)
+    across = within.with_run_spread(stats.ProcessSpread(0.05, 40, "make noise"))
+    assert across.log_se == pytest.approx(math.sqrt(0.02**2 + 2 * 0.05**2)) and across.dof > within.dof
+    assert verdict(within) == SLOWER and verdict(across) == INCONCLUSIVE  # 10% is within two runs' reach
+    assert "separate runs: each side's run 5.0% (make noise)" in across.note
+
+
 def test_published_claims_hold_only_when_the_whole_interval_agrees():
     assert claim_within(fixed(4.4, 4.0, 4.8), 4.5, 1.5) == HOLDS
     assert claim_within(fixed(1.2, 1.0, 1.4), 4.5, 1.5) == DOES_NOT_HOLD
@@ -233,3 +271,13 @@ def test_an_estimate_of_processes_is_their_geometric_mean():
     negative = estimate([[-1.0, -2.0, 0.5]])  # a derived figure whose median is below zero
     assert negative.interval() is None and not negative.decidable
     assert statistics.median([1.0, 2.0, 3.0]) == estimate([[1.0, 2.0, 3.0]]).center
+
+
+def test_a_minority_of_slow_steps_is_flagged_where_the_median_hides_it():
+    rng = random.Random(11)
+    steady = [10.0 * rng.lognormvariate(0, 0.03) for _ in range(400)]
+    assert stats.stalls(steady) is None  # ordinary skew: the mean a little above the median
+    stalled = [v * (2.0 if i % 5 == 0 else 1.0) for i, v in enumerate(steady)]  # a fifth of the steps take 2x
+    mean, median = stats.stalls(stalled)
+    assert mean > 1.15 * median and median == pytest.approx(statistics.median(stalled))
+    assert stats.stalls(stalled[:5]) is None  # too few steps for the median's interval

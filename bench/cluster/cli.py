@@ -66,6 +66,11 @@ def cmd_submit(args: argparse.Namespace) -> int:
     if not cells:
         raise BenchError("no cells match the given backend/model/task/variant")
     env = {k: os.environ[k] for k in ("BENCH_VENVS_DIR",) if k in os.environ}  # fake or relocated envs travel along
+    from bench.cluster.decided import task_line
+    from bench.profiles import get_profile
+
+    if line := task_line(cells, get_profile(args.profile).repeats):
+        print(line)
     submit(
         cells, args.results_dir, job_name=args.job_name, force=args.force, route="container" if args.container else "venv",
         python=args.python, gres=args.gres, cpus=args.cpus_per_task, mem_gib=args.mem, partition=args.partition,
@@ -81,6 +86,10 @@ def cmd_submit_status(args: argparse.Namespace) -> int:
     job = find_job(args.results_dir, args.job)
     states = wait(job, args.wait) if args.wait else job_status(job)
     report(job, states)
+    if states and all(s.phase in ("done", "failed") for s in states):  # every task ended: the table's verdicts
+        from bench.report.comparisons import say_decided
+
+        say_decided([s.cell for s in states], args.results_dir)
     return 1 if any(s.phase == "failed" for s in states) else 0
 
 

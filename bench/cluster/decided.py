@@ -263,5 +263,19 @@ def expected_line(cells: list[Cell], rule: SequentialRule) -> str | None:
     )
 
 
+
+def task_line(cells: list[Cell], processes: int) -> str | None:
+    """Before a Slurm submission of paper cells (one task a cell, its processes one after another): the GPU time in
+    all and the longest task, at the published speeds with the start-up and compile measured so far."""
+    found = costing([c for c in cells if c.profile == "paper"], committed())
+    if not found.process_s:
+        return None
+    per_task = [processes * s for s in found.process_s.values()]
+    return (
+        f"expected: {hms(sum(per_task))} of GPU time in all, the longest task {hms(max(per_task))} (on enough GPUs, "
+        f"the wall time), {processes} processes a cell at the published A100 speeds; a task runs one cell, so none is "
+        "added for an undecided comparison: `make submit-status` says which rows are decided when they have ended"
+    )
+
 if __name__ == "__main__":
     print(markdown())

@@ -7,6 +7,8 @@ the processor was not recorded). This module only finds and reads it; bench/nois
 from __future__ import annotations
 
 import json
+import math
+import statistics
 from pathlib import Path
 from typing import Any
 
@@ -74,6 +76,62 @@ def machine_spread(results_dir: Path | None, machine: dict[str, Any]) -> Process
         return ProcessSpread(float(spread["log_sd"]), float(spread["dof"]), source)
     except (OSError, ValueError, KeyError, TypeError):
         return None
+
+
+def study_files(path: Path) -> list[Path]:
+    """A machine's noise study and its earlier ones (history/<stem>.<stamp>.json): each a separate invocation."""
+    return [path, *sorted((path.parent / "history").glob(f"{path.stem}.*.json"))]
+
+
+def run_spread_of(studies: list[dict[str, Any]]) -> tuple[float, int, int] | None:
+    """The run-to-run spread of a cell's figure beyond its processes': per cell, the variance of its rounds' mean
+    ln(median) (every round of every study is a separate stretch of the machine's time; the studies, separate
+    invocations) less the within-round process variance over the processes a round; pooled over cells by their
+    rounds less one, and floored at zero. Returns (log sd, degrees of freedom, the most rounds a cell had, cells);
+    None without two rounds of a cell."""
+    rounds: dict[str, list[list[float]]] = {}
+    for study in studies:
+        for cell in study.get("cells") or []:
+            for found in cell.get("rounds") or []:
+                logs = [math.log(m) for side in ("A", "B") for m in (found.get("medians_ms") or {}).get(side, [])
+                        if isinstance(m, (int, float)) and m > 0]  # fmt: skip
+                if len(logs) >= 2:
+                    rounds.setdefault(cell["key"], []).append(logs)
+    weighted, dof, most, cells = 0.0, 0, 0, 0
+    for groups in rounds.values():
+        if len(groups) < 2:
+            continue
+        most, cells = max(most, len(groups)), cells + 1
+        within = sum(statistics.variance(g) * (len(g) - 1) for g in groups) / sum(len(g) - 1 for g in groups)
+        between = statistics.variance([statistics.fmean(g) for g in groups])
+        processes = statistics.fmean(len(g) for g in groups)
+        weighted += (between - within / processes) * (len(groups) - 1)
+        dof += len(groups) - 1
+    if not dof:
+        return None
+    return math.sqrt(max(weighted / dof, 0.0)), dof, most, cells
+
+
+def machine_run_spread(results_dir: Path | None, machine: dict[str, Any]) -> ProcessSpread | None:
+    """The machine's run-to-run spread from its noise studies (this one's and the earlier ones), which a comparison
+    of cells measured in separate runs carries; None without a study of two rounds or more."""
+    found = find_noise_file(results_dir, machine)
+    if found is None:
+        return None
+    path, exact = found
+    studies = []
+    for study in study_files(path):
+        try:
+            studies.append(read_noise_file(study))
+        except (OSError, ValueError):
+            continue
+    spread = run_spread_of(studies)
+    if spread is None:
+        return None
+    log_sd, dof, rounds, cells = spread
+    source = (f"make noise, {rounds} rounds of {cells} cells in {len(studies)} studies, {path.name}"
+              + ("" if exact else "; matched by machine label, processor not recorded"))  # fmt: skip
+    return ProcessSpread(log_sd, float(dof), source)
 
 
 def interleaved_sides(per_side: int) -> list[str]:

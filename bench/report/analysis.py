@@ -38,8 +38,8 @@ MESSAGE_LIMIT = 400  # characters of a status message quoted in a note; the rest
 
 # How a row's Keras 3 backends rank (RowFacts.outcome).
 WINNER = "winner"  # the fastest is faster than every other ranked backend with confidence
-TIE = "tie"  # the fastest cannot be told apart from some other: the same within the band, or an undecided interval
-INCONCLUSIVE = "inconclusive"  # some comparison with the fastest cannot be decided (steps only, no interval)
+TIE = "tie"  # the fastest is shown the same as some other (within the band), faster than the rest
+INCONCLUSIVE = "inconclusive"  # some comparison with the fastest is undecided (an interval too wide, or none)
 UNCONTESTED = "uncontested"  # fewer than two ranked Keras 3 backends: nothing to rank
 
 
@@ -51,6 +51,13 @@ class CellJudge:
         self._estimates: dict[int, Estimate | None] = {}
         self._noise: dict[int, Noise] = {}
         self._ratios: dict[tuple[int, int], Ratio | None] = {}
+        # The table's family-wise threshold (Benjamini-Hochberg over its comparisons, set by analyse_group): each
+        # ratio is judged at 1 - threshold, scaled as its own confidence is (processes added over several looks)
+        self.threshold: float | None = None
+
+    def judge_as_family(self, threshold: float) -> None:
+        self.threshold = threshold
+        self._ratios.clear()
 
     def estimate(self, loaded: Loaded | None) -> Estimate | None:
         """The cell's figure and its 95% interval; None unless ok."""
@@ -73,7 +80,10 @@ class CellJudge:
             return None
         key = (id(a.result), id(b.result))
         if key not in self._ratios:
-            self._ratios[key] = self.judge.ratio(a.result, b.result)
+            found = self.judge.ratio(a.result, b.result)
+            if found is not None and self.threshold is not None:
+                found = stats.family_judged(found, self.threshold)
+            self._ratios[key] = found
         return self._ratios[key]
 
 
@@ -118,8 +128,9 @@ class RowFacts:
 
 def rank_keras3(facts: RowFacts, cells: CellJudge) -> None:
     """Set the row's outcome: a winner only where the fastest ranked backend is faster than each other with
-    confidence (B / A of the other over the fastest is `slower`); a tie among the fastest and the backends whose
-    comparison with it is decided but is not `slower`; inconclusive where any comparison cannot be decided."""
+    confidence (B / A of the other over the fastest is `slower`); a tie among the fastest and the backends shown to
+    be the same (within the band); inconclusive where any comparison is neither (it cannot decide, or its interval
+    is too wide: undecided, not a tie)."""
     if len(facts.ranked) < 2:
         facts.outcome, facts.winners = UNCONTESTED, []
         return
@@ -127,10 +138,17 @@ def rank_keras3(facts: RowFacts, cells: CellJudge) -> None:
     tied, undecided = [], []
     for backend in facts.ranked[1:]:
         found = cells.ratio(fastest, facts.cells[Column(backend, "default")])
+        verdict = stats.verdict(found)
         if found is None or not found.decidable or found.interval() is None:
             undecided.append(found.reason if found is not None and found.reason else "no interval")
-        elif stats.verdict(found) != stats.SLOWER:
+        elif verdict == stats.SAME:
             tied.append(backend)
+        elif verdict != stats.SLOWER:
+            low, high = found.interval()
+            undecided.append(
+                f"{backend}: {found.value:.3g}x ({low:.3g}-{high:.3g}), neither clear of 1 nor within "
+                f"{stats.EQUIVALENCE_BAND:.0%}"
+            )
     if undecided:
         facts.outcome, facts.winners, facts.reason = INCONCLUSIVE, [], "; ".join(dict.fromkeys(undecided))
     elif tied:
@@ -271,6 +289,7 @@ class TableAnalysis:
     results_dir: Path | None = None
     # Another stack's table: today's table of the same profile and machine, which it is set beside (None: none)
     today: TableAnalysis | None = None
+    family: Family | None = None  # how its comparisons were judged together
 
     @property
     def paper(self) -> bool:
@@ -302,15 +321,39 @@ class TableAnalysis:
         return sum(1 for f in self.rows for l in f.cells.values() if unsteady_reasons(l.result))
 
 
+def family(rows: list[RowFacts], cells: CellJudge) -> list[Ratio]:
+    """Every comparison that gets a verdict in the table: each row's fastest Keras 3 backend against each other, Keras
+    3 (best) against Keras 2 and native PyTorch in each row, and each model's mean speed-ups."""
+    found: list[Ratio | None] = []
+    for f in rows:
+        if f.best is None:
+            continue
+        found += [cells.ratio(f.best, f.cells[Column(b, "default")]) for b in f.ranked[1:]]
+        others = [f.cells[c] for c in (KERAS2, *NATIVE) if c in f.cells and f.cells[c] is not f.best]
+        found += [cells.ratio(f.best, other) for other in others]
+    for base in (KERAS2, *NATIVE):
+        found += [mean_speedup(ratios) for ratios in speedups(rows, base, cells).values()]
+    return [r for r in found if r is not None]
+
+
+@dataclass(frozen=True)
+class Family:
+    """A table's comparisons judged together: how many could decide, and the Benjamini-Hochberg threshold each was
+    judged at (a 5% false discovery rate over them)."""
+
+    comparisons: int
+    threshold: float
+
+
 def analyse_group(group: Group, results_dir: Path | None = None) -> TableAnalysis:
     judge = Judge(group.results, results_dir)
     cells = CellJudge(judge)
-    # A study's models (bench/report/tuning.py shows them) are no rows of the published table.
-    rows = [
-        row_facts(group.profile, key, row, cells)
-        for key, row in group.grid().items()
-        if not get_model(key.model).study
-    ]
+    grid = [(key, row) for key, row in group.grid().items() if not get_model(key.model).study]  # studies: own pages
+    rows = [row_facts(group.profile, key, row, cells) for key, row in grid]
+    pvalues = [p for r in family(rows, cells) if (p := stats.p_value(r)) is not None]
+    judged = Family(len(pvalues), stats.benjamini_hochberg(pvalues))
+    cells.judge_as_family(judged.threshold)  # the verdicts again, each at the family's threshold
+    rows = [row_facts(group.profile, key, row, cells) for key, row in grid]
     notes, refs = status_notes(rows)
     present = {f.key for f in rows}
     paper = group.profile == "paper"
@@ -330,6 +373,7 @@ def analyse_group(group: Group, results_dir: Path | None = None) -> TableAnalysi
         published=published,
         published_speedup_keras2=published_speedups(published),
         results_dir=results_dir,
+        family=judged,
     )
 
 

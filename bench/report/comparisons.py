@@ -125,3 +125,16 @@ def decided_lines(results_dir: Path, cells: list) -> list[str]:
         lines.append(f"rows decided: {len(rows) - len(undecided)} of {len(rows)} ({group.title})")
         lines += [f"  undecided: {f.key.label()} (batch {f.key.batch_size}): {'; '.join(why)}" for f, why in undecided]
     return lines
+
+
+def say_decided(cells: list, results_dir: Path, echo=print) -> None:
+    """Which of the cells' rows their folder's table decides, and why each other is not: after `bench run`, and
+    after a Slurm submission's tasks have all ended."""
+    from bench.errors import BenchError
+
+    try:
+        lines = decided_lines(results_dir, cells)
+    except BenchError as e:  # an unreadable file elsewhere in the folder: `make table` will name it
+        lines = [f"rows decided: not judged ({str(e).splitlines()[0]})"]
+    for line in lines:
+        echo(line)

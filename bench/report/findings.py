@@ -88,8 +88,8 @@ def win_summary(rows: list[RowFacts]) -> str:
     ties = sum(1 for f in contested if f.outcome == TIE)
     inconclusive = sum(1 for f in contested if f.outcome == INCONCLUSIVE)
     return (
-        f"{verdict} (rows won with 95% confidence, of the {len(contested)} with two or more ranked Keras 3 "
-        f"backends: {tally or 'none'}; {plural(ties, 'tie')}, {inconclusive} inconclusive)"
+        f"{verdict} (rows won with confidence, as the table's verdicts line says, of the {len(contested)} with two "
+        f"or more ranked Keras 3 backends: {tally or 'none'}; {plural(ties, 'tie')}, {inconclusive} inconclusive)"
     )
 
 

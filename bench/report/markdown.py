@@ -134,9 +134,11 @@ LEGEND = [
     "Unit: ms/step unless the row names another (generate rows: ms per generate call, with generated tokens/s; "
     "StableDiffusion predict: ms per denoising step).",
     "**Bold**: the row's winner, the fastest Keras 3 backend where it is faster than every other ranked Keras 3 "
-    f"backend with 95% confidence. {TIE_SIGN} and \"tie\" in {BEST}: the fastest cannot be told apart from the "
-    f"backends named with it (no bold). \"inconclusive\": an interval of the row cannot decide (it covers one "
-    f"process's steps only, or a cell has none), so the lowest figure is named but no winner. {BEST}: the fastest "
+    "backend with confidence (95%, or stricter where the table's comparisons are judged together: its facts say). "
+    f"{TIE_SIGN} and \"tie\" in {BEST}: the fastest is shown to be the same as the backends named with it (their "
+    "ratio's interval within ±5%; no bold). \"inconclusive\": a comparison of the row is undecided (an interval "
+    "too wide to call a difference or the same, one covering one process's steps only, or none), so the lowest "
+    f"figure is named but no winner. {BEST}: the fastest "
     "ranked figure and its backend; † = ranked among fewer than three Keras 3 backends (the others have no number "
     "or are noisy; with one, nothing is ranked); \"lower "
     f"but {NOISY_MARK}\": a Keras 3 cell with a lower figure was set aside as noisy.",
@@ -181,6 +183,8 @@ def table_facts(table: TableAnalysis) -> list[str]:
             + (f"; {plural(table.unsteady_cells(), 'unsteady cell')}" if table.unsteady_cells() else "")
             + "."
         )
+    if table.family is not None and table.family.comparisons:
+        lines.append(family_text(table))
     if table.drift is not None:
         refs = table.references_ms
         lines.append(
@@ -188,6 +192,21 @@ def table_facts(table: TableAnalysis) -> list[str]:
             f"{min(refs):.3g} to {max(refs):.3g} ms, {table.drift:.0%} apart."
         )
     return lines
+
+
+def family_text(table: TableAnalysis) -> str:
+    """How the table's verdicts were judged together, and how many rows they decide."""
+    from bench.report.comparisons import row_undecided
+
+    m, threshold = table.family.comparisons, table.family.threshold
+    decided = sum(1 for f in table.rows if not row_undecided(f, table))
+    return (
+        f"Verdicts: the table's {plural(m, 'comparison')} with an interval judged together, each at "
+        f"{1 - threshold:.2%} (Benjamini-Hochberg: at most 5% of the differences called are expected to be chance; "
+        f"judged one by one at 95%, {plural(m, 'comparison')} of identical cells would call about {m * 0.05:.1f} "
+        f"different by chance); rows decided: {decided} of {len(table.rows)} (every comparison a row makes faster, "
+        "slower or the same)."
+    )
 
 
 def head_section(table: TableAnalysis, page: Page) -> list[str]:

@@ -1,0 +1,106 @@
+"""Judging across runs: the run as a level of variance. The committed noise studies' processes (identical code, in
+rounds minutes apart and studies hours apart) re-split into A/A comparisons as `make compare` judges them; a Judge
+of cells from two runs widens by the machine's run-to-run spread, or decides nothing without one."""
+import math
+import random
+import shutil
+
+import pytest
+from committed import committed_results
+
+from bench import stats
+from bench.judge import Judge
+from bench.noise import read_noise_file, run_spread_of, study_files
+from bench.results import load
+
+STUDY = "noise/cpu-amd-epyc-2-cores--64dc9908f650.json"
+TRIALS = 100
+
+
+def committed_studies() -> list[dict]:
+    return [read_noise_file(p) for p in study_files(committed_results() / STUDY)]
+
+
+def test_the_run_to_run_spread_is_read_from_every_study_of_the_machine():
+    studies = committed_studies()
+    log_sd, dof, rounds, cells = run_spread_of(studies)
+    assert len(studies) == 3 and (rounds, cells) == (6, 8) and dof == 40  # 8 cells x (6 rounds - 1)
+    assert 0.03 < log_sd < 0.10  # as large as a process's spread on this machine: a level of its own
+    assert run_spread_of([studies[0]])[1] == 8  # one study: its two rounds
+    assert run_spread_of([{"cells": []}]) is None
+
+
+def aa_false_calls(across: bool, with_run_spread: bool) -> float:
+    """A/A compares of the studies' 8 cells, 3 processes a side, each judged with the others (Benjamini-Hochberg) as
+    `make compare` judges them: within a round (one run) or across its two rounds (two runs)."""
+    studies = committed_studies()
+    log_sd, dof, _, _ = run_spread_of(studies)
+    run = stats.ProcessSpread(log_sd, dof, "make noise")
+    rng, calls, total = random.Random(3), 0, 0
+    for _ in range(TRIALS):
+        for study in studies:
+            ratios = []
+            for cell in study["cells"]:
+                first, second = [r["medians_ms"]["A"] + r["medians_ms"]["B"] for r in cell["rounds"][:2]]
+                if across:
+                    a, b = rng.sample(first, 3), rng.sample(second, 3)
+                else:
+                    shuffled = rng.sample(first, 6)
+                    a, b = shuffled[:3], shuffled[3:]
+                found = stats.ratio(stats.estimate([[m] for m in a]), stats.estimate([[m] for m in b]))
+                ratios.append(found.with_run_spread(run) if across and with_run_spread else found)
+            threshold = stats.benjamini_hochberg([stats.p_value(r) for r in ratios])
+            for found in ratios:
+                calls += stats.verdict(stats.family_judged(found, threshold)) in (stats.FASTER, stats.SLOWER)
+                total += 1
+    return calls / total
+
+
+def test_identical_code_compared_across_runs_is_called_different_at_most_5_percent_of_the_time():
+    assert aa_false_calls(across=True, with_run_spread=True) <= 0.05
+    assert aa_false_calls(across=False, with_run_spread=False) <= 0.05  # within one run, as before
+
+
+def test_without_the_run_spread_the_same_re_splits_fail_that_bound():
+    # each pair judged alone and without the runs' spread, the way cross-run comparisons were judged before
+    studies = committed_studies()
+    rng, calls, total = random.Random(3), 0, 0
+    for _ in range(TRIALS // 3):
+        for study in studies:
+            for cell in study["cells"]:
+                first, second = [r["medians_ms"]["A"] + r["medians_ms"]["B"] for r in cell["rounds"][:2]]
+                found = stats.ratio(stats.estimate([[m] for m in rng.sample(first, 3)]),
+                                    stats.estimate([[m] for m in rng.sample(second, 3)]))  # fmt: skip
+                calls += stats.verdict(found) in (stats.FASTER, stats.SLOWER)
+                total += 1
+    assert calls / total > 0.10
+
+
+def two_runs(tmp_path, noise: bool):
+    """The committed round-1 and round-2 results of one study's cell (identical code, separate runs)."""
+    source = committed_results() / "noise" / "runs" / "20261125T180246Z"
+    a = load(next((source / "round-1" / "A").rglob("jax__bert__fit__bs2__default.json")))
+    b = load(next((source / "round-2" / "B").rglob("jax__bert__fit__bs2__default.json")))
+    b.provenance["run_id"] = "another run"  # the study's rounds share one id: here they stand for two invocations
+    folder = tmp_path / "results"
+    if noise:
+        shutil.copytree(committed_results() / "noise", folder / "noise", ignore=shutil.ignore_patterns("runs"))
+    else:
+        (folder / "noise").mkdir(parents=True)
+    return a, b, folder
+
+
+@pytest.mark.parametrize("noise", [True, False])
+def test_a_judge_of_two_runs_carries_the_run_spread_or_decides_nothing(tmp_path, monkeypatch, noise):
+    import bench.noise
+
+    a, b, folder = two_runs(tmp_path, noise)
+    monkeypatch.setattr(bench.noise, "REPO_ROOT", tmp_path)  # no fallback to the checkout's own noise study
+    judge = Judge([a, b], folder)
+    across = judge.ratio(a, b)
+    same_run = stats.ratio(judge.estimate(a), judge.estimate(b))
+    if noise:
+        assert across.decidable and across.log_se > same_run.log_se and "separate runs" in across.note
+        assert math.isclose(across.log_se**2, same_run.log_se**2 + 2 * judge.run_spread(a).log_sd ** 2, rel_tol=1e-9)
+    else:
+        assert not across.decidable and "run-to-run spread is unmeasured" in across.reason
