@@ -2,7 +2,9 @@
 persistent compilation cache, inductor's and Triton's caches, TensorFlow's XLA cache), so that the processes the
 verdicts need cost their set-up and steps, not a compile each. The first process of a cell always compiles from
 cold: its first step is timed apart as before and reports the compile; each process records how warm it found the
-cache (`process.compile_cache`). Caches are never shared between cells or runs, and are removed with the run.
+cache (`process.compile_cache`). Caches are never shared between cells or runs, and are removed with the run,
+unless BENCH_COMPILE_CACHE_DIR names a folder kept across runs (the test suite's, where what is checked is a code
+path, not a compile time): then every cell's first process may start warm, and its record says so.
 """
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ from bench.runlock import alive
 
 PREFIX = "bench-compile-cache-"  # then the orchestrator's PID: a dead one's folder is removed by the next run
 ROOT_VARIABLE = "BENCH_COMPILE_CACHE_ROOT"  # a cell whose orchestrator was killed removes the run's folder
+SHARED_VARIABLE = "BENCH_COMPILE_CACHE_DIR"  # one cache for every cell and run, kept: first processes may be warm
 
 
 def cache_environment(framework: str, folder: Path) -> dict[str, str]:
@@ -44,8 +47,11 @@ class CompileCaches:
 
     def __init__(self) -> None:
         self._root: Path | None = None
+        self.shared = Path(os.environ[SHARED_VARIABLE]) if os.environ.get(SHARED_VARIABLE) else None
 
     def folder(self, cell_key: str) -> Path:
+        if self.shared is not None:
+            return self.shared
         if self._root is None:
             remove_orphans()
             self._root = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-"))
@@ -53,12 +59,16 @@ class CompileCaches:
 
     def environment(self, cell) -> dict[str, str]:
         folder = self.folder(cell.key)
-        return {**cache_environment(get_backend(cell.backend).framework, folder), ROOT_VARIABLE: str(self._root)}
+        removable = {} if self.shared is not None else {ROOT_VARIABLE: str(self._root)}
+        return {**cache_environment(get_backend(cell.backend).framework, folder), **removable}
 
     def state(self, cell) -> str:
-        """How warm the cell's cache is before a process starts: cold, or the files earlier processes left."""
+        """How warm the cell's cache is before a process starts: cold, or the files earlier processes left (those
+        of any cell and run, where the cache is shared)."""
         folder = self.folder(cell.key)
         files = sum(1 for p in folder.rglob("*") if p.is_file()) if folder.exists() else 0
+        if self.shared is not None:
+            return f"shared across runs ({folder}): {files} files" if files else f"shared across runs ({folder}): cold"
         return f"warm: {files} files from the cell's earlier processes" if files else "cold"
 
     def close(self) -> None:

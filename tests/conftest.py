@@ -1,5 +1,6 @@
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,9 @@ from bench.provenance import ENV_STAMP  # noqa: E402  (after the path, so the ch
 
 VENVS = Path(os.environ.get("BENCH_VENVS_DIR", REPO / ".venvs"))  # where the orchestrator looks too
 IN_CI = os.environ.get("CI") == "true" or bool(os.environ.get("BENCH_REQUIRE_ENVS"))
+# The tests check code paths, not compile times: every cell they run shares one compile cache, kept across sessions
+# (each cell's first process would otherwise compile torch.compile's smoke models cold, about 40 s a cell here).
+os.environ.setdefault("BENCH_COMPILE_CACHE_DIR", str(Path(tempfile.gettempdir()) / "bench-test-compile-cache"))
 
 
 def env_python(backend: str) -> Path:
