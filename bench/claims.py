@@ -5,6 +5,7 @@ Standard library only (the grid's findings are pure functions of numbers).
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING
 
 from bench import stats
@@ -38,7 +39,7 @@ def judged(judge: Judge, a: Result, b: Result, one_process: str = ONE_PROCESS_CE
         estimate = judge.estimate(result)
         if estimate is not None and estimate.basis == STEPS_ONLY and estimate.note:
             reason = reason.replace(estimate.note, one_process)
-    return Ratio(found.value, found.log_se, found.dof, False, "; ".join(dict.fromkeys(reason.split("; "))))
+    return dataclasses.replace(found, reason="; ".join(dict.fromkeys(reason.split("; "))))
 
 
 def ours(r: Ratio | None) -> str:
@@ -50,6 +51,8 @@ def ours(r: Ratio | None) -> str:
 
 
 def _worded(verdict: str, r: Ratio | None, straddles: str) -> str:
+    if r is not None and not r.comparable:
+        return f"{stats.NOT_COMPARABLE} ({r.reason})"
     if verdict != INCONCLUSIVE:
         return verdict
     if r is None:

@@ -37,9 +37,9 @@ from bench.report.text import github_table, md, status_label
 from bench.results import Result
 from bench.roofline.ceilings import machine_file_for
 from bench.roofline.utilisation import use_of
-from bench.stats import FASTER, INCONCLUSIVE, SAME, SLOWER, Ratio, fmt_factor, fmt_ratio
+from bench.stats import FASTER, INCONCLUSIVE, NOT_COMPARABLE, SAME, SLOWER, Ratio, fmt_factor, fmt_ratio
 
-VERDICTS = (FASTER, SLOWER, SAME, INCONCLUSIVE)
+VERDICTS = (FASTER, SLOWER, SAME, INCONCLUSIVE, NOT_COMPARABLE)
 JSON_FORMAT = "compare-1"
 TOO_WIDE = f"the interval holds 1 and reaches beyond ±{stats.EQUIVALENCE_BAND:.0%}: more processes would narrow it"
 METHOD = (
@@ -123,6 +123,8 @@ class Pair:
     @property
     def reason(self) -> str:
         """Why an inconclusive cell is: the judge's reason, else the interval too wide to decide; empty otherwise."""
+        if self.verdict == NOT_COMPARABLE:
+            return self.judged.reason
         if self.verdict != INCONCLUSIVE:
             return ""
         if self.judged is None or self.ratio is None:
@@ -145,6 +147,8 @@ class Pair:
         if not self.comparable:
             return f"A {status_text(self.a)} / B {status_text(self.b)}"
         verdict, said = self.verdict, stats.verdict_text(self.judged)
+        if verdict == NOT_COMPARABLE:  # a ratio of unlike work is no speed: not printed
+            return f"{said}: {self.reason}"
         text = (f"**{said}**" if verdict in (FASTER, SLOWER) else said) + " " + fmt_ratio(self.judged)
         if (mfu := self.mfu_ratio) is not None:
             text += f" · MFU {fmt_factor(mfu)}"

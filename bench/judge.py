@@ -19,6 +19,7 @@ from typing import Any
 from bench import stats
 from bench.noise import machine_run_spread, machine_spread, processor_fingerprint
 from bench.results import Result
+from bench.same_work import work_difference
 from bench.stats import Estimate, Noise, ProcessSpread, Ratio
 
 
@@ -128,12 +129,15 @@ class Judge:
         )
 
     def ratio(self, a: Result, b: Result) -> Ratio | None:
-        """B / A with its interval; not decidable where either is noisy, they ran on different processors (unless
-        the Judge was told to compare across them), or an interval covers steps only. None unless both are ok."""
+        """B / A with its interval; not comparable where they did different work a step; not decidable where either
+        is noisy, they ran on different processors (unless the Judge was told to compare across them), or an
+        interval covers steps only. None unless both are ok."""
         ea, eb = self.estimate(a), self.estimate(b)
         if ea is None or eb is None:
             return None
         found = stats.ratio(ea, eb)
+        if (why := work_difference(a, b)) is not None:
+            return found.not_comparable(why)
         for side, result in (("A", a), ("B", b)):
             noise = self.noise(result)
             if noise.noisy:

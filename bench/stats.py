@@ -30,6 +30,7 @@ EQUIVALENCE_BAND = 0.05
 MIN_STEPS_FOR_INTERVAL = 6  # the fewest steps whose [min, max] covers the median with >= 95% (1 - 2/2^6)
 
 FASTER, SLOWER, SAME, INCONCLUSIVE = "faster", "slower", "same", "inconclusive"
+NOT_COMPARABLE = "not comparable"  # the two sides did different work a step (bench/same_work.py): no verdict at all
 HOLDS, DOES_NOT_HOLD = "holds", "does not hold"
 
 # What an estimate's interval stands on.
@@ -302,6 +303,7 @@ class Ratio:
     # The confidence an equivalence (`same`) is judged at, where it differs from a difference's: a family's
     # threshold guards against differences called by chance; an equivalence keeps its own comparison's level
     same_confidence: float | None = None
+    comparable: bool = True  # False: the sides did different work a step, and `reason` says how
 
     def interval(self, confidence: float | None = None) -> tuple[float, float] | None:
         if self.log_se is None or self.value <= 0:
@@ -312,6 +314,10 @@ class Ratio:
     def undecided(self, reason: str) -> Ratio:
         """The same ratio, kept out of any verdict for `reason` (beside any reason it already had)."""
         return dataclasses.replace(self, decidable=False, reason="; ".join(filter(None, [self.reason, reason])))
+
+    def not_comparable(self, reason: str) -> Ratio:
+        """The same ratio, of two cells that did different work a step: never a verdict, `reason` says how."""
+        return dataclasses.replace(self.undecided(reason), comparable=False)
 
     def with_run_spread(self, spread: ProcessSpread) -> Ratio:
         """The same ratio of two cells measured in separate runs: each side's run moved its figure by the machine's
@@ -343,6 +349,7 @@ class Ratio:
             "confidence": self.confidence,
             "dof": None if math.isinf(self.dof) else self.dof,
             "decidable": self.decidable,
+            "comparable": self.comparable,
             "reason": self.reason,
             "note": self.note,
         }
@@ -435,7 +442,9 @@ def verdict(r: Ratio | None, band: float = EQUIVALENCE_BAND) -> str:
     """B against A: `slower` (B slower: the whole interval above 1), `faster` (below 1), `same` (the interval holds 1
     and lies within the band: equivalence shown), else `inconclusive`; a ratio that cannot decide (steps only, a noisy
     side, other processors) is inconclusive. A difference is called before an equivalence: a real 3% is `slower`
-    (within 5%: verdict_text says so), never `same`."""
+    (within 5%: verdict_text says so), never `same`. Two cells that did different work are `not comparable`."""
+    if r is not None and not r.comparable:
+        return NOT_COMPARABLE
     if r is None or not r.decidable or (interval := r.interval()) is None:
         return INCONCLUSIVE
     low, high = interval

@@ -199,8 +199,18 @@ def speedups(rows: list[RowFacts], base: Column, cells: CellJudge) -> dict[str, 
 
 
 def mean_speedup(ratios: list[Ratio] | None) -> Ratio | None:
-    """A model's speed-up: the geometric mean of its rows' ratios with its interval (bench.stats.geometric_mean)."""
-    return stats.geometric_mean(ratios) if ratios else None
+    """A model's speed-up: the geometric mean of its rows' ratios with its interval (bench.stats.geometric_mean),
+    over the rows whose two cells did the same work; where none did, not comparable, with why."""
+    comparable = [r for r in ratios or [] if r.comparable]
+    if comparable:
+        return stats.geometric_mean(comparable)
+    unlike = unlike_work(ratios)
+    return unlike[0] if unlike else None
+
+
+def unlike_work(ratios: list[Ratio] | None) -> list[Ratio]:
+    """The ratios of rows whose cells did different work a step: left out of every mean, said apart."""
+    return [r for r in ratios or [] if not r.comparable]
 
 
 def keras3_verdict(speedup: Ratio | None) -> str:

@@ -112,7 +112,7 @@ def means_with_intervals(per_model: dict[str, list[Ratio]]) -> dict[str, Bar]:
     out = {}
     for model, ratios in per_model.items():
         mean = mean_speedup(ratios)
-        if mean is not None:
+        if mean is not None and mean.comparable:  # unlike work has no speed-up to draw
             interval = mean.interval()
             out[model] = (mean.value, *(interval or (None, None)))
     return out

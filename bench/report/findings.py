@@ -19,6 +19,7 @@ from bench.report.analysis import (
     TableAnalysis,
     keras3_verdict,
     mean_speedup,
+    unlike_work,
 )
 from bench.report.load import KERAS3, PUBLISHED_HARDWARE, Column, Loaded, read_published
 from bench.report.markdown import BASIS_MARKS, NOISY_MARK, row_label
@@ -32,6 +33,7 @@ VERDICT_TEXT = {
     stats.SLOWER: "Keras 3 slower",
     stats.SAME: "same",
     stats.INCONCLUSIVE: "inconclusive",
+    stats.NOT_COMPARABLE: "not comparable",
 }
 
 
@@ -62,7 +64,15 @@ def speedup_text(ratios: list[Ratio] | None, total: int | None = None) -> str:
     mean = mean_speedup(ratios)
     if mean is None:
         return "—"
-    return f"{fmt_ratio(mean)} {VERDICT_TEXT[keras3_verdict(mean)]} ({rows_text(len(ratios), total)})"
+    unlike = unlike_work(ratios)
+    if not mean.comparable:
+        return f"not comparable: {'; '.join(dict.fromkeys(r.reason for r in unlike))} ({rows_text(len(unlike), total)})"
+    left_out = (
+        f"; {plural(len(unlike), 'row')} not comparable: {'; '.join(dict.fromkeys(r.reason for r in unlike))}"
+        if unlike else ""
+    )
+    counted = len(ratios) - len(unlike)
+    return f"{fmt_ratio(mean)} {VERDICT_TEXT[keras3_verdict(mean)]} ({rows_text(counted, total)}{left_out})"
 
 
 def published_speedup_text(values: list[float] | None) -> str:

@@ -138,7 +138,9 @@ LEGEND = [
     f"{TIE_SIGN} and \"tie\" in {BEST}: the fastest is shown to be the same as the backends named with it (their "
     "ratio's interval within ±5%; no bold). \"inconclusive\": a comparison of the row is undecided (an interval "
     "too wide to call a difference or the same, one covering one process's steps only, or none), so the lowest "
-    f"figure is named but no winner. {BEST}: the fastest "
+    "figure is named but no winner. \"not comparable\" (in any comparison): the two cells did different work a "
+    "step (model FLOPs or bytes more than 1% apart, or another batch, shape or dtype; docs/METHOD.md), so their "
+    f"times are not compared. {BEST}: the fastest "
     "ranked figure and its backend; † = ranked among fewer than three Keras 3 backends (the others have no number "
     "or are noisy; with one, nothing is ranked); \"lower "
     f"but {NOISY_MARK}\": a Keras 3 cell with a lower figure was set aside as noisy.",

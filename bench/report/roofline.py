@@ -18,6 +18,7 @@ from bench.registry import get_model
 from bench.report.text import github_table
 from bench.roofline.hardware import A100_40GB
 from bench.roofline.published import PublishedCell, backend_medians, published_cells, tensor_mode
+from bench.same_work import apart
 
 PUBLISHED_TITLE = "The published table against the A100's limits"
 MODE_TEXT = {"bfloat16": "bfloat16", "tf32": "TF32", "float32": "FP32"}
@@ -174,6 +175,7 @@ def table_uses(table, results_dir) -> tuple[dict, list[dict]]:
 
 
 EXCEEDS = "⚠ above the ceiling"
+UNLIKE_WORK = "differs by cell (each shown in it)"  # the row's cells built different models: not comparable
 
 
 def use_text(use) -> str:
@@ -204,14 +206,21 @@ def machine_section(table, page) -> list[str]:
     for facts in table.rows:
         if not any((facts.key, c) in uses for c in columns):
             continue
-        work = next(uses[(facts.key, c)].work for c in columns if (facts.key, c) in uses)
+        works = {c: uses[(facts.key, c)].work for c in columns if (facts.key, c) in uses}
+        first = next(iter(works.values()))
+        alike = all(not apart(w.flops, first.flops) and not apart(w.bytes, first.bytes) for w in works.values())
         label = f"{facts.key.label()}" + (f" ({facts.unit})" if facts.unit else "")
         body.append(
             [
                 label,
                 str(facts.key.batch_size),
-                work_text(work.flops, work.bytes),
-                *(use_text(uses[(facts.key, c)]) if (facts.key, c) in uses else "" for c in columns),
+                work_text(first.flops, first.bytes) if alike else UNLIKE_WORK,
+                *(
+                    ("" if alike else f"{work_text(works[c].flops, works[c].bytes)} · ") + use_text(use)
+                    if (use := uses.get((facts.key, c))) is not None
+                    else ""
+                    for c in columns
+                ),
             ]
         )
     sources = sorted(
@@ -239,7 +248,9 @@ def machine_section(table, page) -> list[str]:
         )
         + ". The ceiling is the cell's own host's: the best matmul in the step's dtype that any framework (or "
         "NumPy) reached on that processor, measured quietly where a ceilings file for it exists. A cell faster than "
-        f"its ceiling is marked {EXCEEDS}: its ceiling or its work count is wrong, and no share is printed.",
+        f"its ceiling is marked {EXCEEDS}: its ceiling or its work count is wrong, and no share is printed. Where "
+        "a row's cells did different work a step (a library that builds its own widths), the work column says so "
+        "and each cell shows its own; such cells are never compared.",
         "",
         github_table(body, ["Model / task", "Batch", "work per step"] + [c.header for c in columns]),
         "",

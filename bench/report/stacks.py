@@ -20,6 +20,7 @@ TODAY_VERDICT = {
     stats.FASTER: "today slower",
     stats.SAME: "same",
     stats.INCONCLUSIVE: "inconclusive",
+    stats.NOT_COMPARABLE: "not comparable",
 }
 
 

@@ -44,6 +44,9 @@ class Work:
     # step (every weight read once, plus the KV cache), what bandwidth use per token is taken from
     forward_passes: int | None = None
     decode_bytes_per_token: float | None = None
+    # where the implementation computes more than the function needs (Keras' merged LoRA kernels): the function's
+    # own FLOPs, what two cells must share to be compared (bench/same_work.py); None: `flops` is both
+    function_flops: float | None = None
 
     @property
     def intensity(self) -> float:
@@ -135,15 +138,19 @@ def causal_lm_fit(family: str, batch: int, s) -> Work:
     # nor its keys (a frozen projection of it) one: half its scores' product
     first = dense_flops(tokens, s.hidden_dim, (s.num_query_heads + 2 * s.num_key_value_heads) * s.head_dim)
     first += attention_flops(tokens, seq, s.num_query_heads, s.head_dim) / 2  # dK of Q K^T: half of Q K^T and A V
-    flops = 2 * weights - first + 3 * attention
+    frozen = 2 * weights - first + 3 * attention
+    # the adapters as their own small products (peft), less the first adapters' A: the function's own work
+    adapter_flops = 3 * s.num_layers * lora_adapter_flops(tokens, s)
+    adapter_flops -= dense_flops(tokens, s.hidden_dim, 2 * s.lora_rank)
+    adapted = frozen + adapter_flops
+    function_flops = None
     if family == "keras":
         qv = s.hidden_dim * (s.num_query_heads + s.num_key_value_heads) * s.head_dim
-        flops += s.num_layers * dense_flops(tokens, 1, qv)
+        flops = frozen + s.num_layers * dense_flops(tokens, 1, qv)
+        function_flops = adapted  # the same function, which Keras computes through merged kernels
         how = "LoRA fit (Keras): 2 x the frozen forward + 3 x attention + the merged q/v kernels' weight gradient"
     else:
-        flops += 3 * s.num_layers * lora_adapter_flops(tokens, s) - dense_flops(
-            tokens, s.hidden_dim, 2 * s.lora_rank
-        )  # nor the first adapters' A
+        flops = adapted
         how = "LoRA fit (peft): 2 x the frozen forward + 3 x attention + 3 x the adapters' forward"
     dt = DTYPE_BYTES[weights_dtype(s)]
     adapters = (
@@ -152,7 +159,7 @@ def causal_lm_fit(family: str, batch: int, s) -> Work:
         * sum(s.hidden_dim + heads * s.head_dim for heads in (s.num_query_heads, s.num_key_value_heads))
     )
     bytes_ = causal_lm_streamed_weights(s) * dt + adapters * FIT_UPDATE_BYTES_PER_TRAINED
-    return Work(flops, bytes_, compute_dtype(s), how)
+    return Work(flops, bytes_, compute_dtype(s), how, function_flops=function_flops)
 
 
 def causal_lm_forward_flops(batch: int, tokens: int, s, logit_rows: int) -> float:
