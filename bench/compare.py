@@ -287,7 +287,7 @@ def ordered_pairs(comparison: Comparison, table: tuple[str, str]) -> list[tuple[
 
 def counts_text(comparison: Comparison) -> str:
     counts = comparison.counts()
-    verdict_counts = ", ".join(f"{counts[v]} {v}" for v in VERDICTS)
+    verdict_counts = ", ".join(f"{counts[v]} {v}" for v in VERDICTS if counts[v] or v != NOT_COMPARABLE)
     not_compared = f", {counts['not compared']} not compared (a side not ok)" if counts["not compared"] else ""
     m = comparison.judged_together
     family = (

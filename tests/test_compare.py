@@ -171,7 +171,9 @@ def test_the_json_and_png_beside_the_markdown_hold_every_pair(tmp_path):
     written = compare.run(a, b, tmp_path / "cmp" / "compare.md")
     data = json.loads(written.json.read_text())
     assert written.json == tmp_path / "cmp" / "compare.json" and data["format"] == "compare-1"
-    assert data["counts"] == {"faster": 0, "slower": len(CELLS), "same": 0, "inconclusive": 0, "not compared": 0}
+    assert data["counts"] == {
+        "faster": 0, "slower": len(CELLS), "same": 0, "inconclusive": 0, "not comparable": 0, "not compared": 0
+    }
     first = data["pairs"][0]
     assert set(first) >= {"key", "ratio", "low", "high", "verdict", "reason"}
     assert first["key"]["backend"] in {b for b, _, _ in CELLS} and first["low"] < first["ratio"] < first["high"]
