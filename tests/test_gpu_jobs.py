@@ -106,9 +106,7 @@ def test_parallel_cells_each_get_their_own_gpu(tmp_path, monkeypatch):
     monkeypatch.setenv("FAKE_CELL_S", "0.5")
     cells = plan_cells("smoke", backends=backends, models=["bert"])  # 6 cells
     lines = []
-    started = time.perf_counter()
     results = run_cells_parallel(cells, tmp_path / "results", jobs=2, gpu_indices=[3, 7], echo=lines.append)
-    wall = time.perf_counter() - started
     assert len(results) == 6 and {r.status for r in results} == {"ok"}
     loaded = load_all(tmp_path / "results")
     assert {r.provenance["gpu_index"] for r in loaded} == {3, 7}
@@ -119,7 +117,6 @@ def test_parallel_cells_each_get_their_own_gpu(tmp_path, monkeypatch):
         by_gpu[r.provenance["gpu_index"]].append((process["start"], process["end"]))
     assert not overlaps(by_gpu[3]) and not overlaps(by_gpu[7])  # never two cells on one GPU
     assert overlaps(by_gpu[3] + by_gpu[7])  # but the two GPUs did run at once
-    assert wall < 6 * 0.5 + 2  # well under the sequential time plus process start-up
     assert any("gpu 7:" in line for line in lines)
     # --resume, as in run_cells (the same bench.runner.prepare): every cell is measured, none runs again
     again = []
