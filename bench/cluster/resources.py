@@ -49,7 +49,7 @@ def load_plan(path: Path) -> dict[str, dict]:
         raise BenchError(f"cannot read the plan {path}: {e}") from None
     if isinstance(data, dict) and isinstance(data.get("cells"), dict):
         data = data["cells"]
-    elif isinstance(data, dict) and isinstance(data.get("cells"), list):  # what `make plan` writes (bench/plan.py)
+    elif isinstance(data, dict) and isinstance(data.get("cells"), list):  # what `make plan` writes (bench/plan/)
         data = {c["key"]: c for c in data["cells"] if isinstance(c, dict) and isinstance(c.get("key"), str)}
     if not isinstance(data, dict):
         raise BenchError(f"the plan {path} is not a JSON object of cell key -> {{\"memory_gib\": x}}")
