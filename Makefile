@@ -279,7 +279,7 @@ test-stack2024: doctor env-tools ## The 2024 stack's smoke matrix as tests (part
 	@$(MAKE) --no-print-directory envs STACK=2024
 	$(EXTENDED_PYTEST) -m stack2024
 
-lint: env-tools ## ruff (ruff.toml: pycodestyle, pyflakes, import order, bugbear, pyupgrade) and no import cycle in bench/
+lint: env-tools ## ruff (ruff.toml: pycodestyle, pyflakes, import order, bugbear, pyupgrade), no import cycle in bench/ and its layer order kept (bench/layers.toml)
 	$(TOOLS_PY) -m ruff check .
 	$(TOOLS_PY) scripts/import_cycles.py
 

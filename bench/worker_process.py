@@ -6,10 +6,10 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+from bench.cell_process import CellProcess
 from bench.failures import crash_status, oom_kill_count
 from bench.plan import ram_gib
 from bench.provenance import REPO_ROOT
-from bench.runner import CellProcess
 
 
 def run_logged(argv: list[str], env: dict[str, str], log_path: Path, timeout_s: float) -> tuple[str, str] | None:

@@ -139,7 +139,7 @@ def test_one_job_is_the_ordinary_orchestrator(tmp_path, monkeypatch):
 
 def test_the_docs_cluster_estimate_is_the_scripts_output():
     from bench.cluster.decided import markdown
-    from bench.cluster.estimate import ASSUMED_OVERHEAD_S, cell_seconds
+    from bench.cost import ASSUMED_OVERHEAD_S, cell_seconds
 
     (jax_bert_fit,) = plan_cells("paper", backends=["jax"], models=["bert"], tasks=["fit"])
     # published ms/step x (1 first + 2 warm-up + the 10 fewest timed steps), plus the assumed overhead

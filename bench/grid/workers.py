@@ -13,12 +13,13 @@ from pathlib import Path
 from typing import Any
 
 from bench.backends import cell_environment
+from bench.cell_process import CellProcess
 from bench.failures import PeakMemory, crash_status, oom_kill_count
 from bench.grid.spec import Grid, GridModel
 from bench.grid.worker import REPLY
 from bench.plan import ram_gib
 from bench.provenance import REPO_ROOT
-from bench.runner import CellProcess, env_python
+from bench.runner import env_python
 
 SETUP_TIMEOUT_S = 900.0
 # Several workers share the cores and take turns: OpenMP threads that spin-wait after their call (libgomp's
@@ -115,7 +116,7 @@ class WorkerProcess:
                 self.proc.wait(timeout=10)
             except (BrokenPipeError, OSError, subprocess.TimeoutExpired):
                 pass
-        CellProcess._kill(self.proc)  # the runner's: SIGTERM the group, then SIGKILL what is left
+        CellProcess._kill(self.proc)  # the cells': SIGTERM the group, then SIGKILL what is left
         self.memory.__exit__()
         self.reader.join(timeout=10)
         self.log.close()

@@ -239,7 +239,7 @@ def size_note(table: TableAnalysis) -> str:
     """The size this table's generate rows ran at, where its profile cuts a model's layers (cpu-mid): the findings'
     figures are ratios at that size, which a reader must know."""
     from bench.registry import get_model
-    from bench.roofline.work import work_rule
+    from bench.work import work_rule
 
     cut = []
     for model in dict.fromkeys(f.key.model for f in table.rows if f.key.task == "generate"):

@@ -33,7 +33,7 @@ class GridGroup:
     slug: str
     on_gpu: bool
     results: list[Result] = field(default_factory=list)
-    results_dir: Path | None = None  # where the machine's noise study is looked for (bench/noise)
+    results_dir: Path | None = None  # where the machine's noise study is looked for (bench/noise_file.py)
 
     @cached_property
     def judge(self) -> Judge:

@@ -38,7 +38,7 @@ class OverheadGroup:
     size: str
     machine: str
     results: list[Result] = field(default_factory=list)
-    results_dir: Path | None = None  # where the machine's noise study is looked for (bench/noise)
+    results_dir: Path | None = None  # where the machine's noise study is looked for (bench/noise_file.py)
 
     @cached_property
     def judge(self) -> Judge:
