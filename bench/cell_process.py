@@ -25,6 +25,15 @@ LOG_TAIL_LINES = 30
 VERBOSE = bool(os.environ.get("BENCH_VERBOSE"))  # echo every line a cell prints, not only its progress
 
 
+def start_in_own_group(argv: list[str], env: dict[str, str], stdout=subprocess.PIPE, stdin=None) -> subprocess.Popen:
+    """A child of the checkout leading its own process group (so that CellProcess._kill takes its children too),
+    stderr merged into stdout as text: how every cell and worker process is started."""
+    return subprocess.Popen(
+        argv, cwd=REPO_ROOT, env=env, stdin=stdin, stdout=stdout, stderr=subprocess.STDOUT, text=True,
+        start_new_session=True,
+    )  # fmt: skip
+
+
 class CellProcess:
     """One cell run in a child process group, its output teed to a log and the console."""
 
@@ -59,15 +68,7 @@ class CellProcess:
             started = time.perf_counter()
             oom_kills_before = oom_kill_count()
             with self.log_path.open("w") as log:
-                proc = subprocess.Popen(
-                    cmd,
-                    cwd=REPO_ROOT,
-                    env=self.env,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.STDOUT,
-                    text=True,
-                    start_new_session=True,
-                )
+                proc = start_in_own_group(cmd, self.env)
                 reader = threading.Thread(target=self._pump, args=(proc, log), daemon=True)
                 reader.start()
                 timed_out = False

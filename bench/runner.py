@@ -36,6 +36,7 @@ from bench.provenance import (
     machine_label,
     now_utc,
     unlocked_environment,
+    venvs_dir,
 )
 from bench.registry import Cell, get_model
 from bench.replication import SequentialRule
@@ -45,7 +46,7 @@ from bench.runlock import hold as hold_results_folder
 from bench.runlock import release as release_results_folder
 from bench.stats import noise_reasons
 
-VENVS_DIR = Path(os.environ.get("BENCH_VENVS_DIR", REPO_ROOT / ".venvs"))
+VENVS_DIR = venvs_dir()
 
 
 def current_lock_sha256(env: str) -> str | None:
