@@ -157,7 +157,7 @@ overhead: doctor ## Framework-overhead study (keras#22561/#22660: Keras vs pure 
 # picks up where it stopped. BATCH= overrides the capped batch (the 7B fits ran at batch 1 to keep the whole run near
 # two hours), STEPS= the timed steps; each result's config says which values came from the command line.
 CPU_FULL_RESULTS = $(RESULTS)/cpu-full
-bench-cpu-full: doctor envs ## Every published cell at full size on this CPU (batch <= 2, 2 timed steps) -> $(RESULTS)/cpu-full; MODEL= BACKEND= TASK= BATCH=
+bench-cpu-full: doctor envs ## Every published cell at full size on this CPU (batch <= 2, 2 to 10 timed steps) -> $(RESULTS)/cpu-full; MODEL= BACKEND= TASK= BATCH=
 	$(TOOLS_PY) -m bench plan --profile cpu --results-dir "$(CPU_FULL_RESULTS)" $(if $(BATCH),--batch-size $(BATCH)) >/dev/null
 	$(TOOLS_PY) -m bench run --profile cpu $(if $(STEPS),--steps $(STEPS)) --resume \
 		$(if $(MODEL),--model $(MODEL)) $(if $(BACKEND),--backend $(BACKEND)) $(if $(TASK),--task $(TASK)) $(if $(BATCH),--batch-size $(BATCH)) \
@@ -256,7 +256,7 @@ check: check-locks check-containers check-flake ## Static checks, offline: locks
 # 32 and 52 min with it in the other). The first one's report is printed when both have ended. Every phase always
 # runs; make fails if any failed.
 TEST_SD_LOG := $(VENVS)/test-keras-cv-sd.log
-test: doctor envs env-ci-stack ## Build what is needed, then lint and run the whole test suite (smoke profile on CPU)
+test: doctor envs env-ci-stack ## Build what is needed, then lint and run the test suite less its extended tests (smoke profile on CPU)
 	@$(MAKE) --no-print-directory lint
 	@rc=0; \
 	$(TOOLS_PY) -m pytest tests -ra --durations=15 -m "not slow" || rc=$$?; \
@@ -279,7 +279,7 @@ test-stack2024: doctor env-tools ## The 2024 stack's smoke matrix as tests (part
 	@$(MAKE) --no-print-directory envs STACK=2024
 	$(EXTENDED_PYTEST) -m stack2024
 
-lint: env-tools ## ruff (ruff.toml: pycodestyle, pyflakes, import order, bugbear, pyupgrade) and no import cycle in bench/
+lint: env-tools ## ruff (ruff.toml: pycodestyle, pyflakes, import order, bugbear, pyupgrade), no import cycle in bench/ and its layer order kept (bench/layers.toml)
 	$(TOOLS_PY) -m ruff check .
 	$(TOOLS_PY) scripts/import_cycles.py
 

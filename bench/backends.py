@@ -127,7 +127,7 @@ BACKENDS: dict[str, Backend] = {
         # torch here only for the tuning study's DataLoader (envs/jax/pyproject.toml), the same torch as the torch envs;
         # the 2024 stack's jax env has none (the study runs on today's stack).
         # JAX preallocates this fraction of the GPU and can use no more; the plan compares a JAX cell with it
-        # (bench/plan.py usable_gib). Its default, 0.75, leaves a quarter of the card unused, and the plan's estimate
+        # (bench/plan/ usable_gib). Its default, 0.75, leaves a quarter of the card unused, and the plan's estimate
         # for SAM fit (33.5 GiB) would then skip a cell the published table ran on an A100 40GB: set, and recorded,
         # at 0.90 (docs/DEVIATIONS.md row 43; the pool's size, not how fast it is used).
         Backend(

@@ -6,7 +6,7 @@ published table's questions: how each framework does on each model), then the re
 cell runs its processes one after another and is written before the next starts (not interleaved across its row,
 as a run without a budget does): a cut leaves whole cells, and a resumed run never repeats one. Each
 cell samples to its profile's precision target (bench/timing.py: the fewest steps that reach it). The estimate of
-each cell's time is the suite's own: the published per-step figures (bench/cluster/estimate.py, paper cells), else
+each cell's time is the suite's own: the published per-step figures (bench/cost.py, paper cells), else
 this machine's earlier result of the cell (its processes' wall time), else unknown.
 """
 

@@ -64,7 +64,7 @@ def resolve(cell: Cell, timeout_s: float | None = None, environment: dict[str, s
     """The cell's configuration. timeout_s: the command line's, if it gave one (else the cell's own: its published
     cost's multiple or its profile's floor); environment: variables the orchestrator adds for this process (its GPU,
     its core share), on top of the backend's."""
-    from bench.cluster.estimate import cell_cost, cell_timeout_s
+    from bench.cost import cell_cost, cell_timeout_s
 
     profile = get_profile(cell.profile)
     spec = get_model(cell.model)
@@ -109,7 +109,7 @@ def resolve(cell: Cell, timeout_s: float | None = None, environment: dict[str, s
         resolved_timeout = float(cell_timeout_s(cell))
         costed = cell_cost(cell) is not None and resolved_timeout > profile.timeout_s
         sources["timeout_s"] = (
-            "bench/cluster/estimate.py cell_timeout_s (a multiple of the cell's cost at the published speed)"
+            "bench/cost.py cell_timeout_s (a multiple of the cell's cost at the published speed)"
             if costed
             else f"{at} timeout_s"
         )

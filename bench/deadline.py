@@ -28,7 +28,7 @@ def attempt_within(
     (not its own timeout) ends is the run's end, never a `timeout` result."""
     if deadline is None:
         return prepared.attempt(cell, repeat, results_dir, timeout_s, echo)
-    from bench.cluster.estimate import cell_timeout_s
+    from bench.cost import cell_timeout_s
 
     left, limit = deadline - time.monotonic(), timeout_s or cell_timeout_s(cell)
     if left <= 0:

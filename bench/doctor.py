@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.provenance import ENV_STAMP, NO_GPU_VALUES, REPO_ROOT
+from bench.provenance import ENV_STAMP, NO_GPU_VALUES, REPO_ROOT, venvs_dir
 
 GB = 10**9
 GIB = 2**30
@@ -103,7 +103,7 @@ def _read_plan(path: Path) -> dict | None:
 class Probes:
     """What the doctor measures; tests replace any of these with fakes."""
 
-    venvs: Path = field(default_factory=lambda: Path(os.environ.get("BENCH_VENVS_DIR", REPO_ROOT / ".venvs")))
+    venvs: Path = field(default_factory=venvs_dir)
     plan_path: Path = REPO_ROOT / "results" / "plan.json"
     python_version: Callable[[], tuple[int, ...]] = lambda: tuple(sys.version_info[:3])
     which: Callable[[str], str | None] = shutil.which

@@ -29,7 +29,7 @@ def enter_env(env: str, uses_jax: bool, on_gpu: bool) -> None:
     offline.install_guard()
 
 
-# The orchestrator names itself to its cell (bench/runner.py CellProcess): a cell whose orchestrator died before
+# The orchestrator names itself to its cell (bench/cell_process.py CellProcess): a cell whose orchestrator died before
 # the cell first looked at its parent has already been re-parented, so the parent's PID alone would not tell.
 PARENT_PID_VARIABLE = "BENCH_ORCHESTRATOR_PID"
 SCRATCH_PREFIX = "bench-cell-"  # the orchestrator's private folder for a cell's result (bench/runner.py)

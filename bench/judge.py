@@ -6,8 +6,8 @@ A Judge is made over the results it will compare. A cell's drift-probe quiet val
 it was measured in (its provenance's run_id; results written before run ids count as one run): a cell whose probe
 read far above it was measured on a disturbed machine. Two cells from runs whose quiet values differ by the same
 factor ran on a machine of another speed (another host of the label, or a loaded spell), and are not compared. A cell
-of one process borrows its machine's process-to-process spread from the noise study (bench/noise). The statistics
-themselves are bench/stats.py's.
+of one process borrows its machine's process-to-process spread from the noise study's file (bench/noise_file.py).
+The statistics themselves are bench/stats.py's.
 """
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import stats
-from bench.noise import machine_run_spread, machine_spread, processor_fingerprint
+from bench.noise_file import machine_run_spread, machine_spread, processor_fingerprint
 from bench.results import Result
 from bench.same_work import work_difference
 from bench.stats import Estimate, Noise, ProcessSpread, Ratio
@@ -75,7 +75,7 @@ class Judge:
         self._machine_figures: dict[tuple, ProcessSpread | None] = {}
 
     def _per_machine(self, reader, result: Result) -> ProcessSpread | None:
-        """A figure of the result's machine from its noise study (`reader`: bench.noise), read once per machine."""
+        """A figure of the result's machine from its noise study (`reader`: bench.noise_file), read once per machine."""
         machine = result.provenance.get("machine") or {}
         key = (reader, json.dumps(machine, sort_keys=True, default=str))
         if key not in self._machine_figures:

@@ -16,6 +16,13 @@ from pathlib import Path
 from typing import Any
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def venvs_dir() -> Path:
+    """Where the environments are: BENCH_VENVS_DIR (fake or relocated envs), else the checkout's .venvs."""
+    return Path(os.environ.get("BENCH_VENVS_DIR", REPO_ROOT / ".venvs"))
+
+
 ENV_STAMP = "bench-env.json"  # written last by scripts/envs.py build: its presence means the env is complete
 
 # Variables that change what a run does or how fast it goes (TF_CLI_* is Terraform's, not TensorFlow's).

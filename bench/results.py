@@ -15,7 +15,6 @@ from bench.backends import get_backend
 from bench.errors import BenchError
 from bench.provenance import machine_slug
 from bench.registry import Cell, get_model
-from bench.roofline.work import cell_work
 from bench.schema import validate_result
 from bench.stats import (
     EQUIVALENCE_BAND,
@@ -29,6 +28,7 @@ from bench.stats import (
     stalls,
 )
 from bench.timing import Stats
+from bench.work import cell_work
 
 SCHEMA_VERSION = 2  # 2 added first_step_contains, steadiness, compile_events, derived, reference; killed, unsteady
 # (and later, optional: device_memory, gpu_state, generate_split)
@@ -213,7 +213,7 @@ class Result:
         }
 
     def work_counts(self) -> dict[str, Any] | None:
-        """One step's FLOPs and least bytes, counted from the cell's shape (bench/roofline/work.py; recomputed, never
+        """One step's FLOPs and least bytes, counted from the cell's shape (bench/work.py; recomputed, never
         read back); None where the model has no rule or today's registry no longer knows the cell."""
         cell = self.cell
         try:

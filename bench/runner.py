@@ -8,28 +8,24 @@ import hashlib
 import json
 import os
 import shutil
-import signal
-import subprocess
 import sys
 import tempfile
-import threading
 import time
 import uuid
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench.atomic import claim_new_file
-from bench.backends import UNLOCKED_STACK, cell_environment, make_env_command
+from bench.backends import UNLOCKED_STACK, make_env_command
+from bench.cell_process import CellProcess
 from bench.compile_cache import CompileCaches
 from bench.deadline import BudgetSpent, attempt_within
 from bench.drift import reference_ms
 from bench.errors import BenchError
-from bench.failures import PeakMemory, crash_status, oom_kill_count
 from bench.ownenv import why_not_here
 from bench.plan import load_cells as load_plan_cells
-from bench.plan import plan_figures, predicted_oom, ram_gib
+from bench.plan import plan_figures, predicted_oom
 from bench.progress import Progress, hms, status_counts
 from bench.provenance import (
     ENV_STAMP,
@@ -40,6 +36,7 @@ from bench.provenance import (
     machine_label,
     now_utc,
     unlocked_environment,
+    venvs_dir,
 )
 from bench.registry import Cell, get_model
 from bench.replication import SequentialRule
@@ -49,9 +46,7 @@ from bench.runlock import hold as hold_results_folder
 from bench.runlock import release as release_results_folder
 from bench.stats import noise_reasons
 
-VENVS_DIR = Path(os.environ.get("BENCH_VENVS_DIR", REPO_ROOT / ".venvs"))
-LOG_TAIL_LINES = 30
-VERBOSE = bool(os.environ.get("BENCH_VERBOSE"))  # echo every line a cell prints, not only its progress
+VENVS_DIR = venvs_dir()
 
 
 def current_lock_sha256(env: str) -> str | None:
@@ -193,114 +188,6 @@ def gpu_environment(gpu: dict | None) -> dict[str, str]:
 def gpu_id(gpu: dict | None) -> str | None:
     """How nvidia-smi --id names the GPU (its UUID, else its index); None without one."""
     return (gpu.get("uuid") or gpu.get("index")) if gpu else None
-
-
-class CellProcess:
-    """One cell run in a child process group, its output teed to a log and the console."""
-
-    def __init__(
-        self,
-        cell: Cell,
-        python: str,
-        log_path: Path,
-        git: dict,
-        echo: Callable[[str], None],
-        config: dict | None = None,
-    ):
-        self.cell, self.python, self.log_path, self.echo, self.config = cell, python, log_path, echo, config
-        self.tail: deque[str] = deque(maxlen=LOG_TAIL_LINES)
-        self.env = {
-            **os.environ,
-            **cell_environment(cell.env),
-            "PYTHONUNBUFFERED": "1",
-            "BENCH_GIT_COMMIT": git.get("commit") or "",
-            "BENCH_ORCHESTRATOR_PID": str(os.getpid()),
-        }  # the cell dies with it (bench/env_process.py die_with_parent)
-
-    def run(self, timeout_s: float) -> Run:
-        # A private folder for the cell's result: whatever a killed cell leaves half-written goes with it.
-        with tempfile.TemporaryDirectory(prefix="bench-cell-") as scratch:  # its name: bench/env_process.py SCRATCH_PREFIX
-            out = Path(scratch) / "run.json"
-            cmd = [self.python, "-m", "bench", "cell", "--cell", json.dumps(self.cell.to_dict()), "--out", str(out)]
-            if self.config is not None:
-                cmd += ["--config", json.dumps(self.config)]
-            self.log_path.parent.mkdir(parents=True, exist_ok=True)
-            started = time.perf_counter()
-            oom_kills_before = oom_kill_count()
-            with self.log_path.open("w") as log:
-                proc = subprocess.Popen(
-                    cmd,
-                    cwd=REPO_ROOT,
-                    env=self.env,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.STDOUT,
-                    text=True,
-                    start_new_session=True,
-                )
-                reader = threading.Thread(target=self._pump, args=(proc, log), daemon=True)
-                reader.start()
-                timed_out = False
-                try:
-                    with PeakMemory(proc.pid) as memory:  # start_new_session: the cell leads its own group
-                        proc.wait(timeout=timeout_s)
-                except subprocess.TimeoutExpired:
-                    timed_out = True
-                finally:  # also on Ctrl-C: the cell's whole process group goes with it, leftovers included
-                    self._kill(proc)
-                    reader.join(timeout=10)
-            wall = round(time.perf_counter() - started, 3)
-            if timed_out:
-                return Run(
-                    status="timeout",
-                    message=f"no result after {timeout_s:.0f} s; killed",
-                    wall_s=wall,
-                    exit_code=proc.returncode,
-                )
-            if out.exists():
-                try:
-                    run = Run.from_dict(json.loads(out.read_text()))
-                except (ValueError, TypeError) as e:
-                    return Run(
-                        status="error",
-                        message=f"the cell wrote an unreadable run: {e}",
-                        wall_s=wall,
-                        exit_code=proc.returncode,
-                    )
-                run.exit_code = proc.returncode
-                return run
-            return self._crashed(proc.returncode, wall, oom_kills_before, memory.peak_gib)
-
-    def _pump(self, proc: subprocess.Popen, log) -> None:
-        for line in proc.stdout:
-            log.write(line)
-            log.flush()
-            self.tail.append(line.rstrip())
-            if VERBOSE or line.startswith("[cell]"):  # the rest is in the log, and its tail in any failure
-                self.echo(line.rstrip())
-
-    @staticmethod
-    def _kill(proc: subprocess.Popen) -> None:
-        """SIGTERM the cell's process group (a chance to flush), then SIGKILL whatever is left of it."""
-        if proc.poll() is None:
-            try:
-                os.killpg(proc.pid, signal.SIGTERM)
-                proc.wait(timeout=10)
-            except (ProcessLookupError, subprocess.TimeoutExpired):
-                pass
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)  # children the cell left behind (compile workers, loaders)
-        except OSError:  # the group is gone: nothing was left behind
-            pass
-        proc.wait()
-
-    def _crashed(self, code: int, wall: float, oom_kills_before: int | None, peak_rss_gib: float | None) -> Run:
-        """The child died without writing its result: say how, from its exit status, the cgroup's OOM-kill
-        count, the most RAM its processes held and its last lines."""
-        last = " | ".join(line for line in list(self.tail)[-5:] if line)
-        status, how = crash_status(
-            code, "\n".join(self.tail), oom_kills_before, oom_kill_count(), peak_rss_gib, ram_gib()
-        )
-        return Run(status=status, message=f"{how}; last output: {last}", wall_s=wall, exit_code=code)
 
 
 def row_order(cells: list[Cell]) -> list[list[Cell]]:
@@ -629,7 +516,7 @@ def warn_over_timeout(
     """A step count whose run cannot end within the timeout is said before it starts (--steps 1000000000 would
     otherwise run for the whole timeout and end as `timeout`). The estimate: the published ms/step of a paper cell
     (time_estimates), else the cell's current result's median, times the steps asked for."""
-    from bench.cluster.estimate import cell_timeout_s
+    from bench.cost import cell_timeout_s
 
     estimates = time_estimates(cells)
     for cell in cells:

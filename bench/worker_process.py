@@ -6,10 +6,9 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+from bench.cell_process import CellProcess, start_in_own_group
 from bench.failures import crash_status, oom_kill_count
 from bench.plan import ram_gib
-from bench.provenance import REPO_ROOT
-from bench.runner import CellProcess
 
 
 def run_logged(argv: list[str], env: dict[str, str], log_path: Path, timeout_s: float) -> tuple[str, str] | None:
@@ -17,9 +16,7 @@ def run_logged(argv: list[str], env: dict[str, str], log_path: Path, timeout_s: 
     log_path.parent.mkdir(parents=True, exist_ok=True)
     oom_before = oom_kill_count()
     with log_path.open("a") as log:
-        proc = subprocess.Popen(
-            argv, cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
-        )
+        proc = start_in_own_group(argv, env, stdout=log)
         try:
             code = proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:

@@ -7,9 +7,9 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
-from bench.provenance import ENV_STAMP  # noqa: E402  (after the path, so the checkout's bench is found)
+from bench.provenance import ENV_STAMP, venvs_dir  # noqa: E402  (after the path, so the checkout's bench is found)
 
-VENVS = Path(os.environ.get("BENCH_VENVS_DIR", REPO / ".venvs"))  # where the orchestrator looks too
+VENVS = venvs_dir()  # where the orchestrator looks too
 IN_CI = os.environ.get("CI") == "true" or bool(os.environ.get("BENCH_REQUIRE_ENVS"))
 # The tests check code paths, not compile times: every cell they run shares one compile cache, kept across sessions
 # (each cell's first process would otherwise compile torch.compile's smoke models cold, about 40 s a cell here).

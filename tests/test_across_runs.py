@@ -10,7 +10,7 @@ from committed import committed_results
 
 from bench import stats
 from bench.judge import Judge
-from bench.noise import read_noise_file, run_spread_of, study_files
+from bench.noise_file import read_noise_file, run_spread_of, study_files
 from bench.results import load
 
 STUDY = "noise/cpu-amd-epyc-2-cores--64dc9908f650.json"
@@ -92,10 +92,10 @@ def two_runs(tmp_path, noise: bool):
 
 @pytest.mark.parametrize("noise", [True, False])
 def test_a_judge_of_two_runs_carries_the_run_spread_or_decides_nothing(tmp_path, monkeypatch, noise):
-    import bench.noise
+    import bench.noise_file
 
     a, b, folder = two_runs(tmp_path, noise)
-    monkeypatch.setattr(bench.noise, "REPO_ROOT", tmp_path)  # no fallback to the checkout's own noise study
+    monkeypatch.setattr(bench.noise_file, "REPO_ROOT", tmp_path)  # no fallback to the checkout's own noise study
     judge = Judge([a, b], folder)
     across = judge.ratio(a, b)
     same_run = stats.ratio(judge.estimate(a), judge.estimate(b))

@@ -14,7 +14,7 @@ from committed import committed_results
 
 from bench import compare
 from bench.errors import BenchError
-from bench.noise import NOISE_DIR, NOISE_FORMAT, noise_file_name
+from bench.noise_file import NOISE_DIR, NOISE_FORMAT, noise_file_name
 from bench.registry import Cell
 from bench.report.load import COLUMNS
 from bench.results import Result, Run, load_all

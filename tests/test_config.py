@@ -97,7 +97,7 @@ def test_a_paper_cells_timeout_names_the_estimate():
     cell = plan_cells("paper", backends=["torch"], models=["stable_diffusion"], tasks=["predict"], exact=True)[0]
     config = resolve(cell)
     assert config.timeout_s > get_profile("paper").timeout_s and config.sources["timeout_s"].startswith(
-        "bench/cluster/estimate.py"
+        "bench/cost.py"
     )
     assert config.sources["shape"] == "bench/models/stable_diffusion/workload.toml [paper]"
 

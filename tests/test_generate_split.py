@@ -132,16 +132,16 @@ def split_of(ttft_ms, tpot_ms, positions, error=0.02):
 @pytest.fixture
 def no_repo_noise_study(monkeypatch, tmp_path):
     """Only the test's own results folder may hold a noise study (not the checkout's results/noise/)."""
-    import bench.noise
+    import bench.noise_file
 
-    monkeypatch.setattr(bench.noise, "REPO_ROOT", tmp_path / "no-checkout")
+    monkeypatch.setattr(bench.noise_file, "REPO_ROOT", tmp_path / "no-checkout")
 
 
 def write_noise_study(results_dir, machine, log_sd=0.02, dof=30):
     """A machine's noise study as `make noise` leaves it: its process-to-process spread."""
     import json
 
-    from bench.noise import NOISE_DIR, NOISE_FORMAT, noise_file_name
+    from bench.noise_file import NOISE_DIR, NOISE_FORMAT, noise_file_name
 
     path = results_dir / NOISE_DIR / noise_file_name(machine)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -106,9 +106,7 @@ def test_parallel_cells_each_get_their_own_gpu(tmp_path, monkeypatch):
     monkeypatch.setenv("FAKE_CELL_S", "0.5")
     cells = plan_cells("smoke", backends=backends, models=["bert"])  # 6 cells
     lines = []
-    started = time.perf_counter()
     results = run_cells_parallel(cells, tmp_path / "results", jobs=2, gpu_indices=[3, 7], echo=lines.append)
-    wall = time.perf_counter() - started
     assert len(results) == 6 and {r.status for r in results} == {"ok"}
     loaded = load_all(tmp_path / "results")
     assert {r.provenance["gpu_index"] for r in loaded} == {3, 7}
@@ -119,7 +117,6 @@ def test_parallel_cells_each_get_their_own_gpu(tmp_path, monkeypatch):
         by_gpu[r.provenance["gpu_index"]].append((process["start"], process["end"]))
     assert not overlaps(by_gpu[3]) and not overlaps(by_gpu[7])  # never two cells on one GPU
     assert overlaps(by_gpu[3] + by_gpu[7])  # but the two GPUs did run at once
-    assert wall < 6 * 0.5 + 2  # well under the sequential time plus process start-up
     assert any("gpu 7:" in line for line in lines)
     # --resume, as in run_cells (the same bench.runner.prepare): every cell is measured, none runs again
     again = []
@@ -142,7 +139,7 @@ def test_one_job_is_the_ordinary_orchestrator(tmp_path, monkeypatch):
 
 def test_the_docs_cluster_estimate_is_the_scripts_output():
     from bench.cluster.decided import markdown
-    from bench.cluster.estimate import ASSUMED_OVERHEAD_S, cell_seconds
+    from bench.cost import ASSUMED_OVERHEAD_S, cell_seconds
 
     (jax_bert_fit,) = plan_cells("paper", backends=["jax"], models=["bert"], tasks=["fit"])
     # published ms/step x (1 first + 2 warm-up + the 10 fewest timed steps), plus the assumed overhead

@@ -13,10 +13,10 @@ from fakes import a100, install_fake_nvidia_smi, make_fake_envs
 from test_sync_real import run_probe
 
 from bench.backends import get_backend
-from bench.cluster.estimate import cell_cost, cell_timeout_s, published_ms, units_per_step
 from bench.cluster.parallel import cpu_share_environment, cpu_shares, run_cells_parallel
 from bench.cluster.resources import cell_resources
 from bench.cluster.task import container_command, gpu_passthrough, physical_gpus
+from bench.cost import cell_cost, cell_timeout_s, published_ms, units_per_step
 from bench.plan import plan_figures, predicted_oom, usable_gib
 from bench.profiles import get_profile
 from bench.provenance import gpus, machine_info, visible_gpu_selection

@@ -370,7 +370,7 @@ def write_synthetic(results_dir: Path, machine: dict) -> None:
 
 
 def write_noise_study(results_dir: Path, machine: dict, log_sd=0.02, dof=30) -> None:
-    from bench.noise import NOISE_DIR, NOISE_FORMAT, noise_file_name
+    from bench.noise_file import NOISE_DIR, NOISE_FORMAT, noise_file_name
 
     path = results_dir / NOISE_DIR / noise_file_name(machine)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -379,10 +379,10 @@ def write_noise_study(results_dir: Path, machine: dict, log_sd=0.02, dof=30) -> 
 
 def test_grid_page_has_then_and_now_tables_and_figures(tmp_path, monkeypatch):
     pytest.importorskip("matplotlib")
-    import bench.noise
+    import bench.noise_file
     from bench.report.grid import render_grid
 
-    monkeypatch.setattr(bench.noise, "REPO_ROOT", tmp_path / "no-checkout")  # only this test's own noise study
+    monkeypatch.setattr(bench.noise_file, "REPO_ROOT", tmp_path / "no-checkout")  # only this test's own noise study
     machine = machine_info()
     write_synthetic(tmp_path, machine)
     page = render_grid(tmp_path).read_text()

@@ -13,8 +13,9 @@ import pytest
 from conftest import env_python
 
 from bench import stats
-from bench.noise import interleaved_sides, machine_spread, noise_file_name, read_noise_file, study
+from bench.noise import interleaved_sides, study
 from bench.noise import probe as calibration
+from bench.noise_file import machine_spread, noise_file_name, read_noise_file
 from bench.report.noise import PAGE, noise_section, render_noise
 
 # A quicker rule than the smoke profile's for the tests' processes: the same sampling to 2%, over at most half a second.

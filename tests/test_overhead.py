@@ -9,7 +9,7 @@ import pytest
 from conftest import env_python
 
 from bench import claims
-from bench.noise import NOISE_DIR, NOISE_FORMAT, noise_file_name
+from bench.noise_file import NOISE_DIR, NOISE_FORMAT, noise_file_name
 from bench.overhead.models import parameter_counts
 from bench.overhead.run import compare_outputs, overhead_cell, run_overhead
 from bench.overhead.spec import (
@@ -87,9 +87,9 @@ def overhead_results(machine, ms=None):
 
 
 def test_one_process_columns_are_inconclusive_until_the_machine_spread_is_measured(tmp_path, monkeypatch):
-    import bench.noise
+    import bench.noise_file
 
-    monkeypatch.setattr(bench.noise, "REPO_ROOT", tmp_path / "no-checkout")  # only this test's own noise study
+    monkeypatch.setattr(bench.noise_file, "REPO_ROOT", tmp_path / "no-checkout")  # only this test's own noise study
     machine = {"os": "Linux", "cpu": "AMD EPYC", "logical_cpus": 2, "memory_gib": 23.5, "gpus": []}
     group = OverheadGroup("default", "CPU AMD EPYC (2 cores)", overhead_results(machine), results_dir=tmp_path)
     ratio = group.ratio("llm_generate_32", "keras_torch_eager", "pure_torch_eager")

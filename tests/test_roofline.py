@@ -20,7 +20,7 @@ from bench.roofline.ceilings import best_of, measure_run
 from bench.roofline.hardware import A100_40GB, H100_SXM, H200_SXM, datasheet_for
 from bench.roofline.published import published_cells
 from bench.roofline.utilisation import use_of
-from bench.roofline.work import cell_work
+from bench.work import cell_work
 
 REPO = Path(__file__).resolve().parent.parent
 PUBLISHED_MODELS = list(dict.fromkeys(r.model for r in published_rows()))

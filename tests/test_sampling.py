@@ -209,7 +209,7 @@ def test_cells_sample_unless_the_command_line_fixed_their_count():
 
 
 def test_the_timeouts_count_the_worst_case_of_sampling_and_every_process():
-    from bench.cluster.estimate import cell_cost, cell_timeout_s, task_timeout_s
+    from bench.cost import cell_cost, cell_timeout_s, task_timeout_s
 
     cell = next(c for c in plan_cells("smoke", backends=["jax"], models=["gemma"], tasks=["generate"]) if cell_cost(c))
     cost = cell_cost(cell)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-import bench.noise
+import bench.noise_file
 
 pytest.importorskip("tabulate")
 pytest.importorskip("matplotlib")
@@ -300,7 +300,7 @@ def no_committed_noise_study(tmp_path_factory):
     """A one-process cell borrows its machine's spread from a noise study, looked for beside the results and in the
     repository's results/: the fixtures' machines must not find the committed one."""
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(bench.noise, "REPO_ROOT", tmp_path_factory.mktemp("no-repo"))
+        patch.setattr(bench.noise_file, "REPO_ROOT", tmp_path_factory.mktemp("no-repo"))
         yield
 
 

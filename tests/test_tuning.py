@@ -64,9 +64,9 @@ def test_the_cpu_profile_runs_paper_shapes_at_a_small_batch():
 @pytest.fixture
 def no_repo_noise_study(monkeypatch, tmp_path):
     """Only the test's own results folder may hold a noise study (not the checkout's results/noise/)."""
-    import bench.noise
+    import bench.noise_file
 
-    monkeypatch.setattr(bench.noise, "REPO_ROOT", tmp_path / "no-checkout")
+    monkeypatch.setattr(bench.noise_file, "REPO_ROOT", tmp_path / "no-checkout")
 
 
 def table_row(page, *cells):
@@ -132,7 +132,7 @@ def test_one_process_cells_say_why_their_verdict_is_inconclusive(tmp_path, no_re
 
     from test_table import CPU, make, write_all
 
-    from bench.noise import NOISE_DIR, NOISE_FORMAT, noise_file_name
+    from bench.noise_file import NOISE_DIR, NOISE_FORMAT, noise_file_name
     from bench.report import render
 
     write_all(tmp_path, [make("torch", "vit", "fit", 2, 150.0, profile="cpu", machine=CPU),

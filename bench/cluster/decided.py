@@ -18,7 +18,9 @@ import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from bench.cluster.estimate import (
+from bench.cluster.gpus import makespan
+from bench.cluster.measured import Measured, cell_kind, committed, kind_label
+from bench.cost import (
     ASSUMED_COMPILE_OVERHEAD_S,
     ASSUMED_OVERHEAD_S,
     COSTED_AS,
@@ -26,8 +28,6 @@ from bench.cluster.estimate import (
     SD_CALL_OVERHEAD_DENOISE_STEPS,
     cell_cost,
 )
-from bench.cluster.gpus import makespan
-from bench.cluster.measured import Measured, cell_kind, committed, kind_label
 from bench.profiles import get_profile
 from bench.progress import hms
 from bench.published import PUBLISHED_PROCESSES, PUBLISHED_TIMED_STEPS, published_ms

@@ -1,6 +1,6 @@
 """What paper cells on a GPU have cost, measured: a process's time beyond its steps (start-up, the model's build, the
 first step's trace and compile), the process-to-process spread of a cell's figure, and how many timed steps sampling
-took. The estimator (bench/cluster/estimate.py, decided.py) uses these in place of its assumptions as soon as any
+took. The estimator (bench/cost.py, decided.py) uses these in place of its assumptions as soon as any
 GPU result exists, in the results folder given or the committed results/, and says which figure came from where.
 
 A measurement is borrowed by the nearest cell class that has one: the same backend, variant kind (compiled or not)

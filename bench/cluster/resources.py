@@ -10,7 +10,7 @@ from bench.errors import BenchError
 from bench.registry import Cell
 
 # Start-up, environment import and result writing on top of the cell's own timeouts (the orchestrator kills each of
-# a cell's processes at its timeout, bench/cluster/estimate.py task_timeout_s; Slurm must not kill the orchestrator
+# a cell's processes at its timeout, bench/cost.py task_timeout_s; Slurm must not kill the orchestrator
 # before it has recorded that).
 TIME_MARGIN_S = 600
 # Host memory when results/plan.json has no figure for the cell. paper: a 7B LLM passes through host memory
@@ -49,7 +49,7 @@ def load_plan(path: Path) -> dict[str, dict]:
         raise BenchError(f"cannot read the plan {path}: {e}") from None
     if isinstance(data, dict) and isinstance(data.get("cells"), dict):
         data = data["cells"]
-    elif isinstance(data, dict) and isinstance(data.get("cells"), list):  # what `make plan` writes (bench/plan.py)
+    elif isinstance(data, dict) and isinstance(data.get("cells"), list):  # what `make plan` writes (bench/plan/)
         data = {c["key"]: c for c in data["cells"] if isinstance(c, dict) and isinstance(c.get("key"), str)}
     if not isinstance(data, dict):
         raise BenchError(f"the plan {path} is not a JSON object of cell key -> {{\"memory_gib\": x}}")
@@ -60,7 +60,7 @@ def cell_resources(
     cell: Cell, plan: dict[str, dict], gres: str = "auto", cpus: int | None = None, mem_gib: int | None = None
 ) -> Resources:
     """gres: "auto" (the profile's default), "none", or an explicit --gres value such as gpu:a100:1."""
-    from bench.cluster.estimate import task_timeout_s  # the figures the orchestrator kills the cell's processes at
+    from bench.cost import task_timeout_s  # the figures the orchestrator kills the cell's processes at
 
     time_min = math.ceil((task_timeout_s(cell) + TIME_MARGIN_S) / 60)
     if mem_gib is None:

@@ -26,7 +26,7 @@ CONTAINER_SHM = "8g"
 def run_arguments(cell: Cell, results_dir: str) -> list[str]:
     """`bench run` narrowed to exactly this cell. --steps only where the cell's count is fixed (it was given one):
     a cell that samples to its profile's precision samples on the node as it would locally, and runs the profile's
-    processes (no --repeats; Slurm's --time counts them, bench/cluster/estimate.py task_timeout_s)."""
+    processes (no --repeats; Slurm's --time counts them, bench/cost.py task_timeout_s)."""
     steps = ["--steps", str(cell.timed_steps)] if cell.max_timed_steps is None else []
     return [
         "run", "--backend", cell.backend, "--model", cell.model, "--task", cell.task,

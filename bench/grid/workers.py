@@ -13,12 +13,12 @@ from pathlib import Path
 from typing import Any
 
 from bench.backends import cell_environment
+from bench.cell_process import CellProcess, start_in_own_group
 from bench.failures import PeakMemory, crash_status, oom_kill_count
 from bench.grid.spec import Grid, GridModel
 from bench.grid.worker import REPLY
 from bench.plan import ram_gib
-from bench.provenance import REPO_ROOT
-from bench.runner import CellProcess, env_python
+from bench.runner import env_python
 
 SETUP_TIMEOUT_S = 900.0
 # Several workers share the cores and take turns: OpenMP threads that spin-wait after their call (libgomp's
@@ -45,15 +45,8 @@ class WorkerProcess:
             "PYTHONUNBUFFERED": "1",
             "BENCH_GIT_COMMIT": git.get("commit") or "",
         }
-        self.proc = subprocess.Popen(
-            [env_python(env), "-m", "bench.grid.worker", *argv],
-            cwd=REPO_ROOT,
-            env=env_vars,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            start_new_session=True,
+        self.proc = start_in_own_group(
+            [env_python(env), "-m", "bench.grid.worker", *argv], env_vars, stdin=subprocess.PIPE
         )
         self.reader = threading.Thread(target=self._pump, args=(echo,), daemon=True)
         self.reader.start()
@@ -115,7 +108,7 @@ class WorkerProcess:
                 self.proc.wait(timeout=10)
             except (BrokenPipeError, OSError, subprocess.TimeoutExpired):
                 pass
-        CellProcess._kill(self.proc)  # the runner's: SIGTERM the group, then SIGKILL what is left
+        CellProcess._kill(self.proc)  # the cells': SIGTERM the group, then SIGKILL what is left
         self.memory.__exit__()
         self.reader.join(timeout=10)
         self.log.close()

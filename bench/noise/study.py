@@ -1,7 +1,7 @@
 """`make noise` (`python -m bench.noise.study`): how small a difference this machine can show.
 
 Four measurements, saved as one file per processor (<results>/noise/<machine>--<fingerprint>.json, format
-"noise-1", bench/noise/__init__.py reads it) and rendered as <results>/noise/NOISE.md (bench/report/noise.py):
+"noise-1", bench/noise_file.py reads it) and rendered as <results>/noise/NOISE.md (bench/report/noise.py):
 
 1. A/A on product cells. Per round and cell, `repeats` processes into side A and as many into side B, interleaved
    A-B-B-A-A-B, each run as the orchestrator runs a cell process (bench/runner.py prepare / Prepared.attempt, the
@@ -43,8 +43,9 @@ from bench import stats
 from bench.atomic import write_json_atomic
 from bench.drift import reference_ms
 from bench.errors import BenchError
-from bench.noise import NOISE_DIR, NOISE_FORMAT, interleaved_sides, noise_file_name, read_noise_file
+from bench.noise import interleaved_sides
 from bench.noise import probe as calibration
+from bench.noise_file import NOISE_DIR, NOISE_FORMAT, noise_file_name, read_noise_file
 from bench.profiles import get_profile
 from bench.progress import hms
 from bench.provenance import git_info, machine_info, now_utc

@@ -23,7 +23,7 @@ from bench.plan.counts import counts_for
 from bench.plan.memory import DTYPE_BYTES, GIB, activation_formulas, figures, fits
 from bench.provenance import git_info, machine_info, now_utc
 from bench.registry import Cell, get_model, plan_cells
-from bench.roofline.work import work_rule
+from bench.work import work_rule
 
 # What nvidia-smi reports as memory.total for the published GPU and the current flagship, in GiB.
 DEVICES = {"A100-40GB": 40960 / 1024, "H100-80GB": 81559 / 1024}

@@ -23,15 +23,11 @@ from pathlib import Path
 
 from bench.atomic import write_text_atomic
 from bench.backends import cell_environment
-from bench.provenance import REPO_ROOT
+from bench.provenance import REPO_ROOT, venvs_dir
 
 FAMILY_ENVS = {"keras": ("jax", "tensorflow", "torch"), "native-torch": ("native-torch",)}
 PREFIX = "COUNTS "
 TIMEOUT_S = 600
-
-
-def venvs_dir() -> Path:
-    return Path(os.environ.get("BENCH_VENVS_DIR", REPO_ROOT / ".venvs"))
 
 
 def cache_path() -> Path:

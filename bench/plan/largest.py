@@ -25,7 +25,7 @@ from bench.plan.memory import GIB, figures
 from bench.provenance import REPO_ROOT
 from bench.registry import Cell, get_model, plan_cells
 from bench.results import load_all
-from bench.roofline.work import work_rule
+from bench.work import work_rule
 
 # The columns each model's published generate findings compare (bench/report/generate.py published_lines).
 COMPARED = {

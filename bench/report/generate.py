@@ -84,9 +84,9 @@ def generate_section(table: TableAnalysis, page: Page) -> list[str]:
         "",
     ]
     lines += [
-        text.tabulate(
+        text.github_table(
             body,
-            headers=[
+            [
                 "row",
                 "backend",
                 "ms/call",
@@ -97,8 +97,6 @@ def generate_section(table: TableAnalysis, page: Page) -> list[str]:
                 "prefill positions (prompt)",
                 "agreement",
             ],
-            tablefmt="github",
-            disable_numparse=True,
         ),
         "",
     ]
@@ -226,9 +224,7 @@ def published_lines(table: TableAnalysis, judge: Judge) -> list[str]:
         f"our whole interval lies {claim_rule(HOLDS_FACTOR)}, does not hold when it lies wholly outside that, else "
         f"inconclusive){size_note(table)}:",
         "",
-        text.tabulate(
-            body, headers=["finding", "published", "ours", "verdict"], tablefmt="github", disable_numparse=True
-        ),
+        text.github_table(body, ["finding", "published", "ours", "verdict"]),
         "",
         GPU_NOTE,
         "",
@@ -239,7 +235,7 @@ def size_note(table: TableAnalysis) -> str:
     """The size this table's generate rows ran at, where its profile cuts a model's layers (cpu-mid): the findings'
     figures are ratios at that size, which a reader must know."""
     from bench.registry import get_model
-    from bench.roofline.work import work_rule
+    from bench.work import work_rule
 
     cut = []
     for model in dict.fromkeys(f.key.model for f in table.rows if f.key.task == "generate"):

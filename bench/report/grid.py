@@ -33,7 +33,7 @@ class GridGroup:
     slug: str
     on_gpu: bool
     results: list[Result] = field(default_factory=list)
-    results_dir: Path | None = None  # where the machine's noise study is looked for (bench/noise)
+    results_dir: Path | None = None  # where the machine's noise study is looked for (bench/noise_file.py)
 
     @cached_property
     def judge(self) -> Judge:
@@ -98,12 +98,7 @@ def model_table(group: GridGroup, model: str) -> list[str]:
     by = {(r.cell.variant, r.cell.batch_size, length_of(r)): r for r in results}
     rows = [[f"{b} x {n}"] + [cell_text(by[(c, b, n)]) if (c, b, n) in by else "" for c in columns] for b, n in points]
     lines = [
-        text.tabulate(
-            rows,
-            headers=["batch x length"] + [COLUMNS[c].display for c in columns],
-            tablefmt="github",
-            disable_numparse=True,
-        ),
+        text.github_table(rows, ["batch x length"] + [COLUMNS[c].display for c in columns]),
         "",
     ]
     notes = sorted(
@@ -164,12 +159,7 @@ def findings_table(group: GridGroup) -> list[str]:
         for f in findings(group.points(), group.on_gpu, group.spread)
     ]
     return [
-        text.tabulate(
-            rows,
-            headers=["published finding (HF, Oct 2019)", "published", "ours", "verdict"],
-            tablefmt="github",
-            disable_numparse=True,
-        )
+        text.github_table(rows, ["published finding (HF, Oct 2019)", "published", "ours", "verdict"])
     ]
 
 

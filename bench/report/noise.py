@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from bench.noise import NOISE_DIR, NOISE_FORMAT, find_noise_file, read_noise_file
+from bench.noise_file import NOISE_DIR, NOISE_FORMAT, find_noise_file, read_noise_file
 from bench.provenance import machine_label
 from bench.report import text
 from bench.report.text import write_text_atomic

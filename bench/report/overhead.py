@@ -38,7 +38,7 @@ class OverheadGroup:
     size: str
     machine: str
     results: list[Result] = field(default_factory=list)
-    results_dir: Path | None = None  # where the machine's noise study is looked for (bench/noise)
+    results_dir: Path | None = None  # where the machine's noise study is looked for (bench/noise_file.py)
 
     @cached_property
     def judge(self) -> Judge:
@@ -101,12 +101,7 @@ def findings_table(group: OverheadGroup) -> list[str]:
             ]
         )
     return [
-        text.tabulate(
-            rows,
-            headers=["published finding", "source", "published ratio", "ours", "verdict"],
-            tablefmt="github",
-            disable_numparse=True,
-        )
+        text.github_table(rows, ["published finding", "source", "published ratio", "ours", "verdict"])
     ]
 
 
@@ -120,12 +115,7 @@ def group_lines(group: OverheadGroup) -> list[str]:
     ]
     rows = [[BENCHMARKS[b].display] + [cell_text(group.result(b, c)) for c in columns] for b in BENCHMARKS]
     lines += [
-        text.tabulate(
-            rows,
-            headers=["benchmark"] + [COLUMNS[c].display for c in columns],
-            tablefmt="github",
-            disable_numparse=True,
-        ),
+        text.github_table(rows, ["benchmark"] + [COLUMNS[c].display for c in columns]),
         "",
     ]
     lines += ["The published figures (Apple MPS; `bench/data/keras_overhead_2026.csv`), ms per call:", ""]
@@ -137,12 +127,7 @@ def group_lines(group: OverheadGroup) -> list[str]:
         for s in SOURCES
     ]
     lines += [
-        text.tabulate(
-            rows,
-            headers=["benchmark, source"] + [COLUMNS[c].display for c in columns],
-            tablefmt="github",
-            disable_numparse=True,
-        ),
+        text.github_table(rows, ["benchmark, source"] + [COLUMNS[c].display for c in columns]),
         "",
     ]
     keras = [c for c, spec in COLUMNS.items() if spec.keras]
@@ -170,7 +155,7 @@ def group_lines(group: OverheadGroup) -> list[str]:
             row.append(f"{shown} ({' / '.join(fmt_published(p) for p in reversed(pub))})")
         rows.append(row)
     headers = ["benchmark"] + [f"{COLUMNS[c].display} / {COLUMNS[COLUMNS[c].baseline].display}" for c in keras]
-    lines += [text.tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True), ""]
+    lines += [text.github_table(rows, headers), ""]
     if undecided:
         lines += ["Why a ratio above is inconclusive:", ""] + [f"- {line}" for line in undecided] + [""]
     lines += [
@@ -212,12 +197,7 @@ def group_lines(group: OverheadGroup) -> list[str]:
         "",
         "First call (trace, compile) apart, ms:",
         "",
-        text.tabulate(
-            first,
-            headers=["benchmark"] + [COLUMNS[c].display for c in columns],
-            tablefmt="github",
-            disable_numparse=True,
-        ),
+        text.github_table(first, ["benchmark"] + [COLUMNS[c].display for c in columns]),
     ]
     return lines
 

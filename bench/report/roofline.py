@@ -2,7 +2,7 @@
 datasheet peaks (a section of its own, needing no result), and per table each ok cell's achieved FLOP/s, its MFU and,
 for decode, its memory-bandwidth use, with a roofline figure.
 
-The counts are bench/roofline/work.py's (each model's bench/models/<name>/work.py), the ceilings a run's own probe
+The counts are bench/work.py's (each model's bench/models/<name>/work.py), the ceilings a run's own probe
 (bench/roofline/probe.py, recorded in the result's provenance), a machine's ceilings file measured later
 (results/ceilings/<machine>.json, `make ceilings`), or a known GPU's datasheet (bench/roofline/hardware.py).
 """

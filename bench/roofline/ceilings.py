@@ -192,7 +192,7 @@ def load_machine_file(results_dir: Path, machine: dict) -> dict | None:
 def main(argv: list[str] | None = None) -> int:
     import argparse
 
-    from bench.plan.counts import venvs_dir
+    from bench.provenance import venvs_dir
 
     parser = argparse.ArgumentParser(
         prog="python -m bench.roofline.ceilings",

@@ -15,7 +15,7 @@ from bench.published import published_ms, published_rows
 from bench.registry import get_model
 from bench.roofline.hardware import A100_40GB, Datasheet
 from bench.roofline.utilisation import Rate
-from bench.roofline.work import cell_work
+from bench.work import cell_work
 
 PAPER = "paper"
 

@@ -9,7 +9,7 @@ import torch
 
 from bench.models.torch_common import on_meta
 from bench.models.torch_llm import lora_config
-from bench.roofline.work import causal_lm_fit, causal_lm_forward_flops
+from bench.work import causal_lm_fit, causal_lm_forward_flops
 
 BATCH = 1
 

@@ -1,6 +1,6 @@
 """A result against its machine's limits: achieved FLOP/s and bytes/s, MFU, bandwidth use (docs/ROOFLINE.md).
 
-The work is the cell's count (bench/roofline/work.py); the time the result's headline figure (ms/step, ms per
+The work is the cell's count (bench/work.py); the time the result's headline figure (ms/step, ms per
 generate call, ms per denoising step: each the unit the count is per). The ceiling is the cell's own host's: the
 best matmul any framework (or NumPy) reached on it in the step's dtype, and the best triad, taken from the machine's
 ceilings file (`make ceilings`: measured quietly, best of repeats, used only for a result of the same processor),
@@ -20,7 +20,7 @@ from bench.errors import BenchError
 from bench.registry import get_model
 from bench.results import Result
 from bench.roofline.hardware import datasheet_for
-from bench.roofline.work import Work, cell_work
+from bench.work import Work, cell_work
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ def causal_lm_xla_checks(workload, s) -> list:
     import keras_hub
 
     from bench.models.keras_llm import attention_layers, build_causal_lm, disable_fused_attention
-    from bench.roofline.work import causal_lm_fit, causal_lm_forward_flops
+    from bench.work import causal_lm_fit, causal_lm_forward_flops
 
     keras.config.set_dtype_policy(s.dtype)
 

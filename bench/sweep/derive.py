@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import subprocess
 import tempfile
@@ -35,14 +34,14 @@ from bench.atomic import write_json_atomic, write_text_atomic
 from bench.envs.build import build_lock, build_locked
 from bench.envs.common import uv_bin
 from bench.envs.locks import canon, parse_req, req_versions
-from bench.provenance import REPO_ROOT, env_stamp
+from bench.provenance import REPO_ROOT, env_stamp, venvs_dir
 
 TIERS = ("pinned", "transitive", "top-level")
 PYTHON_VERSION = "3.11"
 PLATFORM = "x86_64-unknown-linux-gnu"
 LOCKS_DIR = REPO_ROOT / "envs" / "sweep"
-# beside the backends' envs (BENCH_VENVS_DIR, as bench/runner.py reads it), one folder per backend and version
-VENVS_DIR = Path(os.environ.get("BENCH_VENVS_DIR", REPO_ROOT / ".venvs")) / "sweep"
+# beside the backends' envs (bench/provenance.py venvs_dir), one folder per backend and version
+VENVS_DIR = venvs_dir() / "sweep"
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""SegmentAnything's work rule (bench/roofline/work.py): the ViT-H image encoder, which is nearly all of it.
+"""SegmentAnything's work rule (bench/work.py): the ViT-H image encoder, which is nearly all of it.
 
 The encoder as segment_anything builds it (and keras-hub's ViTDet backbone): a 16x16 patch convolution, layers of
 attention and MLP, windowed attention in all but the global layers, decomposed relative positions, a neck of a
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 
-from bench.roofline.work import (
+from bench.work import (
     FIT_UPDATE_BYTES_PER_TRAINED,
     Work,
     attention_flops,

@@ -1,4 +1,4 @@
-"""StableDiffusion's work rule (bench/roofline/work.py): convolutions and attention, walked block by block. The UNet
+"""StableDiffusion's work rule (bench/work.py): convolutions and attention, walked block by block. The UNet
 and the VAE encoder as diffusers builds them (UNet2DConditionModel, AutoencoderKL's Encoder; keras-cv's v1
 DiffusionModel and ImageEncoder are the same networks at the fixed v1 widths of plan.py's KERAS_CV_SD, so a Keras
 cell is counted at those widths whatever the shape says). Predict's step is one denoising step: two UNet passes at
@@ -12,7 +12,7 @@ work left out.
 from __future__ import annotations
 
 from bench.models.stable_diffusion.plan import KERAS_CV_SD
-from bench.roofline.work import FIT_UPDATE_BYTES_PER_TRAINED, Work, attention_flops, conv_flops, dense_flops
+from bench.work import FIT_UPDATE_BYTES_PER_TRAINED, Work, attention_flops, conv_flops, dense_flops
 
 LATENT_CHANNELS = 4
 TIME_EMBEDDING = 4  # the time embedding is 4 x the first width (320 -> 1280)

@@ -1,0 +1,135 @@
+"""One cell run in its own child process group by the orchestrator: its output teed to a log and the console, killed
+at its timeout or with its caller, and how it ended when it wrote no result. Shared by the runner, the grid's and the
+studies' workers (bench/worker_process.py), which kill their processes the same way."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from pathlib import Path
+
+from bench.backends import cell_environment
+from bench.failures import PeakMemory, crash_status, oom_kill_count
+from bench.plan import ram_gib
+from bench.provenance import REPO_ROOT
+from bench.registry import Cell
+from bench.results import Run
+
+LOG_TAIL_LINES = 30
+VERBOSE = bool(os.environ.get("BENCH_VERBOSE"))  # echo every line a cell prints, not only its progress
+
+
+def start_in_own_group(argv: list[str], env: dict[str, str], stdout=subprocess.PIPE, stdin=None) -> subprocess.Popen:
+    """A child of the checkout leading its own process group (so that CellProcess._kill takes its children too),
+    stderr merged into stdout as text: how every cell and worker process is started."""
+    return subprocess.Popen(
+        argv, cwd=REPO_ROOT, env=env, stdin=stdin, stdout=stdout, stderr=subprocess.STDOUT, text=True,
+        start_new_session=True,
+    )  # fmt: skip
+
+
+class CellProcess:
+    """One cell run in a child process group, its output teed to a log and the console."""
+
+    def __init__(
+        self,
+        cell: Cell,
+        python: str,
+        log_path: Path,
+        git: dict,
+        echo: Callable[[str], None],
+        config: dict | None = None,
+    ):
+        self.cell, self.python, self.log_path, self.echo, self.config = cell, python, log_path, echo, config
+        self.tail: deque[str] = deque(maxlen=LOG_TAIL_LINES)
+        self.env = {
+            **os.environ,
+            **cell_environment(cell.env),
+            "PYTHONUNBUFFERED": "1",
+            "BENCH_GIT_COMMIT": git.get("commit") or "",
+            "BENCH_ORCHESTRATOR_PID": str(os.getpid()),
+        }  # the cell dies with it (bench/env_process.py die_with_parent)
+
+    def run(self, timeout_s: float) -> Run:
+        # A private folder for the cell's result: whatever a killed cell leaves half-written goes with it (its name:
+        # bench/env_process.py SCRATCH_PREFIX).
+        with tempfile.TemporaryDirectory(prefix="bench-cell-") as scratch:
+            out = Path(scratch) / "run.json"
+            cmd = [self.python, "-m", "bench", "cell", "--cell", json.dumps(self.cell.to_dict()), "--out", str(out)]
+            if self.config is not None:
+                cmd += ["--config", json.dumps(self.config)]
+            self.log_path.parent.mkdir(parents=True, exist_ok=True)
+            started = time.perf_counter()
+            oom_kills_before = oom_kill_count()
+            with self.log_path.open("w") as log:
+                proc = start_in_own_group(cmd, self.env)
+                reader = threading.Thread(target=self._pump, args=(proc, log), daemon=True)
+                reader.start()
+                timed_out = False
+                try:
+                    with PeakMemory(proc.pid) as memory:  # start_new_session: the cell leads its own group
+                        proc.wait(timeout=timeout_s)
+                except subprocess.TimeoutExpired:
+                    timed_out = True
+                finally:  # also on Ctrl-C: the cell's whole process group goes with it, leftovers included
+                    self._kill(proc)
+                    reader.join(timeout=10)
+            wall = round(time.perf_counter() - started, 3)
+            if timed_out:
+                return Run(
+                    status="timeout",
+                    message=f"no result after {timeout_s:.0f} s; killed",
+                    wall_s=wall,
+                    exit_code=proc.returncode,
+                )
+            if out.exists():
+                try:
+                    run = Run.from_dict(json.loads(out.read_text()))
+                except (ValueError, TypeError) as e:
+                    return Run(
+                        status="error",
+                        message=f"the cell wrote an unreadable run: {e}",
+                        wall_s=wall,
+                        exit_code=proc.returncode,
+                    )
+                run.exit_code = proc.returncode
+                return run
+            return self._crashed(proc.returncode, wall, oom_kills_before, memory.peak_gib)
+
+    def _pump(self, proc: subprocess.Popen, log) -> None:
+        for line in proc.stdout:
+            log.write(line)
+            log.flush()
+            self.tail.append(line.rstrip())
+            if VERBOSE or line.startswith("[cell]"):  # the rest is in the log, and its tail in any failure
+                self.echo(line.rstrip())
+
+    @staticmethod
+    def _kill(proc: subprocess.Popen) -> None:
+        """SIGTERM the cell's process group (a chance to flush), then SIGKILL whatever is left of it."""
+        if proc.poll() is None:
+            try:
+                os.killpg(proc.pid, signal.SIGTERM)
+                proc.wait(timeout=10)
+            except (ProcessLookupError, subprocess.TimeoutExpired):
+                pass
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)  # children the cell left behind (compile workers, loaders)
+        except OSError:  # the group is gone: nothing was left behind
+            pass
+        proc.wait()
+
+    def _crashed(self, code: int, wall: float, oom_kills_before: int | None, peak_rss_gib: float | None) -> Run:
+        """The child died without writing its result: say how, from its exit status, the cgroup's OOM-kill
+        count, the most RAM its processes held and its last lines."""
+        last = " | ".join(line for line in list(self.tail)[-5:] if line)
+        status, how = crash_status(
+            code, "\n".join(self.tail), oom_kills_before, oom_kill_count(), peak_rss_gib, ram_gib()
+        )
+        return Run(status=status, message=f"{how}; last output: {last}", wall_s=wall, exit_code=code)

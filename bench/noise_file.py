@@ -1,0 +1,134 @@
+"""The machine's noise file, read beside the judge: the process-to-process spread a cell of one process borrows for
+its interval (bench/stats.py MACHINE_SPREAD) and the run-to-run spread separate runs carry.
+
+One file per processor under <results>/noise/: `<machine slug>--<processor fingerprint>.json` (the slug alone where
+the processor was not recorded). This module only finds and reads it; the noise study, bench/noise/study.py, makes it.
+"""
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from pathlib import Path
+from typing import Any
+
+from bench.provenance import REPO_ROOT, machine_slug
+from bench.stats import ProcessSpread
+
+NOISE_DIR = "noise"
+NOISE_FORMAT = "noise-1"
+
+
+def processor_fingerprint(machine: dict[str, Any]) -> str | None:
+    """The fingerprint of the processor a result ran on (bench/provenance.py processor_info); None before it was
+    recorded."""
+    return ((machine or {}).get("processor") or {}).get("fingerprint")
+
+
+def noise_file_name(machine: dict[str, Any]) -> str:
+    fingerprint = processor_fingerprint(machine)
+    return f"{machine_slug(machine)}--{fingerprint[:12]}.json" if fingerprint else f"{machine_slug(machine)}.json"
+
+
+def noise_folders(results_dir: Path | None) -> list[Path]:
+    """Where a machine's noise file is looked for: the results folder's own, then the repository's results/."""
+    folders = [Path(results_dir) / NOISE_DIR] if results_dir is not None else []
+    default = REPO_ROOT / "results" / NOISE_DIR
+    return folders + ([default] if default.resolve() not in {f.resolve() for f in folders} else [])
+
+
+def find_noise_file(results_dir: Path | None, machine: dict[str, Any]) -> tuple[Path, bool] | None:
+    """The noise file for a result's machine, and whether it matched on the processor's fingerprint (True) or, for a
+    result that recorded none, on the machine's label only (False). None: no study for this machine."""
+    fingerprint = processor_fingerprint(machine)
+    slug = machine_slug(machine or {})
+    for folder in noise_folders(results_dir):
+        if not folder.is_dir():
+            continue
+        if fingerprint:
+            exact = folder / noise_file_name(machine)
+            if exact.is_file():
+                return exact, True
+            continue  # another processor's study does not describe this one
+        bare = folder / f"{slug}.json"
+        labelled = sorted(folder.glob(f"{slug}--*.json")) + ([bare] if bare.is_file() else [])
+        if labelled:
+            return labelled[-1], False
+    return None
+
+
+def read_noise_file(path: Path) -> dict[str, Any]:
+    data = json.loads(Path(path).read_text())
+    if not isinstance(data, dict) or data.get("format") != NOISE_FORMAT:
+        raise ValueError(f"{path}: not a noise study file ({NOISE_FORMAT})")
+    return data
+
+
+def machine_spread(results_dir: Path | None, machine: dict[str, Any]) -> ProcessSpread | None:
+    """The machine's process-to-process spread from its noise study, for cells of one process; None without one."""
+    found = find_noise_file(results_dir, machine)
+    if found is None:
+        return None
+    path, exact = found
+    try:
+        spread = read_noise_file(path)["process_spread"]
+        source = f"make noise, {path.name}" + ("" if exact else "; matched by machine label, processor not recorded")
+        return ProcessSpread(float(spread["log_sd"]), float(spread["dof"]), source)
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def study_files(path: Path) -> list[Path]:
+    """A machine's noise study and its earlier ones (history/<stem>.<stamp>.json): each a separate invocation."""
+    return [path, *sorted((path.parent / "history").glob(f"{path.stem}.*.json"))]
+
+
+def run_spread_of(studies: list[dict[str, Any]]) -> tuple[float, int, int] | None:
+    """The run-to-run spread of a cell's figure beyond its processes': per cell, the variance of its rounds' mean
+    ln(median) (every round of every study is a separate stretch of the machine's time; the studies, separate
+    invocations) less the within-round process variance over the processes a round; pooled over cells by their
+    rounds less one, and floored at zero. Returns (log sd, degrees of freedom, the most rounds a cell had, cells);
+    None without two rounds of a cell."""
+    rounds: dict[str, list[list[float]]] = {}
+    for study in studies:
+        for cell in study.get("cells") or []:
+            for found in cell.get("rounds") or []:
+                logs = [math.log(m) for side in ("A", "B") for m in (found.get("medians_ms") or {}).get(side, [])
+                        if isinstance(m, (int, float)) and m > 0]  # fmt: skip
+                if len(logs) >= 2:
+                    rounds.setdefault(cell["key"], []).append(logs)
+    weighted, dof, most, cells = 0.0, 0, 0, 0
+    for groups in rounds.values():
+        if len(groups) < 2:
+            continue
+        most, cells = max(most, len(groups)), cells + 1
+        within = sum(statistics.variance(g) * (len(g) - 1) for g in groups) / sum(len(g) - 1 for g in groups)
+        between = statistics.variance([statistics.fmean(g) for g in groups])
+        processes = statistics.fmean(len(g) for g in groups)
+        weighted += (between - within / processes) * (len(groups) - 1)
+        dof += len(groups) - 1
+    if not dof:
+        return None
+    return math.sqrt(max(weighted / dof, 0.0)), dof, most, cells
+
+
+def machine_run_spread(results_dir: Path | None, machine: dict[str, Any]) -> ProcessSpread | None:
+    """The machine's run-to-run spread from its noise studies (this one's and the earlier ones), which a comparison
+    of cells measured in separate runs carries; None without a study of two rounds or more."""
+    found = find_noise_file(results_dir, machine)
+    if found is None:
+        return None
+    path, exact = found
+    studies = []
+    for study in study_files(path):
+        try:
+            studies.append(read_noise_file(study))
+        except (OSError, ValueError):
+            continue
+    spread = run_spread_of(studies)
+    if spread is None:
+        return None
+    log_sd, dof, rounds, cells = spread
+    source = (f"make noise, {rounds} rounds of {cells} cells in {len(studies)} studies, {path.name}"
+              + ("" if exact else "; matched by machine label, processor not recorded"))  # fmt: skip
+    return ProcessSpread(log_sd, float(dof), source)
