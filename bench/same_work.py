@@ -1,5 +1,5 @@
 """Whether two cells did the same work a step, asked before any comparison of their times: the same batch, the same
-shapes as each recorded, and model FLOPs and least bytes (bench/roofline/work.py, counted from what each side's
+shapes as each recorded, and model FLOPs and least bytes (bench/work.py, counted from what each side's
 framework builds; the function's own FLOPs where an implementation computes more, as Keras' merged LoRA kernels do)
 within 1% in the same dtype. Two cells that differ are not compared: a ratio of their times says
 how much less one computed, not which framework is faster.
