@@ -184,6 +184,7 @@ def test_a_cell_dies_with_its_orchestrator_and_leaves_no_scratch_folder(venvs, t
     pid_file, scratch = tmp_path / "cell.pid", tmp_path / "tmp"
     scratch.mkdir()
     env = {**bench_env(venvs), "FAKE_PID_FILE": str(pid_file), "TMPDIR": str(scratch)}
+    env.pop("BENCH_COMPILE_CACHE_DIR", None)  # the run's own caches, not the test suite's shared one
     orchestrator = subprocess.Popen(
         [
             sys.executable,

@@ -170,6 +170,7 @@ def test_warmup_cap_and_compiles_in_timed_steps_mark_the_cell_unsteady():
     assert any("cap" in r for r in steadiness.reasons) and any("compile" in r for r in steadiness.reasons)
 
 
+@pytest.mark.wall_clock
 def test_a_step_far_above_the_median_is_flagged():
     durations = iter([0.02, 0.002, 0.002, 0.002, 0.002, 0.002, 0.02, 0.002])
     timer = StepTimer(HostDevice(), plan(timed=7))
