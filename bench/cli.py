@@ -488,6 +488,9 @@ def cmd_table(args: argparse.Namespace) -> int:
     if not args.results_dir.is_dir():  # a mistyped RESULTS= must not become a new folder with an empty table
         raise BenchError(f"no results folder {args.results_dir}: nothing to render (is the results folder right?)")
     out = args.out or args.results_dir / "RESULTS.md"
+    from bench.atomic import refuse_to_replace
+
+    refuse_to_replace(out, lambda head: head.startswith(b"# Benchmark results"), "the table's output")
     render(args.results_dir, out, readme=args.readme, site=args.site)
     print(f"wrote {out}" + (f" and the results section of {args.readme}" if args.readme else ""))
     if args.site:
