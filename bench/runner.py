@@ -209,6 +209,7 @@ class CellProcess:
     ):
         self.cell, self.python, self.log_path, self.echo, self.config = cell, python, log_path, echo, config
         self.tail: deque[str] = deque(maxlen=LOG_TAIL_LINES)
+        self.log_error: OSError | None = None  # the write that failed (a full disk): the log stops there, the cell goes on
         self.env = {
             **os.environ,
             **cell_environment(cell.env),
@@ -227,7 +228,8 @@ class CellProcess:
             self.log_path.parent.mkdir(parents=True, exist_ok=True)
             started = time.perf_counter()
             oom_kills_before = oom_kill_count()
-            with self.log_path.open("w") as log:
+            # unbuffered: a write the disk refused is not retried when the log closes (nothing is left in a buffer)
+            with self.log_path.open("wb", buffering=0) as log:
                 proc = subprocess.Popen(
                     cmd,
                     cwd=REPO_ROOT,
@@ -272,8 +274,12 @@ class CellProcess:
 
     def _pump(self, proc: subprocess.Popen, log) -> None:
         for line in proc.stdout:
-            log.write(line)
-            log.flush()
+            if self.log_error is None:
+                try:
+                    log.write(line.encode())
+                except OSError as e:  # a full disk: the pipe is still drained (else the cell blocks on it), the tail kept
+                    self.log_error = e
+                    self.echo(f"    could not write the log {self.log_path}: {e.strerror or e}; its last lines are kept")
             self.tail.append(line.rstrip())
             if VERBOSE or line.startswith("[cell]"):  # the rest is in the log, and its tail in any failure
                 self.echo(line.rstrip())
@@ -574,10 +580,16 @@ def run_cells(
                         else:
                             open_cells.remove(cell)
                             finish(cell, runs[cell.key])
-            except (KeyboardInterrupt, BudgetSpent):  # a cell with some finished repeats is written with those
+            except (KeyboardInterrupt, BudgetSpent, OSError, RunStopped):  # a cell's finished repeats are kept
+                stopped = None
                 for cell in open_cells:
                     if runs[cell.key]:
-                        finish(cell, runs[cell.key])
+                        try:
+                            finish(cell, runs[cell.key])  # or, where it cannot be written, shown (write_or_show)
+                        except RunStopped as e:
+                            stopped = stopped or e
+                if stopped is not None and not isinstance(sys.exc_info()[1], KeyboardInterrupt):
+                    raise stopped from None
                 raise
     except BudgetSpent:
         echo(f"\nthe budget is spent after {len(done)} of {len(cells)} cells; every finished result is kept in {results_dir}")

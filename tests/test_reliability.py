@@ -768,3 +768,47 @@ def test_every_test_docs_reliability_cites_exists():
         if not re.search(pattern, source, re.M):
             missing.append(f"{file}::{name}")
     assert missing == []
+
+
+def test_a_disk_full_mid_cell_of_several_processes_shows_the_result_not_a_thread_traceback(venvs, tmp_path, monkeypatch):
+    """Each process's log on a full disk (/dev/full), then the result's write refused too: the cell's processes
+    all run, its result is shown with where it could not be written, and no thread dies on the log's write."""
+    monkeypatch.setattr(runner, "VENVS_DIR", venvs)
+    real_new_log_path = runner.new_log_path
+
+    def log_on_a_full_disk(results_dir, cell, repeat):
+        path = real_new_log_path(results_dir, cell, repeat)
+        path.unlink()
+        path.symlink_to("/dev/full")
+        return path
+
+    monkeypatch.setattr(runner, "new_log_path", log_on_a_full_disk)
+    monkeypatch.setattr(
+        results_module, "write_json_atomic",
+        lambda path, data: (_ for _ in ()).throw(OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))),
+    )  # fmt: skip
+    died: list = []
+    monkeypatch.setattr("threading.excepthook", died.append)
+    lines: list[str] = []
+    with pytest.raises(runner.RunStopped, match="the disk is full"):
+        runner.run_cells(bert_cells()[:1], tmp_path / "results", repeats=2, echo=lines.append)
+    assert not died, died
+    shown = "\n".join(lines)
+    assert "could not write the log" in shown and "could not write " + str(tmp_path / "results") in shown
+    result = json.loads(shown.split("so that it is not lost:\n", 1)[1].splitlines()[0])
+    assert len(result["runs"]) == 2 and all(run["status"] == "ok" for run in result["runs"])
+
+
+def test_a_full_disk_before_a_cells_next_process_keeps_its_finished_ones(venvs, tmp_path, monkeypatch):
+    monkeypatch.setattr(runner, "VENVS_DIR", venvs)
+    checks = []
+
+    def fills_after_the_first_process(results_dir, kept, of):
+        checks.append(kept)
+        if len(checks) > 1:
+            raise runner.RunStopped("only 1.0 MiB free")
+
+    monkeypatch.setattr(runner, "check_free_space", fills_after_the_first_process)
+    with pytest.raises(runner.RunStopped):
+        runner.run_cells(bert_cells()[:1], tmp_path / "results", repeats=2, echo=lambda line: None)
+    assert [len(r.runs) for r in load_all(tmp_path / "results")] == [1]
