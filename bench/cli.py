@@ -4,13 +4,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import signal
 import sys
 from pathlib import Path
 
 from bench.backends import BACKENDS
 from bench.cluster import cli as cluster_cli
 from bench.errors import BenchError
+from bench.lifetime import stop_on_signals, stopped_status
 from bench.profiles import profiles
 from bench.provenance import REPO_ROOT
 from bench.registry import MODELS
@@ -265,40 +265,8 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as e:  # a read-only or full disk, a path too long: one line naming the file, not a traceback
         print(f"error: {e.strerror or e}: {e.filename}" if e.filename else f"error: {e}", file=sys.stderr)
         return 2
-    except Terminated as e:  # a stop by signal exits 128 + its number, as a shell reports it: SIGTERM 143
-        return 128 + e.signum
-    except KeyboardInterrupt:
-        return 130
-
-
-class Terminated(KeyboardInterrupt):
-    """SIGTERM, handled as Ctrl-C is (every finished result kept), but exiting with its own status."""
-
-    def __init__(self, signum: int):
-        super().__init__(signum)
-        self.signum = signum
-
-
-STOPPING: list[int] = []  # the signal that is ending this command, once one has
-
-
-def interrupt(signum, frame):
-    if STOPPING:  # already ending: a second signal must not cut the clean-up short (the cell's process group)
-        return
-    STOPPING.append(signum)
-    raise Terminated(signum)
-
-
-def stop_on_signals() -> None:
-    """SIGTERM (kill, timeout, a scheduler, docker stop) and SIGHUP (a closed terminal, a lost SSH session) stop a
-    command as Ctrl-C does: the running cell's process group is ended with it (it runs in a session of its own, so
-    no signal reaches it otherwise) and every finished result is kept."""
-    from bench.lifetime import follow_make
-
-    for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
-        if signal.getsignal(signum) is not signal.SIG_IGN:  # nohup's, or a background job's SIGINT, stay ignored
-            signal.signal(signum, interrupt)
-    follow_make(stopping=lambda: bool(STOPPING))  # a signal make does not pass on (INT, HUP to make alone) too
+    except KeyboardInterrupt as e:  # Ctrl-C 130; a stop by signal 128 + its number, as a shell reports it: SIGTERM 143
+        return stopped_status(e)
 
 
 def cmd_run(args: argparse.Namespace) -> int:

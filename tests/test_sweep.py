@@ -296,7 +296,7 @@ import sys
 from pathlib import Path
 
 import bench.sweep.run as run
-from bench.cli import stop_on_signals
+from bench.lifetime import stop_on_signals
 from bench.sweep.run import Part, Sweep
 from bench.sweep.targets import CallTarget
 

@@ -27,7 +27,6 @@ import argparse
 import math
 import os
 import resource
-import signal
 import statistics
 import subprocess
 import sys
@@ -681,10 +680,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from bench.cli import interrupt
+    from bench.lifetime import stop_on_signals, stopped_status
 
     args = build_parser().parse_args(argv)
-    signal.signal(signal.SIGTERM, interrupt)  # a stop by signal keeps what is finished, as Ctrl-C does
+    stop_on_signals()  # TERM, HUP, INT (to it, or to the make that started it) keep what is finished
     try:
         cells = choose_cells(args.cells, args.profile)
         study = Study(cells, args.results_dir, args.rounds, args.repeats, args.pairs, args.slowdowns, args.timeout,
@@ -694,7 +693,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as e:
-        return 128 + getattr(e, "signum", signal.SIGINT)
+        return stopped_status(e)
     say(f"wrote {path} and {path.parent / PAGE}")
     return 0
 

@@ -174,22 +174,26 @@ def run_overhead(
     started = time.perf_counter()
     scratch = Path(tempfile.mkdtemp(prefix="overhead-"))
     answers: dict[str, dict[str, Any]] = {}
+    stopped: KeyboardInterrupt | None = None  # a signal or Ctrl-C: the envs that finished are still written
     try:
-        for env in envs:
-            columns = [c for c, spec in COLUMNS.items() if spec.env == env]
-            say(f"{env}: {', '.join(columns)} x {', '.join(BENCHMARKS)} "
-                f"({size.warmup}+ warm-up, {size.timed} timed calls each, round-robin)")
-            t0 = time.perf_counter()
-            answer = run_worker(
-                env, size, columns, scratch, results_dir / "logs" / STUDY_DIR / size.name / f"{env}.log", git, timeout_s
-            )
-            say(
-                f"  {env} done in {time.perf_counter() - t0:.0f} s"
-                + (f": {answer['status']}: {answer['message']}" if "status" in answer else "")
-            )
-            for column in columns:
-                for benchmark in BENCHMARKS:
-                    answers[f"{benchmark}__{column}"] = answer.get(f"{benchmark}__{column}", answer)
+        try:
+            for env in envs:
+                columns = [c for c, spec in COLUMNS.items() if spec.env == env]
+                say(f"{env}: {', '.join(columns)} x {', '.join(BENCHMARKS)} "
+                    f"({size.warmup}+ warm-up, {size.timed} timed calls each, round-robin)")
+                t0 = time.perf_counter()
+                log = results_dir / "logs" / STUDY_DIR / size.name / f"{env}.log"
+                answer = run_worker(env, size, columns, scratch, log, git, timeout_s)
+                say(
+                    f"  {env} done in {time.perf_counter() - t0:.0f} s"
+                    + (f": {answer['status']}: {answer['message']}" if "status" in answer else "")
+                )
+                for column in columns:
+                    for benchmark in BENCHMARKS:
+                        answers[f"{benchmark}__{column}"] = answer.get(f"{benchmark}__{column}", answer)
+        except KeyboardInterrupt as e:
+            stopped = e
+            say(f"stopped: writing the {len(answers)} results of the envs that finished")
         probe_ms = reference_ms()
         written = []
         for key, answer in answers.items():
@@ -217,6 +221,8 @@ def run_overhead(
             say(f"  {benchmark:16s} {column:20s} {result.describe()}  [{path.relative_to(results_dir)}]")
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+    if stopped is not None:
+        raise stopped
     say(f"{len(written)} overhead results in {time.perf_counter() - started:.0f} s")
     return written
 
@@ -234,14 +240,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--results-dir", type=results_folder, default=REPO_ROOT / "results")
     parser.add_argument("--timeout", type=float, default=WORKER_TIMEOUT_S, help="seconds per env's worker")
     args = parser.parse_args(argv)
+    from bench.lifetime import stop_on_signals, stopped_status
     from bench.report.overhead import render_overhead
 
+    stop_on_signals()  # TERM, HUP, INT (to it, or to the make that started it) end the worker, keep what finished
     try:
         run_overhead(get_size(args.size), args.results_dir, args.env, args.timeout)
         print(f"wrote {render_overhead(args.results_dir)}")
     except BenchError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt as e:
+        print(f"stopped: every finished result is kept under {args.results_dir}", file=sys.stderr)
+        return stopped_status(e)
     return 0
 
 

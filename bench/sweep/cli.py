@@ -13,6 +13,7 @@ from pathlib import Path
 
 from bench import stats
 from bench.errors import BenchError
+from bench.lifetime import stopped_status
 from bench.provenance import REPO_ROOT
 from bench.resultsdir import results_folder
 from bench.sweep.derive import LOCKS_DIR, VENVS_DIR, valid_version
@@ -149,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
             load_study(args.study, args.versions or None, args.processes) if args.study else command_line_sweep(args)
         )
         options = {"locks_dir": args.locks_dir, "venvs_dir": args.venvs_dir, "timeout_s": args.timeout}
-        from bench.cli import stop_on_signals
+        from bench.lifetime import stop_on_signals
 
         stop_on_signals()  # TERM, HUP, INT (to it, or to the make that started it) end the process it runs too
         if args.command == "sweep":
@@ -173,8 +174,7 @@ def main(argv: list[str] | None = None) -> int:
     except (BenchError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt as e:  # Ctrl-C or a signal (bench/cli.py Terminated): finished results are kept
-        signum = getattr(e, "signum", None)
+    except KeyboardInterrupt as e:  # Ctrl-C or a signal (bench/lifetime.py): finished results are kept
         print("stopped: the processes finished so far are written", file=sys.stderr)
-        return 128 + signum if signum else 130
+        return stopped_status(e)
     return 0
