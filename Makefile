@@ -58,9 +58,17 @@ RUN_ARGS = $(if $(TASK),--task $(TASK)) $(if $(VARIANT),--variant $(VARIANT)) $(
            $(if $(BATCH),--batch-size $(BATCH)) \
            $(if $(REPEATS),--repeats $(REPEATS)) $(call flag,RESUME,--resume) $(if $(JOBS),--jobs $(JOBS)) \
            $(call flag,IGNORE_PLAN,--ignore-plan) $(call flag,EXACT,--exact) --stack $(STACK) --results-dir "$(RESULTS)"
-# A yes/no variable (RESUME=, IGNORE_PLAN=): 1, yes or true gives the option; any other non-empty value stops make
-# rather than being ignored silently.
-flag = $(if $(filter 1 yes true,$($(1))),$(2),$(if $($(1)),$(error $(1)=$($(1)) is not 1, yes or true (or empty))))
+# A yes/no variable: 1, yes or true (any case) gives its option; empty, 0, no or false leaves it off (ACROSS=0 once
+# turned the option on); anything else stops make in one line as it reads this file, before any target (an env
+# build) runs. The environment's values too: make uses them as it does the command line's.
+YES_NO_VARIABLES := RESUME IGNORE_PLAN EXACT QUARANTINE ACROSS FORCE CONTAINER
+lowercase = $(subst A,a,$(subst B,b,$(subst C,c,$(subst D,d,$(subst E,e,$(subst F,f,$(subst G,g,$(subst H,h,$(subst \
+	I,i,$(subst L,l,$(subst N,n,$(subst O,o,$(subst R,r,$(subst S,s,$(subst T,t,$(subst U,u,$(subst Y,y,$(1))))))))))))))))))
+answer = $(call lowercase,$(strip $($(1))))
+flag = $(if $(filter 1 yes true,$(call answer,$(1))),$(2))
+$(foreach v,$(YES_NO_VARIABLES),$(if $(and $(call answer,$(v)),$(or $(word 2,$(call answer,$(v))),\
+	$(filter-out 1 yes true 0 no false,$(call answer,$(v))))),\
+	$(error $(v)=$($(v)): a yes/no variable is 1, yes or true, or 0, no or false (or empty), nothing else)))
 
 # uv, pinned and hash-checked (containers/uv-requirements.txt), fetched into .venvs/.uv on first use:
 # the same uv everywhere, whatever is on PATH.
@@ -216,7 +224,7 @@ export: env-tools ## Every current result under RESULTS as one CSV ($(RESULTS)/r
 
 compare: env-tools ## Per cell, B / A with its 95% interval and a verdict (faster/slower/same/inconclusive): make compare A=<dir> B=<dir> [OUT=file.md] [ACROSS=1]
 	@test -n "$(A)" -a -n "$(B)" || { echo "usage: make compare A=<results dir> B=<results dir> [OUT=compare/compare.md] [ACROSS=1: decide across different processors]" >&2; exit 2; }
-	$(TOOLS_PY) -m bench compare "$(A)" "$(B)" $(if $(OUT),--out "$(OUT)") $(if $(ACROSS),--across-processors)
+	$(TOOLS_PY) -m bench compare "$(A)" "$(B)" $(if $(OUT),--out "$(OUT)") $(call flag,ACROSS,--across-processors)
 
 # The machine's noise study (bench/noise/study.py, docs/METHOD.md): identical code compared with itself on product
 # cells (CELLS=: cell keys, default the 8 BERT smoke cells; ROUNDS=, default 2; REPEATS=: processes a side, default
@@ -293,7 +301,7 @@ clean-results: ## Remove the logs a run wrote under $(RESULTS)/logs (result file
 submit: env-tools ## Submit cells to Slurm (one array task each; cells with a current result skipped unless FORCE=1)
 	$(TOOLS_PY) -m bench submit $(if $(BACKEND),--backend $(BACKEND)) $(if $(MODEL),--model $(MODEL)) $(if $(TASK),--task $(TASK)) \
 		$(if $(PROFILE),--profile $(PROFILE)) $(if $(STEPS),--steps $(STEPS)) $(if $(BATCH),--batch-size $(BATCH)) \
-		$(if $(FORCE),--force) $(if $(CONTAINER),--container) \
+		$(call flag,FORCE,--force) $(call flag,CONTAINER,--container) \
 		--results-dir "$(RESULTS)" $(SUBMIT_ARGS)
 
 submit-status: env-tools ## Per-cell state of a Slurm submission (JOB= name or id, default the latest); records tasks Slurm ended
