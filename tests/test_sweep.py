@@ -134,6 +134,15 @@ def test_a_version_the_index_cannot_give_is_na_with_the_resolvers_reason(index):
     assert "plantedpkg" in found.reason and "9.9" in found.reason
 
 
+def test_a_version_that_failed_to_resolve_is_tried_again_and_leaves_nothing_behind(index):
+    """A failure is not cached (the network down once kept a version NA for good): only a success is."""
+    failed = derive("planted", "plantedpkg", "9.9", index / "base", locks_dir=index / "locks", say=lambda s: None)
+    assert failed.status == "na" and not (index / "locks" / "planted" / "plantedpkg-9.9").exists()
+    make_wheel(index / "wheels", "plantedpkg", "9.9", work_code(FAST_S), ["plantedhelper"])  # the index is back
+    found = derive("planted", "plantedpkg", "9.9", index / "base", locks_dir=index / "locks", say=lambda s: None)
+    assert found.ok and (index / "locks" / "planted" / "plantedpkg-9.9" / "derivation.json").exists()
+
+
 def test_the_index_lists_final_releases_in_order(index):
     versions = local_versions("plantedpkg", index / "wheels")
     assert versions == ["1.0", "1.1", "1.2", "1.3", "1.4", "2.0"]
