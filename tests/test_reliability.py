@@ -812,3 +812,55 @@ def test_a_full_disk_before_a_cells_next_process_keeps_its_finished_ones(venvs, 
     with pytest.raises(runner.RunStopped):
         runner.run_cells(bert_cells()[:1], tmp_path / "results", repeats=2, echo=lambda line: None)
     assert [len(r.runs) for r in load_all(tmp_path / "results")] == [1]
+
+
+HOLDER = """
+import sys
+from pathlib import Path
+from bench.runlock import hold
+hold(Path(sys.argv[1]))
+print("held", flush=True)
+sys.stdin.read()
+"""
+
+
+def writers_of_a_results_folder(results: Path) -> dict:
+    """Every writer of a results folder besides `make bench` (tuning is a `bench run`: its own test above), called
+    so that it would start its work at once."""
+    from bench.grid.run import run_grid
+    from bench.noise import study
+    from bench.overhead.run import run_overhead
+    from bench.sweep.bisect import run_bisect
+    from bench.sweep.run import run_sweep
+
+    return {
+        "sweep": lambda: run_sweep(None, results),
+        "bisect": lambda: run_bisect(None, "key", "1.0", "2.0", results),
+        "grid": lambda: run_grid([], [], None, results),
+        "overhead": lambda: run_overhead(None, results),
+        "noise": lambda: study.main(["--cells", "jax__bert__predict__bs2__default", "--results-dir", str(results)]),
+    }
+
+
+@pytest.mark.parametrize("writer", ["sweep", "bisect", "grid", "overhead", "noise"])
+def test_every_writer_of_a_results_folder_is_refused_while_another_run_holds_it(tmp_path, monkeypatch, capsys, writer):
+    from bench.errors import BenchError
+    from bench.noise.study import Study
+
+    results = tmp_path / "results"
+    results.mkdir()
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(results)], cwd=REPO, stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        assert holder.stdout.readline() == "held\n"
+        monkeypatch.setattr(Study, "run", lambda self: pytest.fail("the noise study ran beside another run"))
+        try:
+            code = writers_of_a_results_folder(results)[writer]()
+        except BenchError as e:
+            said = str(e)
+        else:
+            said = capsys.readouterr().err
+            assert code == 2, said
+        assert f"another run is writing to {results} (PID {holder.pid} " in said, said
+    finally:
+        holder.communicate("")

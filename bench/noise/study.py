@@ -681,6 +681,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     from bench.lifetime import stop_on_signals, stopped_status
+    from bench.runlock import holding
 
     args = build_parser().parse_args(argv)
     stop_on_signals()  # TERM, HUP, INT (to it, or to the make that started it) keep what is finished
@@ -688,7 +689,8 @@ def main(argv: list[str] | None = None) -> int:
         cells = choose_cells(args.cells, args.profile)
         study = Study(cells, args.results_dir, args.rounds, args.repeats, args.pairs, args.slowdowns, args.timeout,
                       busy_processes=args.under_load)
-        path = study.run()
+        with holding(args.results_dir):  # one run at a time into a results folder (bench/runlock.py)
+            path = study.run()
     except BenchError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

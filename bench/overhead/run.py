@@ -45,6 +45,7 @@ from bench.provenance import REPO_ROOT, git_info, machine_info, machine_slug, no
 from bench.registry import Cell
 from bench.results import Result, Run, check_cell_schema
 from bench.resultsdir import results_folder
+from bench.runlock import holds_results_folder
 from bench.runner import check_writable, env_python
 from bench.worker_process import run_logged
 
@@ -162,6 +163,7 @@ def compare_outputs(benchmark: str, column: str, outputs: Path) -> dict[str, Any
     }
 
 
+@holds_results_folder
 def run_overhead(
     size: Size, results_dir: Path, envs: list[str] | None = None, timeout_s: float = WORKER_TIMEOUT_S, say=print
 ) -> list[Result]:

@@ -19,6 +19,7 @@ from bench import stats
 from bench.atomic import write_json_atomic
 from bench.judge import Judge
 from bench.provenance import git_info
+from bench.runlock import holds_results_folder
 from bench.sweep.index import between, released_versions
 from bench.sweep.report import paired_estimate
 from bench.sweep.run import STUDY_DIR, Sweep, SweepResult, run_sweep
@@ -71,6 +72,7 @@ def compare(
     return stats.verdict(ratio), ratio.to_dict() if ratio else None
 
 
+@holds_results_folder
 def run_bisect(
     sweep: Sweep,
     key: str,

@@ -19,6 +19,7 @@ from bench.envs.common import EnvError
 from bench.provenance import git_info, machine_info, machine_slug, now_utc, study_provenance
 from bench.registry import Cell
 from bench.results import Result, Run
+from bench.runlock import holds_results_folder
 from bench.runner import check_writable, record_noise
 from bench.sweep.derive import LOCKS_DIR, VENVS_DIR, Derivation, build, derive, slug
 from bench.sweep.targets import Target
@@ -86,6 +87,7 @@ def prepare(
     return envs
 
 
+@holds_results_folder
 def run_sweep(
     sweep: Sweep,
     results_dir: Path,
