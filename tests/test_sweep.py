@@ -215,6 +215,28 @@ def fake_results(figures: dict[tuple[str, str], list[float]]) -> list:
     ]
 
 
+def test_a_bisect_step_whose_processes_all_failed_is_an_error_not_a_verdict(tmp_path, monkeypatch):
+    from bench.errors import BenchError
+    from bench.results import Run
+
+    def every_call_fails(sweep, results_dir, **kw):
+        results = fake_results({("work", v): [1.0, 1.0, 1.0] for v in sweep.versions})
+        for result in results:
+            for run in result.runs:
+                run.status, run.message, run.timed_ms = "error", "AttributeError: no nonexistent_fn", []
+        return results
+
+    monkeypatch.setattr(bisect_module, "run_sweep", every_call_fails)
+    sweep = Sweep("fake", "plantedpkg", [], [Part(CallTarget("planted", "plantedpkg:nonexistent_fn"))])
+    with pytest.raises(BenchError, match="every process failed .*AttributeError"):
+        bisect_module.run_bisect(sweep, "work", "1.0", "1.4", tmp_path, ["1.0", "1.4"], say=lambda s: None)
+    record = json.loads((tmp_path / "sweep" / "fake.bisect.json").read_text())
+    assert record["answer"] is None and "every process failed" in record["stopped"]
+    one_ran = fake_results({("work", "1.0"): [1.0], ("work", "1.4"): [1.0]})
+    one_ran[1].runs.append(Run(status="error", message="one process of three failed"))
+    assert bisect_module.compare(one_ran, "work", "1.0", "1.4", tmp_path)[0] == stats.INCONCLUSIVE
+
+
 def test_a_paired_key_judges_the_ratio_within_each_process_not_the_machines_speed(tmp_path):
     # 2.0 ran on a machine twice as slow: both columns doubled, their ratio did not move
     slower_machine = fake_results(
