@@ -195,6 +195,13 @@ wheelhouse: ## Download, hash-checked at the locked versions, the workloads' lib
 # report is rewritten as each check ends and RESUME=1 goes on with a cut-off run. Refused in one line (exit 2,
 # nothing built or written) on a machine without a GPU: the refusal runs in $(PYTHON), before any env is built.
 BUDGET ?=
+# BUDGET= is minutes, a plain positive number (15, 0.5): refused as make reads this file, before any env is built
+# (nan, inf, 0 or -1 once ran with no budget, or none; abc was refused only after every env was built)
+ifneq ($(strip $(BUDGET)),)
+ifneq ($(or $(word 2,$(BUDGET)),$(strip $(call without,$(subst .,,$(BUDGET)),0 1 2 3 4 5 6 7 8 9)),$(word 4,$(subst ., . ,x$(BUDGET)x)),$(if $(strip $(call without,$(BUDGET),0 .)),,zero)),)
+$(error BUDGET=$(BUDGET): minutes, a positive number (15, 0.5), nothing else)
+endif
+endif
 GPU_CHECK_ARGS = --results-dir "$(RESULTS)" $(if $(BUDGET),--budget-minutes $(BUDGET)) $(call flag,RESUME,--resume)
 gpu-check: ## On one GPU, within BUDGET= minutes (15): device sync vs CUDA events, then short paper cells; RESUME=1 goes on (ENV=current too)
 	@$(PYTHON) -m bench gpu-check --preflight

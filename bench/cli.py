@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 from pathlib import Path
@@ -34,6 +35,21 @@ def int_at_least(minimum: int, what: str):
         return value
 
     return parse
+
+
+# A budget past this is a typo (1e308 once overflowed the deadline's arithmetic): about two years
+MAX_BUDGET_MINUTES = 10**6
+
+
+def budget_minutes(text: str) -> float:
+    """An argparse type: minutes, a finite number above 0 (nan, inf, 0 and -1 once ran with no budget or none left)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 < value <= MAX_BUDGET_MINUTES:  # false for nan too
+        raise argparse.ArgumentTypeError(f"must be minutes, a number above 0 and at most {MAX_BUDGET_MINUTES}, got {text!r}")
+    return value
 
 
 positive_int = int_at_least(1, "positive")
@@ -102,7 +118,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--dry-run", action="store_true", help="list the cells and exit")
     run.add_argument(
         "--budget-minutes",
-        type=float,
+        type=budget_minutes,
         help="one cell per model x backend first, then the rest; stop cleanly at this, naming what is left (--resume goes on)",
     )
     run.add_argument(
@@ -245,7 +261,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="writes gpu-check/<machine>/ here; reads plan-paper.json from here",
     )
     gpu.add_argument(
-        "--budget-minutes", type=float, default=15.0, help="end the work in progress and stop at this (default 15)"
+        "--budget-minutes", type=budget_minutes, default=15.0, help="end the work in progress and stop at this (default 15)"
     )
     gpu.add_argument("--resume", action="store_true", help="go on with a cut-off run's checks, into its report")
     gpu.add_argument(
