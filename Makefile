@@ -53,6 +53,10 @@ $(foreach v,$(NAME_VARIABLES),$(if $(and $(filter command line,$(origin $(v))),$
 	$(strip $(call without,$(subst $(comma),,$($(v))),$(NAME_CHARACTERS))))),\
 	$(error $(v)=$($(v)): a name or number is letters, digits and . _ - (a list: a,b), nothing else)))
 
+# A value passed to a recipe's shell as one word, whatever it holds (FOR=/path/o'k/python, CALL=, KEY=): in single
+# quotes, each ' in it written '\''.
+shell_quote = '$(subst ','\'',$(1))'
+
 # Optional narrowing/overrides passed through to `python -m bench run`.
 RUN_ARGS = $(if $(TASK),--task $(TASK)) $(if $(VARIANT),--variant $(VARIANT)) $(if $(PROFILE),--profile $(PROFILE)) $(if $(STEPS),--steps $(STEPS)) \
            $(if $(BATCH),--batch-size $(BATCH)) \
@@ -189,7 +193,7 @@ bench-cpu-mid: doctor envs ## The published generate ratios at the largest size 
 PYTHON_VERSION ?= 3.12
 FOR ?=
 wheelhouse: ## Download, hash-checked at the locked versions, the workloads' libraries (no frameworks) for PYTHON_VERSION= (3.12), or only what FOR=<python> lacks -> wheelhouse/
-	$(PYTHON) -m bench.envs.wheelhouse $(if $(FOR),--for '$(FOR)',--python-version $(PYTHON_VERSION))
+	$(PYTHON) -m bench.envs.wheelhouse $(if $(FOR),--for $(call shell_quote,$(FOR)),--python-version $(PYTHON_VERSION))
 
 # The checks only a GPU can answer (bench/gpucheck.py), most valuable first, within BUDGET= minutes (default 15); the
 # report is rewritten as each check ends and RESUME=1 goes on with a cut-off run. Refused in one line (exit 2,

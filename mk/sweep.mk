@@ -18,7 +18,7 @@ CHANGE ?=
 SWEEP_ARGS = $(if $(STUDY),--study $(STUDY)) $(if $(PACKAGE),--package $(PACKAGE)) $(if $(BACKEND),--backend $(BACKEND)) \
 	$(if $(MODEL),--model $(MODEL)) $(if $(TASK),--task $(TASK)) $(if $(VARIANT),--variant $(VARIANT)) \
 	$(if $(PROFILE),--profile $(PROFILE)) $(if $(STEPS),--steps $(STEPS)) $(if $(BATCH),--batch-size $(BATCH)) \
-	$(if $(CALL),--call '$(CALL)') $(if $(PROCESSES),--processes $(PROCESSES)) --results-dir "$(RESULTS)"
+	$(if $(CALL),--call $(call shell_quote,$(CALL))) $(if $(PROCESSES),--processes $(PROCESSES)) --results-dir "$(RESULTS)"
 
 .PHONY: sweep bisect
 
@@ -28,5 +28,5 @@ sweep: doctor env-tools ## Sweep PACKAGE= over VERSIONS=a,b,c on BACKEND= MODEL=
 
 bisect: doctor env-tools ## First release between GOOD= and BAD= where PACKAGE='s cell got slower (by halves; KEY= the judged key)
 	@test -n "$(GOOD)" -a -n "$(BAD)" -a \( -n "$(STUDY)" -o \( -n "$(PACKAGE)" -a -n "$(BACKEND)" \) \) || { echo "usage: make bisect PACKAGE=<name> GOOD=<version> BAD=<version> BACKEND=<env> MODEL= TASK= [KEY=] | STUDY=<name> GOOD= BAD= KEY=" >&2; exit 2; }
-	$(TOOLS_PY) -m bench.sweep bisect $(SWEEP_ARGS) --good $(GOOD) --bad $(BAD) $(if $(KEY),--key '$(KEY)') \
+	$(TOOLS_PY) -m bench.sweep bisect $(SWEEP_ARGS) --good $(GOOD) --bad $(BAD) $(if $(KEY),--key $(call shell_quote,$(KEY))) \
 		$(if $(filter faster,$(CHANGE)),--faster,$(if $(filter-out slower,$(CHANGE)),$(error CHANGE=$(CHANGE): slower or faster)))
