@@ -409,3 +409,41 @@ def test_a_worker_ends_when_its_sweep_is_killed(index):
     proc.kill()  # SIGKILL: no clean-up runs in the orchestrator
     proc.wait(timeout=30)
     assert gone_within(index, 10), "a worker outlived its killed sweep"
+
+
+STUDY_HEAD = 'name = "s"\npackage = "keras"\nversions = ["3.0.5"]\n'
+BAD_STUDIES = {
+    "no-part": STUDY_HEAD,
+    "no-call": STUDY_HEAD + '[[part]]\nbackend = "jax"\ntarget = "call"\n',
+    "no-name": 'package = "keras"\nversions = ["3.0.5"]\n[[part]]\nbackend = "jax"\ntarget = "call"\n'
+    'call = "keras:version"\n',
+    "not-toml": "name = \n",
+    "call-without-colon": STUDY_HEAD + '[[part]]\nbackend = "jax"\ntarget = "call"\ncall = "keras_version"\n',
+    "part-not-a-table": STUDY_HEAD + 'part = "x"\n',
+}
+
+
+def test_a_bad_call_study_or_study_name_is_one_line_naming_the_fix(tmp_path, capsys, monkeypatch):
+    from bench.sweep import cli as sweep_cli
+
+    monkeypatch.setattr("bench.sweep.run.run_sweep", lambda *a, **k: pytest.fail("a bad sweep ran"))
+    monkeypatch.setattr("bench.sweep.bisect.run_bisect", lambda *a, **k: pytest.fail("a bad bisect ran"))
+    results = ["--results-dir", str(tmp_path / "results")]
+    asked = {
+        "call-without-colon": ["bisect", "--call", "keras_version", "--package", "keras", "--backend", "jax",
+                               "--good", "3.0.5", "--bad", "3.1.0", *results],
+        "unknown-study": ["sweep", "--study", "nope", *results],
+    }  # fmt: skip
+    for name, text in BAD_STUDIES.items():
+        (tmp_path / f"{name}.toml").write_text(text)
+        asked[f"study-{name}"] = ["sweep", "--study", str(tmp_path / f"{name}.toml"), *results]
+    for case, argv in asked.items():
+        code, err = sweep_cli.main(argv), capsys.readouterr().err
+        assert code == 2 and err.count("\n") == 1 and err.startswith("error: "), (case, err)
+    with pytest.raises(Exception, match="keras-overhead"):  # the refusal lists the committed studies
+        sweep_cli.study_path("nope")
+    monkeypatch.chdir(REPO_ROOT)  # the form the usage line shows, as make passes it (from the checkout)
+    assert sweep_cli.study_path("bench/sweep/studies/keras-overhead").name == "keras-overhead.toml"
+    out = subprocess.run(["make", "-n", "--no-print-directory", "sweep", "STUDY=bench/sweep/studies/keras-overhead"],
+                         cwd=REPO_ROOT, capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert out.returncode == 0 and "--study 'bench/sweep/studies/keras-overhead'" in out.stdout, out.stderr

@@ -28,16 +28,30 @@ def csv(text: str) -> list[str]:
 
 
 def study_path(text: str) -> Path:
-    path = Path(text)
-    if not path.exists() and (STUDIES_DIR / f"{text}.toml").exists():
-        path = STUDIES_DIR / f"{text}.toml"
-    if not path.is_file():
-        known = ", ".join(p.stem for p in sorted(STUDIES_DIR.glob("*.toml")))
-        raise BenchError(f"no study file {text!r} (the committed ones: {known})")
-    return path
+    """A study file: a path (its .toml may be left out, as the usage line shows it) or a committed study's name."""
+    for path in (Path(text), Path(f"{text}.toml"), STUDIES_DIR / f"{text}.toml"):
+        if path.is_file():
+            return path
+    known = ", ".join(p.stem for p in sorted(STUDIES_DIR.glob("*.toml")))
+    raise BenchError(f"no study file {text!r}: name one of the committed studies ({known}) or a study file's path")
+
+
+STUDY_FORM = (
+    "a study file names name, package and versions, then one [[part]] or more, each with backend and its target's "
+    "fields (overhead: columns, benchmarks; call: call = \"module:function\"): see bench/sweep/studies/"
+)
 
 
 def load_study(path: Path, versions: list[str] | None = None, processes: int | None = None) -> Sweep:
+    try:
+        return read_study(path, versions, processes)
+    except KeyError as e:
+        raise BenchError(f"{path}: no {e.args[0]}: {STUDY_FORM}") from None
+    except (tomllib.TOMLDecodeError, TypeError, AttributeError) as e:
+        raise BenchError(f"{path}: not a study file ({e}): {STUDY_FORM}") from None
+
+
+def read_study(path: Path, versions: list[str] | None = None, processes: int | None = None) -> Sweep:
     data = tomllib.loads(path.read_text())
     parts = []
     for part in data["part"]:
@@ -96,7 +110,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     for name in ("sweep", "bisect"):
         sub = commands.add_parser(name)
-        sub.add_argument("--study", type=study_path, help="a study file (bench/sweep/studies/<name>.toml or a path)")
+        sub.add_argument("--study", help="a study file (bench/sweep/studies/<name>.toml or a path)")
         sub.add_argument("--package")
         sub.add_argument("--backend", help="the env whose lock the versions derive from (a test: any name)")
         sub.add_argument(
@@ -147,7 +161,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.processes is not None and args.processes < 1:
             raise BenchError(f"--processes must be at least 1, got {args.processes}")
         sweep = (
-            load_study(args.study, args.versions or None, args.processes) if args.study else command_line_sweep(args)
+            load_study(study_path(args.study), args.versions or None, args.processes)
+            if args.study
+            else command_line_sweep(args)
         )
         options = {"locks_dir": args.locks_dir, "venvs_dir": args.venvs_dir, "timeout_s": args.timeout}
         from bench.lifetime import stop_on_signals
