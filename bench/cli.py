@@ -10,7 +10,7 @@ from pathlib import Path
 
 from bench.backends import BACKENDS
 from bench.cluster import cli as cluster_cli
-from bench.errors import BenchError
+from bench.errors import BenchError, os_error_line
 from bench.lifetime import stop_on_signals, stopped_status
 from bench.profiles import profiles
 from bench.provenance import REPO_ROOT
@@ -279,7 +279,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     except OSError as e:  # a read-only or full disk, a path too long: one line naming the file, not a traceback
-        print(f"error: {e.strerror or e}: {e.filename}" if e.filename else f"error: {e}", file=sys.stderr)
+        print(f"error: {os_error_line(e)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as e:  # Ctrl-C 130; a stop by signal 128 + its number, as a shell reports it: SIGTERM 143
         return stopped_status(e)

@@ -184,3 +184,21 @@ def test_a_stopped_overhead_study_writes_the_envs_that_finished(tmp_path, monkey
     first = [c for c, spec in COLUMNS.items() if spec.env == workers[0]]
     written = sorted(p.stem for p in (tmp_path / "overhead").rglob("*.json"))
     assert len(workers) == 2 and written == sorted(f"{b}__{c}" for b in BENCHMARKS for c in first), written
+
+
+@pytest.mark.parametrize("target", ["noise", "overhead", "sweep", "bisect", "grid", "tuning", "gpu-check"])
+def test_every_long_target_says_a_failed_write_in_one_line_naming_the_file(tmp_path, monkeypatch, capsys, target,
+                                                                           signal_handlers):
+    import errno
+    import os
+
+    entry, work = long_targets(tmp_path)[target]
+    full = tmp_path / "results" / "some-file.json"
+
+    def the_disk_is_full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(full))
+
+    monkeypatch.setattr(work, the_disk_is_full)
+    assert entry() == 2
+    err = capsys.readouterr().err
+    assert err == f"error: No space left on device: {full}\n", err

@@ -41,7 +41,7 @@ from typing import Any
 from bench import stats
 from bench.atomic import write_json_atomic
 from bench.drift import reference_ms
-from bench.errors import BenchError
+from bench.errors import BenchError, os_error_line
 from bench.noise import NOISE_DIR, NOISE_FORMAT, interleaved_sides, noise_file_name, read_noise_file
 from bench.noise import probe as calibration
 from bench.profiles import get_profile
@@ -693,6 +693,9 @@ def main(argv: list[str] | None = None) -> int:
             path = study.run()
     except BenchError as e:
         print(f"error: {e}", file=sys.stderr)
+        return 2
+    except OSError as e:  # a read-only or full results folder: one line naming the file
+        print(f"error: {os_error_line(e)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as e:
         return stopped_status(e)

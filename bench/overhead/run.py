@@ -27,7 +27,7 @@ from typing import Any
 
 from bench.backends import cell_environment
 from bench.drift import reference_ms
-from bench.errors import BenchError
+from bench.errors import BenchError, os_error_line
 from bench.grid.workers import WORKER_ENVIRONMENT  # the grid workers' variables: spinning OpenMP threads
 from bench.overhead.spec import (
     BENCHMARKS,
@@ -251,6 +251,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"wrote {render_overhead(args.results_dir)}")
     except BenchError as e:
         print(f"error: {e}", file=sys.stderr)
+        return 2
+    except OSError as e:  # a read-only or full results folder: one line naming the file
+        print(f"error: {os_error_line(e)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as e:
         print(f"stopped: every finished result is kept under {args.results_dir}", file=sys.stderr)

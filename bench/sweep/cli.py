@@ -12,7 +12,7 @@ import tomllib
 from pathlib import Path
 
 from bench import stats
-from bench.errors import BenchError
+from bench.errors import BenchError, os_error_line
 from bench.lifetime import stopped_status
 from bench.provenance import REPO_ROOT
 from bench.resultsdir import results_folder
@@ -189,6 +189,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"wrote {render_sweeps(args.results_dir)}")
     except (BenchError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
+        return 2
+    except OSError as e:  # a read-only or full results folder: one line naming the file
+        print(f"error: {os_error_line(e)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as e:  # Ctrl-C or a signal (bench/lifetime.py): finished results are kept
         print("stopped: the processes finished so far are written", file=sys.stderr)
