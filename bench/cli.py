@@ -441,6 +441,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
         why = result.cell.why_not_in_registry()
         if why:  # archived results stay valid; the registry has moved on since they were measured
             print(f"{path}: no longer in the registry: {why}")
+    studies, study_errors = load_studies(args.results_dir)  # what make table reads besides: sweeps, overhead
+    errors = errors + study_errors
     problems = ([str(unreadable_error(errors, args.results_dir))] if errors else []) + placement_problems(
         loaded, args.results_dir
     )
@@ -455,7 +457,34 @@ def cmd_validate(args: argparse.Namespace) -> int:
     grid_files = sum(len(group.results) for group in load_grid(args.results_dir))
     if grid_files:
         print(f"{grid_files} inference grid result files under {args.results_dir / 'grid'} are valid")
+    for folder, count in studies.items():
+        if count:
+            print(f"{count} result files under {args.results_dir / folder} are valid")
     return 0
+
+
+def load_studies(results_dir: Path) -> tuple[dict[str, int], list]:
+    """The studies' result files that `make table` renders (the release sweeps, the overhead study), each read as
+    the report reads it: how many are valid per folder, and an error naming each other one."""
+    from bench.overhead.spec import STUDY_DIR as OVERHEAD_DIR
+    from bench.results import CorruptResult, NewerSchema, load, result_files
+    from bench.sweep.report import STUDY_DIR as SWEEP_DIR
+    from bench.sweep.report import load_sweep, sweep_files
+
+    readers = {
+        SWEEP_DIR: (sweep_files(results_dir), load_sweep),
+        OVERHEAD_DIR: (result_files(results_dir / OVERHEAD_DIR), load),
+    }
+    counts, errors = {}, []
+    for folder, (paths, read) in readers.items():
+        counts[folder] = 0
+        for path in paths:
+            try:
+                read(path)
+                counts[folder] += 1
+            except (CorruptResult, NewerSchema) as e:
+                errors.append(e)
+    return counts, errors
 
 
 def cmd_clean_results(args: argparse.Namespace) -> int:

@@ -864,3 +864,31 @@ def test_every_writer_of_a_results_folder_is_refused_while_another_run_holds_it(
         assert f"another run is writing to {results} (PID {holder.pid} " in said, said
     finally:
         holder.communicate("")
+
+
+def test_validate_reads_the_sweeps_and_the_overhead_study_as_the_report_does(tmp_path, capsys):
+    """A result that is not a sweep's under sweep/, a corrupt sweep file, a corrupt overhead file: validate names
+    each (it once read none of them and said all valid while make table failed), and the sweep report is one line."""
+    from bench import cli
+    from bench.sweep import cli as sweep_cli
+
+    results = tmp_path / "results"
+    good = ok_file(results)
+    not_a_sweep = results / "sweep" / "a" / "b" / "c" / "d" / "x.json"
+    not_a_sweep.parent.mkdir(parents=True)
+    shutil.copy(good, not_a_sweep)
+    assert sweep_cli.main(["report", "--results-dir", str(results)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{not_a_sweep}: not a sweep's result" in err, err
+    corrupt_sweep = not_a_sweep.with_name("1.0.json")
+    corrupt_sweep.write_text("{not json")
+    corrupt_overhead = results / "overhead" / "smoke" / "m" / "llm_forward__keras_jax_jit.json"
+    corrupt_overhead.parent.mkdir(parents=True)
+    corrupt_overhead.write_text('{"schema_version": 1, "cell": ')
+    assert cli.main(["validate", "--results-dir", str(results)]) == 2
+    err = capsys.readouterr().err
+    for path in (not_a_sweep, corrupt_sweep, corrupt_overhead):
+        assert f"cannot read result file {path}" in err, err
+    for path in (not_a_sweep, corrupt_sweep, corrupt_overhead):
+        path.unlink()
+    assert cli.main(["validate", "--results-dir", str(results)]) == 0
