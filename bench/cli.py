@@ -547,6 +547,9 @@ def cmd_export(args: argparse.Namespace) -> int:
 def cmd_compare(args: argparse.Namespace) -> int:
     from bench.compare import run
 
+    if args.a.resolve() == args.b.resolve():  # every cell against itself: "33 same" says nothing
+        raise BenchError(f"A and B are one folder ({args.a}): name the two results folders to compare")
+
     written = run(args.a, args.b, args.out or args.out_dir / "compare.md", args.across_processors)
     print(written.text, end="")
     print(f"wrote {written.markdown}, {written.json}" + (f" and {written.png}" if written.png else ""), file=sys.stderr)

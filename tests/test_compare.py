@@ -392,3 +392,11 @@ def test_an_output_path_never_replaces_a_file_the_comparison_did_not_write(tmp_p
     first = {p: p.read_bytes() for p in out.parent.iterdir()}
     compare.run(a, b, out)  # an earlier comparison's files are its own: replaced
     assert set(first) == set(out.parent.iterdir()) and (tmp_path / "cmp" / "compare.png").exists()
+
+
+def test_comparing_a_folder_with_itself_is_refused_saying_so(tmp_path, capsys):
+    from bench import cli
+
+    a = folder(tmp_path / "a")
+    assert cli.main(["compare", str(a), str(tmp_path / "." / "a"), "--out", str(tmp_path / "c.md")]) == 2
+    assert "A and B are one folder" in capsys.readouterr().err and not (tmp_path / "c.md").exists()

@@ -447,3 +447,21 @@ def test_a_bad_call_study_or_study_name_is_one_line_naming_the_fix(tmp_path, cap
     out = subprocess.run(["make", "-n", "--no-print-directory", "sweep", "STUDY=bench/sweep/studies/keras-overhead"],
                          cwd=REPO_ROOT, capture_output=True, text=True, timeout=60)  # fmt: skip
     assert out.returncode == 0 and "--study 'bench/sweep/studies/keras-overhead'" in out.stdout, out.stderr
+
+
+def test_a_package_no_version_of_which_resolves_is_an_error_leaving_nothing(index):
+    from bench.errors import BenchError
+
+    sweep = Sweep("typo", "plantedpkgg", ["1.0"], [Part(CallTarget("planted", "plantedpkgg:work"),
+                                                       base_dir=index / "base")], 1, "test")  # fmt: skip
+    with pytest.raises(BenchError, match="no version of plantedpkgg could be resolved"):
+        run_sweep(sweep, index / "results", **options(index))
+    assert not list((index / "results").rglob("*.json")) and not (index / "locks" / "planted").exists()
+
+
+def test_versions_naming_no_version_is_refused(tmp_path, capsys):
+    from bench.sweep import cli as sweep_cli
+
+    argv = ["sweep", "--package", "keras", "--versions", ",", "--backend", "jax", "--call", "keras:version",
+            "--results-dir", str(tmp_path)]  # fmt: skip
+    assert sweep_cli.main(argv) == 2 and "VERSIONS= names no version" in capsys.readouterr().err

@@ -158,6 +158,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "report":
             print(f"wrote {render_sweeps(args.results_dir)}")
             return 0
+        if args.command == "sweep" and args.versions == []:  # VERSIONS=, once swept nothing and exited 0
+            raise BenchError("VERSIONS= names no version: give them as a,b,c")
         if args.processes is not None and args.processes < 1:
             raise BenchError(f"--processes must be at least 1, got {args.processes}")
         sweep = (
