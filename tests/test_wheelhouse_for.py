@@ -193,3 +193,10 @@ def test_a_value_with_a_quote_reaches_the_command_as_written(tmp_path, target, v
     assert out.returncode == 0, out.stdout + out.stderr
     passed = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("[") and option in line]
     assert len(passed) == 1 and passed[0][passed[0].index(option) + 1] == value, out.stdout
+
+
+def test_a_python_without_a_framework_is_told_so(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(wheelhouse, "download", fake_download)
+    bare = make_interpreter(tmp_path / "bare", {})
+    assert wheelhouse.main(["--for", str(bare), "--out", str(tmp_path / "bundle")]) == 0
+    assert f"note: {bare} has none of jax, tensorflow, tensorflow-cpu, torch" in capsys.readouterr().out

@@ -40,6 +40,7 @@ WORKLOAD_ROOTS = (
 )
 TABLE_LOCK = "tools"  # tabulate's lock: `make table ENV=current` renders in the user's own Python
 # The frameworks and what they bring: the box has its own, matched to its CUDA; never bundled, never walked into.
+FRAMEWORKS = {"torch", "jax", "tensorflow", "tensorflow-cpu"}  # what a cell runs on: the box's own, never bundled
 FRAMEWORK_OWNED = re.compile(
     r"^(torch|torchvision|torchaudio|triton|jax|jaxlib|jax-cuda\d+-.*|tensorflow.*|tf-keras|tensorboard.*|keras-nlp|"
     r"nvidia-.*|numpy|ml-dtypes|scipy|opt-einsum|sympy|mpmath|networkx|setuptools|wheel|pip)$"
@@ -345,6 +346,9 @@ def main(argv: list[str] | None = None) -> int:
             version, have = interpreter_distributions(args.target)
             listing = "".join(f"{canon(n)}=={v}\n" for n, v in sorted(have.items()))
             suffix = "-for-" + hashlib.sha256(f"{args.target}\n{listing}".encode()).hexdigest()[:8]
+            if not FRAMEWORKS & {canon(n) for n in have}:  # a bare Python: the bundle alone runs no cell
+                say(f"note: {args.target} has none of {', '.join(sorted(FRAMEWORKS))}: no cell runs there until one is "
+                    "installed (never bundled); the bundle holds only the libraries every workload shares")
         if args.list:
             for pin in plan(roots=workload_roots(have), have=have) if have is not None else plan():
                 say(f"{pin.name}=={pin.version}  ({'pure' if pin.pure else 'compiled'}; {', '.join(pin.envs)})")
