@@ -465,3 +465,62 @@ def test_versions_naming_no_version_is_refused(tmp_path, capsys):
     argv = ["sweep", "--package", "keras", "--versions", ",", "--backend", "jax", "--call", "keras:version",
             "--results-dir", str(tmp_path)]  # fmt: skip
     assert sweep_cli.main(argv) == 2 and "VERSIONS= names no version" in capsys.readouterr().err
+
+
+SIMPLE_PAGE = """<html><body>
+<a href="../../f/plantedpkg-1.0-py3-none-any.whl#sha256=00">plantedpkg-1.0-py3-none-any.whl</a>
+<a href="../../f/plantedpkg-1.1.tar.gz">plantedpkg-1.1.tar.gz</a>
+<a href="../../f/plantedpkg-1.2-py3-none-any.whl" data-yanked="broken">plantedpkg-1.2-py3-none-any.whl</a>
+<a href="../../f/plantedpkg-2.0rc1-py3-none-any.whl">plantedpkg-2.0rc1-py3-none-any.whl</a>
+<a href="../../f/plantedpkg-2.0-py3-none-any.whl">plantedpkg-2.0-py3-none-any.whl</a>
+</body></html>"""
+
+
+@pytest.fixture
+def configured_index(monkeypatch):
+    """A local simple index (HTML at /html/, JSON at /json/), the only one a bisect may ask: PyPI is out of reach."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    files = [{"filename": "plantedpkg-1.0-py3-none-any.whl"}, {"filename": "plantedpkg-1.3.tar.gz"},
+             {"filename": "plantedpkg-1.4-py3-none-any.whl", "yanked": True}]  # fmt: skip
+
+    class Index(BaseHTTPRequestHandler):
+        def do_GET(self):
+            if self.path == "/html/plantedpkg/":
+                body, kind = SIMPLE_PAGE.encode(), "text/html"
+            elif self.path == "/json/plantedpkg/":
+                body, kind = json.dumps({"files": files}).encode(), "application/vnd.pypi.simple.v1+json"
+            else:
+                self.send_error(404)
+                return
+            self.send_response(200)
+            self.send_header("Content-Type", kind)
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Index)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    for name in ("UV_FIND_LINKS", "UV_NO_INDEX", "UV_DEFAULT_INDEX", "UV_INDEX_URL", "PIP_INDEX_URL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr("bench.sweep.index.PYPI_JSON", "http://127.0.0.1:1/unreachable/{name}")
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+
+
+def test_a_bisect_lists_releases_from_the_index_the_user_configured(configured_index, monkeypatch, tmp_path):
+    from bench.sweep import index
+
+    monkeypatch.setattr(index, "PIP_CONFIG_FILES", ())
+    monkeypatch.setenv("UV_INDEX_URL", f"{configured_index}/html/")
+    assert index.released_versions("plantedpkg") == ["1.0", "1.1", "2.0"]  # no yanked, no release candidate
+    monkeypatch.setenv("UV_INDEX_URL", f"{configured_index}/json")
+    assert index.released_versions("plantedpkg") == ["1.0", "1.3"]
+    monkeypatch.delenv("UV_INDEX_URL")
+    conf = tmp_path / "pip.conf"
+    conf.write_text(f"[global]\nindex-url = {configured_index}/html/\n")
+    monkeypatch.setenv("PIP_CONFIG_FILE", str(conf))
+    assert index.released_versions("plantedpkg") == ["1.0", "1.1", "2.0"]
