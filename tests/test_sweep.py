@@ -524,3 +524,22 @@ def test_a_bisect_lists_releases_from_the_index_the_user_configured(configured_i
     conf.write_text(f"[global]\nindex-url = {configured_index}/html/\n")
     monkeypatch.setenv("PIP_CONFIG_FILE", str(conf))
     assert index.released_versions("plantedpkg") == ["1.0", "1.1", "2.0"]
+
+
+def test_an_index_configured_for_pip_only_is_the_one_uv_resolves_and_builds_from(tmp_path, monkeypatch):
+    from bench.sweep import cli as sweep_cli
+    from bench.sweep import index
+
+    for name in ("UV_DEFAULT_INDEX", "UV_INDEX_URL", "PIP_INDEX_URL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(index, "PIP_CONFIG_FILES", ())
+    conf = tmp_path / "pip.conf"
+    conf.write_text("[global]\nindex-url = https://mirror.example/simple/\n")
+    monkeypatch.setenv("PIP_CONFIG_FILE", str(conf))
+    monkeypatch.setattr(os, "environ", dict(os.environ))  # what main sets stays in this test
+    seen = {}
+    monkeypatch.setattr("bench.sweep.run.run_sweep",
+                        lambda *a, **k: seen.update(index=os.environ.get("UV_DEFAULT_INDEX")))  # fmt: skip
+    sweep_cli.main(["sweep", "--package", "keras", "--versions", "3.0.5", "--backend", "jax", "--call", "keras:version",
+                    "--results-dir", str(tmp_path / "results")])  # fmt: skip
+    assert seen == {"index": "https://mirror.example/simple/"}

@@ -168,6 +168,9 @@ def main(argv: list[str] | None = None) -> int:
             else command_line_sweep(args)
         )
         options = {"locks_dir": args.locks_dir, "venvs_dir": args.venvs_dir, "timeout_s": args.timeout}
+        from bench.sweep.index import use_configured_index
+
+        use_configured_index()  # the envs resolve and build from the index the user configured, as the bisect lists
         from bench.lifetime import stop_on_signals
 
         stop_on_signals()  # TERM, HUP, INT (to it, or to the make that started it) end the process it runs too

@@ -80,6 +80,14 @@ def configured_index() -> str | None:
     return None
 
 
+def use_configured_index() -> None:
+    """uv, which derives and builds a sweep's envs, reads its own variables but not pip's (PIP_INDEX_URL, pip.conf):
+    an index configured for pip only is handed to it as UV_DEFAULT_INDEX, for this process and what it starts."""
+    index = configured_index()
+    if index and not any(os.environ.get(v) for v in INDEX_VARIABLES[:2]):
+        os.environ["UV_DEFAULT_INDEX"] = index
+
+
 SIMPLE_JSON = "application/vnd.pypi.simple.v1+json"
 
 
