@@ -431,7 +431,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
     loaded, errors = load_each(args.results_dir)
     if args.quarantine:
-        moved, kept = quarantine(args.results_dir, errors)
+        from bench.runlock import holding
+
+        with holding(args.results_dir):  # not a file a run writing there now is about to replace
+            moved, kept = quarantine(args.results_dir, errors)
         for path, dest in moved:
             print(f"moved unreadable {path} to {dest}")
         errors = [e for e in errors if e.path in kept]
@@ -489,8 +492,13 @@ def load_studies(results_dir: Path) -> tuple[dict[str, int], list]:
 
 def cmd_clean_results(args: argparse.Namespace) -> int:
     from bench.results import clean_logs
+    from bench.runlock import holding
 
-    deleted = clean_logs(args.results_dir)
+    if args.results_dir.is_dir():
+        with holding(args.results_dir):  # not the logs of a run writing there now
+            deleted = clean_logs(args.results_dir)
+    else:
+        deleted = []
     print(f"deleted {len(deleted)} log files under {args.results_dir / 'logs'}")
     return 0
 

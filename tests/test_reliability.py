@@ -827,9 +827,11 @@ sys.stdin.read()
 def writers_of_a_results_folder(results: Path) -> dict:
     """Every writer of a results folder besides `make bench` (tuning is a `bench run`: its own test above), called
     so that it would start its work at once."""
+    from bench import cli
     from bench.grid.run import run_grid
     from bench.noise import study
     from bench.overhead.run import run_overhead
+    from bench.roofline.ceilings import measure_machine
     from bench.sweep.bisect import run_bisect
     from bench.sweep.run import run_sweep
 
@@ -839,10 +841,15 @@ def writers_of_a_results_folder(results: Path) -> dict:
         "grid": lambda: run_grid([], [], None, results),
         "overhead": lambda: run_overhead(None, results),
         "noise": lambda: study.main(["--cells", "jax__bert__predict__bs2__default", "--results-dir", str(results)]),
+        "ceilings": lambda: measure_machine(results, results / "venvs"),
+        "clean-results": lambda: cli.main(["clean-results", "--results-dir", str(results)]),
+        "quarantine": lambda: cli.main(["validate", "--results-dir", str(results), "--quarantine"]),
     }
 
 
-@pytest.mark.parametrize("writer", ["sweep", "bisect", "grid", "overhead", "noise"])
+@pytest.mark.parametrize(
+    "writer", ["sweep", "bisect", "grid", "overhead", "noise", "ceilings", "clean-results", "quarantine"]
+)
 def test_every_writer_of_a_results_folder_is_refused_while_another_run_holds_it(tmp_path, monkeypatch, capsys, writer):
     from bench.errors import BenchError
     from bench.noise.study import Study
