@@ -141,14 +141,19 @@ def long_targets(tmp_path):
         "tuning": (lambda: cli.main(["run", "--profile", "smoke", "--model", "vit", "--task", "fit", "--backend",
                                      "torch", "--variant", "sdpa", *results]), "bench.runner.run_cells"),
         "gpu-check": (lambda: cli.main(["gpu-check", *results]), "bench.gpucheck.run"),
+        "submit-status-wait": (lambda: cli.main(["submit-status", "--wait", "60", *results]),
+                               "bench.cluster.status.wait"),
     }  # fmt: skip
 
 
-@pytest.mark.parametrize("target", ["noise", "overhead", "sweep", "bisect", "grid", "tuning", "gpu-check"])
+@pytest.mark.parametrize(
+    "target", ["noise", "overhead", "sweep", "bisect", "grid", "tuning", "gpu-check", "submit-status-wait"]
+)
 def test_every_long_target_stops_on_term_hup_and_int_with_the_signals_status(tmp_path, monkeypatch, target,
                                                                              signal_handlers):
     from bench.lifetime import Terminated, interrupt
 
+    monkeypatch.setattr("bench.cluster.jobdir.find_job", lambda results_dir, job: None)
     entry, work = long_targets(tmp_path)[target]
     handlers = {}
 
