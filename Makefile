@@ -57,6 +57,14 @@ $(foreach v,$(NAME_VARIABLES),$(if $(and $(filter command line,$(origin $(v))),$
 # quotes, each ' in it written '\''.
 shell_quote = '$(subst ','\'',$(1))'
 
+# A count (REPEATS=, STEPS=, JOBS=, ...) is a whole number above 0: anything else stops make as it reads this file,
+# before any env is built (REPEATS=0 was refused only after every env of bench-all was built).
+COUNT_VARIABLES := REPEATS STEPS BATCH JOBS ROUNDS PAIRS PROCESSES WAIT LOAD
+$(foreach v,$(COUNT_VARIABLES),$(if $(and $(filter command line,$(origin $(v))),$(strip $($(v)))),\
+	$(if $(or $(word 2,$($(v))),$(strip $(call without,$($(v)),0 1 2 3 4 5 6 7 8 9)),\
+	$(if $(strip $(call without,$($(v)),0)),,zero)),\
+	$(error $(v)=$($(v)): a count is a whole number above 0 (1, 2, ...), nothing else))))
+
 # Optional narrowing/overrides passed through to `python -m bench run`.
 RUN_ARGS = $(if $(TASK),--task $(TASK)) $(if $(VARIANT),--variant $(VARIANT)) $(if $(PROFILE),--profile $(PROFILE)) $(if $(STEPS),--steps $(STEPS)) \
            $(if $(BATCH),--batch-size $(BATCH)) \

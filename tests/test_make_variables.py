@@ -244,3 +244,22 @@ def test_every_yes_no_variable_the_makefile_reads_is_checked():
     assert set(re.findall(r"\$\(call flag,(\w+),", text)) == checked
     read_raw = r"\$\(if \$\((?:" + "|".join(checked) + r")\)"
     assert not re.findall(read_raw, text)  # each read through flag
+
+
+@pytest.mark.skipif(not shutil.which("make"), reason="GNU make is not installed")
+@pytest.mark.parametrize("target,name", [("bench-all", "REPEATS"), ("bench-all", "STEPS"), ("bench-all", "JOBS"),
+                                         ("bench", "BATCH"), ("noise", "ROUNDS"), ("noise", "PAIRS"),
+                                         ("noise", "LOAD"), ("sweep", "PROCESSES"), ("submit-status", "WAIT")])
+def test_a_count_that_is_not_a_whole_number_above_0_is_refused_before_anything_is_built(tmp_path, target, name):
+    built = tmp_path / "built"
+    needs = {"BACKEND": "jax", "MODEL": "bert", "PACKAGE": "keras", "VERSIONS": "3.0.5"}
+    for value in ("0", "00", "-1", "1.5", "abc", "1,2"):
+        out = subprocess.run(
+            ["make", "--no-print-directory", target, *(f"{k}={v}" for k, v in needs.items()), f"{name}={value}",
+             f"ENVS_PY=touch {built};", f"PYTHON=touch {built}; {sys.executable}",
+             f"TOOLS_PY=touch {built}; {sys.executable}", f"RESULTS={tmp_path / 'results'}"],
+            cwd=REPO, capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        lines = refusal_lines(out.stderr)
+        assert out.returncode == 2 and len(lines) == 1 and f"{name}={value}" in lines[0], (value, out.stderr)
+        assert not built.exists(), value
