@@ -812,3 +812,16 @@ def test_out_never_replaces_a_result_file(tmp_path, capsys):
     before = result_file.read_bytes()
     assert cli.main(["table", "--results-dir", str(results), "--out", str(result_file)]) == 2
     assert "did not write" in capsys.readouterr().err and result_file.read_bytes() == before
+
+
+def test_site_never_replaces_a_page_it_did_not_write(tmp_path, capsys):
+    results = write_all(tmp_path / "results", smoke_cpu()[:1])
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "index.html").write_text("<html>my own page</html>")
+    assert cli.main(["table", "--results-dir", str(results), "--site", str(site)]) == 2
+    assert "did not write" in capsys.readouterr().err
+    assert (site / "index.html").read_text() == "<html>my own page</html>" and not (results / "RESULTS.md").exists()
+    (site / "index.html").unlink()
+    assert cli.main(["table", "--results-dir", str(results), "--site", str(site)]) == 0
+    assert cli.main(["table", "--results-dir", str(results), "--site", str(site)]) == 0  # its own page: replaced
