@@ -65,6 +65,16 @@ $(foreach v,$(COUNT_VARIABLES),$(if $(and $(filter command line,$(origin $(v))),
 	$(if $(strip $(call without,$($(v)),0)),,zero)),\
 	$(error $(v)=$($(v)): a count is a whole number above 0 (1, 2, ...), nothing else))))
 
+# The cells' names (BACKEND=, MODEL=, PROFILE=, each a comma list) for the targets that build envs before they run a
+# cell: checked against the registry as make reads this file, so that a typo is not found only after every env is
+# built. (The grid's BACKEND= names columns, a sweep's any env: their own commands check those.)
+CELL_GOALS := bench bench-all bench-cpu-full bench-cpu-mid
+ifneq ($(filter $(CELL_GOALS),$(MAKECMDGOALS)),)
+$(foreach pair,BACKEND:1 MODEL:2 PROFILE:3,$(foreach v,$(word 1,$(subst :, ,$(pair))),\
+	$(if $(filter command line,$(origin $(v))),$(if $(REGISTRY),$(foreach name,$(subst $(comma), ,$($(v))),$(if $(filter $(name),$(subst $(comma), ,$(word $(word 2,$(subst :, ,$(pair))),$(REGISTRY)))),,\
+	$(error $(v)=$($(v)): $(name) is none of $(word $(word 2,$(subst :, ,$(pair))),$(REGISTRY)))))))))
+endif
+
 # Optional narrowing/overrides passed through to `python -m bench run`.
 RUN_ARGS = $(if $(TASK),--task $(TASK)) $(if $(VARIANT),--variant $(VARIANT)) $(if $(PROFILE),--profile $(PROFILE)) $(if $(STEPS),--steps $(STEPS)) \
            $(if $(BATCH),--batch-size $(BATCH)) \

@@ -263,3 +263,20 @@ def test_a_count_that_is_not_a_whole_number_above_0_is_refused_before_anything_i
         lines = refusal_lines(out.stderr)
         assert out.returncode == 2 and len(lines) == 1 and f"{name}={value}" in lines[0], (value, out.stderr)
         assert not built.exists(), value
+
+
+@pytest.mark.skipif(not shutil.which("make"), reason="GNU make is not installed")
+@pytest.mark.parametrize("target", ["bench-all", "bench"])
+def test_a_misspelt_backend_model_or_profile_is_refused_before_any_env_is_built(tmp_path, target):
+    built = tmp_path / "built"
+    valid = {"BACKEND": "jax,torch", "MODEL": "bert", "PROFILE": "smoke"}
+    for name, typo in (("BACKEND", "jax,nope"), ("MODEL", "bertt"), ("PROFILE", "smok")):
+        out = subprocess.run(
+            ["make", "--no-print-directory", target, *(f"{k}={v}" for k, v in {**valid, name: typo}.items()),
+             f"PYTHON={sys.executable}", f"ENVS_PY=touch {built};", f"TOOLS_PY=touch {built}; {sys.executable}",
+             f"RESULTS={tmp_path / 'results'}"],
+            cwd=REPO, capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        lines = refusal_lines(out.stderr)
+        assert out.returncode == 2 and len(lines) == 1 and f"{name}={typo}: " in lines[0], out.stdout + out.stderr
+        assert not built.exists(), name
