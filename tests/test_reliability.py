@@ -613,15 +613,16 @@ def test_make_validate_is_a_target_make_help_lists(tmp_path):
 @pytest.mark.skipif(not shutil.which("make"), reason="GNU make is not installed")
 @pytest.mark.parametrize("target", ["bench", "bench-all"])
 def test_make_passes_batch_on_so_batch_0_is_refused_as_steps_0_is(target, tmp_path):
-    """`make bench BATCH=0` (and BATCH=4) was once dropped silently: no --batch-size reached the run."""
+    """`make bench BATCH=0` (and BATCH=4) was once dropped silently: no --batch-size reached the run. A count of 0
+    is now refused by make itself, before anything is built; the run refuses one it is given as well."""
     for variable, option in (("BATCH", "--batch-size"), ("STEPS", "--steps")):
-        command = make("-n", target, "BACKEND=jax", "MODEL=bert", f"{variable}=0", tmp_path=tmp_path).stdout
-        command = command.strip().splitlines()[-1]
-        assert f"{option} 0" in command, command
-        ran = subprocess.run(
-            ["bash", "-c", command.replace(".venvs/tools/bin/python", sys.executable, 1)],
-            cwd=REPO, capture_output=True, text=True,
-        )  # fmt: skip
+        command = make("-n", target, "BACKEND=jax", "MODEL=bert", f"{variable}=4", tmp_path=tmp_path).stdout
+        assert f"{option} 4" in command.strip().splitlines()[-1], command
+        refused = make("-n", target, "BACKEND=jax", "MODEL=bert", f"{variable}=0", tmp_path=tmp_path)
+        assert refused.returncode == 2 and refused.stdout == "", refused.stdout
+        assert refused.stderr.count("\n") == 1 and f"{variable}=0: a count is a whole number above 0" in refused.stderr
+        ran = subprocess.run([sys.executable, "-m", "bench", "run", "--backend", "jax", "--model", "bert", option, "0"],
+                             cwd=REPO, capture_output=True, text=True)  # fmt: skip
         assert ran.returncode == 2 and ran.stderr.count("\n") == 1, ran.stdout + ran.stderr
         assert f"argument {option}: must be a positive integer, got '0'" in ran.stderr, ran.stderr
 
@@ -643,7 +644,7 @@ def test_make_compare_quotes_a_b_and_out(tmp_path):
 def test_make_takes_resume_yes_and_refuses_a_value_it_would_ignore(tmp_path):
     assert "--resume" in make("-n", "bench-all", "RESUME=yes", tmp_path=tmp_path).stdout.splitlines()[-1]
     refused = make("-n", "bench-all", "RESUME=maybe", tmp_path=tmp_path)
-    assert refused.returncode != 0 and "RESUME=maybe is not 1, yes or true" in refused.stderr
+    assert refused.returncode == 2 and "RESUME=maybe: a yes/no variable is 1, yes or true" in refused.stderr
 
 
 @pytest.mark.skipif(not shutil.which("make"), reason="GNU make is not installed")
