@@ -44,7 +44,7 @@ PROFILES = $(subst $(comma),|,$(word 3,$(REGISTRY)))
 # A name or number (BACKEND=, MODEL=, STEPS=, ...; a list: a,b) is letters, digits and , . _ - alone: anything else
 # (a space, a quote, ; or $) would reach a recipe's shell unquoted. Refused in one line before any recipe runs.
 NAME_VARIABLES := BACKEND MODEL TASK PROFILE VARIANT STEPS BATCH REPEATS JOBS STACK ENV GRID CELLS ROUNDS PAIRS \
-	SLOWDOWNS LOAD SIZE JOB WAIT PYTHON_VERSION BUDGET PACKAGE VERSIONS STUDY GOOD BAD PROCESSES CHANGE
+	SLOWDOWNS LOAD SIZE JOB WAIT PYTHON_VERSION BUDGET PACKAGE VERSIONS GOOD BAD PROCESSES CHANGE
 NAME_CHARACTERS := a b c d e f g h i j k l m n o p q r s t u v w x y z A B C D E F G H I J K L M N O P Q R S T U V W \
 	X Y Z 0 1 2 3 4 5 6 7 8 9 . _ -
 without = $(if $(2),$(call without,$(subst $(firstword $(2)),,$(1)),$(wordlist 2,$(words $(2)),$(2))),$(1))
@@ -53,14 +53,44 @@ $(foreach v,$(NAME_VARIABLES),$(if $(and $(filter command line,$(origin $(v))),$
 	$(strip $(call without,$(subst $(comma),,$($(v))),$(NAME_CHARACTERS))))),\
 	$(error $(v)=$($(v)): a name or number is letters, digits and . _ - (a list: a,b), nothing else)))
 
+# A value passed to a recipe's shell as one word, whatever it holds (FOR=/path/o'k/python, CALL=, KEY=): in single
+# quotes, each ' in it written '\''.
+shell_quote = '$(subst ','\'',$(1))'
+
+# A count (REPEATS=, STEPS=, JOBS=, ...) is a whole number above 0: anything else stops make as it reads this file,
+# before any env is built (REPEATS=0 was refused only after every env of bench-all was built).
+COUNT_VARIABLES := REPEATS STEPS BATCH JOBS ROUNDS PAIRS PROCESSES WAIT LOAD
+$(foreach v,$(COUNT_VARIABLES),$(if $(and $(filter command line,$(origin $(v))),$(strip $($(v)))),\
+	$(if $(or $(word 2,$($(v))),$(strip $(call without,$($(v)),0 1 2 3 4 5 6 7 8 9)),\
+	$(if $(strip $(call without,$($(v)),0)),,zero)),\
+	$(error $(v)=$($(v)): a count is a whole number above 0 (1, 2, ...), nothing else))))
+
+# The cells' names (BACKEND=, MODEL=, PROFILE=, each a comma list) for the targets that build envs before they run a
+# cell: checked against the registry as make reads this file, so that a typo is not found only after every env is
+# built. (The grid's BACKEND= names columns, a sweep's any env: their own commands check those.)
+CELL_GOALS := bench bench-all bench-cpu-full bench-cpu-mid
+ifneq ($(filter $(CELL_GOALS),$(MAKECMDGOALS)),)
+$(foreach pair,BACKEND:1 MODEL:2 PROFILE:3,$(foreach v,$(word 1,$(subst :, ,$(pair))),\
+	$(if $(filter command line,$(origin $(v))),$(if $(REGISTRY),$(foreach name,$(subst $(comma), ,$($(v))),$(if $(filter $(name),$(subst $(comma), ,$(word $(word 2,$(subst :, ,$(pair))),$(REGISTRY)))),,\
+	$(error $(v)=$($(v)): $(name) is none of $(word $(word 2,$(subst :, ,$(pair))),$(REGISTRY)))))))))
+endif
+
 # Optional narrowing/overrides passed through to `python -m bench run`.
 RUN_ARGS = $(if $(TASK),--task $(TASK)) $(if $(VARIANT),--variant $(VARIANT)) $(if $(PROFILE),--profile $(PROFILE)) $(if $(STEPS),--steps $(STEPS)) \
            $(if $(BATCH),--batch-size $(BATCH)) \
            $(if $(REPEATS),--repeats $(REPEATS)) $(call flag,RESUME,--resume) $(if $(JOBS),--jobs $(JOBS)) \
            $(call flag,IGNORE_PLAN,--ignore-plan) $(call flag,EXACT,--exact) --stack $(STACK) --results-dir "$(RESULTS)"
-# A yes/no variable (RESUME=, IGNORE_PLAN=): 1, yes or true gives the option; any other non-empty value stops make
-# rather than being ignored silently.
-flag = $(if $(filter 1 yes true,$($(1))),$(2),$(if $($(1)),$(error $(1)=$($(1)) is not 1, yes or true (or empty))))
+# A yes/no variable: 1, yes or true (any case) gives its option; empty, 0, no or false leaves it off (ACROSS=0 once
+# turned the option on); anything else stops make in one line as it reads this file, before any target (an env
+# build) runs. The environment's values too: make uses them as it does the command line's.
+YES_NO_VARIABLES := RESUME IGNORE_PLAN EXACT QUARANTINE ACROSS FORCE CONTAINER
+lowercase = $(subst A,a,$(subst B,b,$(subst C,c,$(subst D,d,$(subst E,e,$(subst F,f,$(subst G,g,$(subst H,h,$(subst \
+	I,i,$(subst L,l,$(subst N,n,$(subst O,o,$(subst R,r,$(subst S,s,$(subst T,t,$(subst U,u,$(subst Y,y,$(1))))))))))))))))))
+answer = $(call lowercase,$(strip $($(1))))
+flag = $(if $(filter 1 yes true,$(call answer,$(1))),$(2))
+$(foreach v,$(YES_NO_VARIABLES),$(if $(and $(call answer,$(v)),$(or $(word 2,$(call answer,$(v))),\
+	$(filter-out 1 yes true 0 no false,$(call answer,$(v))))),\
+	$(error $(v)=$($(v)): a yes/no variable is 1, yes or true, or 0, no or false (or empty), nothing else)))
 
 # uv, pinned and hash-checked (containers/uv-requirements.txt), fetched into .venvs/.uv on first use:
 # the same uv everywhere, whatever is on PATH.
@@ -181,12 +211,19 @@ bench-cpu-mid: doctor envs ## The published generate ratios at the largest size 
 PYTHON_VERSION ?= 3.12
 FOR ?=
 wheelhouse: ## Download, hash-checked at the locked versions, the workloads' libraries (no frameworks) for PYTHON_VERSION= (3.12), or only what FOR=<python> lacks -> wheelhouse/
-	$(PYTHON) -m bench.envs.wheelhouse $(if $(FOR),--for '$(FOR)',--python-version $(PYTHON_VERSION))
+	$(PYTHON) -m bench.envs.wheelhouse $(if $(FOR),--for $(call shell_quote,$(FOR)),--python-version $(PYTHON_VERSION))
 
 # The checks only a GPU can answer (bench/gpucheck.py), most valuable first, within BUDGET= minutes (default 15); the
 # report is rewritten as each check ends and RESUME=1 goes on with a cut-off run. Refused in one line (exit 2,
 # nothing built or written) on a machine without a GPU: the refusal runs in $(PYTHON), before any env is built.
 BUDGET ?=
+# BUDGET= is minutes, a plain positive number (15, 0.5): refused as make reads this file, before any env is built
+# (nan, inf, 0 or -1 once ran with no budget, or none; abc was refused only after every env was built)
+ifneq ($(strip $(BUDGET)),)
+ifneq ($(or $(word 2,$(BUDGET)),$(strip $(call without,$(subst .,,$(BUDGET)),0 1 2 3 4 5 6 7 8 9)),$(word 4,$(subst ., . ,x$(BUDGET)x)),$(if $(strip $(call without,$(BUDGET),0 .)),,zero)),)
+$(error BUDGET=$(BUDGET): minutes, a positive number (15, 0.5), nothing else)
+endif
+endif
 GPU_CHECK_ARGS = --results-dir "$(RESULTS)" $(if $(BUDGET),--budget-minutes $(BUDGET)) $(call flag,RESUME,--resume)
 gpu-check: ## On one GPU, within BUDGET= minutes (15): device sync vs CUDA events, then short paper cells; RESUME=1 goes on (ENV=current too)
 	@$(PYTHON) -m bench gpu-check --preflight
@@ -216,7 +253,7 @@ export: env-tools ## Every current result under RESULTS as one CSV ($(RESULTS)/r
 
 compare: env-tools ## Per cell, B / A with its 95% interval and a verdict (faster/slower/same/inconclusive): make compare A=<dir> B=<dir> [OUT=file.md] [ACROSS=1]
 	@test -n "$(A)" -a -n "$(B)" || { echo "usage: make compare A=<results dir> B=<results dir> [OUT=compare/compare.md] [ACROSS=1: decide across different processors]" >&2; exit 2; }
-	$(TOOLS_PY) -m bench compare "$(A)" "$(B)" $(if $(OUT),--out "$(OUT)") $(if $(ACROSS),--across-processors)
+	$(TOOLS_PY) -m bench compare "$(A)" "$(B)" $(if $(OUT),--out "$(OUT)") $(call flag,ACROSS,--across-processors)
 
 # The machine's noise study (bench/noise/study.py, docs/METHOD.md): identical code compared with itself on product
 # cells (CELLS=: cell keys, default the 8 BERT smoke cells; ROUNDS=, default 2; REPEATS=: processes a side, default
@@ -293,7 +330,7 @@ clean-results: ## Remove the logs a run wrote under $(RESULTS)/logs (result file
 submit: env-tools ## Submit cells to Slurm (one array task each; cells with a current result skipped unless FORCE=1)
 	$(TOOLS_PY) -m bench submit $(if $(BACKEND),--backend $(BACKEND)) $(if $(MODEL),--model $(MODEL)) $(if $(TASK),--task $(TASK)) \
 		$(if $(PROFILE),--profile $(PROFILE)) $(if $(STEPS),--steps $(STEPS)) $(if $(BATCH),--batch-size $(BATCH)) \
-		$(if $(FORCE),--force) $(if $(CONTAINER),--container) \
+		$(call flag,FORCE,--force) $(call flag,CONTAINER,--container) \
 		--results-dir "$(RESULTS)" $(SUBMIT_ARGS)
 
 submit-status: env-tools ## Per-cell state of a Slurm submission (JOB= name or id, default the latest); records tasks Slurm ended

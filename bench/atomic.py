@@ -9,6 +9,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from bench.errors import BenchError
+
 
 def current_umask() -> int:
     """The process's umask, read without changing it (os.umask can only set it, and another thread may be creating
@@ -65,3 +67,21 @@ def claim_new_file(candidates, mode: int = 0o644) -> Path | None:
         except FileExistsError:
             continue
     return None
+
+
+def refuse_to_replace(path: Path, ours: Callable[[bytes], bool], option: str) -> None:
+    """An output path the user names (OUT=, --out) replaces only a file this command wrote before, which `ours`
+    recognises from its first bytes: never a result file, an input, or anything else it did not write (a mistyped
+    OUT= once wrote a comparison over a result, with no history/ copy). Refused in one line naming the fix."""
+    path = Path(path)
+    if path.is_dir():
+        raise BenchError(f"{option} {path} is a folder: name a file")
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4096)
+    except FileNotFoundError:
+        return
+    except OSError as e:
+        raise BenchError(f"{option} {path}: cannot read what is there ({e.strerror or e}): name a new file") from None
+    if not ours(head):
+        raise BenchError(f"{option} {path}: a file this command did not write is there; it is kept: name a new file")

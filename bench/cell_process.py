@@ -48,6 +48,7 @@ class CellProcess:
     ):
         self.cell, self.python, self.log_path, self.echo, self.config = cell, python, log_path, echo, config
         self.tail: deque[str] = deque(maxlen=LOG_TAIL_LINES)
+        self.log_error: OSError | None = None  # a write that failed (a full disk): the log stops there, the cell not
         self.env = {
             **os.environ,
             **cell_environment(cell.env),
@@ -67,7 +68,8 @@ class CellProcess:
             self.log_path.parent.mkdir(parents=True, exist_ok=True)
             started = time.perf_counter()
             oom_kills_before = oom_kill_count()
-            with self.log_path.open("w") as log:
+            # unbuffered: a write the disk refused is not retried when the log closes (nothing is left in a buffer)
+            with self.log_path.open("wb", buffering=0) as log:
                 proc = start_in_own_group(cmd, self.env)
                 reader = threading.Thread(target=self._pump, args=(proc, log), daemon=True)
                 reader.start()
@@ -104,8 +106,13 @@ class CellProcess:
 
     def _pump(self, proc: subprocess.Popen, log) -> None:
         for line in proc.stdout:
-            log.write(line)
-            log.flush()
+            if self.log_error is None:
+                try:
+                    log.write(line.encode())
+                except OSError as e:  # a full disk: the pipe is still drained (else the cell blocks), the tail kept
+                    self.log_error = e
+                    why = e.strerror or e
+                    self.echo(f"    could not write the log {self.log_path}: {why}; its last lines are kept")
             self.tail.append(line.rstrip())
             if VERBOSE or line.startswith("[cell]"):  # the rest is in the log, and its tail in any failure
                 self.echo(line.rstrip())

@@ -3,14 +3,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
-import signal
 import sys
 from pathlib import Path
 
 from bench.backends import BACKENDS
 from bench.cluster import cli as cluster_cli
-from bench.errors import BenchError
+from bench.errors import BenchError, os_error_line
+from bench.lifetime import stop_on_signals, stopped_status
 from bench.profiles import profiles
 from bench.provenance import REPO_ROOT
 from bench.registry import MODELS
@@ -34,6 +35,21 @@ def int_at_least(minimum: int, what: str):
         return value
 
     return parse
+
+
+# A budget past this is a typo (1e308 once overflowed the deadline's arithmetic): about two years
+MAX_BUDGET_MINUTES = 10**6
+
+
+def budget_minutes(text: str) -> float:
+    """An argparse type: minutes, a finite number above 0 (nan, inf, 0 and -1 once ran with no budget or none left)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 < value <= MAX_BUDGET_MINUTES:  # false for nan too
+        raise argparse.ArgumentTypeError(f"must be minutes, a number above 0 and at most {MAX_BUDGET_MINUTES}, got {text!r}")
+    return value
 
 
 positive_int = int_at_least(1, "positive")
@@ -102,7 +118,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--dry-run", action="store_true", help="list the cells and exit")
     run.add_argument(
         "--budget-minutes",
-        type=float,
+        type=budget_minutes,
         help="one cell per model x backend first, then the rest; stop cleanly at this, naming what is left (--resume goes on)",
     )
     run.add_argument(
@@ -245,7 +261,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="writes gpu-check/<machine>/ here; reads plan-paper.json from here",
     )
     gpu.add_argument(
-        "--budget-minutes", type=float, default=15.0, help="end the work in progress and stop at this (default 15)"
+        "--budget-minutes", type=budget_minutes, default=15.0, help="end the work in progress and stop at this (default 15)"
     )
     gpu.add_argument("--resume", action="store_true", help="go on with a cut-off run's checks, into its report")
     gpu.add_argument(
@@ -263,42 +279,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     except OSError as e:  # a read-only or full disk, a path too long: one line naming the file, not a traceback
-        print(f"error: {e.strerror or e}: {e.filename}" if e.filename else f"error: {e}", file=sys.stderr)
+        print(f"error: {os_error_line(e)}", file=sys.stderr)
         return 2
-    except Terminated as e:  # a stop by signal exits 128 + its number, as a shell reports it: SIGTERM 143
-        return 128 + e.signum
-    except KeyboardInterrupt:
-        return 130
-
-
-class Terminated(KeyboardInterrupt):
-    """SIGTERM, handled as Ctrl-C is (every finished result kept), but exiting with its own status."""
-
-    def __init__(self, signum: int):
-        super().__init__(signum)
-        self.signum = signum
-
-
-STOPPING: list[int] = []  # the signal that is ending this command, once one has
-
-
-def interrupt(signum, frame):
-    if STOPPING:  # already ending: a second signal must not cut the clean-up short (the cell's process group)
-        return
-    STOPPING.append(signum)
-    raise Terminated(signum)
-
-
-def stop_on_signals() -> None:
-    """SIGTERM (kill, timeout, a scheduler, docker stop) and SIGHUP (a closed terminal, a lost SSH session) stop a
-    command as Ctrl-C does: the running cell's process group is ended with it (it runs in a session of its own, so
-    no signal reaches it otherwise) and every finished result is kept."""
-    from bench.lifetime import follow_make
-
-    for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
-        if signal.getsignal(signum) is not signal.SIG_IGN:  # nohup's, or a background job's SIGINT, stay ignored
-            signal.signal(signum, interrupt)
-    follow_make(stopping=lambda: bool(STOPPING))  # a signal make does not pass on (INT, HUP to make alone) too
+    except KeyboardInterrupt as e:  # Ctrl-C 130; a stop by signal 128 + its number, as a shell reports it: SIGTERM 143
+        return stopped_status(e)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -447,7 +431,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
     loaded, errors = load_each(args.results_dir)
     if args.quarantine:
-        moved, kept = quarantine(args.results_dir, errors)
+        from bench.runlock import holding
+
+        with holding(args.results_dir):  # not a file a run writing there now is about to replace
+            moved, kept = quarantine(args.results_dir, errors)
         for path, dest in moved:
             print(f"moved unreadable {path} to {dest}")
         errors = [e for e in errors if e.path in kept]
@@ -457,6 +444,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
         why = result.cell.why_not_in_registry()
         if why:  # archived results stay valid; the registry has moved on since they were measured
             print(f"{path}: no longer in the registry: {why}")
+    studies, study_errors = load_studies(args.results_dir)  # what make table reads besides: sweeps, overhead
+    errors = errors + study_errors
     problems = ([str(unreadable_error(errors, args.results_dir))] if errors else []) + placement_problems(
         loaded, args.results_dir
     )
@@ -471,13 +460,45 @@ def cmd_validate(args: argparse.Namespace) -> int:
     grid_files = sum(len(group.results) for group in load_grid(args.results_dir))
     if grid_files:
         print(f"{grid_files} inference grid result files under {args.results_dir / 'grid'} are valid")
+    for folder, count in studies.items():
+        if count:
+            print(f"{count} result files under {args.results_dir / folder} are valid")
     return 0
+
+
+def load_studies(results_dir: Path) -> tuple[dict[str, int], list]:
+    """The studies' result files that `make table` renders (the release sweeps, the overhead study), each read as
+    the report reads it: how many are valid per folder, and an error naming each other one."""
+    from bench.overhead.spec import STUDY_DIR as OVERHEAD_DIR
+    from bench.results import CorruptResult, NewerSchema, load, result_files
+    from bench.sweep.report import STUDY_DIR as SWEEP_DIR
+    from bench.sweep.report import load_sweep, sweep_files
+
+    readers = {
+        SWEEP_DIR: (sweep_files(results_dir), load_sweep),
+        OVERHEAD_DIR: (result_files(results_dir / OVERHEAD_DIR), load),
+    }
+    counts, errors = {}, []
+    for folder, (paths, read) in readers.items():
+        counts[folder] = 0
+        for path in paths:
+            try:
+                read(path)
+                counts[folder] += 1
+            except (CorruptResult, NewerSchema) as e:
+                errors.append(e)
+    return counts, errors
 
 
 def cmd_clean_results(args: argparse.Namespace) -> int:
     from bench.results import clean_logs
+    from bench.runlock import holding
 
-    deleted = clean_logs(args.results_dir)
+    if args.results_dir.is_dir():
+        with holding(args.results_dir):  # not the logs of a run writing there now
+            deleted = clean_logs(args.results_dir)
+    else:
+        deleted = []
     print(f"deleted {len(deleted)} log files under {args.results_dir / 'logs'}")
     return 0
 
@@ -488,6 +509,17 @@ def cmd_table(args: argparse.Namespace) -> int:
     if not args.results_dir.is_dir():  # a mistyped RESULTS= must not become a new folder with an empty table
         raise BenchError(f"no results folder {args.results_dir}: nothing to render (is the results folder right?)")
     out = args.out or args.results_dir / "RESULTS.md"
+    from bench.atomic import refuse_to_replace
+
+    refuse_to_replace(out, lambda head: head.startswith(b"# Benchmark results"), "the table's output")
+    if args.site:  # the results page's three files, each only over an earlier results page's
+        from bench.report.site import DATA, INDEX, PLOTLY, VENDORED_PLOTLY
+
+        plotly_head = VENDORED_PLOTLY.read_bytes()[:4096]
+        for name, ours in ((INDEX, lambda head: b"<title>Benchmark results</title>" in head),
+                           (DATA, lambda head: head.startswith(b"const BENCH_CELLS = ")),
+                           (PLOTLY, lambda head: head == plotly_head[: len(head)])):  # fmt: skip
+            refuse_to_replace(args.site / name, ours, f"the results page's {name} (--site)")
     render(args.results_dir, out, readme=args.readme, site=args.site)
     print(f"wrote {out}" + (f" and the results section of {args.readme}" if args.readme else ""))
     if args.site:
@@ -530,6 +562,9 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     from bench.compare import run
+
+    if args.a.resolve() == args.b.resolve():  # every cell against itself: "33 same" says nothing
+        raise BenchError(f"A and B are one folder ({args.a}): name the two results folders to compare")
 
     written = run(args.a, args.b, args.out or args.out_dir / "compare.md", args.across_processors)
     print(written.text, end="")

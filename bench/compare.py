@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from bench import stats
-from bench.atomic import write_stream_atomic, write_text_atomic
+from bench.atomic import refuse_to_replace, write_stream_atomic, write_text_atomic
 from bench.backends import DEFAULT_STACK
 from bench.errors import BenchError
 from bench.generate_split import result_split, run_split
@@ -41,6 +41,9 @@ from bench.stats import FASTER, INCONCLUSIVE, NOT_COMPARABLE, SAME, SLOWER, Rati
 
 VERDICTS = (FASTER, SLOWER, SAME, INCONCLUSIVE, NOT_COMPARABLE)
 JSON_FORMAT = "compare-1"
+# what marks the files a comparison writes, so that OUT= replaces only an earlier comparison (refuse_to_replace)
+MARKDOWN_MARK = b"# Comparison: B = "
+PNG_MARK = "written by python -m bench compare"
 TOO_WIDE = f"the interval holds 1 and reaches beyond ±{stats.EQUIVALENCE_BAND:.0%}: more processes would narrow it"
 METHOD = (
     "B / A of the cell's figure (the geometric mean of its processes' median step times; > 1: B is slower) with "
@@ -484,7 +487,8 @@ def draw(comparison: Comparison, path: Path) -> Path | None:
             title += " (across processors)" if comparison.across_processors else " (different processors)"
         ax.set_title(title)
         fig.tight_layout()
-        write_stream_atomic(path, lambda f: fig.savefig(f, format="png", dpi=100, metadata={"Software": None}))
+        metadata = {"Software": None, "Description": PNG_MARK}
+        write_stream_atomic(path, lambda f: fig.savefig(f, format="png", dpi=100, metadata=metadata))
     return path
 
 
@@ -497,7 +501,13 @@ class Written:
 
 
 def run(a_dir: Path, b_dir: Path, out: Path, across_processors: bool = False) -> Written:
-    """Write <out> (Markdown), the PNG and the JSON beside it."""
+    """Write <out> (Markdown), the PNG and the JSON beside it; refused, before anything is written, where any of the
+    three would replace a file that is not an earlier comparison's (a result file, say)."""
+    refuse_to_replace(out, lambda head: head.startswith(MARKDOWN_MARK), "the comparison's output")
+    refuse_to_replace(out.with_suffix(".json"), lambda head: f'"format": "{JSON_FORMAT}"'.encode() in head,
+                      f"the comparison's JSON (beside {out.name})")
+    refuse_to_replace(out.with_suffix(".png"), lambda head: head.startswith(b"\x89PNG") and PNG_MARK.encode() in head,
+                      f"the comparison's figure (beside {out.name})")
     comparison = compare(a_dir, b_dir, across_processors)
     png = draw(comparison, out.with_suffix(".png"))
     text = markdown(comparison, png.name if png else None)

@@ -10,7 +10,7 @@ import io
 from pathlib import Path
 from typing import Any
 
-from bench.atomic import write_text_atomic
+from bench.atomic import refuse_to_replace, write_text_atomic
 from bench.errors import BenchError
 from bench.generate_split import result_split
 from bench.provenance import machine_label
@@ -90,6 +90,7 @@ def export(results_dir: Path, out: Path | None = None) -> tuple[Path, int]:
     if not table:  # a mistyped RESULTS= must not end in an empty CSV in a new folder
         raise BenchError(f"no result files under {results_dir}: nothing to export (is the results folder right?)")
     out = out or results_dir / "results.csv"
+    refuse_to_replace(out, lambda head: head.startswith(",".join(COLUMNS[:2]).encode() + b","), "the CSV's output")
     out.parent.mkdir(parents=True, exist_ok=True)
     write_text_atomic(out, to_csv(table))
     return out, len(table)

@@ -362,7 +362,7 @@ def run(results_dir: Path, env: str = "locked", budget_s: float = BUDGET_S, echo
             save()
         else:
             session["ended"] = "finished"
-    except KeyboardInterrupt:  # SIGTERM, SIGHUP, Ctrl-C (bench/cli.py): what finished is on disk, said so
+    except KeyboardInterrupt:  # SIGTERM, SIGHUP, Ctrl-C (bench/lifetime.py): what finished is on disk, said so
         session["ended"] = "signal"
         save()
         raise

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench.atomic import write_text_atomic
+from bench.errors import BenchError
 from bench.provenance import machine_label
 
 CHECK_TIMED_STEPS = 5  # the paper profile times more; each short cell's result records its own counts
@@ -31,7 +32,19 @@ class Report:
 
     @classmethod
     def load(cls, path: Path) -> Report:
-        data = json.loads(path.read_text())
+        """The report a cut-off run left; one that cannot be read (cut off mid-write by an older suite, edited) is a
+        one-line error naming it and the fix, not a traceback."""
+        try:
+            data = json.loads(path.read_text())
+            return cls._from(data)
+        except (ValueError, KeyError, TypeError, AttributeError) as e:
+            raise BenchError(
+                f"gpu-check: cannot resume from {path} ({type(e).__name__}: {e}): "
+                "move it aside and run without RESUME=1"
+            ) from None
+
+    @classmethod
+    def _from(cls, data: dict) -> Report:
         return cls(
             machine=data["machine"],
             env=data["env"],

@@ -7,6 +7,10 @@ before it waits (make's fatal_error_signal), so the signal leaves the set it cat
 A thread watches the make that started this process (its nearest ancestor that is not a shell); when one of those
 signals leaves make's caught set, it sends this process the same signal, which ends the run as Ctrl-C does (its cell
 with it); when make is gone (kill -9), SIGTERM. Linux only: elsewhere nothing is watched.
+
+stop_on_signals() is what every long command (a run, the grid, a sweep or bisect, the noise and overhead studies,
+gpu-check) calls first: TERM, HUP and INT, to it or to the make that started it, end it as Ctrl-C does, keeping what
+finished. It lives here, not in bench/cli.py, so that a study's own entry point need not import the whole CLI.
 """
 
 from __future__ import annotations
@@ -79,3 +83,36 @@ def follow_make(stopping=lambda: False, interval_s: float = 0.25) -> threading.T
     watcher = threading.Thread(target=watch, name="follow-make", daemon=True)
     watcher.start()
     return watcher
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP, handled as Ctrl-C is (every finished result kept), but exiting with its own status."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+STOPPING: list[int] = []  # the signal that is ending this command, once one has
+
+
+def interrupt(signum, frame):
+    if STOPPING:  # already ending: a second signal must not cut the clean-up short (the cell's process group)
+        return
+    STOPPING.append(signum)
+    raise Terminated(signum)
+
+
+def stop_on_signals() -> None:
+    """SIGTERM (kill, timeout, a scheduler, docker stop) and SIGHUP (a closed terminal, a lost SSH session) stop a
+    command as Ctrl-C does: the running cell's process group is ended with it (it runs in a session of its own, so
+    no signal reaches it otherwise) and every finished result is kept."""
+    for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+        if signal.getsignal(signum) is not signal.SIG_IGN:  # nohup's, or a background job's SIGINT, stay ignored
+            signal.signal(signum, interrupt)
+    follow_make(stopping=lambda: bool(STOPPING))  # a signal make does not pass on (INT, HUP to make alone) too
+
+
+def stopped_status(e: KeyboardInterrupt) -> int:
+    """The exit status of a command a signal stopped, as a shell reports it: 128 + its number (Ctrl-C: 130)."""
+    return 128 + getattr(e, "signum", signal.SIGINT)

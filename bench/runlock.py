@@ -8,12 +8,15 @@ them, nor they beside a local run."""
 from __future__ import annotations
 
 import atexit
+import contextlib
 import fcntl
+import functools
+import inspect
 import json
 import os
 import socket
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO
 
@@ -115,6 +118,36 @@ def release(results_dir: Path) -> None:
     ):  # removed while still held (so whoever opens it next opens a new file): one left means its holder died
         (results_dir.resolve() / LOCK_NAME).unlink(missing_ok=True)
     f.close()  # closing releases the flock
+
+
+@contextlib.contextmanager
+def holding(results_dir: Path, echo: Callable[[str], None] = print) -> Iterator[None]:
+    """Hold the results folder (created if need be) for the block; one this process already held (a bisect's, around
+    each of its sweeps) stays held after it."""
+    try:
+        Path(results_dir).mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise BenchError(f"cannot write results to {results_dir}: {e.strerror or e}") from None
+    already = Path(results_dir).resolve() in _HELD
+    hold(Path(results_dir), echo)
+    try:
+        yield
+    finally:
+        if not already:
+            release(Path(results_dir))
+
+
+def holds_results_folder(writer):
+    """A writer of a results folder (its `results_dir` argument) holds it while it runs, as `make bench` does: a study,
+    a sweep or the grid beside another run into the same folder would slow both and write the same files."""
+    signature = inspect.signature(writer)
+
+    @functools.wraps(writer)
+    def held(*args, **kwargs):
+        with holding(signature.bind(*args, **kwargs).arguments["results_dir"]):
+            return writer(*args, **kwargs)
+
+    return held
 
 
 @atexit.register

@@ -461,10 +461,16 @@ def run_cells(
                         else:
                             open_cells.remove(cell)
                             finish(cell, runs[cell.key])
-            except (KeyboardInterrupt, BudgetSpent):  # a cell with some finished repeats is written with those
+            except (KeyboardInterrupt, BudgetSpent, OSError, RunStopped):  # a cell's finished repeats are kept
+                stopped = None
                 for cell in open_cells:
                     if runs[cell.key]:
-                        finish(cell, runs[cell.key])
+                        try:
+                            finish(cell, runs[cell.key])  # or, where it cannot be written, shown (write_or_show)
+                        except RunStopped as e:
+                            stopped = stopped or e
+                if stopped is not None and not isinstance(sys.exc_info()[1], KeyboardInterrupt):
+                    raise stopped from None
                 raise
     except BudgetSpent:
         echo(f"\nthe budget is spent after {len(done)} of {len(cells)} cells; every finished result is kept in {results_dir}")

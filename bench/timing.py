@@ -398,7 +398,11 @@ class Stats:
         if not values:
             raise ValueError("no values to summarise")
         if any(not math.isfinite(v) or (v < 0 and not allow_negative) for v in values):
-            raise ValueError(f"step times must be finite and non-negative: {values}")
+            bad = [(i, v) for i, v in enumerate(values) if not math.isfinite(v) or (v < 0 and not allow_negative)]
+            shown = ", ".join(f"#{i} {v}" for i, v in bad[:3]) + (f" and {len(bad) - 3} more" if len(bad) > 3 else "")
+            raise ValueError(  # the offending windows, not all of them (a result's 31 KB once filled the line)
+                f"step times must be finite and non-negative: {len(bad)} of {len(values)} are not ({shown})"
+            )
         mean = statistics.fmean(values)
         stdev = statistics.stdev(values) if len(values) > 1 else 0.0
         return cls(

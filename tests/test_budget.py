@@ -52,3 +52,40 @@ def test_the_budget_stops_the_run_cleanly_and_resume_runs_only_what_was_left(tmp
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
     assert sorted(order.read_text().splitlines()) == sorted(["jax predict", "torch fit", "torch predict"] * 2)
     assert len(load_all(results)) == 4 and "nothing left" in out.stdout
+
+
+BAD_BUDGETS = ["0", "-1", "nan", "inf", "1e308", "abc", "0.0", "1.2.3"]
+
+
+@pytest.mark.parametrize("target", ["bench-all", "gpu-check"])
+def test_a_budget_that_is_not_a_positive_number_of_minutes_is_refused_before_anything_is_built(tmp_path, target):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    built = tmp_path / "built"
+    repo = Path(__file__).resolve().parent.parent
+    for budget in BAD_BUDGETS:
+        out = subprocess.run(
+            ["make", "--no-print-directory", target, f"BUDGET={budget}", f"ENVS_PY=touch {built};",
+             f"PYTHON=touch {built}; {sys.executable}", f"RESULTS={tmp_path / 'results'}"],
+            cwd=repo, capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert out.returncode == 2 and out.stderr.count("\n") == 1 and f"BUDGET={budget}: minutes" in out.stderr, (
+            budget, out.stdout + out.stderr)
+        assert not built.exists(), budget
+    dry = subprocess.run(["make", "-n", "--no-print-directory", target, "BUDGET=0.5"], cwd=repo,
+                         capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert dry.returncode == 0 and "--budget-minutes 0.5" in dry.stdout, dry.stdout + dry.stderr
+
+
+@pytest.mark.parametrize("command", [["run", "--profile", "smoke"], ["gpu-check"]])
+def test_the_cli_refuses_a_budget_that_is_not_finite_and_positive_in_one_line(tmp_path, command, capsys):
+    from bench import cli
+
+    for budget in BAD_BUDGETS + ["10000000"]:
+        with pytest.raises(SystemExit) as stopped:
+            cli.main([*command, "--budget-minutes", budget, "--results-dir", str(tmp_path)])
+        err = capsys.readouterr().err
+        assert stopped.value.code == 2 and err.count("\n") == 1 and "must be minutes" in err, (budget, err)
+    assert not any(tmp_path.iterdir())

@@ -368,3 +368,37 @@ def test_an_empty_or_missing_folder_is_an_error(tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(BenchError, match="no result files"):
         compare.compare(tmp_path / "empty", COMMITTED)
+
+
+def test_an_output_path_never_replaces_a_file_the_comparison_did_not_write(tmp_path):
+    a = folder(tmp_path / "a")
+    b = folder(tmp_path / "b", factor=1.2, seed=1)
+    result_file = next(b.rglob("*.json"))
+    before = result_file.read_bytes()
+    with pytest.raises(BenchError, match="did not write"):  # its JSON would land on B's own result file
+        compare.run(a, b, result_file.with_suffix(".md"))
+    assert result_file.read_bytes() == before and not result_file.with_suffix(".md").exists()
+    notes = tmp_path / "notes.md"
+    notes.write_text("my notes\n")
+    with pytest.raises(BenchError, match="did not write"):
+        compare.run(a, b, notes)
+    assert notes.read_text() == "my notes\n"
+    figure = tmp_path / "figure.png"  # another program's PNG beside the Markdown
+    figure.write_bytes(b"\x89PNG\r\n\x1a\n" + b"\0" * 64)
+    with pytest.raises(BenchError, match="figure"):
+        compare.run(a, b, tmp_path / "figure.md")
+    with pytest.raises(BenchError, match="is a folder"):
+        compare.run(a, b, tmp_path / "a")
+    out = tmp_path / "cmp" / "compare.md"
+    compare.run(a, b, out)
+    first = {p: p.read_bytes() for p in out.parent.iterdir()}
+    compare.run(a, b, out)  # an earlier comparison's files are its own: replaced
+    assert set(first) == set(out.parent.iterdir()) and (tmp_path / "cmp" / "compare.png").exists()
+
+
+def test_comparing_a_folder_with_itself_is_refused_saying_so(tmp_path, capsys):
+    from bench import cli
+
+    a = folder(tmp_path / "a")
+    assert cli.main(["compare", str(a), str(tmp_path / "." / "a"), "--out", str(tmp_path / "c.md")]) == 2
+    assert "A and B are one folder" in capsys.readouterr().err and not (tmp_path / "c.md").exists()

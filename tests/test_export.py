@@ -8,6 +8,7 @@ import pytest
 from committed import committed_results
 
 from bench import export
+from bench.errors import BenchError
 from bench.registry import Cell
 from bench.results import CorruptResult, Result, Run, load
 
@@ -100,3 +101,21 @@ def test_cli_writes_the_default_file(tmp_path):
     )
     assert out.returncode == 0, out.stderr
     assert "(1 rows)" in out.stdout and len(read_back(results / "results.csv")) == 1
+
+
+def test_an_output_path_never_replaces_a_result_or_another_file(tmp_path):
+    results = tmp_path / "results"
+    path = make_result().write(results)
+    before = path.read_bytes()
+    with pytest.raises(BenchError, match="did not write"):
+        export.export(results, path)
+    assert path.read_bytes() == before
+    other = tmp_path / "data.csv"
+    other.write_text("a,b\n1,2\n")
+    with pytest.raises(BenchError, match="did not write"):
+        export.export(results, other)
+    assert other.read_text() == "a,b\n1,2\n"
+    out = tmp_path / "out.csv"
+    export.export(results, out)
+    export.export(results, out)  # its own earlier CSV: replaced
+    assert len(read_back(out)) == 1

@@ -108,3 +108,16 @@ def test_make_gpu_check_in_a_checkout_without_venvs_refuses_in_one_line(tmp_path
         assert refusal == "gpu-check: no NVIDIA GPU visible (nvidia-smi lists none): nothing run", out.stderr
         assert [line.split("] ")[-1] for line in rest] == ["Error 2"] and out.stdout == "", out.stderr
         assert not (tmp_path / "r").exists() and not (tmp_path / "no-venvs").exists()
+
+
+def test_resuming_from_a_report_that_cannot_be_read_is_one_line_naming_it(machine_python, tmp_path):
+    results = tmp_path / "r"
+    report = results / "gpu-check" / "1x-nvidia-h100-80gb-hbm3" / "gpu-check.json"
+    report.parent.mkdir(parents=True)
+    for text in ('{"machine": {"gpus": [', '{"env": "current"}', "[]"):  # cut off mid-write, a field missing, a list
+        report.write_text(text)
+        out = make_gpu_check(machine_python, results, tmp_path, "RESUME=1")
+        errors = [line for line in out.stderr.splitlines() if not line.startswith("make: *** [")]
+        assert out.returncode == 2 and "Traceback" not in out.stderr, out.stdout[-2000:] + out.stderr[-2000:]
+        assert len(errors) == 1 and f"cannot resume from {report}" in errors[0], out.stderr
+        assert report.read_text() == text  # left as it was, for the user to look at

@@ -103,3 +103,107 @@ def test_sighup_to_the_orchestrator_ends_its_cell_as_ctrl_c_does(venvs, tmp_path
     out = proc.communicate(timeout=60)[0]
     assert proc.returncode == 128 + signal.SIGHUP and "every finished result is kept" in out, out[-2000:]
     assert not is_running(cell)
+
+
+@pytest.fixture
+def signal_handlers(monkeypatch):
+    """The handlers as they were, put back after the test (stop_on_signals sets them in this process); make is not
+    followed (the test may run under `make test`)."""
+    import bench.lifetime
+
+    monkeypatch.setattr(bench.lifetime, "follow_make", lambda stopping: None)
+    before = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)}
+    for s in before:
+        signal.signal(s, signal.SIG_DFL)
+    yield
+    for s, handler in before.items():
+        signal.signal(s, handler)
+
+
+def long_targets(tmp_path):
+    """Each long target's entry point, and the function it hands its work to (which the test replaces)."""
+    from bench import cli
+    from bench.noise import study
+    from bench.overhead import run as overhead
+    from bench.sweep import cli as sweep_cli
+
+    results = ["--results-dir", str(tmp_path / "results")]
+    cell = ["--backend", "jax", "--model", "bert", "--task", "predict"]
+    return {
+        "noise": (lambda: study.main(["--cells", "jax__bert__predict__bs2__default", *results]),
+                  "bench.noise.study.Study.run"),
+        "overhead": (lambda: overhead.main(["--size", "smoke", *results]), "bench.overhead.run.run_overhead"),
+        "sweep": (lambda: sweep_cli.main(["sweep", "--package", "keras", "--versions", "3.0.0,3.1.0", *cell, *results]),
+                  "bench.sweep.run.run_sweep"),
+        "bisect": (lambda: sweep_cli.main(["bisect", "--package", "keras", "--good", "3.0.0", "--bad", "3.1.0", *cell,
+                                           *results]), "bench.sweep.bisect.run_bisect"),
+        "grid": (lambda: cli.main(["grid", "--grid", "smoke", *results]), "bench.grid.run.run_grid"),
+        "tuning": (lambda: cli.main(["run", "--profile", "smoke", "--model", "vit", "--task", "fit", "--backend",
+                                     "torch", "--variant", "sdpa", *results]), "bench.runner.run_cells"),
+        "gpu-check": (lambda: cli.main(["gpu-check", *results]), "bench.gpucheck.run"),
+        "submit-status-wait": (lambda: cli.main(["submit-status", "--wait", "60", *results]),
+                               "bench.cluster.status.wait"),
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "target", ["noise", "overhead", "sweep", "bisect", "grid", "tuning", "gpu-check", "submit-status-wait"]
+)
+def test_every_long_target_stops_on_term_hup_and_int_with_the_signals_status(tmp_path, monkeypatch, target,
+                                                                             signal_handlers):
+    from bench.lifetime import Terminated, interrupt
+
+    monkeypatch.setattr("bench.cluster.jobdir.find_job", lambda results_dir, job: None)
+    entry, work = long_targets(tmp_path)[target]
+    handlers = {}
+
+    def stopped_by_a_hangup(*args, **kwargs):
+        handlers.update({s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)})
+        raise Terminated(signal.SIGHUP)  # what interrupt() raises on a SIGHUP
+
+    monkeypatch.setattr(work, stopped_by_a_hangup)
+    assert entry() == 128 + signal.SIGHUP
+    assert handlers == dict.fromkeys((signal.SIGTERM, signal.SIGHUP, signal.SIGINT), interrupt), handlers
+
+
+def test_a_stopped_overhead_study_writes_the_envs_that_finished(tmp_path, monkeypatch):
+    from bench.lifetime import Terminated
+    from bench.overhead import run as overhead
+    from bench.overhead.spec import get_size
+
+    monkeypatch.setattr(overhead, "env_python", lambda env: sys.executable)
+    monkeypatch.setattr(overhead, "reference_ms", lambda: 1.0)
+    workers = []
+
+    def first_finishes_then_a_signal(env, *args):
+        workers.append(env)
+        if len(workers) > 1:
+            raise Terminated(signal.SIGTERM)
+        return {"status": "error", "message": "a worker that answered"}
+
+    monkeypatch.setattr(overhead, "run_worker", first_finishes_then_a_signal)
+    with pytest.raises(Terminated):
+        overhead.run_overhead(get_size("smoke"), tmp_path, say=lambda line: None)
+    from bench.overhead.spec import BENCHMARKS, COLUMNS
+
+    first = [c for c, spec in COLUMNS.items() if spec.env == workers[0]]
+    written = sorted(p.stem for p in (tmp_path / "overhead").rglob("*.json"))
+    assert len(workers) == 2 and written == sorted(f"{b}__{c}" for b in BENCHMARKS for c in first), written
+
+
+@pytest.mark.parametrize("target", ["noise", "overhead", "sweep", "bisect", "grid", "tuning", "gpu-check"])
+def test_every_long_target_says_a_failed_write_in_one_line_naming_the_file(tmp_path, monkeypatch, capsys, target,
+                                                                           signal_handlers):
+    import errno
+    import os
+
+    entry, work = long_targets(tmp_path)[target]
+    full = tmp_path / "results" / "some-file.json"
+
+    def the_disk_is_full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(full))
+
+    monkeypatch.setattr(work, the_disk_is_full)
+    assert entry() == 2
+    err = capsys.readouterr().err
+    assert err == f"error: No space left on device: {full}\n", err

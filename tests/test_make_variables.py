@@ -193,3 +193,90 @@ def test_make_help_lists_every_target():
     helped = subprocess.run(["make", "--no-print-directory", "help"], cwd=REPO, capture_output=True, text=True).stdout
     assert "bench" in targets and sorted(targets - set(re.findall(r"(?m)^  ([a-z][a-z0-9-]*) ", helped))) == []
 
+
+
+# every yes/no variable, a target that takes it, what that target needs, and the option it gives
+YES_NO = [
+    ("bench", BENCH, "RESUME", "--resume"),
+    ("bench", BENCH, "IGNORE_PLAN", "--ignore-plan"),
+    ("bench", {**BENCH, "PROFILE": "paper"}, "EXACT", "--exact"),
+    ("tuning", {}, "RESUME", "--resume"),
+    ("gpu-check", {}, "RESUME", "--resume"),
+    ("validate", {}, "QUARANTINE", "--quarantine"),
+    ("compare", {"A": "a", "B": "b"}, "ACROSS", "--across-processors"),
+    ("submit", BENCH, "FORCE", "--force"),
+    ("submit", BENCH, "CONTAINER", "--container"),
+]
+
+
+def make_dry(target: str, variables: dict[str, str], *, dry_run: bool = True) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        ["make", "--no-print-directory", *(["-n"] if dry_run else []), target,
+         *(f"{k}={v}" for k, v in variables.items())],
+        cwd=REPO, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+
+
+@pytest.mark.skipif(not shutil.which("make"), reason="GNU make is not installed")
+@pytest.mark.parametrize("target,needs,name,option", YES_NO, ids=[f"{c[0]}-{c[2]}" for c in YES_NO])
+def test_a_yes_no_variable_takes_1_0_yes_no_true_false_in_any_case_and_refuses_the_rest(
+    tmp_path, target, needs, name, option
+):
+    built = tmp_path / "built"
+    base = {**needs, "ENVS_PY": f"touch {built};", "RESULTS": str(tmp_path / "results")}
+    for value in ("1", "yes", "true", "YES", "True"):
+        out = make_dry(target, {**base, name: value})
+        assert out.returncode == 0 and option in out.stdout.split(), f"{name}={value}: {out.stdout}{out.stderr}"
+    for value in ("", "0", "no", "false", "NO", "False"):
+        out = make_dry(target, {**base, name: value})
+        assert out.returncode == 0 and option not in out.stdout.split(), f"{name}={value}: {out.stdout}{out.stderr}"
+    for value in ("2", "on", "y", "maybe", "yes no"):
+        out = make_dry(target, {**base, name: value}, dry_run=False)  # refused before anything is built
+        lines = refusal_lines(out.stderr)
+        assert out.returncode == 2 and len(lines) == 1 and "yes/no" in lines[0], f"{name}={value}: {out.stderr}"
+        assert not built.exists()
+
+
+def test_every_yes_no_variable_the_makefile_reads_is_checked():
+    text = "\n".join(p.read_text() for p in [REPO / "Makefile", *sorted((REPO / "mk").glob("*.mk"))])
+    checked = set(re.search(r"^YES_NO_VARIABLES := (.*)$", text, re.M).group(1).split())
+    assert checked == {name for _, _, name, _ in YES_NO}
+    assert set(re.findall(r"\$\(call flag,(\w+),", text)) == checked
+    read_raw = r"\$\(if \$\((?:" + "|".join(checked) + r")\)"
+    assert not re.findall(read_raw, text)  # each read through flag
+
+
+@pytest.mark.skipif(not shutil.which("make"), reason="GNU make is not installed")
+@pytest.mark.parametrize("target,name", [("bench-all", "REPEATS"), ("bench-all", "STEPS"), ("bench-all", "JOBS"),
+                                         ("bench", "BATCH"), ("noise", "ROUNDS"), ("noise", "PAIRS"),
+                                         ("noise", "LOAD"), ("sweep", "PROCESSES"), ("submit-status", "WAIT")])
+def test_a_count_that_is_not_a_whole_number_above_0_is_refused_before_anything_is_built(tmp_path, target, name):
+    built = tmp_path / "built"
+    needs = {"BACKEND": "jax", "MODEL": "bert", "PACKAGE": "keras", "VERSIONS": "3.0.5"}
+    for value in ("0", "00", "-1", "1.5", "abc", "1,2"):
+        out = subprocess.run(
+            ["make", "--no-print-directory", target, *(f"{k}={v}" for k, v in needs.items()), f"{name}={value}",
+             f"ENVS_PY=touch {built};", f"PYTHON=touch {built}; {sys.executable}",
+             f"TOOLS_PY=touch {built}; {sys.executable}", f"RESULTS={tmp_path / 'results'}"],
+            cwd=REPO, capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        lines = refusal_lines(out.stderr)
+        assert out.returncode == 2 and len(lines) == 1 and f"{name}={value}" in lines[0], (value, out.stderr)
+        assert not built.exists(), value
+
+
+@pytest.mark.skipif(not shutil.which("make"), reason="GNU make is not installed")
+@pytest.mark.parametrize("target", ["bench-all", "bench"])
+def test_a_misspelt_backend_model_or_profile_is_refused_before_any_env_is_built(tmp_path, target):
+    built = tmp_path / "built"
+    valid = {"BACKEND": "jax,torch", "MODEL": "bert", "PROFILE": "smoke"}
+    for name, typo in (("BACKEND", "jax,nope"), ("MODEL", "bertt"), ("PROFILE", "smok")):
+        out = subprocess.run(
+            ["make", "--no-print-directory", target, *(f"{k}={v}" for k, v in {**valid, name: typo}.items()),
+             f"PYTHON={sys.executable}", f"ENVS_PY=touch {built};", f"TOOLS_PY=touch {built}; {sys.executable}",
+             f"RESULTS={tmp_path / 'results'}"],
+            cwd=REPO, capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        lines = refusal_lines(out.stderr)
+        assert out.returncode == 2 and len(lines) == 1 and f"{name}={typo}: " in lines[0], out.stdout + out.stderr
+        assert not built.exists(), name

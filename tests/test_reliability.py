@@ -614,15 +614,16 @@ def test_make_validate_is_a_target_make_help_lists(tmp_path):
 @pytest.mark.skipif(not shutil.which("make"), reason="GNU make is not installed")
 @pytest.mark.parametrize("target", ["bench", "bench-all"])
 def test_make_passes_batch_on_so_batch_0_is_refused_as_steps_0_is(target, tmp_path):
-    """`make bench BATCH=0` (and BATCH=4) was once dropped silently: no --batch-size reached the run."""
+    """`make bench BATCH=0` (and BATCH=4) was once dropped silently: no --batch-size reached the run. A count of 0
+    is now refused by make itself, before anything is built; the run refuses one it is given as well."""
     for variable, option in (("BATCH", "--batch-size"), ("STEPS", "--steps")):
-        command = make("-n", target, "BACKEND=jax", "MODEL=bert", f"{variable}=0", tmp_path=tmp_path).stdout
-        command = command.strip().splitlines()[-1]
-        assert f"{option} 0" in command, command
-        ran = subprocess.run(
-            ["bash", "-c", command.replace(".venvs/tools/bin/python", sys.executable, 1)],
-            cwd=REPO, capture_output=True, text=True,
-        )  # fmt: skip
+        command = make("-n", target, "BACKEND=jax", "MODEL=bert", f"{variable}=4", tmp_path=tmp_path).stdout
+        assert f"{option} 4" in command.strip().splitlines()[-1], command
+        refused = make("-n", target, "BACKEND=jax", "MODEL=bert", f"{variable}=0", tmp_path=tmp_path)
+        assert refused.returncode == 2 and refused.stdout == "", refused.stdout
+        assert refused.stderr.count("\n") == 1 and f"{variable}=0: a count is a whole number above 0" in refused.stderr
+        ran = subprocess.run([sys.executable, "-m", "bench", "run", "--backend", "jax", "--model", "bert", option, "0"],
+                             cwd=REPO, capture_output=True, text=True)  # fmt: skip
         assert ran.returncode == 2 and ran.stderr.count("\n") == 1, ran.stdout + ran.stderr
         assert f"argument {option}: must be a positive integer, got '0'" in ran.stderr, ran.stderr
 
@@ -644,7 +645,7 @@ def test_make_compare_quotes_a_b_and_out(tmp_path):
 def test_make_takes_resume_yes_and_refuses_a_value_it_would_ignore(tmp_path):
     assert "--resume" in make("-n", "bench-all", "RESUME=yes", tmp_path=tmp_path).stdout.splitlines()[-1]
     refused = make("-n", "bench-all", "RESUME=maybe", tmp_path=tmp_path)
-    assert refused.returncode != 0 and "RESUME=maybe is not 1, yes or true" in refused.stderr
+    assert refused.returncode == 2 and "RESUME=maybe: a yes/no variable is 1, yes or true" in refused.stderr
 
 
 @pytest.mark.skipif(not shutil.which("make"), reason="GNU make is not installed")
@@ -769,3 +770,134 @@ def test_every_test_docs_reliability_cites_exists():
         if not re.search(pattern, source, re.M):
             missing.append(f"{file}::{name}")
     assert missing == []
+
+
+def test_a_disk_full_mid_cell_of_several_processes_shows_the_result_not_a_thread_traceback(venvs, tmp_path, monkeypatch):
+    """Each process's log on a full disk (/dev/full), then the result's write refused too: the cell's processes
+    all run, its result is shown with where it could not be written, and no thread dies on the log's write."""
+    monkeypatch.setattr(runner, "VENVS_DIR", venvs)
+    real_new_log_path = runner.new_log_path
+
+    def log_on_a_full_disk(results_dir, cell, repeat):
+        path = real_new_log_path(results_dir, cell, repeat)
+        path.unlink()
+        path.symlink_to("/dev/full")
+        return path
+
+    monkeypatch.setattr(runner, "new_log_path", log_on_a_full_disk)
+    monkeypatch.setattr(
+        results_module, "write_json_atomic",
+        lambda path, data: (_ for _ in ()).throw(OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))),
+    )  # fmt: skip
+    died: list = []
+    monkeypatch.setattr("threading.excepthook", died.append)
+    lines: list[str] = []
+    with pytest.raises(runner.RunStopped, match="the disk is full"):
+        runner.run_cells(bert_cells()[:1], tmp_path / "results", repeats=2, echo=lines.append)
+    assert not died, died
+    shown = "\n".join(lines)
+    assert "could not write the log" in shown and "could not write " + str(tmp_path / "results") in shown
+    result = json.loads(shown.split("so that it is not lost:\n", 1)[1].splitlines()[0])
+    assert len(result["runs"]) == 2 and all(run["status"] == "ok" for run in result["runs"])
+
+
+def test_a_full_disk_before_a_cells_next_process_keeps_its_finished_ones(venvs, tmp_path, monkeypatch):
+    monkeypatch.setattr(runner, "VENVS_DIR", venvs)
+    checks = []
+
+    def fills_after_the_first_process(results_dir, kept, of):
+        checks.append(kept)
+        if len(checks) > 1:
+            raise runner.RunStopped("only 1.0 MiB free")
+
+    monkeypatch.setattr(runner, "check_free_space", fills_after_the_first_process)
+    with pytest.raises(runner.RunStopped):
+        runner.run_cells(bert_cells()[:1], tmp_path / "results", repeats=2, echo=lambda line: None)
+    assert [len(r.runs) for r in load_all(tmp_path / "results")] == [1]
+
+
+HOLDER = """
+import sys
+from pathlib import Path
+from bench.runlock import hold
+hold(Path(sys.argv[1]))
+print("held", flush=True)
+sys.stdin.read()
+"""
+
+
+def writers_of_a_results_folder(results: Path) -> dict:
+    """Every writer of a results folder besides `make bench` (tuning is a `bench run`: its own test above), called
+    so that it would start its work at once."""
+    from bench import cli
+    from bench.grid.run import run_grid
+    from bench.noise import study
+    from bench.overhead.run import run_overhead
+    from bench.roofline.ceilings import measure_machine
+    from bench.sweep.bisect import run_bisect
+    from bench.sweep.run import run_sweep
+
+    return {
+        "sweep": lambda: run_sweep(None, results),
+        "bisect": lambda: run_bisect(None, "key", "1.0", "2.0", results),
+        "grid": lambda: run_grid([], [], None, results),
+        "overhead": lambda: run_overhead(None, results),
+        "noise": lambda: study.main(["--cells", "jax__bert__predict__bs2__default", "--results-dir", str(results)]),
+        "ceilings": lambda: measure_machine(results, results / "venvs"),
+        "clean-results": lambda: cli.main(["clean-results", "--results-dir", str(results)]),
+        "quarantine": lambda: cli.main(["validate", "--results-dir", str(results), "--quarantine"]),
+    }
+
+
+@pytest.mark.parametrize(
+    "writer", ["sweep", "bisect", "grid", "overhead", "noise", "ceilings", "clean-results", "quarantine"]
+)
+def test_every_writer_of_a_results_folder_is_refused_while_another_run_holds_it(tmp_path, monkeypatch, capsys, writer):
+    from bench.errors import BenchError
+    from bench.noise.study import Study
+
+    results = tmp_path / "results"
+    results.mkdir()
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(results)], cwd=REPO, stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        assert holder.stdout.readline() == "held\n"
+        monkeypatch.setattr(Study, "run", lambda self: pytest.fail("the noise study ran beside another run"))
+        try:
+            code = writers_of_a_results_folder(results)[writer]()
+        except BenchError as e:
+            said = str(e)
+        else:
+            said = capsys.readouterr().err
+            assert code == 2, said
+        assert f"another run is writing to {results} (PID {holder.pid} " in said, said
+    finally:
+        holder.communicate("")
+
+
+def test_validate_reads_the_sweeps_and_the_overhead_study_as_the_report_does(tmp_path, capsys):
+    """A result that is not a sweep's under sweep/, a corrupt sweep file, a corrupt overhead file: validate names
+    each (it once read none of them and said all valid while make table failed), and the sweep report is one line."""
+    from bench import cli
+    from bench.sweep import cli as sweep_cli
+
+    results = tmp_path / "results"
+    good = ok_file(results)
+    not_a_sweep = results / "sweep" / "a" / "b" / "c" / "d" / "x.json"
+    not_a_sweep.parent.mkdir(parents=True)
+    shutil.copy(good, not_a_sweep)
+    assert sweep_cli.main(["report", "--results-dir", str(results)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{not_a_sweep}: not a sweep's result" in err, err
+    corrupt_sweep = not_a_sweep.with_name("1.0.json")
+    corrupt_sweep.write_text("{not json")
+    corrupt_overhead = results / "overhead" / "smoke" / "m" / "llm_forward__keras_jax_jit.json"
+    corrupt_overhead.parent.mkdir(parents=True)
+    corrupt_overhead.write_text('{"schema_version": 1, "cell": ')
+    assert cli.main(["validate", "--results-dir", str(results)]) == 2
+    err = capsys.readouterr().err
+    for path in (not_a_sweep, corrupt_sweep, corrupt_overhead):
+        assert f"cannot read result file {path}" in err, err
+    for path in (not_a_sweep, corrupt_sweep, corrupt_overhead):
+        path.unlink()
+    assert cli.main(["validate", "--results-dir", str(results)]) == 0

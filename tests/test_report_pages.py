@@ -83,3 +83,14 @@ def test_the_published_table_against_the_a100_needs_no_result(tmp_path):
     assert "[ROOFLINE.md](ROOFLINE.md)" in (results / "RESULTS.md").read_text()
     roofline = (results / "ROOFLINE.md").read_text()
     assert "## The published table against the A100's limits" in roofline and "## 1. " not in roofline
+
+
+def test_html_a_result_recorded_from_its_machine_is_shown_not_rendered(tmp_path):
+    from test_table import CPU, make
+
+    machine = {**CPU, "os": "Linux <img src=x onerror=alert(1)>", "cpu": "AMD <b>EPYC</b>"}
+    results = write_all(tmp_path, [make("jax", "bert", "fit", 2, 10.0, profile="smoke", machine=machine)])
+    render(results, results / "RESULTS.md")
+    provenance = (results / "PROVENANCE.md").read_text()
+    assert "<img" not in provenance and "<b>" not in provenance, provenance
+    assert "Linux &lt;img src=x onerror=alert(1)&gt;" in provenance and "AMD &lt;b&gt;EPYC&lt;/b&gt;" in provenance

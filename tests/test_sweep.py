@@ -134,6 +134,15 @@ def test_a_version_the_index_cannot_give_is_na_with_the_resolvers_reason(index):
     assert "plantedpkg" in found.reason and "9.9" in found.reason
 
 
+def test_a_version_that_failed_to_resolve_is_tried_again_and_leaves_nothing_behind(index):
+    """A failure is not cached (the network down once kept a version NA for good): only a success is."""
+    failed = derive("planted", "plantedpkg", "9.9", index / "base", locks_dir=index / "locks", say=lambda s: None)
+    assert failed.status == "na" and not (index / "locks" / "planted" / "plantedpkg-9.9").exists()
+    make_wheel(index / "wheels", "plantedpkg", "9.9", work_code(FAST_S), ["plantedhelper"])  # the index is back
+    found = derive("planted", "plantedpkg", "9.9", index / "base", locks_dir=index / "locks", say=lambda s: None)
+    assert found.ok and (index / "locks" / "planted" / "plantedpkg-9.9" / "derivation.json").exists()
+
+
 def test_the_index_lists_final_releases_in_order(index):
     versions = local_versions("plantedpkg", index / "wheels")
     assert versions == ["1.0", "1.1", "1.2", "1.3", "1.4", "2.0"]
@@ -204,6 +213,28 @@ def fake_results(figures: dict[tuple[str, str], list[float]]) -> list:
         )
         for (key, version), per_process in figures.items()
     ]
+
+
+def test_a_bisect_step_whose_processes_all_failed_is_an_error_not_a_verdict(tmp_path, monkeypatch):
+    from bench.errors import BenchError
+    from bench.results import Run
+
+    def every_call_fails(sweep, results_dir, **kw):
+        results = fake_results({("work", v): [1.0, 1.0, 1.0] for v in sweep.versions})
+        for result in results:
+            for run in result.runs:
+                run.status, run.message, run.timed_ms = "error", "AttributeError: no nonexistent_fn", []
+        return results
+
+    monkeypatch.setattr(bisect_module, "run_sweep", every_call_fails)
+    sweep = Sweep("fake", "plantedpkg", [], [Part(CallTarget("planted", "plantedpkg:nonexistent_fn"))])
+    with pytest.raises(BenchError, match="every process failed .*AttributeError"):
+        bisect_module.run_bisect(sweep, "work", "1.0", "1.4", tmp_path, ["1.0", "1.4"], say=lambda s: None)
+    record = json.loads((tmp_path / "sweep" / "fake.bisect.json").read_text())
+    assert record["answer"] is None and "every process failed" in record["stopped"]
+    one_ran = fake_results({("work", "1.0"): [1.0], ("work", "1.4"): [1.0]})
+    one_ran[1].runs.append(Run(status="error", message="one process of three failed"))
+    assert bisect_module.compare(one_ran, "work", "1.0", "1.4", tmp_path)[0] == stats.INCONCLUSIVE
 
 
 def test_a_paired_key_judges_the_ratio_within_each_process_not_the_machines_speed(tmp_path):
@@ -296,7 +327,7 @@ import sys
 from pathlib import Path
 
 import bench.sweep.run as run
-from bench.cli import stop_on_signals
+from bench.lifetime import stop_on_signals
 from bench.sweep.run import Part, Sweep
 from bench.sweep.targets import CallTarget
 
@@ -378,3 +409,137 @@ def test_a_worker_ends_when_its_sweep_is_killed(index):
     proc.kill()  # SIGKILL: no clean-up runs in the orchestrator
     proc.wait(timeout=30)
     assert gone_within(index, 10), "a worker outlived its killed sweep"
+
+
+STUDY_HEAD = 'name = "s"\npackage = "keras"\nversions = ["3.0.5"]\n'
+BAD_STUDIES = {
+    "no-part": STUDY_HEAD,
+    "no-call": STUDY_HEAD + '[[part]]\nbackend = "jax"\ntarget = "call"\n',
+    "no-name": 'package = "keras"\nversions = ["3.0.5"]\n[[part]]\nbackend = "jax"\ntarget = "call"\n'
+    'call = "keras:version"\n',
+    "not-toml": "name = \n",
+    "call-without-colon": STUDY_HEAD + '[[part]]\nbackend = "jax"\ntarget = "call"\ncall = "keras_version"\n',
+    "part-not-a-table": STUDY_HEAD + 'part = "x"\n',
+}
+
+
+def test_a_bad_call_study_or_study_name_is_one_line_naming_the_fix(tmp_path, capsys, monkeypatch):
+    from bench.sweep import cli as sweep_cli
+
+    monkeypatch.setattr("bench.sweep.run.run_sweep", lambda *a, **k: pytest.fail("a bad sweep ran"))
+    monkeypatch.setattr("bench.sweep.bisect.run_bisect", lambda *a, **k: pytest.fail("a bad bisect ran"))
+    results = ["--results-dir", str(tmp_path / "results")]
+    asked = {
+        "call-without-colon": ["bisect", "--call", "keras_version", "--package", "keras", "--backend", "jax",
+                               "--good", "3.0.5", "--bad", "3.1.0", *results],
+        "unknown-study": ["sweep", "--study", "nope", *results],
+    }  # fmt: skip
+    for name, text in BAD_STUDIES.items():
+        (tmp_path / f"{name}.toml").write_text(text)
+        asked[f"study-{name}"] = ["sweep", "--study", str(tmp_path / f"{name}.toml"), *results]
+    for case, argv in asked.items():
+        code, err = sweep_cli.main(argv), capsys.readouterr().err
+        assert code == 2 and err.count("\n") == 1 and err.startswith("error: "), (case, err)
+    with pytest.raises(Exception, match="keras-overhead"):  # the refusal lists the committed studies
+        sweep_cli.study_path("nope")
+    monkeypatch.chdir(REPO_ROOT)  # the form the usage line shows, as make passes it (from the checkout)
+    assert sweep_cli.study_path("bench/sweep/studies/keras-overhead").name == "keras-overhead.toml"
+    out = subprocess.run(["make", "-n", "--no-print-directory", "sweep", "STUDY=bench/sweep/studies/keras-overhead"],
+                         cwd=REPO_ROOT, capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert out.returncode == 0 and "--study 'bench/sweep/studies/keras-overhead'" in out.stdout, out.stderr
+
+
+def test_a_package_no_version_of_which_resolves_is_an_error_leaving_nothing(index):
+    from bench.errors import BenchError
+
+    sweep = Sweep("typo", "plantedpkgg", ["1.0"], [Part(CallTarget("planted", "plantedpkgg:work"),
+                                                       base_dir=index / "base")], 1, "test")  # fmt: skip
+    with pytest.raises(BenchError, match="no version of plantedpkgg could be resolved"):
+        run_sweep(sweep, index / "results", **options(index))
+    assert not list((index / "results").rglob("*.json")) and not (index / "locks" / "planted").exists()
+
+
+def test_versions_naming_no_version_is_refused(tmp_path, capsys):
+    from bench.sweep import cli as sweep_cli
+
+    argv = ["sweep", "--package", "keras", "--versions", ",", "--backend", "jax", "--call", "keras:version",
+            "--results-dir", str(tmp_path)]  # fmt: skip
+    assert sweep_cli.main(argv) == 2 and "VERSIONS= names no version" in capsys.readouterr().err
+
+
+SIMPLE_PAGE = """<html><body>
+<a href="../../f/plantedpkg-1.0-py3-none-any.whl#sha256=00">plantedpkg-1.0-py3-none-any.whl</a>
+<a href="../../f/plantedpkg-1.1.tar.gz">plantedpkg-1.1.tar.gz</a>
+<a href="../../f/plantedpkg-1.2-py3-none-any.whl" data-yanked="broken">plantedpkg-1.2-py3-none-any.whl</a>
+<a href="../../f/plantedpkg-2.0rc1-py3-none-any.whl">plantedpkg-2.0rc1-py3-none-any.whl</a>
+<a href="../../f/plantedpkg-2.0-py3-none-any.whl">plantedpkg-2.0-py3-none-any.whl</a>
+</body></html>"""
+
+
+@pytest.fixture
+def configured_index(monkeypatch):
+    """A local simple index (HTML at /html/, JSON at /json/), the only one a bisect may ask: PyPI is out of reach."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    files = [{"filename": "plantedpkg-1.0-py3-none-any.whl"}, {"filename": "plantedpkg-1.3.tar.gz"},
+             {"filename": "plantedpkg-1.4-py3-none-any.whl", "yanked": True}]  # fmt: skip
+
+    class Index(BaseHTTPRequestHandler):
+        def do_GET(self):
+            if self.path == "/html/plantedpkg/":
+                body, kind = SIMPLE_PAGE.encode(), "text/html"
+            elif self.path == "/json/plantedpkg/":
+                body, kind = json.dumps({"files": files}).encode(), "application/vnd.pypi.simple.v1+json"
+            else:
+                self.send_error(404)
+                return
+            self.send_response(200)
+            self.send_header("Content-Type", kind)
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Index)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    for name in ("UV_FIND_LINKS", "UV_NO_INDEX", "UV_DEFAULT_INDEX", "UV_INDEX_URL", "PIP_INDEX_URL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr("bench.sweep.index.PYPI_JSON", "http://127.0.0.1:1/unreachable/{name}")
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+
+
+def test_a_bisect_lists_releases_from_the_index_the_user_configured(configured_index, monkeypatch, tmp_path):
+    from bench.sweep import index
+
+    monkeypatch.setattr(index, "PIP_CONFIG_FILES", ())
+    monkeypatch.setenv("UV_INDEX_URL", f"{configured_index}/html/")
+    assert index.released_versions("plantedpkg") == ["1.0", "1.1", "2.0"]  # no yanked, no release candidate
+    monkeypatch.setenv("UV_INDEX_URL", f"{configured_index}/json")
+    assert index.released_versions("plantedpkg") == ["1.0", "1.3"]
+    monkeypatch.delenv("UV_INDEX_URL")
+    conf = tmp_path / "pip.conf"
+    conf.write_text(f"[global]\nindex-url = {configured_index}/html/\n")
+    monkeypatch.setenv("PIP_CONFIG_FILE", str(conf))
+    assert index.released_versions("plantedpkg") == ["1.0", "1.1", "2.0"]
+
+
+def test_an_index_configured_for_pip_only_is_the_one_uv_resolves_and_builds_from(tmp_path, monkeypatch):
+    from bench.sweep import cli as sweep_cli
+    from bench.sweep import index
+
+    for name in ("UV_DEFAULT_INDEX", "UV_INDEX_URL", "PIP_INDEX_URL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(index, "PIP_CONFIG_FILES", ())
+    conf = tmp_path / "pip.conf"
+    conf.write_text("[global]\nindex-url = https://mirror.example/simple/\n")
+    monkeypatch.setenv("PIP_CONFIG_FILE", str(conf))
+    monkeypatch.setattr(os, "environ", dict(os.environ))  # what main sets stays in this test
+    seen = {}
+    monkeypatch.setattr("bench.sweep.run.run_sweep",
+                        lambda *a, **k: seen.update(index=os.environ.get("UV_DEFAULT_INDEX")))  # fmt: skip
+    sweep_cli.main(["sweep", "--package", "keras", "--versions", "3.0.5", "--backend", "jax", "--call", "keras:version",
+                    "--results-dir", str(tmp_path / "results")])  # fmt: skip
+    assert seen == {"index": "https://mirror.example/simple/"}

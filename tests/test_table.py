@@ -804,3 +804,24 @@ def test_the_speedups_carry_an_interval_and_a_verdict_and_no_ratio_prints_as_zer
     assert re.fullmatch(r"3\.00× \(\d\.\d+–\d\.\d+\) Keras 3 faster \(1 row\)", bert[1]), bert[1]
     assert re.fullmatch(r"3\.64e-05× \(\S+–\S+\) Keras 3 slower \(1 row\)", bert[4]), bert[4]
     assert not re.findall(r"(?<![\w.])0\.0+(?:×|–| \(|\)|;)", text)  # no ratio rounded to zero ("0.00×")
+
+
+def test_out_never_replaces_a_result_file(tmp_path, capsys):
+    results = write_all(tmp_path / "results", smoke_cpu()[:1])
+    result_file = next(results.rglob("*.json"))
+    before = result_file.read_bytes()
+    assert cli.main(["table", "--results-dir", str(results), "--out", str(result_file)]) == 2
+    assert "did not write" in capsys.readouterr().err and result_file.read_bytes() == before
+
+
+def test_site_never_replaces_a_page_it_did_not_write(tmp_path, capsys):
+    results = write_all(tmp_path / "results", smoke_cpu()[:1])
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "index.html").write_text("<html>my own page</html>")
+    assert cli.main(["table", "--results-dir", str(results), "--site", str(site)]) == 2
+    assert "did not write" in capsys.readouterr().err
+    assert (site / "index.html").read_text() == "<html>my own page</html>" and not (results / "RESULTS.md").exists()
+    (site / "index.html").unlink()
+    assert cli.main(["table", "--results-dir", str(results), "--site", str(site)]) == 0
+    assert cli.main(["table", "--results-dir", str(results), "--site", str(site)]) == 0  # its own page: replaced

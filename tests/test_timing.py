@@ -317,3 +317,12 @@ def test_the_cells_figures_come_from_the_timer_without_a_framework():
     assert derived and split.first_ms == pytest.approx(sum(timer.windows_ms[:2]))
     per_pair = pair_difference(timer.windows_ms, timer.tags)
     assert split.warmup_ms == per_pair[1:2] and split.timed_ms == per_pair[2:5]
+
+
+def test_a_non_finite_step_time_is_refused_in_a_short_line_naming_the_windows():
+    windows = [10.0 + i / 1000 for i in range(5000)]
+    windows[7], windows[4000] = float("nan"), float("inf")
+    with pytest.raises(ValueError) as refused:
+        Stats.of(windows)
+    said = str(refused.value)
+    assert "2 of 5000 are not (#7 nan, #4000 inf)" in said and len(said) < 200, said[:300]

@@ -5,6 +5,7 @@ download is replaced by tiny files, so no network is needed."""
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from committed import committed_results
@@ -134,3 +135,68 @@ def test_the_checkout_and_the_gpu_machines_bundle_fit_what_a_gpu_session_carries
         f"the tracked checkout ({tracked / 2**20:.1f} MiB) and the GPU machine's bundle ({bundle / 2**20:.1f} MiB) "
         f"come to {total:.1f} MiB, over {TRAVEL_LIMIT_MIB}: keep raw per-process files compressed or aggregated"
     )
+
+
+def script(path, text: str):
+    path.write_text(text)
+    path.chmod(0o755)
+    return str(path)
+
+
+def test_an_interpreter_that_is_not_a_python_3_8_or_newer_is_one_line_naming_it(tmp_path):
+    from bench.envs.common import EnvError
+
+    python2 = script(tmp_path / "python2.7", f'#!/bin/sh\nexec {sys.executable} -c "import sys; '
+                     f"sys.version_info = (2, 7, 18, 'final', 0); exec(sys.argv[1])\" \"$2\"\n")
+    cases = {
+        "/bin/echo": "is not a Python 3.8 or newer interpreter: it printed",
+        "/bin/true": "is not a Python 3.8 or newer interpreter: it printed ''",
+        script(tmp_path / "braces", "#!/bin/sh\necho '{}'\n"): "it printed '{}'",
+        python2: "is not a Python 3.8 or newer interpreter: it is Python 2.7",
+    }
+    for python, said in cases.items():
+        with pytest.raises(EnvError) as refused:
+            wheelhouse.interpreter_distributions(python)
+        assert said in str(refused.value) and "\n" not in str(refused.value), (python, str(refused.value))
+
+
+def test_an_interpreter_that_never_answers_is_ended_with_what_it_started(tmp_path, monkeypatch):
+    from bench.envs.common import EnvError
+
+    child = tmp_path / "child.pid"
+    hangs = script(tmp_path / "hangs", f"#!/bin/sh\nsleep 600 &\necho $! > {child}\nwait\n")
+    monkeypatch.setattr(wheelhouse, "ANSWER_TIMEOUT_S", 1)
+    with pytest.raises(EnvError, match="did not answer in 1 s and was ended"):
+        wheelhouse.interpreter_distributions(hangs)
+    pid = int(child.read_text())
+    try:
+        state = (Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0])
+    except OSError:
+        state = "gone"
+    assert state in ("gone", "Z"), f"the program's child {pid} is still running"
+
+
+@pytest.mark.parametrize("target,variable,option", [
+    ("wheelhouse", "FOR", "--for"),
+    ("sweep", "CALL", "--call"),
+    ("bisect", "KEY", "--key"),
+])  # fmt: skip
+def test_a_value_with_a_quote_reaches_the_command_as_written(tmp_path, target, variable, option):
+    argv_of = script(tmp_path / "argv", f"#!{sys.executable}\nimport json, sys\nprint(json.dumps(sys.argv[1:]))\n")
+    value = f"{tmp_path}/o'k \"a b\" `x` ;/python"  # (make expands a $ itself: $$ is one)
+    out = subprocess.run(
+        ["make", "--no-print-directory", target, f"{variable}={value}", f"PYTHON={argv_of}", f"TOOLS_PY={argv_of}",
+         "ENVS_PY=true", "PACKAGE=keras", "BACKEND=jax", "VERSIONS=1.0", "GOOD=1.0", "BAD=2.0",
+         f"RESULTS={tmp_path}"],
+        cwd=REPO, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stdout + out.stderr
+    passed = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("[") and option in line]
+    assert len(passed) == 1 and passed[0][passed[0].index(option) + 1] == value, out.stdout
+
+
+def test_a_python_without_a_framework_is_told_so(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(wheelhouse, "download", fake_download)
+    bare = make_interpreter(tmp_path / "bare", {})
+    assert wheelhouse.main(["--for", str(bare), "--out", str(tmp_path / "bundle")]) == 0
+    assert f"note: {bare} has none of jax, tensorflow, tensorflow-cpu, torch" in capsys.readouterr().out

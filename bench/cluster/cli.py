@@ -84,6 +84,10 @@ def cmd_submit_status(args: argparse.Namespace) -> int:
     from bench.cluster.status import job_status, report, wait
 
     job = find_job(args.results_dir, args.job)
+    if args.wait:  # a wait of up to WAIT seconds ends on TERM, HUP or INT, to it or to make alone
+        from bench.lifetime import stop_on_signals
+
+        stop_on_signals()
     states = wait(job, args.wait) if args.wait else job_status(job)
     report(job, states)
     if states and all(s.phase in ("done", "failed") for s in states):  # every task ended: the table's verdicts

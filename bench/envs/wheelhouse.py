@@ -10,9 +10,12 @@ names: it is downloaded at the locked version, checked against the index's hash 
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import os
 import re
+import signal
 import subprocess
 import sys
 import tomllib
@@ -37,6 +40,7 @@ WORKLOAD_ROOTS = (
 )
 TABLE_LOCK = "tools"  # tabulate's lock: `make table ENV=current` renders in the user's own Python
 # The frameworks and what they bring: the box has its own, matched to its CUDA; never bundled, never walked into.
+FRAMEWORKS = {"torch", "jax", "tensorflow", "tensorflow-cpu"}  # what a cell runs on: the box's own, never bundled
 FRAMEWORK_OWNED = re.compile(
     r"^(torch|torchvision|torchaudio|triton|jax|jaxlib|jax-cuda\d+-.*|tensorflow.*|tf-keras|tensorboard.*|keras-nlp|"
     r"nvidia-.*|numpy|ml-dtypes|scipy|opt-einsum|sympy|mpmath|networkx|setuptools|wheel|pip)$"
@@ -223,23 +227,48 @@ def download(pins: list[Pin], out: Path, python_version: str) -> list[dict]:
     return rows
 
 
-# Asked of the target interpreter, from outside the checkout (its cwd is /): every installed distribution.
-WHAT_IT_HAS = (
-    "import importlib.metadata as m, json, sys; print(json.dumps({'python': '%d.%d' % sys.version_info[:2], "
-    "'distributions': {d.metadata['Name']: d.version for d in m.distributions() if d.metadata['Name']}}))"
-)
+# Asked of the target interpreter, from outside the checkout (its cwd is /): its Python, then every installed
+# distribution. Python 2 must be able to read it as far as the version check (it is refused with its version).
+OLDEST_PYTHON = (3, 8)  # importlib.metadata
+TOO_OLD_EXIT = 3
+WHAT_IT_HAS = f"""import sys
+if sys.version_info < {OLDEST_PYTHON!r}:
+    sys.stdout.write('%d.%d' % sys.version_info[:2])
+    sys.exit({TOO_OLD_EXIT})
+import importlib.metadata as m, json
+print(json.dumps({{'python': '%d.%d' % sys.version_info[:2],
+    'distributions': {{d.metadata['Name']: d.version for d in m.distributions() if d.metadata['Name']}}}}))
+"""
+ANSWER_TIMEOUT_S = 120  # listing a few thousand distributions takes seconds; a program that never answers is ended
 
 
 def interpreter_distributions(python: str) -> tuple[str, dict[str, str]]:
-    """A target interpreter's Python (3.12) and its installed distributions (name -> version), as it reports them."""
+    """A target interpreter's Python (3.12) and its installed distributions (name -> version), as it reports them.
+    Whatever it is (not a Python, Python 2, one that hangs), a one-line EnvError; it is ended with all it started."""
+    not_python = f"FOR={python} is not a Python {'.'.join(map(str, OLDEST_PYTHON))} or newer interpreter"
     try:
-        out = subprocess.run([python, "-c", WHAT_IT_HAS], cwd="/", capture_output=True, text=True, timeout=120)
+        proc = subprocess.Popen([python, "-c", WHAT_IT_HAS], cwd="/", stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True, start_new_session=True)  # fmt: skip
     except OSError as e:
         raise EnvError(f"cannot run {python}: {e.strerror or e}") from e
-    if out.returncode:
-        raise EnvError(f"{python} could not list its distributions (exit {out.returncode}): {out.stderr.strip()[-300:]}")
-    answer = json.loads(out.stdout.strip().splitlines()[-1])
-    return answer["python"], answer["distributions"]
+    try:
+        stdout, stderr = proc.communicate(timeout=ANSWER_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        raise EnvError(f"{not_python}: it did not answer in {ANSWER_TIMEOUT_S} s and was ended") from None
+    finally:  # on a timeout or Ctrl-C: whatever it started goes with it (it leads its own process group)
+        if proc.returncode is None:
+            with contextlib.suppress(OSError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    if proc.returncode == TOO_OLD_EXIT and re.fullmatch(r"\d+\.\d+", stdout.strip()):
+        raise EnvError(f"{not_python}: it is Python {stdout.strip()}")
+    if proc.returncode:
+        raise EnvError(f"{python} could not list its distributions (exit {proc.returncode}): {stderr.strip()[-300:]}")
+    try:
+        answer = json.loads((stdout.strip().splitlines() or [""])[-1])
+        return answer["python"], dict(answer["distributions"])
+    except (ValueError, TypeError, KeyError):
+        raise EnvError(f"{not_python}: it printed {stdout.strip()[-200:]!r} when asked what it has") from None
 
 
 def kept_distributions(have: dict[str, str]) -> list[dict]:
@@ -317,6 +346,9 @@ def main(argv: list[str] | None = None) -> int:
             version, have = interpreter_distributions(args.target)
             listing = "".join(f"{canon(n)}=={v}\n" for n, v in sorted(have.items()))
             suffix = "-for-" + hashlib.sha256(f"{args.target}\n{listing}".encode()).hexdigest()[:8]
+            if not FRAMEWORKS & {canon(n) for n in have}:  # a bare Python: the bundle alone runs no cell
+                say(f"note: {args.target} has none of {', '.join(sorted(FRAMEWORKS))}: no cell runs there until one is "
+                    "installed (never bundled); the bundle holds only the libraries every workload shares")
         if args.list:
             for pin in plan(roots=workload_roots(have), have=have) if have is not None else plan():
                 say(f"{pin.name}=={pin.version}  ({'pure' if pin.pure else 'compiled'}; {', '.join(pin.envs)})")

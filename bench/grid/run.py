@@ -30,6 +30,7 @@ from bench.progress import Progress, hms, status_counts
 from bench.provenance import git_info, machine_info, machine_slug, now_utc, study_provenance
 from bench.registry import Cell
 from bench.results import Result, Run, check_cell_schema
+from bench.runlock import holds_results_folder
 from bench.runner import check_writable, env_python
 
 GRID_DIR = "grid"  # under the results folder; bench/results.py keeps it out of the published table's results
@@ -111,6 +112,7 @@ class ColumnState:
     done: bool = False
 
 
+@holds_results_folder
 def run_grid(
     models: list[str], columns: list[str], grid: Grid, results_dir: Path, echo: Callable[[str], None] | None = None
 ) -> list[Result]:

@@ -27,7 +27,6 @@ import argparse
 import math
 import os
 import resource
-import signal
 import statistics
 import subprocess
 import sys
@@ -42,7 +41,7 @@ from typing import Any
 from bench import stats
 from bench.atomic import write_json_atomic
 from bench.drift import reference_ms
-from bench.errors import BenchError
+from bench.errors import BenchError, os_error_line
 from bench.noise import interleaved_sides
 from bench.noise import probe as calibration
 from bench.noise_file import NOISE_DIR, NOISE_FORMAT, noise_file_name, read_noise_file
@@ -682,20 +681,25 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from bench.cli import interrupt
+    from bench.lifetime import stop_on_signals, stopped_status
+    from bench.runlock import holding
 
     args = build_parser().parse_args(argv)
-    signal.signal(signal.SIGTERM, interrupt)  # a stop by signal keeps what is finished, as Ctrl-C does
+    stop_on_signals()  # TERM, HUP, INT (to it, or to the make that started it) keep what is finished
     try:
         cells = choose_cells(args.cells, args.profile)
         study = Study(cells, args.results_dir, args.rounds, args.repeats, args.pairs, args.slowdowns, args.timeout,
                       busy_processes=args.under_load)
-        path = study.run()
+        with holding(args.results_dir):  # one run at a time into a results folder (bench/runlock.py)
+            path = study.run()
     except BenchError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    except OSError as e:  # a read-only or full results folder: one line naming the file
+        print(f"error: {os_error_line(e)}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt as e:
-        return 128 + getattr(e, "signum", signal.SIGINT)
+        return stopped_status(e)
     say(f"wrote {path} and {path.parent / PAGE}")
     return 0
 

@@ -27,7 +27,7 @@ from typing import Any
 
 from bench.backends import cell_environment
 from bench.drift import reference_ms
-from bench.errors import BenchError
+from bench.errors import BenchError, os_error_line
 from bench.grid.workers import WORKER_ENVIRONMENT  # the grid workers' variables: spinning OpenMP threads
 from bench.overhead.spec import (
     BENCHMARKS,
@@ -45,6 +45,7 @@ from bench.provenance import REPO_ROOT, git_info, machine_info, machine_slug, no
 from bench.registry import Cell
 from bench.results import Result, Run, check_cell_schema
 from bench.resultsdir import results_folder
+from bench.runlock import holds_results_folder
 from bench.runner import check_writable, env_python
 from bench.worker_process import run_logged
 
@@ -162,6 +163,7 @@ def compare_outputs(benchmark: str, column: str, outputs: Path) -> dict[str, Any
     }
 
 
+@holds_results_folder
 def run_overhead(
     size: Size, results_dir: Path, envs: list[str] | None = None, timeout_s: float = WORKER_TIMEOUT_S, say=print
 ) -> list[Result]:
@@ -174,22 +176,26 @@ def run_overhead(
     started = time.perf_counter()
     scratch = Path(tempfile.mkdtemp(prefix="overhead-"))
     answers: dict[str, dict[str, Any]] = {}
+    stopped: KeyboardInterrupt | None = None  # a signal or Ctrl-C: the envs that finished are still written
     try:
-        for env in envs:
-            columns = [c for c, spec in COLUMNS.items() if spec.env == env]
-            say(f"{env}: {', '.join(columns)} x {', '.join(BENCHMARKS)} "
-                f"({size.warmup}+ warm-up, {size.timed} timed calls each, round-robin)")
-            t0 = time.perf_counter()
-            answer = run_worker(
-                env, size, columns, scratch, results_dir / "logs" / STUDY_DIR / size.name / f"{env}.log", git, timeout_s
-            )
-            say(
-                f"  {env} done in {time.perf_counter() - t0:.0f} s"
-                + (f": {answer['status']}: {answer['message']}" if "status" in answer else "")
-            )
-            for column in columns:
-                for benchmark in BENCHMARKS:
-                    answers[f"{benchmark}__{column}"] = answer.get(f"{benchmark}__{column}", answer)
+        try:
+            for env in envs:
+                columns = [c for c, spec in COLUMNS.items() if spec.env == env]
+                say(f"{env}: {', '.join(columns)} x {', '.join(BENCHMARKS)} "
+                    f"({size.warmup}+ warm-up, {size.timed} timed calls each, round-robin)")
+                t0 = time.perf_counter()
+                log = results_dir / "logs" / STUDY_DIR / size.name / f"{env}.log"
+                answer = run_worker(env, size, columns, scratch, log, git, timeout_s)
+                say(
+                    f"  {env} done in {time.perf_counter() - t0:.0f} s"
+                    + (f": {answer['status']}: {answer['message']}" if "status" in answer else "")
+                )
+                for column in columns:
+                    for benchmark in BENCHMARKS:
+                        answers[f"{benchmark}__{column}"] = answer.get(f"{benchmark}__{column}", answer)
+        except KeyboardInterrupt as e:
+            stopped = e
+            say(f"stopped: writing the {len(answers)} results of the envs that finished")
         probe_ms = reference_ms()
         written = []
         for key, answer in answers.items():
@@ -217,6 +223,8 @@ def run_overhead(
             say(f"  {benchmark:16s} {column:20s} {result.describe()}  [{path.relative_to(results_dir)}]")
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+    if stopped is not None:
+        raise stopped
     say(f"{len(written)} overhead results in {time.perf_counter() - started:.0f} s")
     return written
 
@@ -234,14 +242,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--results-dir", type=results_folder, default=REPO_ROOT / "results")
     parser.add_argument("--timeout", type=float, default=WORKER_TIMEOUT_S, help="seconds per env's worker")
     args = parser.parse_args(argv)
+    from bench.lifetime import stop_on_signals, stopped_status
     from bench.report.overhead import render_overhead
 
+    stop_on_signals()  # TERM, HUP, INT (to it, or to the make that started it) end the worker, keep what finished
     try:
         run_overhead(get_size(args.size), args.results_dir, args.env, args.timeout)
         print(f"wrote {render_overhead(args.results_dir)}")
     except BenchError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    except OSError as e:  # a read-only or full results folder: one line naming the file
+        print(f"error: {os_error_line(e)}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt as e:
+        print(f"stopped: every finished result is kept under {args.results_dir}", file=sys.stderr)
+        return stopped_status(e)
     return 0
 
 

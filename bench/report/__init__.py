@@ -51,7 +51,7 @@ from bench.report.roofline import MACHINE_TITLE, PUBLISHED_TITLE, machine_sectio
 from bench.report.sections import Page, Rendered, Section, render_table
 from bench.report.site import INDEX, write_site
 from bench.report.stacks import stacks_section
-from bench.report.text import md, plural, write_text_atomic
+from bench.report.text import md, plural, recorded, write_text_atomic
 from bench.report.tuning import tuning_section
 
 __all__ = ["README_END", "README_START", "SECTIONS", "Report", "Section", "analyse", "render"]
@@ -127,7 +127,7 @@ def render(
             f"(`bench/data/{REFERENCE_CSV.name}`).",
             "",
         ]
-        lines += [f"{p.index}. {t.group.title} ({len(t.group.items)} cells)" for p, t in zip(pages, report.tables)] + [
+        lines += [f"{p.index}. {recorded(t.group.title)} ({len(t.group.items)} cells)" for p, t in zip(pages, report.tables)] + [
             ""
         ]
         if site is not None:

@@ -11,7 +11,7 @@ from bench.profiles import get_profile
 from bench.report.analysis import TableAnalysis
 from bench.report.load import Group
 from bench.report.sections import Page
-from bench.report.text import github_table, joined, md, plural
+from bench.report.text import github_table, joined, md, plural, recorded
 from bench.results import Result
 
 # Package versions shown per environment (those an environment does not have are left blank).
@@ -59,9 +59,9 @@ def provenance_section(table: TableAnalysis, page: Page) -> list[str]:
     commits = Counter(short_commit(r.provenance.get("git") or {}) for r in results)
     dates = sorted(r.created_at for r in results)
     lines = [
-        f"- **GPU(s)**: {gpus}",
-        f"- **CPU**: {cpus}",
-        f"- **OS**: {joined(m.get('os') for m in machines) or 'unknown'}",
+        f"- **GPU(s)**: {recorded(gpus)}",
+        f"- **CPU**: {recorded(cpus)}",
+        f"- **OS**: {recorded(joined(m.get('os') for m in machines) or 'unknown')}",
         "- **Git commit(s)**: " + "; ".join(f"{c} ({plural(n, 'cell')})" for c, n in sorted(commits.items())),
         f"- **Dates (UTC)**: {dates[0]} to {dates[-1]}" if dates[0] != dates[-1] else f"- **Date (UTC)**: {dates[0]}",
         f"- **Profile**: {group.profile} ({get_profile(group.profile).description}) chosen by: {joined(r.provenance.get('profile_choice') for r in results) or 'not recorded'}",
@@ -84,7 +84,7 @@ def env_table(group: Group) -> str:
 
     def row(name: str, value: Callable[[str], str]) -> list[str] | None:
         cells = [value(b) for b in backends]
-        return [name, *map(md, cells)] if any(cells) else None
+        return [name, *(md(recorded(cell)) for cell in cells)] if any(cells) else None
 
     def from_runs(b: str, get: Callable[[Any], Any]) -> str:
         return joined(get(run) for run in runs[b])

@@ -9,7 +9,7 @@ from bench.report.analysis import TableAnalysis
 from bench.report.figures import CAPTIONS
 from bench.report.markdown import main_table, table_facts
 from bench.report.sections import Page
-from bench.report.text import write_text_atomic
+from bench.report.text import recorded, write_text_atomic
 
 README_START = "<!-- bench-table:start (written by make table; do not edit) -->"
 README_END = "<!-- bench-table:end -->"
@@ -27,7 +27,7 @@ def update_readme(readme: Path, results_md: Path, first: TableAnalysis, page: Pa
     section = [
         README_START,
         "",
-        f"**{group.title}**, {len(group.items)} cells (from [{rel(results_md)}]({rel(results_md)}), "
+        f"**{recorded(group.title)}**, {len(group.items)} cells (from [{rel(results_md)}]({rel(results_md)}), "
         "which has the legend, the findings and links to the per-cell details and the provenance):",
         "",
         *main_table(first),

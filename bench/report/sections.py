@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench.report.analysis import TableAnalysis
+from bench.report.text import recorded
 
 MAIN = "RESULTS.md"
 
@@ -46,7 +47,7 @@ class Rendered:
 
 def render_table(table: TableAnalysis, page: Page, sections: list[Section]) -> Rendered:
     """The table's parts, each section with lines in registry order."""
-    heading = f"## {page.index}. {table.group.title}"
+    heading = f"## {page.index}. {recorded(table.group.title)}"
     lines = [heading, ""]
     out = Rendered(lines)
     number = 0

@@ -12,7 +12,7 @@ from bench.judge import Judge
 from bench.report.analysis import TableAnalysis
 from bench.report.load import COLUMNS
 from bench.report.sections import Page
-from bench.report.text import fmt_ms, github_table
+from bench.report.text import fmt_ms, github_table, recorded
 
 # The verdict of this stack's figure over today's (B / A with A today's), read from today's side.
 TODAY_VERDICT = {
@@ -48,7 +48,8 @@ def stacks_section(table: TableAnalysis, page: Page) -> list[str]:
     if not body:
         return []
     return [
-        f"The same cells on today's stack (table {today.group.title}), same profile and machine. Speed-up = this "
+        f"The same cells on today's stack (table {recorded(today.group.title)}), same profile and machine. "
+        "Speed-up = this "
         "stack's figure / today's (above 1: today's stack is faster), with its 95% interval and verdict: today faster "
         "(the whole interval above 1), today slower (below 1), same (inside 1/1.05 to 1.05), or inconclusive "
         "(neither, or an interval that covers one process's steps only, a noisy cell, different processors); — where "

@@ -1,6 +1,7 @@
 """Formatting shared by every renderer: number formats, Markdown-safe cells, GitHub tables, atomic writes."""
 from __future__ import annotations
 
+import html
 import sys
 from collections.abc import Iterable
 from typing import Any
@@ -58,6 +59,12 @@ def fmt_ms(value: float) -> str:
 
 def plural(n: int, word: str) -> str:
     return f"{n} {word}{'s' if n != 1 else ''}"
+
+
+def recorded(text: Any) -> str:
+    """Text a result recorded from its machine (its OS, CPU, environment variables) as Markdown shows it, markup and
+    all: any HTML in it is escaped, not rendered (the results page escapes it likewise)."""
+    return html.escape(str(text), quote=False)
 
 
 def md(text: Any) -> str:

@@ -34,6 +34,7 @@ from bench.provenance import REPO_ROOT, git_info, machine_info, machine_label, m
 from bench.resultsdir import results_folder
 from bench.roofline.hardware import datasheet_for
 from bench.roofline.probe import PREFIX, measure
+from bench.runlock import holds_results_folder
 
 FOLDER = "ceilings"  # under the results folder: not result files (bench/results.py NOT_RESULTS)
 TIMEOUT_S = 180
@@ -124,6 +125,7 @@ def best_of(probes: list[dict]) -> dict:
     return out
 
 
+@holds_results_folder
 def measure_machine(results_dir: Path, venvs: Path, echo=print, repeats: int = 3) -> Path:
     """`make ceilings`: every built env's framework probe (the first env of each framework) and the host's, `repeats`
     times, the best of each kept (best_of) with every repeat's medians beside it, written to

@@ -17,8 +17,10 @@ from pathlib import Path
 
 from bench import stats
 from bench.atomic import write_json_atomic
+from bench.errors import BenchError
 from bench.judge import Judge
 from bench.provenance import git_info
+from bench.runlock import holds_results_folder
 from bench.sweep.index import between, released_versions
 from bench.sweep.report import paired_estimate
 from bench.sweep.run import STUDY_DIR, Sweep, SweepResult, run_sweep
@@ -40,12 +42,27 @@ class Step:
         return dict(self.__dict__)
 
 
+def every_process_failed(result: SweepResult | None) -> str | None:
+    """What failed, where a version's processes all failed (an error in the call, a broken env): a step judged on
+    none is an error, not a verdict. None where one ran, or none was started (a version that could not resolve)."""
+    if result is None or result.status in ("ok", "na") or any(run.status == "ok" for run in result.runs):
+        return None
+    log = (result.runs[-1].settings or {}).get("log")
+    return (f"every process failed ({len(result.runs)}): {result.status}: {result.message}"
+            + (f" (log: {log})" if log else ""))
+
+
 def compare(
     results: list[SweepResult], key: str, good: str, candidate: str, results_dir: Path
 ) -> tuple[str, dict | None]:
     """The candidate against the good release on `key`: the verdict and the ratio (candidate / good). A key
     `A/B` judges A's figure over B's, paired within each process (a Keras column over its plain framework)."""
     found = {(r.provenance["sweep"]["key"], r.provenance["sweep"]["version"]): r for r in results}
+    for version in (good, candidate):
+        for part in key.split("/"):
+            if failure := every_process_failed(found.get((part, version))):
+                raise BenchError(f"{part} at {version}: {failure}; no verdict from processes that did not run: "
+                                 "fix what failed, then bisect again")
     if "/" in key:
         numerator, denominator = key.split("/")
         sides = [
@@ -71,6 +88,7 @@ def compare(
     return stats.verdict(ratio), ratio.to_dict() if ratio else None
 
 
+@holds_results_folder
 def run_bisect(
     sweep: Sweep,
     key: str,
@@ -108,11 +126,16 @@ def run_bisect(
         versions = [low, candidate] + ([high] if high else [])
         step_sweep = replace(sweep, name=f"{name}-step{number}", versions=versions)
         results = run_sweep(step_sweep, results_dir, say=say, **sweep_options)
-        verdict, ratio = compare(results, key, low, candidate, results_dir)
-        step = Step(number, low, candidate, verdict, ratio, step_sweep.name)
-        if high:
-            step.bad = high
-            step.bad_verdict, step.bad_ratio = compare(results, key, candidate, high, results_dir)
+        try:
+            verdict, ratio = compare(results, key, low, candidate, results_dir)
+            step = Step(number, low, candidate, verdict, ratio, step_sweep.name)
+            if high:
+                step.bad = high
+                step.bad_verdict, step.bad_ratio = compare(results, key, candidate, high, results_dir)
+        except BenchError as e:  # the record says why it stopped, and the command fails
+            record["answer"], record["stopped"] = None, f"step {number}: {e}"
+            write_json_atomic(record_path, record)
+            raise BenchError(f"bisect step {number}: {e}") from None
         record["steps"].append(step.to_dict())
         write_json_atomic(record_path, record)
         say(

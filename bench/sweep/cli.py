@@ -12,7 +12,8 @@ import tomllib
 from pathlib import Path
 
 from bench import stats
-from bench.errors import BenchError
+from bench.errors import BenchError, os_error_line
+from bench.lifetime import stopped_status
 from bench.provenance import REPO_ROOT
 from bench.resultsdir import results_folder
 from bench.sweep.derive import LOCKS_DIR, VENVS_DIR, valid_version
@@ -27,16 +28,30 @@ def csv(text: str) -> list[str]:
 
 
 def study_path(text: str) -> Path:
-    path = Path(text)
-    if not path.exists() and (STUDIES_DIR / f"{text}.toml").exists():
-        path = STUDIES_DIR / f"{text}.toml"
-    if not path.is_file():
-        known = ", ".join(p.stem for p in sorted(STUDIES_DIR.glob("*.toml")))
-        raise BenchError(f"no study file {text!r} (the committed ones: {known})")
-    return path
+    """A study file: a path (its .toml may be left out, as the usage line shows it) or a committed study's name."""
+    for path in (Path(text), Path(f"{text}.toml"), STUDIES_DIR / f"{text}.toml"):
+        if path.is_file():
+            return path
+    known = ", ".join(p.stem for p in sorted(STUDIES_DIR.glob("*.toml")))
+    raise BenchError(f"no study file {text!r}: name one of the committed studies ({known}) or a study file's path")
+
+
+STUDY_FORM = (
+    "a study file names name, package and versions, then one [[part]] or more, each with backend and its target's "
+    "fields (overhead: columns, benchmarks; call: call = \"module:function\"): see bench/sweep/studies/"
+)
 
 
 def load_study(path: Path, versions: list[str] | None = None, processes: int | None = None) -> Sweep:
+    try:
+        return read_study(path, versions, processes)
+    except KeyError as e:
+        raise BenchError(f"{path}: no {e.args[0]}: {STUDY_FORM}") from None
+    except (tomllib.TOMLDecodeError, TypeError, AttributeError) as e:
+        raise BenchError(f"{path}: not a study file ({e}): {STUDY_FORM}") from None
+
+
+def read_study(path: Path, versions: list[str] | None = None, processes: int | None = None) -> Sweep:
     data = tomllib.loads(path.read_text())
     parts = []
     for part in data["part"]:
@@ -95,7 +110,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     for name in ("sweep", "bisect"):
         sub = commands.add_parser(name)
-        sub.add_argument("--study", type=study_path, help="a study file (bench/sweep/studies/<name>.toml or a path)")
+        sub.add_argument("--study", help="a study file (bench/sweep/studies/<name>.toml or a path)")
         sub.add_argument("--package")
         sub.add_argument("--backend", help="the env whose lock the versions derive from (a test: any name)")
         sub.add_argument(
@@ -143,13 +158,20 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "report":
             print(f"wrote {render_sweeps(args.results_dir)}")
             return 0
+        if args.command == "sweep" and args.versions == []:  # VERSIONS=, once swept nothing and exited 0
+            raise BenchError("VERSIONS= names no version: give them as a,b,c")
         if args.processes is not None and args.processes < 1:
             raise BenchError(f"--processes must be at least 1, got {args.processes}")
         sweep = (
-            load_study(args.study, args.versions or None, args.processes) if args.study else command_line_sweep(args)
+            load_study(study_path(args.study), args.versions or None, args.processes)
+            if args.study
+            else command_line_sweep(args)
         )
         options = {"locks_dir": args.locks_dir, "venvs_dir": args.venvs_dir, "timeout_s": args.timeout}
-        from bench.cli import stop_on_signals
+        from bench.sweep.index import use_configured_index
+
+        use_configured_index()  # the envs resolve and build from the index the user configured, as the bisect lists
+        from bench.lifetime import stop_on_signals
 
         stop_on_signals()  # TERM, HUP, INT (to it, or to the make that started it) end the process it runs too
         if args.command == "sweep":
@@ -173,8 +195,10 @@ def main(argv: list[str] | None = None) -> int:
     except (BenchError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt as e:  # Ctrl-C or a signal (bench/cli.py Terminated): finished results are kept
-        signum = getattr(e, "signum", None)
+    except OSError as e:  # a read-only or full results folder: one line naming the file
+        print(f"error: {os_error_line(e)}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt as e:  # Ctrl-C or a signal (bench/lifetime.py): finished results are kept
         print("stopped: the processes finished so far are written", file=sys.stderr)
-        return 128 + signum if signum else 130
+        return stopped_status(e)
     return 0

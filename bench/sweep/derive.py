@@ -21,6 +21,7 @@ variables (UV_FIND_LINKS, UV_NO_INDEX, UV_OFFLINE): the tests serve a local fold
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import re
@@ -194,7 +195,7 @@ def derive(
     record = folder / "derivation.json"
     if record.exists():
         kept = Derivation(**json.loads(record.read_text()))
-        lock_intact = not kept.ok or (
+        lock_intact = kept.ok and (  # a failure (the network down, say) is not kept: it is tried again
             (folder / "requirements.txt").exists()
             and sha256_text((folder / "requirements.txt").read_text()) == kept.lock_sha256
         )
@@ -210,9 +211,12 @@ def derive(
         if text is not None:
             break
         say(f"  {backend} {package}=={version}: no `{tier}` resolution: {reason[:300]}")
-    if text is None:
+    if text is None:  # only a success is recorded: a failure's folder (an older suite kept them) goes
         derivation.status, derivation.reason = "na", f"cannot be resolved beside the {backend} lock: {reason}"
-        write_json_atomic(record, asdict(derivation))
+        if not (folder / "requirements.txt").exists():
+            record.unlink(missing_ok=True)
+            with contextlib.suppress(OSError):
+                folder.rmdir()
         return derivation
     text = (
         f"# {backend} with {package}=={version}: derived from {relative(base_dir / 'requirements.txt')} "

@@ -19,7 +19,7 @@ from pathlib import Path
 from bench import stats
 from bench.atomic import write_stream_atomic, write_text_atomic
 from bench.judge import Judge
-from bench.results import HISTORY, Result, load
+from bench.results import HISTORY, CorruptResult, Result, load
 from bench.stats import Ratio
 from bench.sweep.derive import version_key
 
@@ -27,14 +27,27 @@ PAGE = "SWEEP.md"
 STUDY_DIR = "sweep"
 
 
+def sweep_files(results_dir: Path) -> list[Path]:
+    """The current sweep result files: sweep/<name>/<machine>/<backend>/<key>/<version>.json."""
+    root = Path(results_dir) / STUDY_DIR
+    return [path for path in sorted(root.glob("*/*/*/*/*.json")) if HISTORY not in path.parts]
+
+
+def load_sweep(path: Path) -> Result:
+    """A sweep's result file; one that is not (another kind of result copied there) is a CorruptResult naming it."""
+    result = load(path)
+    sweep = result.provenance.get("sweep")
+    if not isinstance(sweep, dict) or not all(k in sweep for k in ("name", "backend", "version")):
+        raise CorruptResult(f"cannot read result file {path}: not a sweep's result (its provenance names no sweep, "
+                            "backend and version): move it out of sweep/", path)
+    return result
+
+
 def load_sweeps(results_dir: Path) -> dict[tuple[str, str, str], list[Result]]:
     """(sweep name, machine slug, backend) -> its results, in version order."""
     found: dict[tuple[str, str, str], list[Result]] = defaultdict(list)
-    root = Path(results_dir) / STUDY_DIR
-    for path in sorted(root.glob("*/*/*/*/*.json")):
-        if HISTORY in path.parts:
-            continue
-        result = load(path)
+    for path in sweep_files(results_dir):
+        result = load_sweep(path)
         sweep = result.provenance["sweep"]
         found[sweep["name"], path.parts[-4], sweep["backend"]].append(result)
     for results in found.values():

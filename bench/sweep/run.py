@@ -16,9 +16,11 @@ from pathlib import Path
 
 from bench.drift import reference_ms
 from bench.envs.common import EnvError
+from bench.errors import BenchError
 from bench.provenance import git_info, machine_info, machine_slug, now_utc, study_provenance
 from bench.registry import Cell
 from bench.results import Result, Run
+from bench.runlock import holds_results_folder
 from bench.runner import check_writable, record_noise
 from bench.sweep.derive import LOCKS_DIR, VENVS_DIR, Derivation, build, derive, slug
 from bench.sweep.targets import Target
@@ -86,6 +88,7 @@ def prepare(
     return envs
 
 
+@holds_results_folder
 def run_sweep(
     sweep: Sweep,
     results_dir: Path,
@@ -102,6 +105,10 @@ def run_sweep(
     runs: dict[tuple[int, str, str], list[Run]] = {}
     started = time.perf_counter()
     pairs = [(i, v) for i in range(len(sweep.parts)) for v in sweep.versions if envs[i, v][1]]
+    if not pairs:  # a misspelt package, an index out of reach: an error, not a page of NA results
+        reasons = "; ".join(f"{v}: {envs[i, v][0].reason}" for i in range(len(sweep.parts)) for v in sweep.versions)
+        raise BenchError(f"no version of {sweep.package} could be resolved and built, so nothing was measured (is "
+                         f"the package's name right, and its index reachable?): {reasons[:800]}")
     stopped: KeyboardInterrupt | None = None
     try:
         for repeat in range(sweep.processes):

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.backends import cell_environment
+from bench.errors import BenchError
 from bench.registry import Cell
 from bench.results import Run, check_cell_schema, task_unit
 
@@ -133,6 +134,11 @@ class CallTarget:
     call: str
     warmup: int = 2
     timed: int = 20
+
+    def __post_init__(self) -> None:
+        module, _, function = self.call.partition(":")
+        if not (module.strip() and function.strip()) or ":" in function:
+            raise BenchError(f"CALL={self.call}: name a function as module:function (keras:version, say)")
 
     def keys(self) -> list[str]:
         return [self.call.split(":")[1]]
