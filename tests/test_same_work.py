@@ -72,3 +72,23 @@ def test_the_smoke_tables_stable_diffusion_speed_up_over_native_pytorch_is_not_c
     roofline = (out.parent / "ROOFLINE.md").read_text()
     sd = next(ln for ln in roofline.splitlines() if ln.startswith("| StableDiffusion predict") and "MFLOP" in ln)
     assert "differs by cell" in sd and "183 GFLOP" in sd and "796 MFLOP" in sd  # each cell's own work
+
+
+def test_every_comparison_the_judge_makes_of_committed_cells_refuses_exactly_the_unlike_ones():
+    """Over every pair of ok committed smoke cells of one row (the pairs a table, a speed-up or a compare can join):
+    a ratio is comparable exactly where the work matched, so no printed comparison joins unlike work."""
+    from bench.results import load_all
+
+    results = [r for r in load_all(SMOKE) if r.status == "ok"]
+    judge = Judge(results)
+    rows: dict[tuple, list] = {}
+    for r in results:
+        rows.setdefault((r.cell.model, r.cell.task, r.cell.batch_size), []).append(r)
+    pairs = unlike = 0
+    for row in rows.values():
+        for i, a in enumerate(row):
+            for b in row[i + 1:]:
+                found, why = judge.ratio(a, b), work_difference(a, b)
+                assert found.comparable == (why is None), (a.cell.key, b.cell.key, why)
+                pairs, unlike = pairs + 1, unlike + (why is not None)
+    assert pairs > 100 and unlike >= 8  # StableDiffusion's fit and predict: each keras-cv cell against diffusers'
