@@ -1,0 +1,60 @@
+"""Output parity (bench/parity/): the comparison fails beyond its tolerance, a failed step is a recorded status, and
+one real cross-backend check at smoke: BERT's Keras 3 weights saved on JAX and loaded on PyTorch give its outputs."""
+import numpy as np
+import pytest
+from conftest import env_python
+
+from bench.parity import run as parity_run
+from bench.parity.compare import GRADIENT_NORM_TOLERANCE, OUTPUT_TOLERANCE, difference
+
+
+def test_outputs_within_float32_noise_pass():
+    reference = np.random.default_rng(0).standard_normal((2, 32, 64)).astype(np.float32)
+    noisy = reference + np.float32(1e-6) * np.sign(reference)  # a reordered float32 sum's size of difference
+    d = difference(noisy, reference, OUTPUT_TOLERANCE)
+    assert d["passed"] and 0 < d["max_abs"] <= 1.1e-6
+
+
+def test_an_output_perturbed_beyond_tolerance_fails():
+    reference = np.random.default_rng(0).standard_normal((2, 16, 1000)).astype(np.float32)
+    perturbed = reference.copy()
+    perturbed[1, 3, 7] += 1e-3  # one element: what a changed epsilon or a dropped layer moves by at least
+    d = difference(perturbed, reference, OUTPUT_TOLERANCE)
+    assert not d["passed"] and d["max_abs"] == pytest.approx(1e-3, rel=1e-3)
+    assert not difference(np.float32(2.0), np.float32(1.99), GRADIENT_NORM_TOLERANCE)["passed"]
+
+
+def test_a_different_shape_or_a_nan_fails_with_why():
+    reference = np.zeros((2, 3), dtype=np.float32)
+    assert difference(np.zeros((3, 2)), reference, OUTPUT_TOLERANCE) == {
+        "passed": False, "max_abs": None, "max_rel": None, "why": "shape (3, 2) vs (2, 3)"}
+    assert not difference(np.full((2, 3), np.nan), reference, OUTPUT_TOLERANCE)["passed"]
+
+
+def test_a_failed_step_is_a_recorded_status_and_the_page_says_it(tmp_path):
+    def missing():
+        raise AssertionError("a failed step's outputs are never read")
+
+    lines = parity_run.compared("keras-backends", "bert", "Keras 3 torch vs jax", {"logits": (missing, missing,
+                                OUTPUT_TOLERANCE)}, ("fail", "keras bert in torch: timeout: ran past 600 s"))
+    assert [(line["status"], line["max_abs"]) for line in lines] == [("fail", None)]
+    page = parity_run.page(lines, {"command": "make parity", "date": "d", "commit": "c", "machine": "m", "load": ""})
+    assert "| fail: keras bert in torch: timeout: ran past 600 s |" in page and "0 pass, 1 fail" in page
+
+
+@pytest.mark.envs
+@pytest.mark.slow
+@pytest.mark.duration_s(90)
+def test_bert_keras3_weights_saved_on_jax_give_the_same_outputs_on_torch(tmp_path, monkeypatch):
+    env_python("jax"), env_python("torch")  # skips (or fails in CI) where an env is not built
+    monkeypatch.setattr(parity_run, "KERAS_BACKENDS", ("jax", "torch"))
+    lines = parity_run.keras_backends("bert", tmp_path, tmp_path / "logs", timeout_s=300)
+    assert {line["output"]: line["status"] for line in lines} == dict.fromkeys(
+        ["logits", "sequence_output", "loss", "gradient_norm"], "pass"), lines
+    assert all(line["max_abs"] <= 1e-5 for line in lines)  # measured: about 1e-6 at most
+    # the same comparison on a perturbed copy of the loaded side's outputs fails
+    outputs = dict(np.load(tmp_path / "bert__keras-torch.npz"))
+    perturbed = outputs["sequence_output"].copy()
+    perturbed[0, 0, 0] += 1e-2
+    assert not difference(perturbed, np.load(tmp_path / "bert__keras-jax.npz")["sequence_output"],
+                          OUTPUT_TOLERANCE)["passed"]
