@@ -1,9 +1,14 @@
 """Output parity (bench/parity/): the comparison fails beyond its tolerance, a failed step is a recorded status, and
-one real cross-backend check at smoke: BERT's Keras 3 weights saved on JAX and loaded on PyTorch give its outputs."""
+one real cross-backend check at smoke: BERT's Keras 3 weights saved on JAX and loaded on PyTorch give its outputs,
+and do not once the loaded model's layer-norm epsilon is changed."""
+import os
+import subprocess
+
 import numpy as np
 import pytest
-from conftest import env_python
+from conftest import REPO, env_python
 
+from bench.backends import cell_environment
 from bench.parity import run as parity_run
 from bench.parity.compare import GRADIENT_NORM_TOLERANCE, OUTPUT_TOLERANCE, difference
 
@@ -44,17 +49,41 @@ def test_a_failed_step_is_a_recorded_status_and_the_page_says_it(tmp_path):
 
 @pytest.mark.envs
 @pytest.mark.slow
-@pytest.mark.duration_s(90)
-def test_bert_keras3_weights_saved_on_jax_give_the_same_outputs_on_torch(tmp_path, monkeypatch):
+@pytest.mark.duration_s(120)
+def test_bert_keras3_weights_from_jax_match_on_torch_and_differ_with_another_epsilon(tmp_path, monkeypatch):
     env_python("jax"), env_python("torch")  # skips (or fails in CI) where an env is not built
     monkeypatch.setattr(parity_run, "KERAS_BACKENDS", ("jax", "torch"))
     lines = parity_run.keras_backends("bert", tmp_path, tmp_path / "logs", timeout_s=300)
     assert {line["output"]: line["status"] for line in lines} == dict.fromkeys(
         ["logits", "sequence_output", "loss", "gradient_norm"], "pass"), lines
     assert all(line["max_abs"] <= 1e-5 for line in lines)  # measured: about 1e-6 at most
-    # the same comparison on a perturbed copy of the loaded side's outputs fails
-    outputs = dict(np.load(tmp_path / "bert__keras-torch.npz"))
-    perturbed = outputs["sequence_output"].copy()
-    perturbed[0, 0, 0] += 1e-2
-    assert not difference(perturbed, np.load(tmp_path / "bert__keras-jax.npz")["sequence_output"],
-                          OUTPUT_TOLERANCE)["passed"]
+    # The same check fails when the loaded side computes something else: its layer norms' epsilon changed.
+    changed = subprocess.run(
+        [str(env_python("torch")), "-c", CHANGED_EPSILON, str(tmp_path)], cwd=REPO, capture_output=True, text=True,
+        env={**os.environ, **cell_environment("torch")}, timeout=300)
+    assert changed.returncode == 0, changed.stderr[-3000:]
+    reference, candidate = np.load(tmp_path / "bert__keras-jax.npz"), np.load(tmp_path / "bert__keras-torch.npz")
+    for output in ("logits", "sequence_output"):
+        assert not difference(candidate[output], reference[output], OUTPUT_TOLERANCE)["passed"], output
+
+
+# BERT on Keras 3 as the parity worker builds it, but each layer norm's epsilon 1e-12 -> 1e-3: another function.
+CHANGED_EPSILON = r"""
+import sys
+from pathlib import Path
+import keras
+from bench.models.bert import keras as bert_keras
+from bench.parity import worker
+
+build = bert_keras.build_backbone
+
+def build_changed(lib, s):
+    backbone = build(lib, s)
+    for layer in backbone._flatten_layers():
+        if isinstance(layer, keras.layers.LayerNormalization):
+            layer.epsilon = 1e-3
+    return backbone
+
+bert_keras.build_backbone = build_changed
+worker.keras_side("bert", Path(sys.argv[1]))
+"""

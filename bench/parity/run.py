@@ -4,6 +4,7 @@ and pass / fail / not checked (why). A step that fails or times out is a recorde
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shlex
 import sys
@@ -28,8 +29,10 @@ NATIVE_MODELS = ("bert", "gemma", "mistral")  # those keras-hub 0.32 converts fr
 NOT_CHECKED = [
     ("keras-backends", "stable_diffusion", "keras-cv builds SD v1's full widths even at smoke (about "
      "1.07B parameters, a 4 GB weights file per backend): too large for this shared 2-core machine's run"),
-    ("keras-vs-native", "sam", "no converter in the pinned versions (segment-anything to keras-hub)"),
-    ("keras-vs-native", "stable_diffusion", "no converter in the pinned versions (diffusers to keras-cv)"),
+    ("keras-vs-native", "sam", "no converter in the pinned versions (segment-anything to keras-hub); parameter "
+     "counts compared instead"),
+    ("keras-vs-native", "stable_diffusion", "no converter in the pinned versions (diffusers to keras-cv); parameter "
+     "counts compared instead"),
     ("keras-eager-vs-jit", "*", "not reached in this round"),
 ]
 TIMEOUT_S = 600
@@ -118,6 +121,40 @@ def keras_vs_native(model: str, folder: Path, logs: Path, timeout_s: float) -> l
     return lines
 
 
+# Where no converter carries weights across: (line, Keras 3 parts, native parts) whose parameter counts must agree.
+COUNTED_PARTS = {
+    "sam": [("whole model", ("sam",), ("sam",)), ("image encoder", ("image_encoder",), ("image_encoder",))],
+    "stable_diffusion": [("diffusion model / UNet", ("diffusion_model",), ("unet",)),
+                         ("text encoder", ("text_encoder",), ("text_encoder",)),
+                         ("VAE (image encoder + decoder)", ("image_encoder", "decoder"), ("vae",))],
+}
+COUNT_CAUSES = {
+    "sam": "keras-hub's SAM keeps one embed_dim-sized weight more than segment-anything's (as at the paper shape, "
+    "tests/test_fidelity.py)",
+    "stable_diffusion": "keras-cv builds SD v1's fixed widths at every profile; native PyTorch builds the smoke widths "
+    "(the same difference as the work per step's)",
+}
+
+
+def parameter_counts(model: str, folder: Path, logs: Path, timeout_s: float) -> list[dict]:
+    steps = [Step("parameter-counts", model, env, folder, logs, timeout_s) for env in ("jax", "native-torch")]
+    failure = next((step.failure for step in steps if step.failure), None)
+    lines = []
+    for label, keras_parts, native_parts in COUNTED_PARTS[model]:
+        line = {"check": "parameter-counts", "model": model, "pair": "Keras 3 vs native PyTorch parameters (no "
+                "converter in the pinned versions: outputs not compared)", "output": label, "tolerance": "exact",
+                "atol": 0, "rtol": 0, "max_abs": None, "max_rel": None}
+        if failure:
+            lines.append({**line, "status": failure[0], "why": failure[1]})
+            continue
+        keras_counts, native_counts = (json.loads((folder / f"{model}__counts-{env}.json").read_text())
+                                       for env in ("jax", "native-torch"))
+        k, n = sum(keras_counts[p] for p in keras_parts), sum(native_counts[p] for p in native_parts)
+        lines.append({**line, "max_abs": abs(k - n), "max_rel": abs(k - n) / n, "status": "pass" if k == n else "fail",
+                      "why": "" if k == n else f"{k:,} vs {n:,} parameters: {COUNT_CAUSES[model]}"})
+    return lines
+
+
 def eager_vs_compile(model: str, folder: Path, logs: Path, timeout_s: float) -> list[dict]:
     step = Step("native-compile", model, "native-torch", folder, logs, timeout_s)
     path = folder / f"{model}__torch-compile.npz"
@@ -135,6 +172,8 @@ def run_all(models: tuple[str, ...], timeout_s: float, logs: Path) -> list[dict]
             lines += keras_vs_native(model, folder, logs, timeout_s)
         if "bert" in models:
             lines += eager_vs_compile("bert", folder, logs, timeout_s)
+        for model in COUNTED_PARTS:
+            lines += parameter_counts(model, folder, logs, timeout_s)
     for check, model, why in NOT_CHECKED:
         lines.append({"check": check, "model": model, "pair": "", "output": "", "status": "not checked", "why": why,
                       "max_abs": None, "max_rel": None, "tolerance": ""})

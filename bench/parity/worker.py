@@ -3,7 +3,8 @@ smoke model, take or give its weights, run it on the shared inputs and write its
 
 Actions: `keras` (Keras 3 on this env's backend: load <model>.weights.h5 from the folder, else build with seeded random
 weights and save them there), `native-export` (native PyTorch, random weights saved with save_pretrained),
-`keras-import` (keras-hub's converter loads that folder), `native-compile` (native PyTorch eager and torch.compile)."""
+`keras-import` (keras-hub's converter loads that folder), `native-compile` (native PyTorch eager and torch.compile),
+`parameter-counts` (the parameters per submodule, where no converter carries weights across)."""
 from __future__ import annotations
 
 import sys
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.atomic import write_stream_atomic
+from bench.atomic import write_json_atomic, write_stream_atomic
 from bench.env_process import enter_env
 from bench.models.base import SEED
 from bench.registry import get_model
@@ -255,6 +256,19 @@ def native_compile(model: str, folder: Path) -> None:
     save_outputs(folder / f"{model}__torch-compile.npz", {"eager": eager, "compiled": compiled})
 
 
+def parameter_counts(model: str, folder: Path, env: str) -> None:
+    """The parameters per submodule at the smoke shape, as the benchmark builds the model in this env (built
+    abstractly or on the meta device: no weights allocated)."""
+    import importlib
+
+    s = get_model(model).shape("smoke")
+    if env == "native-torch":
+        counts = importlib.import_module(f"bench.models.{model}.native_torch").parameter_counts(s)
+    else:
+        counts = importlib.import_module(f"bench.models.{model}.keras").parameter_counts(s, 3)
+    write_json_atomic(folder / f"{model}__counts-{env}.json", counts)
+
+
 ACTIONS = {"keras": keras_side, "native-export": native_export, "keras-import": keras_import,
            "native-compile": native_compile}
 
@@ -262,7 +276,10 @@ ACTIONS = {"keras": keras_side, "native-export": native_export, "keras-import": 
 def main(argv: list[str]) -> None:
     action, model, folder, env = argv
     enter_env(env, uses_jax=env == "jax", on_gpu=False)
-    ACTIONS[action](model, Path(folder))
+    if action == "parameter-counts":
+        parameter_counts(model, Path(folder), env)
+    else:
+        ACTIONS[action](model, Path(folder))
 
 
 if __name__ == "__main__":
