@@ -47,6 +47,13 @@ def test_a_failed_step_is_a_recorded_status_and_the_page_says_it(tmp_path):
     assert "| fail: keras bert in torch: timeout: ran past 600 s |" in page and "0 pass, 1 fail" in page
 
 
+def test_a_step_that_wrote_no_outputs_is_a_failed_line_not_a_crash(tmp_path):
+    missing = parity_run.loader(tmp_path / "absent.npz", "logits")
+    lines = parity_run.compared("torch-compile", "bert", "compiled vs eager",
+                                {"logits": (missing, missing, OUTPUT_TOLERANCE)}, None)
+    assert lines[0]["status"] == "fail" and lines[0]["why"].startswith("outputs unreadable:")
+
+
 @pytest.mark.envs
 @pytest.mark.slow
 @pytest.mark.duration_s(120)

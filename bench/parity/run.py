@@ -9,6 +9,7 @@ import os
 import shlex
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import numpy as np
@@ -62,7 +63,15 @@ def compared(check: str, model: str, pair: str, outputs: dict[str, tuple], step_
         if step_failure is not None:
             lines.append({**line, "status": step_failure[0], "why": step_failure[1], "max_abs": None, "max_rel": None})
             continue
-        d = difference(candidate(), reference(), tolerance)
+        try:
+            expected = reference()
+            d = difference(candidate(), expected, tolerance)
+            if np.size(expected) == 1:  # a loss or a norm: its value says the step computed something
+                line["reference_value"] = float(np.asarray(expected).reshape(-1)[0])
+        except (OSError, KeyError, ValueError) as error:  # a step that exited 0 without its outputs
+            lines.append({**line, "status": "fail", "why": f"outputs unreadable: {error}", "max_abs": None,
+                          "max_rel": None})
+            continue
         why = d.pop("why", "")
         lines.append({**line, **d, "status": "pass" if d.pop("passed") else "fail", "why": why})
     return lines
@@ -147,9 +156,13 @@ def parameter_counts(model: str, folder: Path, logs: Path, timeout_s: float) -> 
         if failure:
             lines.append({**line, "status": failure[0], "why": failure[1]})
             continue
-        keras_counts, native_counts = (json.loads((folder / f"{model}__counts-{env}.json").read_text())
-                                       for env in ("jax", "native-torch"))
-        k, n = sum(keras_counts[p] for p in keras_parts), sum(native_counts[p] for p in native_parts)
+        try:
+            keras_counts, native_counts = (json.loads((folder / f"{model}__counts-{env}.json").read_text())
+                                           for env in ("jax", "native-torch"))
+            k, n = sum(keras_counts[p] for p in keras_parts), sum(native_counts[p] for p in native_parts)
+        except (OSError, KeyError, ValueError) as error:
+            lines.append({**line, "status": "fail", "why": f"counts unreadable: {error}"})
+            continue
         lines.append({**line, "max_abs": abs(k - n), "max_rel": abs(k - n) / n, "status": "pass" if k == n else "fail",
                       "why": "" if k == n else f"{k:,} vs {n:,} parameters: {COUNT_CAUSES[model]}"})
     return lines
@@ -193,7 +206,8 @@ def page(lines: list[dict], provenance: dict) -> str:
         f"{provenance['machine']}. {provenance['load']}",
         "",
         "Pass: every element within |a - b| <= atol + rtol * |b| of the reference. max rel: the largest difference "
-        "over the reference's largest magnitude. What each check means and why these tolerances: docs/PARITY.md.",
+        "over the reference's largest magnitude. A loss or gradient norm shows the reference's value beside its name. "
+        "What each check means and why these tolerances: docs/PARITY.md.",
         "",
         f"{counts['pass']} pass, {counts['fail']} fail, {counts['not checked']} not checked.",
         "",
@@ -203,7 +217,8 @@ def page(lines: list[dict], provenance: dict) -> str:
     for line in lines:
         status = line["status"] + (f": {line['why']}" if line.get("why") else "")
         status = status.replace("|", "/").replace("\n", " ")
-        out.append(f"| {line['check']} | {line['model']} | {line['pair']} | {line['output']} | "
+        output = line["output"] + (f" ({line['reference_value']:.6g})" if "reference_value" in line else "")
+        out.append(f"| {line['check']} | {line['model']} | {line['pair']} | {output} | "
                    f"{number(line['max_abs'])} | {number(line['max_rel'])} | {line['tolerance']} | {status} |")
     return "\n".join(out) + "\n"
 
@@ -222,12 +237,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout-s", type=float, default=TIMEOUT_S, help="per worker process")
     args = parser.parse_args(argv)
     results = args.results_dir
+    started = time.monotonic()
     lines = run_all(tuple(args.model or KERAS_MODELS), args.timeout_s, results / "logs" / "parity")
+    took_s = time.monotonic() - started
     provenance = {
         "command": ("make parity: " if os.environ.get("MAKELEVEL") else "") + shlex.join(
             ["python", "-m", "bench.parity.run", *(sys.argv[1:] if argv is None else argv)]),
         "date": now_utc(), "commit": (git_info().get("commit") or "?")[:12],
-        "machine": machine_label(machine_info()), "load": load_note(),
+        "machine": machine_label(machine_info()), "load": f"Took {took_s / 60:.1f} min. {load_note()}",
         "tolerances": {"outputs": vars(OUTPUT_TOLERANCE), "gradient_norm": vars(GRADIENT_NORM_TOLERANCE)},
     }
     write_json_atomic(results / "parity.json", {"provenance": provenance, "checks": lines})
