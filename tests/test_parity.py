@@ -70,8 +70,10 @@ def test_bert_keras3_weights_from_jax_match_on_torch_and_differ_with_another_eps
         env={**os.environ, **cell_environment("torch")}, timeout=300)
     assert changed.returncode == 0, changed.stderr[-3000:]
     reference, candidate = np.load(tmp_path / "bert__keras-jax.npz"), np.load(tmp_path / "bert__keras-torch.npz")
-    for output in ("logits", "sequence_output"):
-        assert not difference(candidate[output], reference[output], OUTPUT_TOLERANCE)["passed"], output
+    # Measured: the sequence output moves by 3.4e-3. The 2-class logits (about 0.02 from the random head) move by only
+    # 6e-6, under atol: the backbone's output is the line that tells.
+    moved = difference(candidate["sequence_output"], reference["sequence_output"], OUTPUT_TOLERANCE)
+    assert not moved["passed"], moved
 
 
 # BERT on Keras 3 as the parity worker builds it, but each layer norm's epsilon 1e-12 -> 1e-3: another function.
