@@ -107,7 +107,7 @@ $(UV): containers/uv-requirements.txt
 	@mkdir -p $(dir $(UV))
 	$(PYTHON) containers/install-uv.py containers/uv-requirements.txt $(dir $(UV))
 
-.PHONY: help wheelhouse gpu-check bench bench-all bench-cpu-full bench-cpu-mid grid tuning overhead plan table test test-extended test-stack2024 test-fast lint docs check ceilings flops-check bench-overhead clean-results doctor export validate compare noise submit submit-status
+.PHONY: help wheelhouse gpu-check bench bench-all bench-cpu-full bench-cpu-mid grid tuning overhead plan table test test-extended test-stack2024 test-fast lint docs check ceilings flops-check bench-overhead parity clean-results doctor export validate compare noise submit submit-status
 
 help: ## List every target with one line each, then every variable
 	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | sort -u | awk 'BEGIN{FS=":.*## "}{printf "  %-18s %s\n", $$1, $$2}'
@@ -118,6 +118,7 @@ help: ## List every target with one line each, then every variable
 	@echo "  2024 stack (keras-benchmarks v0.0.5's pins): make envs STACK=2024; make bench BACKEND=jax MODEL=bert STACK=2024"
 	@echo "  grid       GRID=<cpu|full|lengths|sample|smoke> MODEL=<bert,distilbert,gpt2,distilgpt2,roberta,xlnet,xlm> BACKEND=<native-torch,tf-transformers,jax,tensorflow,torch or a column>"
 	@echo "  studies    SIZE=default|smoke (overhead); CELLS=<cell keys> ROUNDS= PAIRS= SLOWDOWNS=0,0.05,... LOAD=N (noise)"
+	@echo "  parity     MODEL=<bert,gemma,mistral,sam> (default all) RESULTS=$(RESULTS)"
 	@echo "  results    OUT=<file> (export, compare); A=<dir> B=<dir> ACROSS=1 (compare); QUARANTINE=1 (validate)"
 	@echo "  slurm      FORCE=1 CONTAINER=1 (each cell in its image) SUBMIT_ARGS=\"<more bench submit options>\" (submit); JOB=<name or id> WAIT=<seconds> (submit-status)"
 	@echo "  containers CONTAINER_ENGINE=<podman|docker> (default: podman if present) IMAGE_NAME=$(IMAGE_NAME) CONTAINER_SHM=$(CONTAINER_SHM) BENCH_ARGS=\"<more bench run options>\" (bench-container)"
@@ -277,6 +278,9 @@ ceilings: env-tools ## This machine's ceilings (matmul FLOP/s per dtype, triad G
 flops-check: ## The FLOP formulas against torch's FlopCounterMode (PROFILE=paper, on the meta device) and XLA's cost analysis of Keras on JAX (smoke)
 	$(VENVS)/native-torch/bin/python -m bench.roofline.counter $(or $(PROFILE),paper)
 	$(VENVS)/jax/bin/python -m bench.roofline.xla_counter smoke
+
+parity: env-tools ## Output parity on shared weights at smoke on the CPU (Keras 3 TF/JAX/torch, Keras 3 vs native PyTorch, eager vs torch.compile) -> $(RESULTS)/PARITY.md; MODEL= narrows it
+	$(TOOLS_PY) -m bench.parity.run --results-dir "$(RESULTS)" $(foreach m,$(subst $(comma), ,$(MODEL)),--model $(m))
 
 bench-overhead: env-tools ## Measure the harness's own per-step overhead on a trivial step
 	$(TOOLS_PY) scripts/harness_overhead.py

@@ -1,0 +1,286 @@
+"""One parity step inside a framework env (`python -m bench.parity.worker <action> <model> <folder>`): build the
+smoke model, take or give its weights, run it on the shared inputs and write its outputs to <folder> (.npz).
+
+Actions: `keras` (Keras 3 on this env's backend: load <model>.weights.h5 from the folder, else build with seeded random
+weights and save them there), `native-export` (native PyTorch, random weights saved with save_pretrained),
+`keras-import` (keras-hub's converter loads that folder), `native-compile` (native PyTorch eager and torch.compile),
+`parameter-counts` (the parameters per submodule, where no converter carries weights across)."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from bench.atomic import write_json_atomic, write_stream_atomic
+from bench.env_process import enter_env
+from bench.models.base import SEED
+from bench.registry import get_model
+
+BATCH = 2
+
+
+def inputs_for(model: str, s) -> dict[str, np.ndarray]:
+    """The shared inputs (Keras names) and labels: seeded, the same in every env."""
+    r = np.random.default_rng(SEED)
+    if model == "bert":
+        return {
+            "token_ids": r.integers(0, s.vocabulary_size, (BATCH, s.sequence_length), dtype="int32"),
+            "segment_ids": r.integers(0, 2, (BATCH, s.sequence_length), dtype="int32"),
+            "padding_mask": np.ones((BATCH, s.sequence_length), dtype=bool),
+            "labels": r.integers(0, s.num_classes, (BATCH,), dtype="int32"),
+        }
+    ids = r.integers(1, s.vocabulary_size, (BATCH, s.fit_sequence_length + 1), dtype="int32")
+    return {"token_ids": ids[:, :-1], "padding_mask": np.ones((BATCH, s.fit_sequence_length), dtype=bool),
+            "labels": ids[:, 1:]}
+
+
+def save_outputs(path: Path, arrays: dict) -> None:
+    arrays = {k: np.asarray(v, dtype=np.float32) for k, v in arrays.items()}
+    write_stream_atomic(path, lambda f: np.savez(f, **arrays))
+
+
+def build_keras(keras, model: str, s):
+    """The Keras 3 model as the benchmark builds it (bench/models/<model>/keras.py), in float32."""
+    import keras_hub
+
+    if model == "bert":
+        from bench.models.bert.keras import build_backbone
+
+        return keras_hub.models.BertTextClassifier(
+            backbone=build_backbone(keras_hub, s), num_classes=s.num_classes, preprocessor=None
+        )
+    import importlib
+
+    from bench.models.keras_llm import attention_layers, build_causal_lm, disable_fused_attention
+
+    workload = {"gemma": "GemmaKeras", "mistral": "MistralKeras"}[model]
+    cls = getattr(importlib.import_module(f"bench.models.{model}.keras"), workload)
+    built = build_causal_lm(keras_hub, cls.backbone_class, cls.task_class, cls.backbone_kwargs(s), "float32")
+    if not s.keras_fused_attention:  # the path the benchmark times at this shape
+        disable_fused_attention(keras, attention_layers(built))
+    return built
+
+
+def loss_and_gradient_norm(keras, model, inputs, labels: np.ndarray, loss_fn) -> tuple[float, float]:
+    """One fit step's loss and the global norm of its gradients, by each backend's own autodiff (dropout off:
+    training=False, so the step is the same function everywhere)."""
+    backend = keras.backend.backend()
+    weights = model.trainable_variables
+    if backend == "tensorflow":
+        import tensorflow as tf
+
+        with tf.GradientTape() as tape:
+            loss = loss_fn(labels, model(inputs, training=False))
+        grads = tape.gradient(loss, weights)
+    elif backend == "torch":
+        loss = loss_fn(labels, model(inputs, training=False))
+        loss.backward()
+        grads = [w.value.grad for w in weights]
+    else:
+        import jax
+
+        def loss_of(trainable, non_trainable):
+            y, _ = model.stateless_call(trainable, non_trainable, inputs, training=False)
+            return loss_fn(labels, y)
+
+        loss, grads = jax.value_and_grad(loss_of)(
+            [w.value for w in weights], [w.value for w in model.non_trainable_variables]
+        )
+    norm = np.sqrt(sum(float(np.sum(np.square(keras.ops.convert_to_numpy(g).astype(np.float64)))) for g in grads))
+    return float(keras.ops.convert_to_numpy(loss)), float(norm)
+
+
+def sam_case(keras, s):
+    """SAM as the benchmark runs it: predict = the whole segmenter on images and the point prompt; fit = the image
+    encoder alone against a seeded random feature map, MSE (bench/models/sam/keras.py)."""
+    from bench.models.sam.keras import build_sam_keras3, point_prompts
+
+    segmenter, image_encoder = build_sam_keras3(s)
+    r = np.random.default_rng(SEED)
+    images = r.random((BATCH, s.image_size, s.image_size, 3), dtype="float32")
+    target = r.random((BATCH, s.feature_size, s.feature_size, s.embed_dim), dtype="float32")
+
+    def outputs():
+        out = segmenter({"images": images, **point_prompts(s, BATCH)}, training=False)
+        return {f"{key}": keras.ops.convert_to_numpy(value) for key, value in out.items()}
+
+    return segmenter, outputs, (image_encoder, images, target, keras.losses.MeanSquaredError())
+
+
+def text_case(keras, model: str, s):
+    built = build_keras(keras, model, s)
+    data = inputs_for(model, s)
+    labels = data.pop("labels")
+
+    def outputs():
+        out = {"logits": keras.ops.convert_to_numpy(built(data, training=False))}
+        if model == "bert":
+            out["sequence_output"] = keras.ops.convert_to_numpy(built.backbone(data)["sequence_output"])
+        return out
+
+    return built, outputs, (built, data, labels, keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+
+
+def keras_side(model: str, folder: Path) -> None:
+    import keras
+
+    s = get_model(model).shape("smoke")
+    keras.config.set_dtype_policy("float32")
+    keras.utils.set_random_seed(SEED)
+    built, outputs, fit_step = sam_case(keras, s) if model == "sam" else text_case(keras, model, s)
+    weights = folder / f"{model}.weights.h5"
+    if weights.exists():
+        built.load_weights(str(weights))
+    else:  # the first backend: its random weights are the ones every other backend loads
+        built.save_weights(str(weights))
+    out = outputs()
+    out["loss"], out["gradient_norm"] = loss_and_gradient_norm(keras, *fit_step)
+    save_outputs(folder / f"{model}__keras-{keras.backend.backend()}.npz", out)
+
+
+def torch_inputs(data: dict) -> dict:
+    import torch
+
+    return {
+        "input_ids": torch.as_tensor(data["token_ids"], dtype=torch.long),
+        "token_type_ids": torch.as_tensor(data["segment_ids"], dtype=torch.long),
+        "attention_mask": torch.as_tensor(data["padding_mask"], dtype=torch.long),
+    }
+
+
+def native_bert(s):
+    import torch
+
+    from bench.models.bert.native_torch import build_model
+
+    torch.manual_seed(SEED)
+    return build_model(s).eval()
+
+
+NEW_TOKENS = 4  # greedy decoding's first tokens compared between the two sides
+PROMPT_LENGTH = 6
+
+
+def native_lm(model: str, s):
+    """The native *ForCausalLM as the benchmark configures it (bench/models/<model>/native_torch.py), in float32."""
+    import importlib
+
+    import torch
+    import transformers
+
+    workload = {"gemma": "GemmaTorch", "mistral": "MistralTorch"}[model]
+    cls = getattr(importlib.import_module(f"bench.models.{model}.native_torch"), workload)
+    torch.manual_seed(SEED)
+    native = getattr(transformers, cls.model_class)._from_config(cls.build_config(s), dtype=torch.float32).eval()
+    native.generation_config.eos_token_id = None  # random weights: no stop token, every call writes NEW_TOKENS
+    return native
+
+
+def native_export(model: str, folder: Path) -> None:
+    """Native random weights saved in transformers' format (save_pretrained), and the native outputs on them."""
+    import torch
+
+    s = get_model(model).shape("smoke")
+    data = inputs_for(model, s)
+    if model == "bert":
+        native = native_bert(s)
+        native.bert.save_pretrained(folder / f"{model}-transformers")
+        with torch.no_grad():
+            out = native.bert(**torch_inputs(data))
+        save_outputs(folder / f"{model}__native-torch.npz",
+                     {"sequence_output": out.last_hidden_state.numpy(), "pooled_output": out.pooler_output.numpy()})
+        return
+    native = native_lm(model, s)
+    native.save_pretrained(folder / f"{model}-transformers")
+    ids = torch.as_tensor(data["token_ids"], dtype=torch.long)
+    with torch.no_grad():
+        logits = native(input_ids=ids, attention_mask=torch.ones_like(ids)).logits.numpy()
+        prompt = ids[:, :PROMPT_LENGTH]
+        tokens = native.generate(prompt, attention_mask=torch.ones_like(prompt), do_sample=False,
+                                 max_new_tokens=NEW_TOKENS, min_new_tokens=NEW_TOKENS, pad_token_id=0)
+        # The same model with its weights rounded through float16, as keras-hub 0.32's Mistral converter loads them:
+        # tells a converter's rounding from a different function.
+        for parameter in native.parameters():
+            parameter.copy_(parameter.half().float())
+        rounded = native(input_ids=ids, attention_mask=torch.ones_like(ids)).logits.numpy()
+    save_outputs(folder / f"{model}__native-torch.npz", {"logits": logits, "logits_float16_weights": rounded,
+                                                         "greedy_tokens": tokens[:, PROMPT_LENGTH:].numpy()})
+
+
+def keras_import(model: str, folder: Path) -> None:
+    """keras-hub's own converter loads the transformers folder (offline: a local path, no hub)."""
+    import keras
+    import keras_hub
+
+    keras.config.set_dtype_policy("float32")
+    s = get_model(model).shape("smoke")
+    data = inputs_for(model, s)
+    data.pop("labels")
+    preset = str(folder / f"{model}-transformers")
+    if model == "bert":
+        out = keras_hub.models.BertBackbone.from_preset(preset)(data)
+        save_outputs(folder / f"{model}__keras-import.npz",
+                     {"sequence_output": keras.ops.convert_to_numpy(out["sequence_output"]),
+                      "pooled_output": keras.ops.convert_to_numpy(out["pooled_output"])})
+        return
+    from bench.models.keras_llm import attention_layers, disable_fused_attention
+
+    name = {"gemma": "Gemma", "mistral": "Mistral"}[model]
+    backbone = getattr(keras_hub.models, f"{name}Backbone").from_preset(preset)
+    causal_lm = getattr(keras_hub.models, f"{name}CausalLM")(backbone=backbone, preprocessor=None)
+    if not s.keras_fused_attention:
+        disable_fused_attention(keras, attention_layers(causal_lm))
+    logits = keras.ops.convert_to_numpy(causal_lm(data))
+    causal_lm.compile(sampler="greedy")
+    total = PROMPT_LENGTH + NEW_TOKENS
+    token_ids = np.zeros((BATCH, total), dtype="int32")
+    token_ids[:, :PROMPT_LENGTH] = data["token_ids"][:, :PROMPT_LENGTH]
+    padding_mask = np.zeros((BATCH, total), dtype=bool)
+    padding_mask[:, :PROMPT_LENGTH] = True
+    generated = causal_lm.generate({"token_ids": token_ids, "padding_mask": padding_mask}, stop_token_ids=None)
+    save_outputs(folder / f"{model}__keras-import.npz",
+                 {"logits": logits, "greedy_tokens": np.asarray(generated["token_ids"])[:, PROMPT_LENGTH:total]})
+
+
+def native_compile(model: str, folder: Path) -> None:
+    """The same native module, eager and through torch.compile (inductor), on the same inputs."""
+    import torch
+
+    s = get_model(model).shape("smoke")
+    native = native_bert(s)
+    inputs = torch_inputs(inputs_for(model, s))
+    with torch.no_grad():
+        eager = native(**inputs).logits.numpy()
+        compiled = torch.compile(native)(**inputs).logits.numpy()
+    save_outputs(folder / f"{model}__torch-compile.npz", {"eager": eager, "compiled": compiled})
+
+
+def parameter_counts(model: str, folder: Path, env: str) -> None:
+    """The parameters per submodule at the smoke shape, as the benchmark builds the model in this env (built
+    abstractly or on the meta device: no weights allocated)."""
+    import importlib
+
+    s = get_model(model).shape("smoke")
+    if env == "native-torch":
+        counts = importlib.import_module(f"bench.models.{model}.native_torch").parameter_counts(s)
+    else:
+        counts = importlib.import_module(f"bench.models.{model}.keras").parameter_counts(s, 3)
+    write_json_atomic(folder / f"{model}__counts-{env}.json", counts)
+
+
+ACTIONS = {"keras": keras_side, "native-export": native_export, "keras-import": keras_import,
+           "native-compile": native_compile}
+
+
+def main(argv: list[str]) -> None:
+    action, model, folder, env = argv
+    enter_env(env, uses_jax=env == "jax", on_gpu=False)
+    if action == "parameter-counts":
+        parameter_counts(model, Path(folder), env)
+    else:
+        ACTIONS[action](model, Path(folder))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

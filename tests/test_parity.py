@@ -1,0 +1,98 @@
+"""Output parity (bench/parity/): the comparison fails beyond its tolerance, a failed step is a recorded status, and
+one real cross-backend check at smoke: BERT's Keras 3 weights saved on JAX and loaded on PyTorch give its outputs,
+and do not once the loaded model's layer-norm epsilon is changed."""
+import os
+import subprocess
+
+import numpy as np
+import pytest
+from conftest import REPO, env_python
+
+from bench.backends import cell_environment
+from bench.parity import run as parity_run
+from bench.parity.compare import GRADIENT_NORM_TOLERANCE, OUTPUT_TOLERANCE, difference
+
+
+def test_outputs_within_float32_noise_pass():
+    reference = np.random.default_rng(0).standard_normal((2, 32, 64)).astype(np.float32)
+    noisy = reference + np.float32(1e-6) * np.sign(reference)  # a reordered float32 sum's size of difference
+    d = difference(noisy, reference, OUTPUT_TOLERANCE)
+    assert d["passed"] and 0 < d["max_abs"] <= 1.1e-6
+
+
+def test_an_output_perturbed_beyond_tolerance_fails():
+    reference = np.random.default_rng(0).standard_normal((2, 16, 1000)).astype(np.float32)
+    perturbed = reference.copy()
+    perturbed[1, 3, 7] += 1e-3  # one element: what a changed epsilon or a dropped layer moves by at least
+    d = difference(perturbed, reference, OUTPUT_TOLERANCE)
+    assert not d["passed"] and d["max_abs"] == pytest.approx(1e-3, rel=1e-3)
+    assert not difference(np.float32(2.0), np.float32(1.99), GRADIENT_NORM_TOLERANCE)["passed"]
+
+
+def test_a_different_shape_or_a_nan_fails_with_why():
+    reference = np.zeros((2, 3), dtype=np.float32)
+    assert difference(np.zeros((3, 2)), reference, OUTPUT_TOLERANCE) == {
+        "passed": False, "max_abs": None, "max_rel": None, "why": "shape (3, 2) vs (2, 3)"}
+    assert not difference(np.full((2, 3), np.nan), reference, OUTPUT_TOLERANCE)["passed"]
+
+
+def test_a_failed_step_is_a_recorded_status_and_the_page_says_it(tmp_path):
+    def missing():
+        raise AssertionError("a failed step's outputs are never read")
+
+    lines = parity_run.compared("keras-backends", "bert", "Keras 3 torch vs jax", {"logits": (missing, missing,
+                                OUTPUT_TOLERANCE)}, ("fail", "keras bert in torch: timeout: ran past 600 s"))
+    assert [(line["status"], line["max_abs"]) for line in lines] == [("fail", None)]
+    page = parity_run.page(lines, {"command": "make parity", "date": "d", "commit": "c", "machine": "m", "load": ""})
+    assert "| fail: keras bert in torch: timeout: ran past 600 s |" in page and "0 pass, 1 fail" in page
+
+
+def test_a_step_that_wrote_no_outputs_is_a_failed_line_not_a_crash(tmp_path):
+    missing = parity_run.loader(tmp_path / "absent.npz", "logits")
+    lines = parity_run.compared("torch-compile", "bert", "compiled vs eager",
+                                {"logits": (missing, missing, OUTPUT_TOLERANCE)}, None)
+    assert lines[0]["status"] == "fail" and lines[0]["why"].startswith("outputs unreadable:")
+
+
+@pytest.mark.envs
+@pytest.mark.slow
+@pytest.mark.duration_s(120)
+def test_bert_keras3_weights_from_jax_match_on_torch_and_differ_with_another_epsilon(tmp_path, monkeypatch):
+    env_python("jax"), env_python("torch")  # skips (or fails in CI) where an env is not built
+    monkeypatch.setattr(parity_run, "KERAS_BACKENDS", ("jax", "torch"))
+    lines = parity_run.keras_backends("bert", tmp_path, tmp_path / "logs", timeout_s=300)
+    assert {line["output"]: line["status"] for line in lines} == dict.fromkeys(
+        ["logits", "sequence_output", "loss", "gradient_norm"], "pass"), lines
+    assert all(line["max_abs"] <= 1e-5 for line in lines)  # measured: about 1e-6 at most
+    # The same check fails when the loaded side computes something else: its layer norms' epsilon changed.
+    changed = subprocess.run(
+        [str(env_python("torch")), "-c", CHANGED_EPSILON, str(tmp_path)], cwd=REPO, capture_output=True, text=True,
+        env={**os.environ, **cell_environment("torch")}, timeout=300)
+    assert changed.returncode == 0, changed.stderr[-3000:]
+    reference, candidate = np.load(tmp_path / "bert__keras-jax.npz"), np.load(tmp_path / "bert__keras-torch.npz")
+    # Measured: the sequence output moves by 3.4e-3. The 2-class logits (about 0.02 from the random head) move by only
+    # 6e-6, under atol: the backbone's output is the line that tells.
+    moved = difference(candidate["sequence_output"], reference["sequence_output"], OUTPUT_TOLERANCE)
+    assert not moved["passed"], moved
+
+
+# BERT on Keras 3 as the parity worker builds it, but each layer norm's epsilon 1e-12 -> 1e-3: another function.
+CHANGED_EPSILON = r"""
+import sys
+from pathlib import Path
+import keras
+from bench.models.bert import keras as bert_keras
+from bench.parity import worker
+
+build = bert_keras.build_backbone
+
+def build_changed(lib, s):
+    backbone = build(lib, s)
+    for layer in backbone._flatten_layers():
+        if isinstance(layer, keras.layers.LayerNormalization):
+            layer.epsilon = 1e-3
+    return backbone
+
+bert_keras.build_backbone = build_changed
+worker.keras_side("bert", Path(sys.argv[1]))
+"""
