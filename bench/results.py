@@ -40,10 +40,10 @@ HISTORY = "history"  # earlier results of the same cell, moved aside rather than
 # `make tuning`, rendered on its own by `make table`).
 # gpu-check: its own report and short cells; ceilings: `make ceilings`' machine files (bench/roofline/ceilings.py);
 # overhead: the framework-overhead study (bench/overhead/, make overhead); noise: the machine's noise study (make noise);
-# sweep: the release sweeps and bisects (bench/sweep/, make sweep, make bisect)
+# sweep: the release sweeps and bisects (bench/sweep/, make sweep, make bisect); parity: make parity's checks
 NOT_RESULTS = {
     HISTORY, "logs", "figures", "slurm", "grid", "tuning", "quarantine", "gpu-check", "ceilings", "overhead", "noise",
-    "sweep",
+    "sweep", "parity",
 }
 QUARANTINE = "quarantine"  # where `bench validate --quarantine` moves unreadable result files
 

@@ -1,5 +1,5 @@
 """`make parity`: every parity check at the smoke shapes on the CPU, each step in its env's own process with a
-timeout, then results/PARITY.md and results/parity.json: a line per check with its largest difference, its tolerance
+timeout, then results/PARITY.md and results/parity/parity.json: a line per check with its largest difference, its tolerance
 and pass / fail / not checked (why). A step that fails or times out is a recorded status, never a crash."""
 from __future__ import annotations
 
@@ -247,7 +247,7 @@ def main(argv: list[str] | None = None) -> int:
         "machine": machine_label(machine_info()), "load": f"Took {took_s / 60:.1f} min. {load_note()}",
         "tolerances": {"outputs": vars(OUTPUT_TOLERANCE), "gradient_norm": vars(GRADIENT_NORM_TOLERANCE)},
     }
-    write_json_atomic(results / "parity.json", {"provenance": provenance, "checks": lines})
+    write_json_atomic(results / "parity" / "parity.json", {"provenance": provenance, "checks": lines})
     write_text_atomic(results / "PARITY.md", page(lines, provenance))
     print(page(lines, provenance))
     return 1 if any(line["status"] == "fail" for line in lines) else 0
