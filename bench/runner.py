@@ -199,16 +199,37 @@ def row_order(cells: list[Cell]) -> list[list[Cell]]:
     return list(rows.values())
 
 
+def measured_under_another_rule(result: Result, cell: Cell) -> str | None:
+    """Why a result no longer stands for the cell as it would be measured now: its windows and sampling rule or its
+    shape changed since (a profile's settings, a workload's shape), or it recorded neither."""
+    from bench.config import mismatches
+
+    if result.config is None:
+        return "measured before results recorded their windows and shape"
+    changed = [what for what in mismatches(result.config, cell) if what != "cell"]
+    return f"measured under another rule ({' and '.join(changed)} changed since)" if changed else None
+
+
+def rule_change(cell: Cell, results_dir: Path, machine: dict) -> str | None:
+    """Why resume measures an ok result of the cell again because its rule changed; None where it has no such
+    result."""
+    path = result_path(results_dir, cell, machine)
+    if not path.exists():
+        return None
+    result = load(path)
+    return measured_under_another_rule(result, cell) if result.status == "ok" else None
+
+
 def already_measured(cell: Cell, results_dir: Path, machine: dict, repeats: int) -> bool:
-    """For --resume: the cell's current result is ok with every repeat, measured with the env lock current now
-    (or unsupported, and still so)."""
+    """For --resume: the cell's current result is ok with every repeat, measured with the env lock current now and
+    under today's windows, sampling rule and shape (or unsupported, and still so)."""
     path = result_path(results_dir, cell, machine)
     if not path.exists():
         return False
     result = load(path)
     if result.status == "unsupported":
         return bool(get_model(cell.model).why_cell_unsupported(cell) or why_not_here(cell))
-    if result.status != "ok" or len(result.runs) < repeats:
+    if result.status != "ok" or len(result.runs) < repeats or measured_under_another_rule(result, cell):
         return False
     if cell.stack == UNLOCKED_STACK.name:  # an unlocked env's fingerprint stands for the lock's
         fingerprint = (result.provenance.get("environment") or {}).get("distributions_sha256")
@@ -233,6 +254,7 @@ class Prepared:
     machine: dict
     skipped: int = 0
     plans: dict[str, dict[str, dict]] = field(default_factory=dict)  # profile -> the plan's cells by key (may be empty)
+    rerun: dict[str, str] = field(default_factory=dict)  # resume: cell key -> why its ok result is measured again
     configs: dict[str, dict] = field(default_factory=dict)  # cell key -> its resolved configuration (bench/config.py)
     # One per orchestrator invocation, in every result it writes: the cells of one run id ran interleaved together
     run_id: str = field(default_factory=lambda: uuid.uuid4().hex)
@@ -339,10 +361,11 @@ def prepare(
         raise BenchError(f"repeats must be a positive integer, got {repeats}")
     machine = machine_info()
     check_results_readable(cells, results_dir, machine)
-    skipped = 0
+    skipped, rerun = 0, {}
     if resume:
         todo = [c for c in cells if not already_measured(c, results_dir, machine, repeats)]
         skipped, cells = len(cells) - len(todo), todo
+        rerun = {c.key: why for c in cells if (why := rule_change(c, results_dir, machine))}
     plans = {p: load_plan_cells(results_dir, p) for p in {c.profile for c in cells}}
     predicted = (
         {} if ignore_plan else {c.key: why for c in cells if (why := predicted_oom(c, plans[c.profile], machine))}
@@ -356,7 +379,7 @@ def prepare(
     }
     check_writable(results_dir)
     hold_results_folder(results_dir)  # one run at a time per results folder (bench/runlock.py), until this process ends
-    return Prepared(cells, predicted, pythons, git_info(), machine, skipped, plans)
+    return Prepared(cells, predicted, pythons, git_info(), machine, skipped, plans, rerun=rerun)
 
 
 def run_cells(
@@ -389,6 +412,8 @@ def run_cells(
     prepared = prepare(cells, results_dir, repeats, resume, ignore_plan)
     if resume:
         echo(f"skipped (resume): {prepared.skipped} cells already measured")
+        for key, why in prepared.rerun.items():
+            echo(f"measured again (resume): {key}: {why}")
     cells = prepared.cells
     warn_over_timeout(cells, results_dir, prepared.machine, timeout_s, echo)
     rows = row_order(cells) if interleave else [[cell] for cell in cells]

@@ -397,6 +397,20 @@ def test_resume_after_ctrl_c_runs_only_the_rest(venvs, tmp_path):
     assert "skipped (resume): 2 cells already measured" in out.stdout
     assert order.read_text() == "jax fit\n"
 
+    # A result measured under another rule (the profile's precision target changed since) is measured again, said.
+    (torch,) = [p for p in results.rglob("torch__*.json") if "history" not in p.parts]
+    data = json.loads(torch.read_text())
+    data["config"]["window_plan"]["target_half_width"] = 0.5
+    torch.write_text(json.dumps(data))
+    order.unlink()
+    out = bench([*args, "--resume"], {**bench_env(venvs), "FAKE_ORDER_FILE": str(order)})
+    assert "skipped (resume): 2 cells already measured" in out.stdout
+    assert (
+        "measured again (resume): torch__bert__fit__bs2__default: measured under another rule (window_plan changed "
+        "since)" in out.stdout
+    )
+    assert order.read_text() == "torch fit\n"
+
 
 def test_repeats_are_interleaved_across_the_row_and_each_run_has_its_reference(venvs, tmp_path):
     results, order = tmp_path / "results", tmp_path / "order"

@@ -1,6 +1,6 @@
 """`make parity`: every parity check at the smoke shapes on the CPU, each step in its env's own process with a
-timeout, then results/PARITY.md and results/parity/parity.json: a line per check with its largest difference, its tolerance
-and pass / fail / not checked (why). A step that fails or times out is a recorded status, never a crash."""
+timeout, then results/PARITY.md and results/parity/parity.json: a line per check with its largest difference, its
+tolerance and pass / fail / not checked (why). A step that fails or times out is a recorded status, never a crash."""
 from __future__ import annotations
 
 import argparse
