@@ -96,3 +96,22 @@ def build_changed(lib, s):
 bert_keras.build_backbone = build_changed
 worker.keras_side("bert", Path(sys.argv[1]))
 """
+
+
+def test_the_results_page_says_the_parity_tally_and_each_failure(tmp_path):
+    """RESULTS.md's studies part names `make parity`'s tally and every failed line, linked to PARITY.md."""
+    import json
+
+    from committed import committed_results
+
+    from bench.report import render
+
+    results = committed_results()
+    render(results, results / "RESULTS.md", readme=None)
+    page = (results / "RESULTS.md").read_text()
+    checks = json.loads((results / "parity" / "parity.json").read_text())["checks"]
+    fails = [c for c in checks if c["status"] == "fail"]
+    passed = sum(c["status"] == "pass" for c in checks)
+    assert f"{passed} pass, {len(fails)} fail" in page
+    assert "[PARITY.md](PARITY.md)" in page
+    assert page.count("\n- fail: ") == len(fails) and fails  # the committed run has failures: each one is shown

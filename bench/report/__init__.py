@@ -139,7 +139,7 @@ def render(
         for part in rendered:
             lines += part.main
         published = any(f.key.model in PUBLISHED_MODELS for t in report.tables for f in t.rows)
-        lines += studies(rendered, published)
+        lines += studies(rendered, published, parity_lines(results_dir, out_dir))
         names = dict.fromkeys([name for part in rendered for name in part.pages] + ["ROOFLINE.md"] * published)
         for name in names:
             heading, intro = PAGE_INTROS.get(name, (name.removesuffix(".md").title(), ""))
@@ -175,20 +175,47 @@ def clear_old_study_pages(folder: Path, written: set[str]) -> None:
             path.unlink()
 
 
-def studies(rendered: list[Rendered], published: bool) -> list[str]:
-    """RESULTS.md's studies part: each per-machine section once per machine (its first table's lines), and a link
-    to the published table against the A100 (it needs no result, so it follows every table)."""
+def parity_lines(results_dir: Path, out_dir: Path) -> list[str]:
+    """`make parity`'s tally and its failures, one line each, linked to its page; none where it has not run."""
+    import json
+
+    found = results_dir / "parity" / "parity.json"
+    if not found.is_file():
+        return []
+    data = json.loads(found.read_text())
+    checks, provenance = data.get("checks") or [], data.get("provenance") or {}
+    tally = ", ".join(f"{sum(c.get('status') == s for c in checks)} {s}" for s in ("pass", "fail", "not checked"))
+    link = Path(os.path.relpath(results_dir / "PARITY.md", out_dir)).as_posix()
+    lines = [
+        f"Whether the sides compute the same function, shown by their outputs on shared weights (`make parity`, "
+        f"{provenance.get('date') or 'undated'}): {tally}. All lines, tolerances and what is unchecked: "
+        f"[PARITY.md]({link}).",
+        "",
+    ]
+    return lines + [
+        f"- fail: {c.get('check')} {c.get('model')} {c.get('output')}: {c.get('why') or 'outside its tolerance'}"
+        for c in checks
+        if c.get("status") == "fail"
+    ]
+
+
+def studies(rendered: list[Rendered], published: bool, parity: list[str] | None = None) -> list[str]:
+    """RESULTS.md's studies part: each per-machine section once per machine (its first table's lines), `make
+    parity`'s summary, and a link to the published table against the A100 (it needs no result, so it follows every
+    table)."""
     first: dict[tuple[str, str], list[str]] = {}
     for part in rendered:
         for title, machine, body in part.per_machine:
             first.setdefault((title, machine), body)
     machines = {machine for _, machine in first}
-    lines = ["## Studies", ""] if first or published else []
+    lines = ["## Studies", ""] if first or published or parity else []
     for (title, machine), body in first.items():
         heading = title if len(machines) == 1 else f"{title} — {machine}"
         while body and not body[-1]:
             body = body[:-1]
         lines += [f"### {heading}", "", *body, ""]
+    if parity:
+        lines += ["### Output parity on shared weights", "", *parity, ""]
     if published:
         lines += [
             f"### {PUBLISHED_TITLE}",
