@@ -19,6 +19,7 @@ from bench.errors import BenchError
 from bench.progress import hms
 from bench.provenance import REPO_ROOT
 from bench.registry import Cell
+from bench.report.text import plural
 from bench.results import load, result_path
 
 
@@ -37,8 +38,9 @@ def budget_order(cells: list[Cell]) -> tuple[list[Cell], int]:
     return first + [c for c in cells if c.key not in chosen], len(first)
 
 
-def earlier_seconds(cell: Cell, machine: dict, folders: list[Path]) -> float | None:
-    """The wall time of this machine's earlier result of the cell (its processes together), if one is readable."""
+def earlier_walls(cell: Cell, machine: dict, folders: list[Path]) -> list[float]:
+    """The wall times of the processes of this machine's earlier result of the cell (the first folder's that is
+    readable and has any); empty where none is."""
     for folder in folders:
         path = result_path(folder, cell, machine)
         if path.exists():
@@ -47,8 +49,13 @@ def earlier_seconds(cell: Cell, machine: dict, folders: list[Path]) -> float | N
             except BenchError:
                 continue
             if walls:
-                return sum(walls)
-    return None
+                return walls
+    return []
+
+
+def earlier_seconds(cell: Cell, machine: dict, folders: list[Path]) -> float | None:
+    """The wall time of this machine's earlier result of the cell (its processes together), if one is readable."""
+    return sum(walls) if (walls := earlier_walls(cell, machine, folders)) else None
 
 
 def estimates(cells: list[Cell], results_dir: Path, machine: dict, repeats: int) -> dict[str, float]:
@@ -60,6 +67,27 @@ def estimates(cells: list[Cell], results_dir: Path, machine: dict, repeats: int)
         if cell.key not in known and (seconds := earlier_seconds(cell, machine, folders)) is not None:
             known[cell.key] = seconds
     return known
+
+
+def expected_here(cells: list[Cell], results_dir: Path, machine: dict, repeats: int) -> str | None:
+    """Before a run of cells other than the paper's (whose expectation is the decided table's): how long it should
+    take on this machine, from its earlier results of the same cells, each process as long as its earlier ones;
+    None where none of the cells has one."""
+    folders = [results_dir, REPO_ROOT / "results"]
+    seconds = {
+        cell.key: repeats * sum(walls) / len(walls)
+        for cell in cells
+        if cell.profile != "paper" and (walls := earlier_walls(cell, machine, folders))
+    }
+    if not seconds:
+        return None
+    unknown = sum(1 for c in cells if c.profile != "paper") - len(seconds)
+    return (
+        f"expected: ~{hms(sum(seconds.values()))} on this machine for the {plural(len(seconds), 'cell')} it has "
+        f"measured before ({plural(repeats, 'process')} each, as long as their earlier ones"
+        + (f"; {plural(unknown, 'cell')} never measured here, not counted" if unknown else "")
+        + ")"
+    )
 
 
 def describe_plan(cells: list[Cell], first: int, seconds: dict[str, float], budget_s: float) -> str:

@@ -373,9 +373,18 @@ def cmd_run(args: argparse.Namespace) -> int:
             ignore_plan=args.ignore_plan,
         )
     else:
+        from bench.budget import expected_here
         from bench.cluster.decided import expected_line
+        from bench.provenance import machine_info
 
         if deadline is None and (line := expected_line(cells, rule)):
+            print(line, flush=True)
+        todo = cells
+        if args.resume:  # what a resumed run will measure, not what it skips
+            from bench.runner import already_measured
+
+            todo = [c for c in cells if not already_measured(c, results_dir, machine_info(), rule.first)]
+        if deadline is None and (line := expected_here(todo, results_dir, machine_info(), rule.first)):
             print(line, flush=True)
         results = run_cells(
             cells,

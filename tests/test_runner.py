@@ -523,3 +523,19 @@ def test_sigkill_without_a_readable_memory_events_is_killed_not_oom(venvs, tmp_p
     assert r.status == "killed" and r.message.startswith(
         "killed by SIGKILL (no sign of the OOM killer: memory.events cannot be read)"
     )
+
+
+def test_a_run_says_how_long_it_should_take_from_this_machines_earlier_results(venvs, tmp_path):
+    results = tmp_path / "results"
+    args = run_args(results, "--backend", "jax,torch", "--model", "bert", "--task", "fit", "--repeats", "2")
+    first = bench(args, bench_env(venvs))
+    assert first.returncode == 0, first.stderr
+    assert "on this machine" not in first.stdout  # nothing measured here before: no figure made up
+    again = bench(args, bench_env(venvs))
+    line = next(x for x in again.stdout.splitlines() if x.startswith("expected: ~"))
+    assert line.endswith("on this machine for the 2 cells it has measured before (2 processes each, as long as "
+                         "their earlier ones)"), line
+    one = bench([*run_args(results, "--backend", "jax,tensorflow", "--model", "bert", "--task", "fit",
+                           "--repeats", "1")], bench_env(venvs))
+    assert "for the 1 cell it has measured before (1 process each, as long as their earlier ones; 1 cell never " \
+           "measured here, not counted)" in one.stdout

@@ -58,7 +58,7 @@ def fmt_ms(value: float) -> str:
 
 
 def plural(n: int, word: str) -> str:
-    return f"{n} {word}{'s' if n != 1 else ''}"
+    return f"{n} {word}{('es' if word.endswith('s') else 's') if n != 1 else ''}"
 
 
 def recorded(text: Any) -> str:
