@@ -57,11 +57,12 @@ def test_every_committed_result_file_validates():
         ["git", "ls-files", "results/*/*.json"], cwd=REPO, capture_output=True, text=True
     ).stdout.split()
     # no plans, no earlier results (history/), no machine ceilings (ceilings/: bench/roofline, not a cell's result),
-    # no noise study files (results/noise/*.json, runs/*/study.json: bench/noise's own format)
+    # no noise study files (results/noise/*.json, runs/*/study.json: bench/noise's own format), no parity checks
+    # (results/parity/: bench/parity's page data)
     results = [
         p
         for p in tracked
-        if not {"history", "ceilings"} & set(p.split("/"))
+        if not {"history", "ceilings", "parity"} & set(p.split("/"))
         and not p.rsplit("/", 1)[-1].startswith("plan")
         and not (p.startswith("results/noise/") and "/round-" not in p)
         and not p.endswith((".bisect.json", "/gpu-check.json"))
