@@ -157,7 +157,10 @@ def inside():  # dispatched inside a window: must be covered by it
     timer.begin(); timer.end(slow(x)); timer.begin(); timer.end(fast(x))
     return {"window_ms": timer.windows_ms[0]}
 
-print("PROBE " + json.dumps({"framework": framework, "op_ms": op_ms, "clock": clock_name, "before": before(), "inside": inside()}))
+found = {"before": before(), "inside": inside()}
+# the op timed again after the windows, its quickest of all six: a load spell over the first three is not the op's time
+op_ms = min(op_ms, *(external_ms()[0] for _ in range(3)))
+print("PROBE " + json.dumps({"framework": framework, "op_ms": op_ms, "clock": clock_name, **found}))
 """
 
 

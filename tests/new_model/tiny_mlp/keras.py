@@ -1,4 +1,5 @@
-"""The tiny MLP on Keras (2 and 3): fit and predict through Keras's own loops (the keras-fit and keras-predict drivers)."""
+"""The tiny MLP on Keras (2 and 3): fit and predict through Keras's own loops (the keras-fit and keras-predict
+drivers)."""
 
 from __future__ import annotations
 
