@@ -43,7 +43,8 @@ def test_a_failed_step_is_a_recorded_status_and_the_page_says_it(tmp_path):
     lines = parity_run.compared("keras-backends", "bert", "Keras 3 torch vs jax", {"logits": (missing, missing,
                                 OUTPUT_TOLERANCE)}, ("fail", "keras bert in torch: timeout: ran past 600 s"))
     assert [(line["status"], line["max_abs"]) for line in lines] == [("fail", None)]
-    page = parity_run.page(lines, {"command": "make parity", "date": "d", "commit": "c", "machine": "m", "load": ""})
+    provenance = {"command": "make parity", "date": "d", "git": {"commit": "c"}, "machine": "m", "load": ""}
+    page = parity_run.page(lines, provenance)
     assert "| fail: keras bert in torch: timeout: ran past 600 s |" in page and "0 pass, 1 fail" in page
 
 

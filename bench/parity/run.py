@@ -199,10 +199,11 @@ def number(value) -> str:
 
 def page(lines: list[dict], provenance: dict) -> str:
     counts = {status: sum(line["status"] == status for line in lines) for status in ("pass", "fail", "not checked")}
+    commit = (provenance["git"].get("commit") or "?")[:12]
     out = [
         "# Output parity on shared weights (smoke shapes, CPU, float32)",
         "",
-        f"Command: `{provenance['command']}`; {provenance['date']}; commit {provenance['commit']}; machine: "
+        f"Command: `{provenance['command']}`; {provenance['date']}; commit {commit}; machine: "
         f"{provenance['machine']}. {provenance['load']}",
         "",
         "Pass: every element within |a - b| <= atol + rtol * |b| of the reference. max rel: the largest difference "
@@ -243,7 +244,7 @@ def main(argv: list[str] | None = None) -> int:
     provenance = {
         "command": ("make parity: " if os.environ.get("MAKELEVEL") else "") + shlex.join(
             ["python", "-m", "bench.parity.run", *(sys.argv[1:] if argv is None else argv)]),
-        "date": now_utc(), "commit": (git_info().get("commit") or "?")[:12],
+        "date": now_utc(), "git": git_info(),  # as a result file records its code: provenance.git
         "machine": machine_label(machine_info()), "load": f"Took {took_s / 60:.1f} min. {load_note()}",
         "tolerances": {"outputs": vars(OUTPUT_TOLERANCE), "gradient_norm": vars(GRADIENT_NORM_TOLERANCE)},
     }
