@@ -350,10 +350,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         cells, deadline = under_budget(cells, results_dir, args.budget_minutes, args.repeats, args.resume, args.jobs)
     if args.dry_run:
         if args.resume:  # the cells a resumed run would run, not those it skips
-            from bench.provenance import machine_info as machine
-            from bench.runner import already_measured
+            from bench.runner import still_to_measure
 
-            todo = [c for c in cells if not already_measured(c, args.results_dir, machine(), args.repeats)]
+            todo = still_to_measure(cells, args.results_dir, args.repeats)
             print(f"skipped (resume): {len(cells) - len(todo)} cells already measured", file=sys.stderr)
             cells = todo
         for c in cells:
@@ -379,12 +378,14 @@ def cmd_run(args: argparse.Namespace) -> int:
 
         if deadline is None and (line := expected_line(cells, rule)):
             print(line, flush=True)
-        todo = cells
+        machine = machine_info()
         if args.resume:  # what a resumed run will measure, not what it skips
-            from bench.runner import already_measured
+            from bench.runner import still_to_measure
 
-            todo = [c for c in cells if not already_measured(c, results_dir, machine_info(), rule.first)]
-        if deadline is None and (line := expected_here(todo, results_dir, machine_info(), rule.first)):
+            todo = still_to_measure(cells, results_dir, rule.first, machine)
+        else:
+            todo = cells
+        if deadline is None and (line := expected_here(todo, results_dir, machine, rule.first)):
             print(line, flush=True)
         results = run_cells(
             cells,

@@ -220,6 +220,12 @@ def rule_change(cell: Cell, results_dir: Path, machine: dict) -> str | None:
     return measured_under_another_rule(result, cell) if result.status == "ok" else None
 
 
+def still_to_measure(cells: list[Cell], results_dir: Path, repeats: int, machine: dict | None = None) -> list[Cell]:
+    """The cells a resumed run measures: those not already measured on this machine (read once)."""
+    machine = machine if machine is not None else machine_info()
+    return [c for c in cells if not already_measured(c, results_dir, machine, repeats)]
+
+
 def already_measured(cell: Cell, results_dir: Path, machine: dict, repeats: int) -> bool:
     """For --resume: the cell's current result is ok with every repeat, measured with the env lock current now and
     under today's windows, sampling rule and shape (or unsupported, and still so)."""
@@ -363,7 +369,7 @@ def prepare(
     check_results_readable(cells, results_dir, machine)
     skipped, rerun = 0, {}
     if resume:
-        todo = [c for c in cells if not already_measured(c, results_dir, machine, repeats)]
+        todo = still_to_measure(cells, results_dir, repeats, machine)
         skipped, cells = len(cells) - len(todo), todo
         rerun = {c.key: why for c in cells if (why := rule_change(c, results_dir, machine))}
     plans = {p: load_plan_cells(results_dir, p) for p in {c.profile for c in cells}}
