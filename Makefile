@@ -117,7 +117,7 @@ help: ## List every target with one line each, then every variable
 	@echo "  python     PYTHON=$(PYTHON): the interpreter that runs the doctor, the env builds and, with ENV=current, the cells"
 	@echo "  2024 stack (keras-benchmarks v0.0.5's pins): make envs STACK=2024; make bench BACKEND=jax MODEL=bert STACK=2024"
 	@echo "  grid       GRID=<cpu|full|lengths|sample|smoke> MODEL=<bert,distilbert,gpt2,distilgpt2,roberta,xlnet,xlm> BACKEND=<native-torch,tf-transformers,jax,tensorflow,torch or a column>"
-	@echo "  studies    SIZE=default|smoke (overhead); CELLS=<cell keys> ROUNDS= PAIRS= SLOWDOWNS=0,0.05,... LOAD=N (noise)"
+	@echo "  studies    SIZE=default|smoke (overhead); CELLS=<cell keys> ROUNDS= PAIRS= SLOWDOWNS=0,0.05,... LOAD=N DELAYS=0.2 DELAY_CELLS= PARTS=aa,probe,delay (noise)"
 	@echo "  parity     MODEL=<bert,gemma,mistral,sam> (default all) RESULTS=$(RESULTS)"
 	@echo "  results    OUT=<file> (export, compare); A=<dir> B=<dir> ACROSS=1 (compare); QUARANTINE=1 (validate)"
 	@echo "  slurm      FORCE=1 CONTAINER=1 (each cell in its image) SUBMIT_ARGS=\"<more bench submit options>\" (submit); JOB=<name or id> WAIT=<seconds> (submit-status)"
@@ -260,17 +260,23 @@ compare: env-tools ## Per cell, B / A with its 95% interval and a verdict (faste
 # cells (CELLS=: cell keys, default the 8 BERT smoke cells; ROUNDS=, default 2; REPEATS=: processes a side, default
 # the profile's), the process-to-process spread that one-process cells borrow, and the smallest slowdown of a
 # calibration probe the verdict detects (SLOWDOWNS=, default 0,0.05,0.1,0.2; PAIRS=, default 8). ~10-20 minutes.
+# DELAYS=0.2 adds power on product cells: each step of side B held +20% by tests/fixtures/step_delay (DELAY_CELLS=
+# cell keys, default CELLS), PAIRS pairs each, inside a run and across runs; PARTS=delay runs that part alone.
 CELLS ?=
+DELAYS ?=
+DELAY_CELLS ?=
+PARTS ?=
 ROUNDS ?=
 PAIRS ?=
 SLOWDOWNS ?=
-NOISE_BACKENDS = $(or $(sort $(foreach c,$(subst $(comma), ,$(CELLS)),$(firstword $(subst __, ,$(c))))),jax torch native-torch)
+NOISE_BACKENDS = $(or $(sort $(foreach c,$(subst $(comma), ,$(CELLS) $(DELAY_CELLS)),$(firstword $(subst __, ,$(c))))),jax torch native-torch)
 noise: doctor ## How small a difference this machine can show: A/A false positives, process spread, minimum detectable slowdown (LOAD=N: also beside N busy loops) -> $(RESULTS)/noise/NOISE.md
 	@for e in $(NOISE_BACKENDS); do $(MAKE) --no-print-directory env BACKEND=$$e; done
 	@$(MAKE) --no-print-directory env-tools
 	$(TOOLS_PY) -m bench.noise.study $(if $(CELLS),--cells $(CELLS)) $(if $(ROUNDS),--rounds $(ROUNDS)) \
 		$(if $(REPEATS),--repeats $(REPEATS)) $(if $(PAIRS),--pairs $(PAIRS)) $(if $(SLOWDOWNS),--slowdowns $(SLOWDOWNS)) \
-		$(if $(PROFILE),--profile $(PROFILE)) $(if $(LOAD),--under-load $(LOAD)) --results-dir "$(RESULTS)"
+		$(if $(PROFILE),--profile $(PROFILE)) $(if $(LOAD),--under-load $(LOAD)) $(if $(DELAYS),--delays $(DELAYS)) \
+		$(if $(DELAY_CELLS),--delay-cells $(DELAY_CELLS)) $(if $(PARTS),--parts $(PARTS)) --results-dir "$(RESULTS)"
 
 ceilings: env-tools ## This machine's ceilings (matmul FLOP/s per dtype, triad GB/s) in every built env: results/ceilings/<machine>.json (docs/ROOFLINE.md)
 	$(TOOLS_PY) -m bench.roofline.ceilings --results-dir "$(RESULTS)"

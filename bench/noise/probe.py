@@ -29,6 +29,7 @@ from bench.drift import reference_ms
 from bench.noise import interleaved_sides
 from bench.profiles import get_profile
 from bench.provenance import REPO_ROOT
+from bench.replication import SequentialRule
 from bench.timing import HostDevice, StepTimer, WindowPlan
 
 TARGET_STEP_MS = 1.0
@@ -188,7 +189,9 @@ class PairOutcome:
         }
 
 
-def judge_pair(a: list[ProbeRun], b: list[ProbeRun], quiet_reference_ms: float | None = None) -> stats.Ratio | None:
+def judge_pair(
+    a: list[ProbeRun], b: list[ProbeRun], quiet_reference_ms: float | None = None, confidence: float = stats.CONFIDENCE
+) -> stats.Ratio | None:
     """B / A as the suite decides every comparison (bench/stats.py): each side's estimate from its processes' timed
     steps, their ratio, kept out of a verdict where a process of either side trips a noise gate, judged against the
     quietest drift-probe reading (of the pair, unless given)."""
@@ -198,7 +201,7 @@ def judge_pair(a: list[ProbeRun], b: list[ProbeRun], quiet_reference_ms: float |
     eb = stats.estimate([run.timed_ms for run in b])
     if ea is None or eb is None:
         return None
-    found = stats.ratio(ea, eb)
+    found = stats.ratio(ea, eb).judged_at(confidence)
     for side, runs in (("A", a), ("B", b)):
         reasons = [
             f"process {i}: {reason}"
@@ -217,19 +220,36 @@ def probe_pair(
     rule: dict[str, Any],
     echo: Callable[[str], None] | None = None,
     latest_reference_ms: float | None = None,
+    cap: int | None = None,
 ) -> tuple[PairOutcome, float]:
     """`repeats` processes of the base (A) and as many of the slowed probe (B), interleaved A-B-B-A-A-B, the drift
-    probe read between processes. Returns the outcome and the last drift-probe reading (for the next pair)."""
+    probe read between processes. With a `cap` above `repeats`, an undecided pair gets one more process a side (A
+    then B) after each look, up to `cap`, under the sequential rule `make bench-all` replicates cells by
+    (bench/replication.py: each look judged at 1 - 5% / looks). Returns the outcome and the last drift-probe reading
+    (for the next pair)."""
+    sequential = SequentialRule(repeats, max(cap or repeats, repeats))
     latest = latest_reference_ms if latest_reference_ms is not None else reference_ms()
     sides: dict[str, list[ProbeRun]] = {"A": [], "B": []}
-    for side in interleaved_sides(repeats):
+
+    def one(side: str) -> None:
+        nonlocal latest
         run = run_probe(base_iterations, slowdown if side == "B" else 0.0, rule)
         before, latest = latest, reference_ms()
         run.reference = {"before_ms": before, "after_ms": latest}
         sides[side].append(run)
         if echo:
             echo(f"      {side}: median {run.median_ms:.4g} ms over {len(run.timed_ms)} steps")
-    found = judge_pair(sides["A"], sides["B"])
+
+    for side in interleaved_sides(repeats):
+        one(side)
+    found = judge_pair(sides["A"], sides["B"], confidence=sequential.confidence)
+    def undecided() -> bool:  # and could be decided: a tripped gate is not helped by more processes
+        return found is not None and found.decidable and stats.verdict(found) == stats.INCONCLUSIVE
+
+    while undecided() and len(sides["A"]) < sequential.cap:
+        one("A")
+        one("B")
+        found = judge_pair(sides["A"], sides["B"], confidence=sequential.confidence)
     return PairOutcome(slowdown, sides["A"], sides["B"], found, stats.verdict(found)), latest
 
 

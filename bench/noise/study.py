@@ -42,7 +42,7 @@ from bench import stats
 from bench.atomic import write_json_atomic
 from bench.drift import reference_ms
 from bench.errors import BenchError, os_error_line
-from bench.noise import interleaved_sides
+from bench.noise import detection, interleaved_sides
 from bench.noise import probe as calibration
 from bench.noise_file import NOISE_DIR, NOISE_FORMAT, noise_file_name, read_noise_file
 from bench.profiles import get_profile
@@ -67,6 +67,8 @@ DRIFT_SHARE = 0.1  # under load too where more drift-probe readings than this sh
 PROFILE_CHOICE = "explicit (make noise)"
 RUNS = "runs"
 PAGE = "NOISE.md"
+AA, PROBE, DELAY = "aa", "probe", "delay"
+PARTS = (AA, PROBE, DELAY)  # A/A on product cells, power on the calibration probe, power on product cells
 
 
 def say(line: str) -> None:
@@ -293,6 +295,12 @@ def pair_of(cell: Cell, pairs: list[dict[str, Any]]) -> dict[str, Any] | None:
     return None
 
 
+def pair_line(pair: dict[str, Any]) -> str:
+    ratio = f" {pair['ratio']:.3g}× ({pair['low']:.3g}–{pair['high']:.3g})" if pair.get("low") else ""
+    why = f": {pair['reason']}" if pair.get("reason") else ""
+    return f"{pair.get('verdict') or 'not compared'}{ratio}{why}"
+
+
 def compare_verdicts(a_dir: Path, b_dir: Path) -> list[dict[str, Any]]:
     """`make compare`'s verdict for every cell of both folders (bench/compare.py)."""
     from bench.compare import verdicts
@@ -313,6 +321,9 @@ class Study:
         echo: Callable[[str], None] = say,
         probe_rule: dict[str, Any] | None = None,
         busy_processes: int = 0,
+        delays: list[float] | tuple[float, ...] = (),
+        delay_cells: list[Cell] | None = None,
+        parts: tuple[str, ...] | None = None,
     ):
         if not cells:
             raise BenchError("the noise study needs at least one cell")
@@ -323,11 +334,23 @@ class Study:
         self.repeats = repeats or default_repeats(self.profile)
         if self.repeats < 2:
             raise BenchError(f"the noise study needs at least 2 processes a side (repeats), got {self.repeats}")
+        parts = parts or tuple(p for p in PARTS if p != DELAY or delays)
+        unknown = set(parts) - set(PARTS)
+        if unknown or not parts:
+            raise BenchError(f"the study's parts are {', '.join(PARTS)}, got {', '.join(parts) or 'none'}")
+        if DELAY in parts and not delays:
+            raise BenchError("the delay part needs one or more delays (--delays 0.2: each step +20%)")
         if rounds < 1 or pairs < 1:
             raise BenchError(f"rounds and pairs must be at least 1, got {rounds} and {pairs}")
         if busy_processes < 0:
             raise BenchError(f"busy processes must be 0 or more, got {busy_processes}")
         self.busy_processes = busy_processes
+        self.parts = tuple(p for p in PARTS if p in parts)
+        self.delays = sorted(set(delays)) if DELAY in self.parts else []
+        self.delay_cells = delay_cells or cells
+        self.detection = {
+            share: {c.key: detection.DelayRecord(c, share) for c in self.delay_cells} for share in self.delays
+        }
         self.cells, self.rounds, self.pairs = cells, rounds, pairs
         self.slowdowns = sorted(set(slowdowns))
         self.results_dir, self.timeout_s, self.echo = Path(results_dir), timeout_s, echo
@@ -390,10 +413,30 @@ class Study:
                     p.caches.close()
 
     def run_cell(self, cell: Cell, k: int, number: int, sides: dict[str, Path], prepared: dict) -> None:
+        pair, medians = self.run_sides(cell, f"round {k}/{self.rounds}", number, sides, prepared, {"round": k})
+        record = self.records[cell.key]
+        record.medians.append(medians)
+        record.verdicts.append(pair)
+        self.echo(f"    -> {pair_line(pair)}; {self.aa_so_far()}")
+
+    def run_sides(
+        self,
+        cell: Cell,
+        label: str,
+        number: int,
+        sides: dict[str, Path],
+        prepared: dict,
+        provenance: dict[str, Any],
+        environment: dict[str, dict[str, str]] | None = None,
+    ) -> tuple[dict[str, Any], dict[str, list[float]]]:
+        """`repeats` processes of `cell` into each side's folder, interleaved A-B-B-A-A-B, the drift probe read
+        between processes, each side written as a run writes it (`environment`: a side's added variables); returns
+        `make compare`'s pair for the cell and each side's ok processes' medians."""
         from bench.runner import record_noise, write_or_show
 
         runs: dict[str, list[Run]] = {"A": [], "B": []}
         latest = self.readings[-1] if self.readings else reference_ms()
+        environment = environment or {}
 
         def write_sides() -> None:
             for side, side_runs in runs.items():
@@ -403,7 +446,7 @@ class Study:
                 result = prepared[side].result(
                     cell, side_runs, PROFILE_CHOICE, self.repeats,
                     reference={"start_ms": self.readings[0], "at_write_ms": latest},
-                    noise_study={"runs": self.runs_dir.name, "round": k, "side": side},
+                    noise_study={"runs": self.runs_dir.name, **provenance, "side": side},
                 )
                 write_or_show(result, sides[side], self.echo, kept=number - 1, of=len(self.cells))
 
@@ -411,12 +454,13 @@ class Study:
             per_side = self.repeats
             for side in interleaved_sides(per_side):
                 process = len(runs[side])
-                where = f"round {k}/{self.rounds} · cell {number}/{len(self.cells)} · {side} {process + 1}/{per_side}"
+                where = f"{label} · cell {number} · {side} {process + 1}/{per_side}"
                 what = f"{cell.backend} {cell.model} {cell.task} batch={cell.batch_size} {cell.variant} ({cell.profile}"
                 self.echo(f"[{where}] {what}; elapsed {self.elapsed()})")
                 not_run = prepared[side].not_run(cell)
                 run = not_run or prepared[side].attempt(
-                    cell, process, sides[side], self.timeout_s, lambda line: self.echo("    " + line)
+                    cell, process, sides[side], self.timeout_s, lambda line: self.echo("    " + line),
+                    env=environment.get(side),
                 )
                 runs[side].append(run)
                 if not_run is None:  # a process ran: probe the drift, as the runner does
@@ -424,22 +468,62 @@ class Study:
                     self.readings.append(latest)
                     run.reference = {"before_ms": before, "after_ms": latest}
                 if run.status != "ok":
-                    self.echo(f"    {run.status}: {run.message}: this cell's round {k} stops here")
+                    self.echo(f"    {run.status}: {run.message}: this cell's {label} stops here")
                     break
         except KeyboardInterrupt:
             write_sides()  # the finished processes are kept, as a run keeps them
             raise
         write_sides()
-        record = self.records[cell.key]
-        record.medians.append(
-            {s: [statistics.median(r.timed_ms) for r in side_runs if r.status == "ok" and r.timed_ms]
-             for s, side_runs in runs.items()}
-        )
+        medians = {s: [statistics.median(r.timed_ms) for r in side_runs if r.status == "ok" and r.timed_ms]
+                   for s, side_runs in runs.items()}
         pair = pair_of(cell, compare_verdicts(sides["A"], sides["B"])) or {"verdict": None, "reason": "no pair"}
-        record.verdicts.append(pair)
-        ratio = f" {pair['ratio']:.3g}× ({pair['low']:.3g}–{pair['high']:.3g})" if pair.get("low") else ""
-        why = f": {pair['reason']}" if pair.get("reason") else ""
-        self.echo(f"    -> {pair.get('verdict') or 'not compared'}{ratio}{why}; {self.aa_so_far()}")
+        return pair, medians
+
+    # -- 3b. power on product cells: a real per-step delay on side B (bench/noise/detection.py)
+
+    def run_detection(self) -> None:
+        from bench.runner import prepare, release_results_folder
+
+        if not self.delays:
+            return
+        self.echo(
+            f"[delay] {len(self.delay_cells)} cells, each step of side B held "
+            f"{', '.join(f'+{s:.0%}' for s in self.delays)} (tests/fixtures/step_delay), {self.pairs} pairs of "
+            f"{self.repeats} + {self.repeats} processes, each pair its own run (elapsed {self.elapsed()})"
+        )
+        folders: dict[float, list[dict[str, Path]]] = {share: [] for share in self.delays}
+        for k in range(1, self.pairs + 1):  # pair k of every delay, then pair k + 1: each spread over the study
+            for share in self.delays:
+                sides = {s: self.runs_dir / f"delay-{share:g}" / f"pair-{k}" / s for s in ("A", "B")}
+                folders[share].append(sides)
+                for folder in sides.values():
+                    folder.mkdir(parents=True, exist_ok=True)
+                prepared = {s: prepare(self.delay_cells, folder, self.repeats) for s, folder in sides.items()}
+                prepared["B"].run_id = prepared["A"].run_id  # one invocation: its processes interleaved
+                environment = {"B": detection.delay_environment(share)}
+                try:
+                    for number, cell in enumerate(self.delay_cells, 1):
+                        pair, _ = self.run_sides(
+                            cell, f"delay +{share:.0%} · pair {k}/{self.pairs}", number, sides, prepared,
+                            {"delay": share, "pair": k}, environment,
+                        )  # fmt: skip
+                        record = self.detection[share][cell.key]
+                        record.within.append(pair)
+                        record.folders.append({s: str(f.relative_to(self.runs_dir)) for s, f in sides.items()})
+                        self.echo(f"    -> {pair_line(pair)}")
+                finally:
+                    for folder in sides.values():
+                        release_results_folder(folder)
+                    for side in prepared.values():
+                        side.caches.close()
+        for share, pairs in folders.items():
+            for a, b in detection.across_pairs([f["A"] for f in pairs], [f["B"] for f in pairs]):
+                for cell in self.delay_cells:
+                    pair = pair_of(cell, compare_verdicts(a, b)) or {"verdict": None, "reason": "no pair"}
+                    self.detection[share][cell.key].across.append(pair)
+
+    def detection_summary(self) -> list[dict[str, Any]]:
+        return [record.to_dict() for by_cell in self.detection.values() for record in by_cell.values()]
 
     # -- 3. power on the calibration probe
 
@@ -556,6 +640,8 @@ class Study:
                 "order": "".join(interleaved_sides(self.repeats)),
                 "pairs": self.pairs,
                 "slowdowns": self.slowdowns,
+                "delays": self.delays,
+                "delay_cells": [c.key for c in self.delay_cells] if self.delays else [],
                 "sampling": calibration.profile_rule(self.profile),
                 "probe": {
                     "base_iterations": self.base_iterations,
@@ -569,7 +655,9 @@ class Study:
             "conditions": conditions(start, end, self.readings),
             "cells": [r.to_dict(self.repeats) for r in self.records.values()],
             "process_spread": self.spread_summary(),
+            "parts": list(self.parts),
             "aa": aa_summary(self.aa_verdicts()),
+            "detection": self.detection_summary() if self.delays else None,
             "power": power,
             "power_under_load": (
                 {**self.loaded_conditions, "power": self.power_summary(self.power_loaded)}
@@ -602,9 +690,12 @@ class Study:
         )
         self.echo(f"load at the start: {start.load_1m} (1-minute average), drift probe {start.reference_ms:.3f} ms")
         try:
-            self.run_aa()
-            self.run_power()
-            self.run_power_under_load()
+            if AA in self.parts:
+                self.run_aa()
+            if PROBE in self.parts:
+                self.run_power()
+                self.run_power_under_load()
+            self.run_detection()
         except KeyboardInterrupt:
             partial = self.runs_dir / "study.json"
             write_json_atomic(partial, self.to_dict(start, Snapshot.take(), complete=False))
@@ -614,7 +705,13 @@ class Study:
         end = Snapshot.take()
         data = self.to_dict(start, end, complete=True)
         write_json_atomic(self.runs_dir / "study.json", data)
-        path = write_study(self.results_dir, data)
+        if AA not in self.parts or PROBE not in self.parts:
+            # a study without its A/A or its probe is not the machine's: it stays in its runs folder
+            from bench.report.noise import render_partial
+
+            path = render_partial(self.runs_dir, data)
+        else:
+            path = write_study(self.results_dir, data)
         self.echo(summary_line(data))
         return path
 
@@ -640,14 +737,25 @@ def write_study(results_dir: Path, data: dict[str, Any]) -> Path:
 
 def summary_line(data: dict[str, Any]) -> str:
     aa, spread, mde = data["aa"], data["process_spread"], data["mde"]["calibration"]
-    wrong = aa[stats.FASTER] + aa[stats.SLOWER]
-    parts = [
-        f"A/A: {wrong} of {aa['pairs']} identical pairs called different ({aa[stats.SAME]} same, "
-        f"{aa[stats.INCONCLUSIVE]} inconclusive)",
-        f"process spread {spread['log_sd']:.2%} (largest cell, dof {spread['dof']})" if spread else "no process spread",
-        f"minimum detectable slowdown +{mde['slowdown']:.0%}" if mde["slowdown"] is not None else mde["note"],
-        data["conditions"]["label"],
-    ]
+    ran = data.get("parts") or PARTS
+    parts = []
+    if AA in ran:
+        wrong = aa[stats.FASTER] + aa[stats.SLOWER]
+        parts += [
+            f"A/A: {wrong} of {aa['pairs']} identical pairs called different ({aa[stats.SAME]} same, "
+            f"{aa[stats.INCONCLUSIVE]} inconclusive)",
+            f"process spread {spread['log_sd']:.2%} (largest cell, dof {spread['dof']})" if spread
+            else "no process spread",
+        ]
+    if PROBE in ran:
+        parts.append(f"minimum detectable slowdown +{mde['slowdown']:.0%}" if mde["slowdown"] is not None
+                     else mde["note"])
+    for row in data.get("detection") or []:
+        within, across = row["within"], row["across"]
+        parts.append(f"+{row['share']:.0%} on {row['key']}: slower in {within['detected']} of {within['pairs']} "
+                     f"pairs inside a run, {across['detected']} of {across['pairs']} across runs "
+                     f"({within['wrong'] + across['wrong']} wrong)")
+    parts.append(data["conditions"]["label"])
     if loaded := data.get("power_under_load"):
         rows = loaded["power"]
         wrong = sum(row["wrong"] for row in rows)
@@ -672,6 +780,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--slowdowns", type=parse_slowdowns, default=list(DEFAULT_SLOWDOWNS),
                         help="the calibration probe's added work per step, shares (default: "
                         + ",".join(f"{s:g}" for s in DEFAULT_SLOWDOWNS) + ")")
+    parser.add_argument("--delays", type=parse_slowdowns, default=[],
+                        help="power on product cells: each step of side B held this share longer by the test fixture "
+                        "tests/fixtures/step_delay (0.05,0.1,0.2), --pairs pairs a delay (default: none)")
+    parser.add_argument("--delay-cells", type=csv_list, help="the cells the delays are measured on (default: --cells)")
+    parser.add_argument("--parts", type=csv_list, default=None,
+                        help=f"which parts run, of {', '.join(PARTS)} (default: all; the delay part where --delays "
+                        "is given); without both aa and probe the study is not the machine's and stays in its runs "
+                        "folder")
     parser.add_argument("--timeout", type=positive_int, help="seconds per cell process (default: the cell's own)")
     parser.add_argument("--under-load", type=positive_int, default=0, metavar="N",
                         help="run the calibration probe's pairs again beside N busy loops (one per core: a loaded "
@@ -688,8 +804,10 @@ def main(argv: list[str] | None = None) -> int:
     stop_on_signals()  # TERM, HUP, INT (to it, or to the make that started it) keep what is finished
     try:
         cells = choose_cells(args.cells, args.profile)
+        parts = tuple(args.parts) if args.parts else None
+        delay_cells = choose_cells(args.delay_cells, args.profile) if args.delay_cells else None
         study = Study(cells, args.results_dir, args.rounds, args.repeats, args.pairs, args.slowdowns, args.timeout,
-                      busy_processes=args.under_load)
+                      busy_processes=args.under_load, delays=args.delays, delay_cells=delay_cells, parts=parts)
         with holding(args.results_dir):  # one run at a time into a results folder (bench/runlock.py)
             path = study.run()
     except BenchError as e:

@@ -211,6 +211,65 @@ def loaded_power_lines(data: dict[str, Any]) -> list[str]:
     ]
 
 
+def detection_lines(data: dict[str, Any]) -> list[str]:
+    """Power on product cells: each cell's delayed pairs, inside a run and across runs."""
+    rows = data.get("detection") or []
+    if not rows:
+        return []
+    settings = data.get("settings") or {}
+    lines = [
+        "### Power on product cells: a real per-step delay",
+        "",
+        f"Side B's every timed step held for a share of its own length after its work (the test fixture "
+        f"`tests/fixtures/step_delay`), against the same cell untouched; {settings.get('pairs')} pairs of "
+        f"{settings.get('repeats')} + {settings.get('repeats')} processes a cell, each pair its own run. Inside a "
+        "run: A and B of one pair, interleaved. Across runs: A of one pair against B of the next, minutes apart, "
+        "judged as `make compare` judges separate runs (the machine's run-to-run spread added). Slower is right, "
+        "inconclusive a miss, same or faster wrong.",
+        "",
+        "| cell | delay | inside a run: slower / missed / wrong | across runs: slower / missed / wrong |",
+        "|---|---|---|---|",
+    ]
+    for row in rows:
+        w, a = row["within"], row["across"]
+        lines.append(
+            f"| {row['cell']} | +{row['share']:.0%} | {w['detected']} / {w['missed']} / {w['wrong']} of {w['pairs']} "
+            f"| {a['detected']} / {a['missed']} / {a['wrong']} of {a['pairs']} |"
+        )
+    misses = [(row, kind, p) for row in rows for kind, ps in (("inside", [x["within"] for x in row["pairs"]]),
+              ("across", row["across_pairs"])) for p in ps if p.get("verdict") != SLOWER]  # fmt: skip
+    if misses:
+        lines += ["", "Each pair not called slower, and why:", ""]
+        lines += [
+            f"- {row['key']} +{row['share']:.0%} ({kind}): {p.get('verdict') or 'not compared'}"
+            + (f" {fmt_factor(p['ratio'])} ({p['low']:.3g}–{p['high']:.3g})" if p.get("low") else "")
+            + (f": {p['reason']}" if p.get("reason") else "")
+            for row, kind, p in misses
+        ]
+    return [*lines, ""]
+
+
+def render_partial(runs_dir: Path, data: dict[str, Any]) -> Path:
+    """A study that ran only some parts (not the machine's study): <runs_dir>/STUDY.md; returns its path."""
+    machine = data.get("machine") or {}
+    lines = [
+        f"# A partial noise study ({', '.join(data.get('parts') or [])}) on {machine_label(machine)}",
+        "",
+        f"{processor_text(data)}. Measured {data.get('created_at')} to {data.get('finished_at')} at commit "
+        f"{commit_text(data)}; the machine: {conditions_text(data)}. Not the machine's study "
+        "(`make noise` with every part writes that): its figures stay here, beside its runs.",
+        "",
+    ]
+    if data.get("aa", {}).get("pairs"):
+        lines += ["## A/A: the same code against itself", ""] + aa_lines(data)
+    if (data.get("power") or []):
+        lines += ["## Power: a known slowdown", ""] + power_lines(data)
+    lines += [line.replace("### ", "## ", 1) for line in detection_lines(data)]
+    out = Path(runs_dir) / "STUDY.md"
+    write_text_atomic(out, "\n".join(lines).rstrip("\n") + "\n")
+    return out
+
+
 def study_lines(path: Path, data: dict[str, Any]) -> list[str]:
     machine = data.get("machine") or {}
     lines = [
@@ -227,6 +286,7 @@ def study_lines(path: Path, data: dict[str, Any]) -> list[str]:
     lines += ["### The process-to-process spread", ""] + spread_lines(data)
     lines += ["### Power: a known slowdown", ""] + power_lines(data)
     lines += loaded_power_lines(data)
+    lines += detection_lines(data)
     return lines
 
 
