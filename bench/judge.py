@@ -11,6 +11,7 @@ The statistics themselves are bench/stats.py's.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterable
 from pathlib import Path
@@ -18,9 +19,11 @@ from typing import Any
 
 from bench import stats
 from bench.noise_file import machine_run_spread, machine_spread, processor_fingerprint
-from bench.results import Result
+from bench.results import Result, Run
 from bench.same_work import work_difference
 from bench.stats import Estimate, Noise, ProcessSpread, Ratio
+
+MIN_KEPT = 2  # the fewest undisturbed processes a cell is judged on once a disturbed one is set aside
 
 
 def reference_readings(results: Iterable[Result]) -> list[float]:
@@ -103,19 +106,39 @@ class Judge:
             )
         return found.with_run_spread(max(spreads, key=lambda s: s.log_sd))
 
+    def kept_runs(self, result: Result) -> tuple[list[Run], list[str]]:
+        """The processes a cell is judged on, and why each other was set aside. A process whose noise gate tripped
+        (a disturbed machine while it ran) is set aside where the undisturbed ones are at least two and a majority,
+        so that one disturbed process costs the cell that process, not its verdict; otherwise none is set aside and
+        the cell is noisy (Judge.noise)."""
+        quiet = self.quiet_reference_ms(result)
+        timed = [(i, run) for i, run in enumerate(result.runs, 1) if run.status == "ok" and run.timed_ms]
+        disturbed = {i: found.reasons for i, run in timed
+                     if (found := stats.noise_reasons(run.timed_ms, run.reference, quiet)).noisy}  # fmt: skip
+        clean = [run for i, run in timed if i not in disturbed]
+        if not disturbed or len(clean) < MIN_KEPT or len(clean) <= len(disturbed):
+            return [run for _, run in timed], []
+        return clean, [f"process {i} set aside ({'; '.join(reasons)})" for i, reasons in disturbed.items()]
+
     def estimate(self, result: Result) -> Estimate | None:
-        """The cell's figure and interval; a cell of one process with its machine's spread where one is known."""
+        """The cell's figure and interval from the processes it is judged on (kept_runs); a cell of one process with
+        its machine's spread where one is known."""
         if result.status != "ok":
             return None
-        runs = [r for r in result.runs if r.timed_ms]
-        return result.estimate(self.spread(result) if len(runs) == 1 else None)
+        runs, _ = self.kept_runs(result)
+        return stats.estimate([r.timed_ms for r in runs], self.spread(result) if len(runs) == 1 else None)
 
     def quiet_reference_ms(self, result: Result) -> float | None:
         """The lowest drift-probe reading of the run the result was measured in (None: no reading)."""
         return self._quiet.get(run_of(result))
 
     def noise(self, result: Result) -> Noise:
-        return result.noise(self.quiet_reference_ms(result))
+        """Noisy where a process was disturbed and could not be set aside (kept_runs)."""
+        found = result.noise(self.quiet_reference_ms(result))
+        return Noise(False, []) if found.noisy and self.kept_runs(result)[1] else found
+
+    def set_aside(self, result: Result) -> list[str]:
+        return self.kept_runs(result)[1]
 
     def speed_difference(self, a: Result, b: Result) -> str | None:
         """Why two cells from different runs are not compared: their runs' quiet probe readings differ by more
@@ -138,10 +161,19 @@ class Judge:
         found = stats.ratio(ea, eb)
         if (why := work_difference(a, b)) is not None:
             return found.not_comparable(why)
-        for side, result in (("A", a), ("B", b)):
-            noise = self.noise(result)
-            if noise.noisy:
+        noises = {side: self.noise(result) for side, result in (("A", a), ("B", b))}
+        for side, noise in noises.items():
+            machine = any("drift probe" in reason for reason in noise.reasons)  # the machine itself ran slow
+            if noise.noisy and not machine and not any(n.noisy for other, n in noises.items() if other != side):
+                # one side's steps unsteady throughout, the other steady, the machine not seen slow: a change on
+                # that side (a slowdown that grows over the run) is as likely as noise
+                found = found.undecided(f"possible change on {side}, or noise: {'; '.join(noise.reasons)}; "
+                                        f"{'A' if side == 'B' else 'B'} steady")
+            elif noise.noisy:
                 found = found.undecided(f"{side} noisy: {'; '.join(noise.reasons)}")
+        aside = [f"{side}: {why}" for side, result in (("A", a), ("B", b)) for why in self.set_aside(result)]
+        if aside:
+            found = dataclasses.replace(found, note="; ".join(filter(None, [found.note, *aside])))
         if (why := self.speed_difference(a, b)) is not None:
             found = found.undecided(why)
         found = self.across_runs(found, a, b)

@@ -476,7 +476,8 @@ def run_cells(
                             before, latest = latest, reference_ms()
                             readings.append(latest)
                             run.reference = {"before_ms": before, "after_ms": latest}
-                        if run.status != "ok" or repeat + 1 == rule.cap:
+                        at_cap = repeat + 1 >= rule.cap and not to_replace(runs[cell.key], rule, readings)
+                        if run.status != "ok" or at_cap:
                             open_cells.remove(cell)
                             finish(cell, runs[cell.key])
                     repeat += 1
@@ -489,6 +490,9 @@ def run_cells(
                     for cell in list(open_cells):
                         if cell.key in wanted:
                             phase(f"{cell.key}: one more process, for {wanted[cell.key]} (undecided)")
+                        elif n := to_replace(runs[cell.key], rule, readings):
+                            phase(f"{cell.key}: one more process, in place of {n} disturbed one{'s' * (n > 1)} "
+                                  "(its noise gate tripped: set aside when judged)")
                         else:
                             open_cells.remove(cell)
                             finish(cell, runs[cell.key])
@@ -523,6 +527,18 @@ def run_cells(
         + ", ".join(f"{n} {s}" for s, n in status_counts(done).items())
     )
     return done
+
+
+def to_replace(runs: list[Run], rule: SequentialRule, readings: list[float]) -> int:
+    """How many of a cell's processes were disturbed (their noise gate tripped against this run's quietest reading
+    so far) while fewer than the rule's first count are undisturbed: each gets a replacement, up to `first` more
+    processes than the cap, so that the cell is judged on undisturbed ones (bench/judge.py kept_runs). 0: none."""
+    quiet = min((r for r in readings if r and r > 0), default=None)
+    ok = [r for r in runs if r.status == "ok" and r.timed_ms]
+    disturbed = sum(noise_reasons(r.timed_ms, r.reference, quiet).noisy for r in ok)
+    if not disturbed or len(ok) - disturbed >= rule.first or len(runs) >= rule.cap + rule.first:
+        return 0
+    return disturbed
 
 
 def repeat_label(repeat: int, rule: SequentialRule) -> str:

@@ -1,7 +1,7 @@
 """A fake backend environment for orchestrator tests: its `python` plays a cell with a chosen behaviour.
 
 FAKE_MODE_<BACKEND> picks the behaviour (ok, leaves-child, sleep, sigkill, segv, oomkill, ramkill, oom,
-crash); FAKE_SCALE_<BACKEND> and FAKE_JITTER make processes' figures differ; FAKE_PID_FILE, if set, gets
+crash); FAKE_SCALE_<BACKEND> and FAKE_JITTER make processes' figures differ, FAKE_DISTURB_<BACKEND> some disturbed; FAKE_PID_FILE, if set, gets
 each cell's pid when it starts; FAKE_ORDER_FILE, if set, gets one "<backend> <task>" line per cell process.
 """
 import hashlib
@@ -55,8 +55,12 @@ if mode == "ok":
     open(counter, "w").write(str(k + 1))
     scale = float(os.environ.get("FAKE_SCALE_" + cell["backend"].replace("-", "_").upper(), "1"))
     scale *= math.exp(float(os.environ.get("FAKE_JITTER", "0")) * SPREAD[k % len(SPREAD)])
+    # FAKE_DISTURB_<BACKEND>=1,3: those processes of a cell (counting from 0) take half again as long in the second
+    # half of their steps (a disturbed machine: their noise gate trips)
+    disturbed = [int(v) for v in os.environ.get("FAKE_DISTURB_" + cell["backend"].replace("-", "_").upper(), "").split(",") if v]
     run = {{"status": "ok", "first_step_ms": 500.0, "warmup_ms": [12.0] * cell["warmup_steps"],
-           "timed_ms": [(10.0 + i % 3) * scale for i in range(n)], "setup_s": 0.1, "wall_s": 0.2,
+           "timed_ms": [(10.0 + i % 3) * scale * (1.5 if i >= n // 2 and k in disturbed else 1) for i in range(n)],
+           "setup_s": 0.1, "wall_s": 0.2,
            "settings": {{}}, "framework": {{"framework": "fake"}},
            "process": {{"environment": json.load(open(os.path.join(venv, {stamp!r}))),
                        "variables": {{k: v for k, v in os.environ.items() if k.startswith(("CUDA_", "OMP_", "MKL_", "BENCH_CPU", "TORCHINDUCTOR_", "TF_NUM_", "XLA_"))}},

@@ -14,7 +14,7 @@ from bench.results import load_all
 RULE = SequentialRule(3, 6)
 
 
-def run(tmp_path, monkeypatch, scale: float, jitter: float, rule=RULE):
+def run(tmp_path, monkeypatch, scale: float, jitter: float, rule=RULE, disturb_torch: str = ""):
     from bench import runner
 
     # 60 steps a process: the step noise of the fake's 10, 11, 12 ms pattern well below the processes' spread
@@ -23,6 +23,7 @@ def run(tmp_path, monkeypatch, scale: float, jitter: float, rule=RULE):
     monkeypatch.setattr(runner, "reference_ms", lambda: 1.0)  # a loaded machine's drift gate is not what this tests
     monkeypatch.setenv("FAKE_SCALE_TORCH", str(scale))
     monkeypatch.setenv("FAKE_JITTER", str(jitter))
+    monkeypatch.setenv("FAKE_DISTURB_TORCH", disturb_torch)
     lines = []
     runner.run_cells(cells, tmp_path / "results", repeats=rule.first, echo=lines.append, rule=rule)
     results = {r.cell.backend: r for r in load_all(tmp_path / "results")}
@@ -93,3 +94,31 @@ def test_the_rows_decided_are_the_tables_own_verdicts(tmp_path):
     assert lines[0] == "rows decided: 1 of 2 (paper profile — 1x NVIDIA A100-SXM4-40GB)"
     assert lines[1].startswith("  undecided: BERT predict (batch 256): Keras 3 (JAX) vs Keras 3 (TensorFlow): 1.02x")
     assert lines[1].endswith("neither clear of 1 nor within 5%") and len(lines) == 2
+
+
+def test_a_disturbed_process_is_replaced_and_set_aside_not_the_whole_comparison(tmp_path, monkeypatch):
+    # torch's second process runs its second half 1.5x slow: its noise gate trips. One more process takes its
+    # place (3 + 1), it is set aside when judged, and the 12% difference is decided on the other three.
+    results, lines = run(tmp_path, monkeypatch, scale=1.12, jitter=0.01, rule=SequentialRule(3, 3), disturb_torch="1")
+    assert [len(r.runs) for r in results.values()] == [3, 4]
+    assert sum("one more process, in place of 1 disturbed one" in line for line in lines) == 1
+    judge = Judge(list(results.values()))
+    kept, aside = judge.kept_runs(results["torch"])
+    assert len(kept) == 3 and aside == [next(a for a in aside if a.startswith("process 2 set aside (its second half"))]
+    assert results["torch"].noise().noisy and not judge.noise(results["torch"]).noisy
+    found = judge.ratio(results["jax"], results["torch"])
+    assert stats.verdict(found) == stats.SLOWER and math.isclose(found.value, 1.12, rel_tol=0.02), found
+    assert "B: process 2 set aside" in found.note
+
+
+def test_a_cell_disturbed_throughout_on_one_side_is_a_possible_change_not_noise(tmp_path, monkeypatch):
+    # every torch process disturbed: none can be set aside; the replacements stop at cap + first (6)
+    results, lines = run(tmp_path, monkeypatch, scale=1.0, jitter=0.01, rule=SequentialRule(3, 3),
+                         disturb_torch="0,1,2,3,4,5,6")
+    assert [len(r.runs) for r in results.values()] == [3, 6]
+    judge = Judge(list(results.values()))
+    assert judge.set_aside(results["torch"]) == [] and judge.noise(results["torch"]).noisy
+    found = judge.ratio(results["jax"], results["torch"])
+    assert stats.verdict(found) == stats.INCONCLUSIVE
+    assert found.reason.startswith("possible change on B, or noise: process 1: its second half"), found.reason
+    assert found.reason.endswith("A steady")
