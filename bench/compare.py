@@ -261,16 +261,14 @@ def compare(a_dir: Path, b_dir: Path, across_processors: bool = False) -> Compar
         for k in sorted(a.keys() & b.keys())
     ]
     # every pair's verdict judged with the others: a false discovery rate of 5% over the comparison, not 5% a cell
-    pvalues = [p for pair in pairs if pair.judged is not None and (p := stats.p_value(pair.judged)) is not None]
-    threshold = stats.benjamini_hochberg(pvalues)
-    for pair in pairs:
-        if pair.judged is not None:
-            pair.judged = stats.family_judged(pair.judged, threshold)
+    judged, together, threshold = stats.judged_as_family([pair.judged for pair in pairs])
+    for pair, ratio in zip(pairs, judged):
+        pair.judged = ratio
     differences = list(
         dict.fromkeys(d for p in pairs for d in processor_differences(machine_of(p.a), machine_of(p.b)))
     )
     return Comparison(a_dir, b_dir, pairs, sorted(a.keys() - b.keys()), sorted(b.keys() - a.keys()),
-                      across_processors, differences, notes, len(pvalues), threshold)
+                      across_processors, differences, notes, together, threshold)
 
 
 def verdicts(a_dir: Path, b_dir: Path, across_processors: bool = False) -> list[dict[str, Any]]:

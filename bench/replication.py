@@ -13,7 +13,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from bench.stats import CONFIDENCE, EQUIVALENCE_BAND, t_quantile, welch_dof
+from bench.judge import Judge
+from bench.results import Result
+from bench.stats import CONFIDENCE, EQUIVALENCE_BAND, INCONCLUSIVE, Estimate, t_quantile, verdict, welch_dof
 
 PLANNING_POWER = 0.8  # a comparison counts as decided at the processes where it is decided this often
 
@@ -91,3 +93,26 @@ def processes_needed(log_ratio: float, spreads: tuple[float, float], rule: Seque
         if decided_at(log_ratio, spreads, n, rule.confidence):
             return n
     return None
+
+
+def spread_of(found: Estimate | None) -> float | None:
+    """A cell's process-to-process spread: the standard deviation of its log process medians (its log standard error
+    times the square root of its processes); None with fewer than two processes."""
+    if found is None or found.log_se is None or found.processes < 2:
+        return None
+    return found.log_se * math.sqrt(found.processes)
+
+
+def undecided_sides(judge: Judge, a: Result, b: Result, rule: SequentialRule) -> list[Result]:
+    """The sides of B / A that one more process could help decide: none where the comparison is decided, kept out of
+    any verdict (a noisy side, two processors, unlike work), or undecidable even at the rule's cap at the ratio and
+    spreads measured so far; else each side still below the cap."""
+    ratio = judge.ratio(a, b)
+    if ratio is None or not ratio.decidable or not ratio.comparable or ratio.value <= 0:
+        return []
+    if verdict(ratio) != INCONCLUSIVE:
+        return []
+    spreads = (spread_of(judge.estimate(a)), spread_of(judge.estimate(b)))
+    if None in spreads or processes_needed(math.log(ratio.value), spreads, rule) is None:
+        return []
+    return [side for side in (a, b) if len(judge.kept_runs(side)[0]) < rule.cap]

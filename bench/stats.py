@@ -438,6 +438,15 @@ def family_judged(r: Ratio, threshold: float) -> Ratio:
     return dataclasses.replace(r.judged_at(1 - threshold * (1 - r.confidence) / (1 - CONFIDENCE)), same_confidence=own)
 
 
+def judged_as_family(ratios: list[Ratio | None]) -> tuple[list[Ratio | None], int, float]:
+    """Each ratio judged as one of the family they make (benjamini_hochberg over those with a p-value), with how many
+    were judged together and the threshold; a ratio without a p-value as it was."""
+    pvalues = [p for r in ratios if r is not None and (p := p_value(r)) is not None]
+    threshold = benjamini_hochberg(pvalues)
+    judged = [family_judged(r, threshold) if r is not None and p_value(r) is not None else r for r in ratios]
+    return judged, len(pvalues), threshold
+
+
 def verdict(r: Ratio | None, band: float = EQUIVALENCE_BAND) -> str:
     """B against A: `slower` (B slower: the whole interval above 1), `faster` (below 1), `same` (the interval holds 1
     and lies within the band: equivalence shown), else `inconclusive`; a ratio that cannot decide (steps only, a noisy

@@ -10,15 +10,18 @@ GOOD ?=
 BAD ?=
 # what a process measures, instead of MODEL= TASK=: one function of the package, module:function (asv-style)
 CALL ?=
-# the result key a bisect judges (default: the target's first); PROCESSES=: processes per version (default 3)
+# the result key a bisect judges (default: the target's first); PROCESSES=: processes per version (default 3);
+# MAX_PROCESSES=: more, up to this many, for the versions of an undecided comparison (default twice PROCESSES)
 KEY ?=
 PROCESSES ?=
+MAX_PROCESSES ?=
 # CHANGE=faster: a bisect looks for the first faster release (where an improvement came) instead of the first slower
 CHANGE ?=
 SWEEP_ARGS = $(if $(STUDY),--study $(call shell_quote,$(STUDY))) $(if $(PACKAGE),--package $(PACKAGE)) $(if $(BACKEND),--backend $(BACKEND)) \
 	$(if $(MODEL),--model $(MODEL)) $(if $(TASK),--task $(TASK)) $(if $(VARIANT),--variant $(VARIANT)) \
 	$(if $(PROFILE),--profile $(PROFILE)) $(if $(STEPS),--steps $(STEPS)) $(if $(BATCH),--batch-size $(BATCH)) \
-	$(if $(CALL),--call $(call shell_quote,$(CALL))) $(if $(PROCESSES),--processes $(PROCESSES)) --results-dir "$(RESULTS)"
+	$(if $(CALL),--call $(call shell_quote,$(CALL))) $(if $(PROCESSES),--processes $(PROCESSES)) \
+	$(if $(MAX_PROCESSES),--max-processes $(MAX_PROCESSES)) --results-dir "$(RESULTS)"
 
 .PHONY: sweep bisect
 

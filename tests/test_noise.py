@@ -339,7 +339,7 @@ def test_a_study_of_the_delay_part_alone_stays_in_its_runs_folder(tmp_path, monk
     noise_study = study.Study(cells, tmp_path, pairs=2, delays=[0.2], parts=("delay",), echo=lambda line: None)
     verdicts = iter([stats.SLOWER, stats.INCONCLUSIVE, stats.SLOWER, stats.SAME])
 
-    def fake_sides(cell, label, number, sides, prepared, provenance, environment=None):
+    def fake_sides(cell, label, place, sides, prepared, provenance, environment=None):
         assert environment["B"]["BENCH_TEST_STEP_DELAY"] == "0.2" and "A" not in environment
         return {"verdict": next(verdicts), "ratio": 1.2, "low": 1.1, "high": 1.3, "reason": ""}, {}
 

@@ -215,6 +215,26 @@ def fake_results(figures: dict[tuple[str, str], list[float]]) -> list:
     ]
 
 
+def test_only_the_versions_of_a_comparison_the_cap_could_decide_get_more_processes(tmp_path):
+    from bench.replication import SequentialRule
+    from bench.sweep.run import undecided_versions
+
+    rule = SequentialRule(3, 6)  # each look at 1 - 5% / 4
+    spread = [1.0, 1.04, 0.96]
+    results = fake_results({
+        ("work", "1.0"): spread,
+        ("work", "1.1"): [1.1 * v for v in spread],  # +10% at a 4% spread: undecided at 3, decided well before 6
+        ("work", "1.2"): [2.2 * v for v in spread],  # twice 1.1: decided at once
+        ("other", "1.0"): spread,
+        ("other", "1.1"): [1.02 * v for v in spread],  # +2%: near the band's edge, the cap cannot decide it
+    })  # fmt: skip
+    for result in results:
+        result.provenance["replication"] = rule.to_dict()
+    wanted = undecided_versions(results, rule, tmp_path)
+    assert wanted == {("", "1.0"): "work: 1.0 vs 1.1", ("", "1.1"): "work: 1.0 vs 1.1"}
+    assert undecided_versions(results, SequentialRule(3, 3), tmp_path) == {}  # a fixed count: no more, ever
+
+
 def test_a_bisect_step_whose_processes_all_failed_is_an_error_not_a_verdict(tmp_path, monkeypatch):
     from bench.errors import BenchError
     from bench.results import Run

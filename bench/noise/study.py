@@ -413,7 +413,8 @@ class Study:
                     p.caches.close()
 
     def run_cell(self, cell: Cell, k: int, number: int, sides: dict[str, Path], prepared: dict) -> None:
-        pair, medians = self.run_sides(cell, f"round {k}/{self.rounds}", number, sides, prepared, {"round": k})
+        pair, medians = self.run_sides(cell, f"round {k}/{self.rounds}", (number, len(self.cells)), sides, prepared,
+                                       {"round": k})
         record = self.records[cell.key]
         record.medians.append(medians)
         record.verdicts.append(pair)
@@ -423,7 +424,7 @@ class Study:
         self,
         cell: Cell,
         label: str,
-        number: int,
+        place: tuple[int, int],
         sides: dict[str, Path],
         prepared: dict,
         provenance: dict[str, Any],
@@ -437,6 +438,7 @@ class Study:
         runs: dict[str, list[Run]] = {"A": [], "B": []}
         latest = self.readings[-1] if self.readings else reference_ms()
         environment = environment or {}
+        number, of = place
 
         def write_sides() -> None:
             for side, side_runs in runs.items():
@@ -448,13 +450,13 @@ class Study:
                     reference={"start_ms": self.readings[0], "at_write_ms": latest},
                     noise_study={"runs": self.runs_dir.name, **provenance, "side": side},
                 )
-                write_or_show(result, sides[side], self.echo, kept=number - 1, of=len(self.cells))
+                write_or_show(result, sides[side], self.echo, kept=number - 1, of=of)
 
         try:
             per_side = self.repeats
             for side in interleaved_sides(per_side):
                 process = len(runs[side])
-                where = f"{label} · cell {number} · {side} {process + 1}/{per_side}"
+                where = f"{label} · cell {number}/{of} · {side} {process + 1}/{per_side}"
                 what = f"{cell.backend} {cell.model} {cell.task} batch={cell.batch_size} {cell.variant} ({cell.profile}"
                 self.echo(f"[{where}] {what}; elapsed {self.elapsed()})")
                 not_run = prepared[side].not_run(cell)
@@ -503,10 +505,10 @@ class Study:
                 environment = {"B": detection.delay_environment(share)}
                 try:
                     for number, cell in enumerate(self.delay_cells, 1):
-                        pair, _ = self.run_sides(
-                            cell, f"delay +{share:.0%} · pair {k}/{self.pairs}", number, sides, prepared,
-                            {"delay": share, "pair": k}, environment,
-                        )  # fmt: skip
+                        label = f"delay +{share:.0%} · pair {k}/{self.pairs}"
+                        place = (number, len(self.delay_cells))
+                        pair, _ = self.run_sides(cell, label, place, sides, prepared, {"delay": share, "pair": k},
+                                                 environment)
                         record = self.detection[share][cell.key]
                         record.within.append(pair)
                         record.folders.append({s: str(f.relative_to(self.runs_dir)) for s, f in sides.items()})

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench import stats
-from bench.replication import SequentialRule, processes_needed
+from bench.replication import SequentialRule, processes_needed, spread_of
 from bench.report.analysis import KERAS2, RowFacts, TableAnalysis
 from bench.report.load import NATIVE, Column, Loaded
 
@@ -79,10 +79,7 @@ def row_undecided(facts: RowFacts, table: TableAnalysis) -> list[str]:
 def log_spread(loaded: Loaded, table: TableAnalysis) -> float | None:
     """A cell's process-to-process spread: the standard deviation of its log process medians (its log standard error
     times the square root of its processes); None with fewer than two processes."""
-    found = table.estimate(loaded)
-    if found is None or found.log_se is None or found.processes < 2:
-        return None
-    return found.log_se * math.sqrt(found.processes)
+    return spread_of(table.estimate(loaded))
 
 
 def wanting_more(table: TableAnalysis, rule: SequentialRule) -> dict[str, str]:

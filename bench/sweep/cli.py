@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 import tomllib
+from dataclasses import replace
 from pathlib import Path
 
 from bench import stats
@@ -128,6 +129,9 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_argument("--drop", help="comma list: top-level requirements of the env left out")
         sub.add_argument("--keep", help="comma list: packages of the env's lock kept though nothing declares them")
         sub.add_argument("--processes", type=int, help="processes per version (default: the study's, else 3)")
+        sub.add_argument("--max-processes", type=int,
+                         help="more processes, up to this many, for the versions of a comparison still undecided "
+                         "(default: twice --processes; equal to it: a fixed count)")
         sub.add_argument("--name", help="the results' folder name under <results>/sweep/")
         sub.add_argument("--timeout", type=float, default=1800.0, help="seconds per process")
         sub.add_argument("--results-dir", type=results_folder, default=REPO_ROOT / "results")
@@ -167,6 +171,11 @@ def main(argv: list[str] | None = None) -> int:
             if args.study
             else command_line_sweep(args)
         )
+        if args.max_processes is not None:
+            if args.max_processes < sweep.processes:
+                raise BenchError(f"--max-processes ({args.max_processes}) must be at least --processes "
+                                 f"({sweep.processes})")
+            sweep = replace(sweep, max_processes=args.max_processes)
         options = {"locks_dir": args.locks_dir, "venvs_dir": args.venvs_dir, "timeout_s": args.timeout}
         from bench.sweep.index import use_configured_index
 

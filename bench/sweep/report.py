@@ -103,25 +103,50 @@ def brief(reason: str) -> str:
     return f"{' and '.join('the earlier' if s == 'A' else 'this' for s in sides)} noisy, e.g. {first}"
 
 
-def trend_lines(judge: Judge, key: str, results: list[Result]) -> list[str]:
+Trend = dict[tuple[str, int], Ratio | None]  # (key, the version's place) -> its ratio to the ok version before
+
+
+def trend_ratios(judge: Judge, by_key: dict[str, list[Result]]) -> tuple[Trend, int, float]:
+    """Every version against the ok version before it, per key, judged together as one family (Benjamini-Hochberg:
+    a sweep of many versions and keys calls a chance difference no more often than a single comparison)."""
+    keys: list[tuple[str, int]] = []
+    ratios: list[Ratio | None] = []
+    for key, results in by_key.items():
+        previous = None
+        for i, result in enumerate(results):
+            if previous is not None and result.status == "ok":
+                keys.append((key, i))
+                ratios.append(judge.ratio(previous, result))
+            if result.status == "ok":
+                previous = result
+    judged, together, threshold = stats.judged_as_family(ratios)
+    return dict(zip(keys, judged)), together, threshold
+
+
+def family_sentence(together: int, threshold: float) -> str:
+    if not together:
+        return ""
+    return (f"The {together} version-to-version comparisons with an interval were judged together, each at "
+            f"{1 - threshold:.2%} (Benjamini-Hochberg); one by one at 95%, {together} comparisons of identical "
+            f"versions would be called different about {together * (1 - stats.CONFIDENCE):.1f} times by chance.")
+
+
+def trend_lines(judge: Judge, key: str, results: list[Result], ratios: Trend) -> list[str]:
     lines = [
         f"**{key}** ({results[0].unit}; 95% interval over processes)",
         "",
         "| version | co-changes | figure (95% interval) | processes | against the version before |",
         "|---|---|---|---|---|",
     ]
-    previous = None
-    for result in results:
+    for i, result in enumerate(results):
         against = ""
-        if previous is not None and result.status == "ok" and previous.status == "ok":
-            r = judge.ratio(previous, result)
+        if (key, i) in ratios:
+            r = ratios[(key, i)]
             against = f"{stats.verdict(r)} {stats.fmt_ratio(r)}" + (f" ({brief(r.reason)})" if r and r.reason else "")
         processes = sum(1 for run in result.runs if run.timed_ms)
         lines.append(
             f"| {version_of(result)} | {co_changes(result)} | {figure_text(judge, result)} | {processes} | {against} |"
         )
-        if result.status == "ok":
-            previous = result
     return lines + [""]
 
 
@@ -308,8 +333,11 @@ def render_sweeps(results_dir: Path) -> Path:
             + ".",
             "",
         ]
+        ratios, together, threshold = trend_ratios(judge, by_key)
+        if together:
+            lines += [family_sentence(together, threshold), ""]
         for key, found in by_key.items():
-            lines += trend_lines(judge, key, found)
+            lines += trend_lines(judge, key, found, ratios)
         extra, ratios = overhead_lines(by_key)
         lines += extra
         figure = results_dir / STUDY_DIR / name / f"{machine}__{backend}.png"

@@ -17,8 +17,10 @@ from pathlib import Path
 from bench.drift import reference_ms
 from bench.envs.common import EnvError
 from bench.errors import BenchError
+from bench.judge import Judge
 from bench.provenance import git_info, machine_info, machine_slug, now_utc, study_provenance
 from bench.registry import Cell
+from bench.replication import SequentialRule, undecided_sides
 from bench.results import Result, Run
 from bench.runlock import holds_results_folder
 from bench.runner import check_writable, record_noise
@@ -46,8 +48,17 @@ class Sweep:
     package: str
     versions: list[str]
     parts: list[Part]
-    processes: int = 3
+    processes: int = 3  # the processes every version starts with
     command: str = ""
+    max_processes: int | None = None  # more, up to this, while a comparison it takes part in is undecided
+
+    @property
+    def rule(self) -> SequentialRule:
+        """Processes until decided (bench/replication.py): `processes` a version, one more a round for the versions
+        of an undecided comparison with the version before or after, up to `max_processes` (default twice
+        `processes`), each look judged at 1 - 5% / looks."""
+        cap = self.max_processes if self.max_processes is not None else 2 * self.processes
+        return SequentialRule(self.processes, max(cap, self.processes))
 
 
 class SweepResult(Result):
@@ -109,14 +120,47 @@ def run_sweep(
         reasons = "; ".join(f"{v}: {envs[i, v][0].reason}" for i in range(len(sweep.parts)) for v in sweep.versions)
         raise BenchError(f"no version of {sweep.package} could be resolved and built, so nothing was measured (is "
                          f"the package's name right, and its index reachable?): {reasons[:800]}")
+    rule = sweep.rule
+    say(f"processes: {rule.describe()}")
+    probe = dict(reference)
+
+    def result_of(index: int, version: str, key: str) -> SweepResult:
+        part, (derivation, _) = sweep.parts[index], envs[index, version]
+        found = runs.get((index, version, key)) or [Run(status="unsupported", message=derivation.reason)]
+        record_noise(found, readings)
+        return SweepResult(
+            cell=part.target.result_cell(key),
+            runs=found,
+            unit=part.target.unit(key),
+            provenance={
+                **study_provenance(git, machine, sweep.command, f"release sweep {sweep.name}", {}, probe),
+                "run_id": run_id,
+                "repeats_planned": sweep.processes,
+                "replication": rule.to_dict(),
+                "sweep": {
+                    "name": sweep.name,
+                    "package": sweep.package,
+                    "version": version,
+                    "versions": sweep.versions,
+                    "backend": part.target.backend,
+                    "key": key,
+                    "derivation": asdict(derivation),
+                },
+            },
+            created_at=now_utc(),
+        )
+
     stopped: KeyboardInterrupt | None = None
+    open_pairs = list(pairs)
     try:
-        for repeat in range(sweep.processes):
-            turn = repeat % len(pairs) if pairs else 0
-            for index, version in pairs[turn:] + pairs[:turn]:
-                part, (derivation, python) = sweep.parts[index], envs[index, version]
+        repeat = 0
+        while open_pairs:
+            turn = repeat % len(open_pairs)
+            for index, version in open_pairs[turn:] + open_pairs[:turn]:
+                part, python = sweep.parts[index], envs[index, version][1]
                 label = f"{part.target.backend} {sweep.package}=={version}"
-                say(f"[{repeat + 1}/{sweep.processes}] {label} (elapsed {time.perf_counter() - started:.0f} s)")
+                count = f"{repeat + 1}/{rule.first}" if repeat < rule.first else f"{repeat + 1} of up to {rule.cap}"
+                say(f"[{count}] {label} (elapsed {time.perf_counter() - started:.0f} s)")
                 log = (
                     results_dir
                     / "logs"
@@ -154,39 +198,29 @@ def run_sweep(
                             else f": {run.message}"
                         )
                     )
+            repeat += 1
+            if repeat >= rule.cap:
+                break
+            if repeat < rule.first:
+                continue
+            # a look: the versions of each comparison still undecided, that the cap could still decide, go on
+            provisional = [result_of(i, v, key) for i, v in pairs for key in sweep.parts[i].target.keys()]
+            wanted = undecided_versions(provisional, rule, results_dir)
+            open_pairs = [(i, v) for i, v in pairs if (sweep.parts[i].target.backend, v) in wanted]
+            for i, v in open_pairs:
+                say(f"    {sweep.parts[i].target.backend} {sweep.package}=={v}: one more process, for "
+                    f"{wanted[sweep.parts[i].target.backend, v]} (undecided)")
     except KeyboardInterrupt as e:  # Ctrl-C or a signal: the processes finished so far are written, then it ends
         stopped = e
         say("stopped: writing the processes finished so far")
     written = []
-    probe = {**reference, "at_write_ms": reference_ms()}
+    probe["at_write_ms"] = reference_ms()
     for index, part in enumerate(sweep.parts):
         for version in sweep.versions:
-            derivation, python = envs[index, version]
             for key in part.target.keys():
                 if stopped and (index, version, key) not in runs:
                     continue  # never reached: nothing measured, nothing to say about it
-                found = runs.get((index, version, key)) or [Run(status="unsupported", message=derivation.reason)]
-                record_noise(found, readings)
-                result = SweepResult(
-                    cell=part.target.result_cell(key),
-                    runs=found,
-                    unit=part.target.unit(key),
-                    provenance={
-                        **study_provenance(git, machine, sweep.command, f"release sweep {sweep.name}", {}, probe),
-                        "run_id": run_id,
-                        "repeats_planned": sweep.processes,
-                        "sweep": {
-                            "name": sweep.name,
-                            "package": sweep.package,
-                            "version": version,
-                            "versions": sweep.versions,
-                            "backend": part.target.backend,
-                            "key": key,
-                            "derivation": asdict(derivation),
-                        },
-                    },
-                    created_at=now_utc(),
-                )
+                result = result_of(index, version, key)
                 path = result.write(results_dir)
                 written.append(result)
                 say(
@@ -197,6 +231,26 @@ def run_sweep(
     if stopped:
         raise stopped
     return written
+
+
+def undecided_versions(
+    results: list[SweepResult], rule: SequentialRule, results_dir: Path
+) -> dict[tuple[str, str], str]:
+    """(backend, version) -> the comparison it takes part in that one more process could help decide: each key's
+    versions in the sweep's order, every ok version against the ok one before it (as SWEEP.md judges them)."""
+    judge = Judge(results, results_dir)
+    by_key: dict[tuple[str, str], list[SweepResult]] = {}
+    for result in results:
+        sweep = result.provenance["sweep"]
+        if result.status == "ok":
+            by_key.setdefault((sweep.get("backend", ""), sweep["key"]), []).append(result)
+    wanted: dict[tuple[str, str], str] = {}
+    for (backend, key), ok in by_key.items():
+        for a, b in zip(ok, ok[1:]):
+            va, vb = a.provenance["sweep"]["version"], b.provenance["sweep"]["version"]
+            for result in undecided_sides(judge, a, b, rule):
+                wanted.setdefault((backend, result.provenance["sweep"]["version"]), f"{key}: {va} vs {vb}")
+    return wanted
 
 
 def result_cell_of(target: Target, key: str) -> Cell:
