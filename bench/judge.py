@@ -77,17 +77,18 @@ class Judge:
         self._quiet = {run: min(readings) for run, readings in by_run.items() if readings}
         self._machine_figures: dict[tuple, ProcessSpread | None] = {}
 
-    def _per_machine(self, reader, result: Result) -> ProcessSpread | None:
+    def _per_machine(self, reader, result: Result, *args) -> ProcessSpread | None:
         """A figure of the result's machine from its noise study (`reader`: bench.noise_file), read once per machine."""
         machine = result.provenance.get("machine") or {}
-        key = (reader, json.dumps(machine, sort_keys=True, default=str))
+        key = (reader, json.dumps(machine, sort_keys=True, default=str), *args)
         if key not in self._machine_figures:
-            self._machine_figures[key] = reader(self.results_dir, machine)
+            self._machine_figures[key] = reader(self.results_dir, machine, *args)
         return self._machine_figures[key]
 
     def spread(self, result: Result) -> ProcessSpread | None:
-        """The process-to-process spread of the result's machine, which a cell of one process borrows."""
-        return self._per_machine(machine_spread, result)
+        """The process-to-process spread of the result's machine measured for the result's profile, which a cell of
+        one process borrows; None where none was (its interval then covers its steps only, and decides nothing)."""
+        return self._per_machine(machine_spread, result, result.cell.profile)
 
     def run_spread(self, result: Result) -> ProcessSpread | None:
         """The run-to-run spread of the result's machine (its noise studies' rounds), None where unmeasured."""

@@ -116,3 +116,27 @@ def test_the_results_page_says_the_parity_tally_and_each_failure(tmp_path):
     assert f"{passed} pass, {len(fails)} fail" in page
     assert "[PARITY.md](PARITY.md)" in page
     assert page.count("\n- fail: ") == len(fails) and fails  # the committed run has failures: each one is shown
+
+
+def test_a_speed_up_joining_models_parity_found_to_differ_is_marked_and_an_explained_failure_is_not(tmp_path):
+    import json
+
+    from test_table import make, rendered_table
+
+    checks = [
+        {"check": "parameter-counts", "model": "sam", "output": "whole model", "status": "fail",
+         "why": "96,524 vs 96,492 parameters"},
+        {"check": "keras-vs-native", "model": "bert", "output": "logits", "status": "fail", "why": "float16 weights"},
+        {"check": "keras-vs-native", "model": "bert", "output": "logits with float16-rounded weights",
+         "status": "pass"},
+    ]  # fmt: skip
+    (tmp_path / "results" / "parity").mkdir(parents=True)
+    (tmp_path / "results" / "parity" / "parity.json").write_text(json.dumps({"provenance": {}, "checks": checks}))
+    text = rendered_table(tmp_path, [
+        make("jax", "sam", "predict", 7, 100.0), make("native-torch", "sam", "predict", 7, 120.0, variant="eager"),
+        make("jax", "bert", "predict", 256, 100.0), make("native-torch", "bert", "predict", 256, 120.0, variant="eager"),
+    ])  # fmt: skip
+    speedups = {line.split("|")[1].strip(): line for line in text.splitlines() if line.startswith("| ")}
+    assert "ᵖ" in speedups["SegmentAnything"] and "ᵖ" not in speedups["BERT"]
+    assert "ᵖ SegmentAnything: `make parity` found Keras 3 and native PyTorch to differ at smoke shapes (96,524" in text
+    assert "ᵖ BERT" not in text

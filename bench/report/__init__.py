@@ -45,6 +45,7 @@ from bench.report.markdown import LEGEND, details_section, head_section
 from bench.report.noise import TITLE as NOISE_TITLE
 from bench.report.noise import noise_section
 from bench.report.overhead import overhead_section
+from bench.report.parity import parity_lines
 from bench.report.provenance import provenance_section
 from bench.report.readme import README_END, README_START, update_readme
 from bench.report.roofline import MACHINE_TITLE, PUBLISHED_TITLE, machine_section, published_section
@@ -173,30 +174,6 @@ def clear_old_study_pages(folder: Path, written: set[str]) -> None:
         path = folder / name
         if name not in written and path.is_file() and path.read_text().startswith(f"# {heading}\n\nRendered by "):
             path.unlink()
-
-
-def parity_lines(results_dir: Path, out_dir: Path) -> list[str]:
-    """`make parity`'s tally and its failures, one line each, linked to its page; none where it has not run."""
-    import json
-
-    found = results_dir / "parity" / "parity.json"
-    if not found.is_file():
-        return []
-    data = json.loads(found.read_text())
-    checks, provenance = data.get("checks") or [], data.get("provenance") or {}
-    tally = ", ".join(f"{sum(c.get('status') == s for c in checks)} {s}" for s in ("pass", "fail", "not checked"))
-    link = Path(os.path.relpath(results_dir / "PARITY.md", out_dir)).as_posix()
-    lines = [
-        f"Whether the sides compute the same function, shown by their outputs on shared weights (`make parity`, "
-        f"{provenance.get('date') or 'undated'}): {tally}. All lines, tolerances and what is unchecked: "
-        f"[PARITY.md]({link}).",
-        "",
-    ]
-    return lines + [
-        f"- fail: {c.get('check')} {c.get('model')} {c.get('output')}: {c.get('why') or 'outside its tolerance'}"
-        for c in checks
-        if c.get("status") == "fail"
-    ]
 
 
 def studies(rendered: list[Rendered], published: bool, parity: list[str] | None = None) -> list[str]:

@@ -23,6 +23,7 @@ from bench.report.analysis import (
 )
 from bench.report.load import KERAS3, PUBLISHED_HARDWARE, Column, Loaded, read_published
 from bench.report.markdown import BASIS_MARKS, NOISY_MARK, row_label
+from bench.report.parity import PARITY_MARK, keras_native_differences
 from bench.report.sections import Page
 from bench.report.text import BEST, SHORT, fmt_ms, github_table, plural, status_label
 from bench.stats import Estimate, Ratio, fmt_factor, fmt_ratio
@@ -127,12 +128,14 @@ def findings(table: TableAnalysis) -> list[str]:
     if paper:
         headers.append("over native PyTorch, published")
     body = []
+    differ = keras_native_differences(table.results_dir)
     for m in [m for m in MODELS if any(f.key.model == m for f in rows)]:
         total = sum(1 for f in rows if f.key.model == m)
         line = [get_model(m).display, speedup_text(table.speedup_keras2.get(m), total)]
         if paper:
             line.append(published_speedup_text(table.published_speedup_keras2.get(m)))
-        line += [speedup_text(per_model.get(m), total) for per_model in ours_native.values()]
+        mark = f" {PARITY_MARK}" if m in differ and ours_native else ""
+        line += [speedup_text(per_model.get(m), total) + mark for per_model in ours_native.values()]
         if paper:
             line.append("— (not in the published CSV)")
         body.append(line)
@@ -155,8 +158,20 @@ def findings(table: TableAnalysis) -> list[str]:
         "",
         github_table(body, headers),
         "",
+        *parity_notes(differ, [m for m in MODELS if any(f.key.model == m for f in rows)] if ours_native else []),
         *summary,
     ]
+
+
+def parity_notes(differ: dict[str, list[str]], models: list[str]) -> list[str]:
+    """Under the speed-ups: each model whose Keras 3 and native PyTorch sides `make parity` found to differ."""
+    lines = [
+        f"{PARITY_MARK} {get_model(m).display}: `make parity` found Keras 3 and native PyTorch to differ at smoke "
+        f"shapes ({'; '.join(differ[m])}), so this speed-up compares models that are not exactly the same (PARITY.md)."
+        for m in models
+        if m in differ
+    ]
+    return [*lines, ""] if lines else []
 
 
 def scaled_text(found: Estimate, published: float, noisy: bool) -> str:
