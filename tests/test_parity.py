@@ -132,9 +132,10 @@ def test_a_speed_up_joining_models_parity_found_to_differ_is_marked_and_an_expla
     ]  # fmt: skip
     (tmp_path / "results" / "parity").mkdir(parents=True)
     (tmp_path / "results" / "parity" / "parity.json").write_text(json.dumps({"provenance": {}, "checks": checks}))
+    eager = {"variant": "eager"}
     text = rendered_table(tmp_path, [
-        make("jax", "sam", "predict", 7, 100.0), make("native-torch", "sam", "predict", 7, 120.0, variant="eager"),
-        make("jax", "bert", "predict", 256, 100.0), make("native-torch", "bert", "predict", 256, 120.0, variant="eager"),
+        make("jax", "sam", "predict", 7, 100.0), make("native-torch", "sam", "predict", 7, 120.0, **eager),
+        make("jax", "bert", "predict", 256, 100.0), make("native-torch", "bert", "predict", 256, 120.0, **eager),
     ])  # fmt: skip
     speedups = {line.split("|")[1].strip(): line for line in text.splitlines() if line.startswith("| ")}
     assert "ᵖ" in speedups["SegmentAnything"] and "ᵖ" not in speedups["BERT"]
