@@ -16,7 +16,8 @@ from conftest import env_python
 
 from bench import stats
 from bench.errors import BenchError
-from bench.noise import detection, interleaved_sides, study
+from bench.noise import conditions as machine
+from bench.noise import detection, figures, interleaved_sides, study
 from bench.noise import probe as calibration
 from bench.noise_file import machine_spread, noise_file_name, read_noise_file
 from bench.report.noise import PAGE, noise_section, render_noise
@@ -165,49 +166,49 @@ def test_an_undecided_probe_pair_gets_processes_until_decided_and_no_more_than_i
 def test_analytic_mde_matches_a_hand_computed_value():
     # t(0.975, 4) = 2.7764 and t(0.80, 4) = 0.9410 (Student's t table); s = 2%, 3 processes a side:
     # exp((2.7764 + 0.9410) * 0.02 * sqrt(2/3)) - 1 = 0.06259
-    assert study.analytic_mde(0.02, 3) == pytest.approx(0.06259, abs=2e-5)
+    assert figures.analytic_mde(0.02, 3) == pytest.approx(0.06259, abs=2e-5)
     # t(0.975, 8) = 2.3060, t(0.80, 8) = 0.8889; s = 5%, 5 a side: 0.10631
-    assert study.analytic_mde(0.05, 5) == pytest.approx(0.10631, abs=2e-5)
-    assert study.analytic_mde(0.0, 3) == 0.0
+    assert figures.analytic_mde(0.05, 5) == pytest.approx(0.10631, abs=2e-5)
+    assert figures.analytic_mde(0.0, 3) == 0.0
     with pytest.raises(ValueError):
-        study.analytic_mde(0.02, 1)
+        figures.analytic_mde(0.02, 1)
 
 
 def test_spread_is_pooled_within_rounds():
     # Two rounds whose means differ by 2x: the spread is about each round's own mean, not across rounds.
     r1 = [math.exp(x) for x in (0.0, 0.1, -0.1, 0.0)]
     r2 = [2 * v for v in r1]
-    sd, dof = study.pooled_spread([r1, r2])
+    sd, dof = figures.pooled_spread([r1, r2])
     assert dof == 6 and sd == pytest.approx(math.sqrt(4 * 0.01 / 6))
-    assert study.pooled_spread([[1.0]]) is None
+    assert figures.pooled_spread([[1.0]]) is None
 
 
 def test_detection_rule_and_false_positive_rate():
-    assert study.required_pairs(8) == 7 and study.required_pairs(1) == 1 and study.required_pairs(4) == 4
+    assert figures.required_pairs(8) == 7 and figures.required_pairs(1) == 1 and figures.required_pairs(4) == 4
     power = [
         {"slowdown": 0.0, "pairs": 8, "slower": 0},
         {"slowdown": 0.05, "pairs": 8, "slower": 6},
         {"slowdown": 0.1, "pairs": 8, "slower": 7},
         {"slowdown": 0.2, "pairs": 8, "slower": 8},
     ]
-    assert study.calibration_mde(power, 8)["slowdown"] == 0.1
-    none = study.calibration_mde(power[:2], 8)
+    assert figures.calibration_mde(power, 8)["slowdown"] == 0.1
+    none = figures.calibration_mde(power[:2], 8)
     assert none["slowdown"] is None and "+5%" in none["note"]
-    aa = study.aa_summary(["same"] * 12 + ["inconclusive"] * 2 + ["slower", None])
+    aa = figures.aa_summary(["same"] * 12 + ["inconclusive"] * 2 + ["slower", None])
     assert aa["pairs"] == 15 and aa["slower"] == 1 and aa["not compared"] == 1
     assert aa["false_positive_rate"] == pytest.approx(1 / 15)
 
 
 def snapshot(wall, load, ref, busy, own):
-    return study.Snapshot(wall, load, ref, busy, own)
+    return machine.Snapshot(wall, load, ref, busy, own)
 
 
 def test_quiet_or_under_load():
-    quiet = study.conditions(snapshot(0, 0.2, 0.5, 100, 10), snapshot(100, 1.9, 0.52, 180, 85), cpus=2)
+    quiet = machine.conditions(snapshot(0, 0.2, 0.5, 100, 10), snapshot(100, 1.9, 0.52, 180, 85), cpus=2)
     assert quiet["quiet"] and quiet["label"] == "quiet" and quiet["others_busy_cores"] == pytest.approx(0.05)
-    loaded = study.conditions(snapshot(0, 0.2, 0.5, 100, 10), snapshot(100, 3.5, 0.5, 350, 85), cpus=2)
+    loaded = machine.conditions(snapshot(0, 0.2, 0.5, 100, 10), snapshot(100, 3.5, 0.5, 350, 85), cpus=2)
     assert not loaded["quiet"] and loaded["label"].startswith("under load (load 1.75")
-    drifted = study.conditions(snapshot(0, 0.2, 0.5, 100, 10), snapshot(100, 1.0, 3.0, 180, 85), cpus=2)
+    drifted = machine.conditions(snapshot(0, 0.2, 0.5, 100, 10), snapshot(100, 1.0, 3.0, 180, 85), cpus=2)
     assert not drifted["quiet"] and "drift probe" in drifted["label"]
 
 
@@ -243,14 +244,14 @@ def fake_study(log_sd: float, created: str) -> dict:
                        "drift_probe_ms": {"start": 0.5, "end": 0.5}},
         "cells": [{"key": "c", "cell": "native-torch bert predict batch=2 eager", "processes": 6,
                    "rounds": [{"round": 1, "verdict": "same", "ratio": 1.01, "low": 0.98, "high": 1.04, "reason": ""}],
-                   "log_sd": log_sd, "dof": 5, "mde": study.analytic_mde(log_sd, 3)}],
+                   "log_sd": log_sd, "dof": 5, "mde": figures.analytic_mde(log_sd, 3)}],
         "process_spread": {"log_sd": log_sd, "dof": 5, "cell": "c", "how": "the largest", "pooled_log_sd": log_sd,
                            "pooled_dof": 5},
-        "aa": study.aa_summary(["same"]),
+        "aa": figures.aa_summary(["same"]),
         "power": [{"slowdown": s, "pairs": 8, "faster": 0, "slower": n, "same": 8 - n, "inconclusive": 0, "wrong": 0}
                   for s, n in ((0, 0), (0.1, 8))],
-        "mde": {"calibration": study.calibration_mde([{"slowdown": 0.1, "pairs": 8, "slower": 8}], 8),
-                "per_cell": {"c": {"mde": study.analytic_mde(log_sd, 3)}}, "per_cell_how": "formula"},
+        "mde": {"calibration": figures.calibration_mde([{"slowdown": 0.1, "pairs": 8, "slower": 8}], 8),
+                "per_cell": {"c": {"mde": figures.analytic_mde(log_sd, 3)}}, "per_cell_how": "formula"},
     }
 
 
@@ -295,7 +296,7 @@ def test_tiny_study_end_to_end(tmp_path):
     spread = machine_spread(tmp_path, data["machine"])
     assert spread is not None and spread.log_sd == data["process_spread"]["log_sd"] and spread.dof == 3
     assert data["aa"]["pairs"] == 1 and [p["pairs"] for p in data["power"]] == [2, 2]
-    assert data["mde"]["per_cell"][key]["mde"] == pytest.approx(study.analytic_mde(cell["log_sd"], 2))
+    assert data["mde"]["per_cell"][key]["mde"] == pytest.approx(figures.analytic_mde(cell["log_sd"], 2))
     assert data["conditions"]["label"] == "quiet" or data["conditions"]["label"].startswith("under load")
     runs = tmp_path / data["runs_dir"] / "round-1"
     for side in ("A", "B"):  # each side an ordinary results folder that `make compare` reads

@@ -26,13 +26,11 @@ from __future__ import annotations
 import argparse
 import math
 import os
-import resource
 import statistics
 import subprocess
 import sys
 import time
 import uuid
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,6 +42,8 @@ from bench.drift import reference_ms
 from bench.errors import BenchError, os_error_line
 from bench.noise import detection, interleaved_sides
 from bench.noise import probe as calibration
+from bench.noise.conditions import Snapshot, conditions
+from bench.noise.figures import MDE_POWER, aa_summary, analytic_mde, calibration_mde, pooled_spread, verdict_counts
 from bench.noise_file import NOISE_DIR, NOISE_FORMAT, noise_file_name, read_noise_file
 from bench.profiles import get_profile
 from bench.progress import hms
@@ -60,10 +60,6 @@ DEFAULT_MODEL = "bert"
 DEFAULT_ROUNDS = 2
 DEFAULT_PAIRS = 8
 DEFAULT_SLOWDOWNS = (0.0, 0.05, 0.10, 0.20)
-DETECT_SHARE = 7 / 8  # the calibration MDE: the smallest slowdown called slower in at least this share of pairs
-MDE_POWER = 0.80  # the analytic MDE's power
-LOAD_PER_CPU = 0.75  # a load above this many busy cores per logical CPU (1.5 on 2 cores) is "under load"
-DRIFT_SHARE = 0.1  # under load too where more drift-probe readings than this share read beyond the noise gate
 PROFILE_CHOICE = "explicit (make noise)"
 RUNS = "runs"
 PAGE = "NOISE.md"
@@ -112,145 +108,6 @@ def parse_slowdowns(text: str) -> list[float]:
     if not values or any(v < 0 or not math.isfinite(v) for v in values):
         raise argparse.ArgumentTypeError(f"slowdowns must be one or more numbers >= 0, got {text!r}")
     return sorted(set(values))
-
-
-# -- the statistics of the study
-
-
-def analytic_mde(log_sd: float, repeats: int, power: float = MDE_POWER, confidence: float = stats.CONFIDENCE) -> float:
-    """The smallest slowdown a comparison of `repeats` processes a side detects with `power`, given a process-to-
-    process spread `log_sd` (of ln(median)): exp((t(1 - alpha/2, dof) + t(power, dof)) * s * sqrt(2 / repeats)) - 1,
-    dof = 2 * repeats - 2."""
-    if repeats < 2:
-        raise ValueError(f"the analytic MDE needs at least 2 processes a side, got {repeats}")
-    dof = 2 * repeats - 2
-    factor = stats.t_quantile((1 + confidence) / 2, dof) + stats.t_quantile(power, dof)
-    return math.exp(factor * log_sd * math.sqrt(2 / repeats)) - 1
-
-
-def pooled_spread(groups: list[list[float]]) -> tuple[float, int] | None:
-    """The standard deviation of ln(median) pooled over groups (rounds), each about its own mean, and its degrees of
-    freedom (processes less groups); None without any degree of freedom."""
-    logs = [[math.log(m) for m in g if m > 0] for g in groups]
-    logs = [g for g in logs if g]
-    dof = sum(len(g) for g in logs) - len(logs)
-    if dof < 1:
-        return None
-    squares = sum((x - statistics.fmean(g)) ** 2 for g in logs for x in g)
-    return math.sqrt(squares / dof), dof
-
-
-def required_pairs(pairs: int) -> int:
-    """How many of `pairs` must be called slower for a slowdown to count as detected (7 of 8)."""
-    return math.ceil(DETECT_SHARE * pairs - 1e-9)
-
-
-def verdict_counts(verdicts: list[str | None]) -> dict[str, int]:
-    found = Counter(verdicts)
-    counts = {v: found.get(v, 0) for v in (stats.FASTER, stats.SLOWER, stats.SAME, stats.INCONCLUSIVE)}
-    if found.get(None):
-        counts["not compared"] = found[None]
-    return counts
-
-
-def aa_summary(verdicts: list[str | None]) -> dict[str, Any]:
-    counts = verdict_counts(verdicts)
-    compared = sum(counts[v] for v in (stats.FASTER, stats.SLOWER, stats.SAME, stats.INCONCLUSIVE))
-    wrong = counts[stats.FASTER] + counts[stats.SLOWER]
-    return {
-        "pairs": compared,
-        **counts,
-        "false_positive_rate": wrong / compared if compared else None,
-    }
-
-
-def calibration_mde(power: list[dict[str, Any]], pairs: int) -> dict[str, Any]:
-    need = required_pairs(pairs)
-    detected = [p["slowdown"] for p in power if p["slowdown"] > 0 and p["pairs"] and p[stats.SLOWER] >= need]
-    smallest = min(detected) if detected else None
-    tried = [p["slowdown"] for p in power if p["slowdown"] > 0]
-    return {
-        "slowdown": smallest,
-        "rule": f"the smallest slowdown called slower in at least {need} of {pairs} pairs",
-        "required": need,
-        "note": "" if smallest is not None else (
-            "none of the slowdowns tried (" + ", ".join(f"+{s:.0%}" for s in tried) + f") was called slower in "
-            f"{need} of {pairs} pairs" if tried else "no slowdown above 0 was tried"
-        ),
-    }
-
-
-# -- the machine's condition
-
-
-@dataclass
-class Snapshot:
-    """The machine at one moment: the load average, the drift probe, and CPU time (everyone's, and this study's)."""
-
-    wall: float
-    load_1m: float | None
-    reference_ms: float
-    busy_s: float | None  # every CPU's busy time since boot (/proc/stat), seconds
-    own_s: float  # this process's CPU time and its waited-for children's
-
-    @classmethod
-    def take(cls) -> Snapshot:
-        try:
-            load = round(os.getloadavg()[0], 2)
-        except OSError:
-            load = None
-        own = sum(
-            getattr(resource.getrusage(who), f)
-            for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
-            for f in ("ru_utime", "ru_stime")
-        )
-        return cls(time.perf_counter(), load, reference_ms(), busy_seconds(), own)
-
-
-def busy_seconds() -> float | None:
-    """Every CPU's busy time since boot (user, nice, system, irq, softirq and steal of /proc/stat's first line), in
-    seconds; None where there is no /proc/stat."""
-    try:
-        fields = Path("/proc/stat").read_text().splitlines()[0].split()
-        user, nice, system, _idle, _iowait, irq, softirq, steal = (int(v) for v in fields[1:9])
-    except (OSError, ValueError, IndexError):
-        return None
-    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
-
-
-def conditions(start: Snapshot, end: Snapshot, readings: list[float] | None = None, cpus: int | None = None
-               ) -> dict[str, Any]:
-    """Whether the machine was quiet while the study ran. The 1-minute load average at the end counts the study's own
-    processes, so the load beside the study is the larger of the load at the start and the cores other processes
-    kept busy on average (all CPU time less this study's, over the wall time). Under load also where the drift
-    probe (bench/drift.py) read more than the noise gate's multiple of its quietest value at the end, or between
-    more than a tenth of the processes."""
-    cpus = cpus or os.cpu_count() or 1
-    wall = max(end.wall - start.wall, 1e-9)
-    others = None
-    if start.busy_s is not None and end.busy_s is not None:
-        others = round(max(0.0, (end.busy_s - start.busy_s) - (end.own_s - start.own_s)) / wall, 2)
-    load = max(v for v in (start.load_1m, others if others is not None else end.load_1m, 0.0) if v is not None)
-    limit = LOAD_PER_CPU * cpus
-    readings = [v for v in (readings or [start.reference_ms, end.reference_ms]) if v and v > 0]
-    quietest = min(readings)
-    slow = [v for v in readings if v > stats.REFERENCE_FACTOR * quietest]
-    drifted = end.reference_ms > stats.REFERENCE_FACTOR * quietest or len(slow) > DRIFT_SHARE * len(readings)
-    why = ([f"load {load:.2f}"] if load > limit else []) + (
-        [f"drift probe above {stats.REFERENCE_FACTOR:g}x its quietest {quietest:.3g} ms in {len(slow)} of "
-         f"{len(readings)} readings, {end.reference_ms:.3g} ms at the end"] if drifted else [])
-    return {
-        "label": f"under load ({'; '.join(why)})" if why else "quiet",
-        "quiet": not why,
-        "load": round(load, 2),
-        "load_limit": limit,
-        "cpus": cpus,
-        "load_1m": {"start": start.load_1m, "end": end.load_1m},
-        "others_busy_cores": others,
-        "drift_probe_ms": {"start": start.reference_ms, "end": end.reference_ms, "quietest": quietest,
-                           "readings": len(readings), "above_limit": len(slow)},
-        "wall_s": round(wall, 1),
-    }
 
 
 # -- the study
