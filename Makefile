@@ -213,7 +213,7 @@ bench-cpu-mid: doctor envs ## The published generate ratios at the largest size 
 PYTHON_VERSION ?= 3.12
 FOR ?=
 wheelhouse: ## Download, hash-checked at the locked versions, the workloads' libraries (no frameworks) for PYTHON_VERSION= (3.12), or only what FOR=<python> lacks -> wheelhouse/
-	$(PYTHON) -m bench.envs.wheelhouse $(if $(FOR),--for $(call shell_quote,$(FOR)),--python-version $(PYTHON_VERSION))
+	$(PYTHON) -m bench.envs.wheelhouse $(if $(FOR),--for $(call shell_quote,$(value FOR)),--python-version $(PYTHON_VERSION))
 
 # The checks only a GPU can answer (bench/gpucheck.py), most valuable first, within BUDGET= minutes (default 15); the
 # report is rewritten as each check ends and RESUME=1 goes on with a cut-off run. Refused in one line (exit 2,

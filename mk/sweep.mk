@@ -17,19 +17,19 @@ PROCESSES ?=
 MAX_PROCESSES ?=
 # CHANGE=faster: a bisect looks for the first faster release (where an improvement came) instead of the first slower
 CHANGE ?=
-SWEEP_ARGS = $(if $(STUDY),--study $(call shell_quote,$(STUDY))) $(if $(PACKAGE),--package $(PACKAGE)) $(if $(BACKEND),--backend $(BACKEND)) \
+SWEEP_ARGS = $(if $(STUDY),--study $(call shell_quote,$(value STUDY))) $(if $(PACKAGE),--package $(PACKAGE)) $(if $(BACKEND),--backend $(BACKEND)) \
 	$(if $(MODEL),--model $(MODEL)) $(if $(TASK),--task $(TASK)) $(if $(VARIANT),--variant $(VARIANT)) \
 	$(if $(PROFILE),--profile $(PROFILE)) $(if $(STEPS),--steps $(STEPS)) $(if $(BATCH),--batch-size $(BATCH)) \
-	$(if $(CALL),--call $(call shell_quote,$(CALL))) $(if $(PROCESSES),--processes $(PROCESSES)) \
+	$(if $(CALL),--call $(call shell_quote,$(value CALL))) $(if $(PROCESSES),--processes $(PROCESSES)) \
 	$(if $(MAX_PROCESSES),--max-processes $(MAX_PROCESSES)) --results-dir "$(RESULTS)"
 
 .PHONY: sweep bisect
 
 sweep: doctor env-tools ## Sweep PACKAGE= over VERSIONS=a,b,c on BACKEND= MODEL= TASK= (or STUDY=keras-overhead) -> $(RESULTS)/SWEEP.md
-	@test -n $(call shell_quote,$(STUDY)) -o \( -n "$(PACKAGE)" -a -n "$(VERSIONS)" -a -n "$(BACKEND)" \) || { echo "usage: make sweep PACKAGE=<name> VERSIONS=<a,b,c> BACKEND=<env> MODEL= TASK= [PROCESSES=] | make sweep STUDY=<a name of bench/sweep/studies/, or a study file>" >&2; exit 2; }
+	@test -n $(call shell_quote,$(value STUDY)) -o \( -n "$(PACKAGE)" -a -n "$(VERSIONS)" -a -n "$(BACKEND)" \) || { echo "usage: make sweep PACKAGE=<name> VERSIONS=<a,b,c> BACKEND=<env> MODEL= TASK= [PROCESSES=] | make sweep STUDY=<a name of bench/sweep/studies/, or a study file>" >&2; exit 2; }
 	$(TOOLS_PY) -m bench.sweep sweep $(SWEEP_ARGS) $(if $(VERSIONS),--versions $(VERSIONS))
 
 bisect: doctor env-tools ## First release between GOOD= and BAD= where PACKAGE='s cell got slower (by halves; KEY= the judged key)
 	@test -n "$(GOOD)" -a -n "$(BAD)" -a \( -n "$(STUDY)" -o \( -n "$(PACKAGE)" -a -n "$(BACKEND)" \) \) || { echo "usage: make bisect PACKAGE=<name> GOOD=<version> BAD=<version> BACKEND=<env> MODEL= TASK= [KEY=] | STUDY=<name> GOOD= BAD= KEY=" >&2; exit 2; }
-	$(TOOLS_PY) -m bench.sweep bisect $(SWEEP_ARGS) --good $(GOOD) --bad $(BAD) $(if $(KEY),--key $(call shell_quote,$(KEY))) \
+	$(TOOLS_PY) -m bench.sweep bisect $(SWEEP_ARGS) --good $(GOOD) --bad $(BAD) $(if $(KEY),--key $(call shell_quote,$(value KEY))) \
 		$(if $(filter faster,$(CHANGE)),--faster,$(if $(filter-out slower,$(CHANGE)),$(error CHANGE=$(CHANGE): slower or faster)))

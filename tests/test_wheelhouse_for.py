@@ -183,7 +183,7 @@ def test_an_interpreter_that_never_answers_is_ended_with_what_it_started(tmp_pat
 ])  # fmt: skip
 def test_a_value_with_a_quote_reaches_the_command_as_written(tmp_path, target, variable, option):
     argv_of = script(tmp_path / "argv", f"#!{sys.executable}\nimport json, sys\nprint(json.dumps(sys.argv[1:]))\n")
-    value = f"{tmp_path}/o'k \"a b\" `x` ;/python"  # (make expands a $ itself: $$ is one)
+    value = f"{tmp_path}/o'k \"a b\" `x` ;$HOME $(PYTHON)/python"  # a $ too: make does not expand it
     out = subprocess.run(
         ["make", "--no-print-directory", target, f"{variable}={value}", f"PYTHON={argv_of}", f"TOOLS_PY={argv_of}",
          "ENVS_PY=true", "PACKAGE=keras", "BACKEND=jax", "VERSIONS=1.0", "GOOD=1.0", "BAD=2.0",
