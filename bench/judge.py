@@ -23,7 +23,8 @@ from bench.results import Result, Run
 from bench.same_work import work_difference
 from bench.stats import Estimate, Noise, ProcessSpread, Ratio
 
-MIN_KEPT = 2  # the fewest undisturbed processes a cell is judged on once a disturbed one is set aside
+MIN_KEPT = 3  # the fewest undisturbed processes a cell is judged on once a disturbed one is set aside (two give a
+# Welch interval of a degree of freedom or two: too wide to decide anything)
 
 
 def reference_readings(results: Iterable[Result]) -> list[float]:
@@ -86,9 +87,8 @@ class Judge:
         return self._machine_figures[key]
 
     def spread(self, result: Result) -> ProcessSpread | None:
-        """The process-to-process spread of the result's machine measured for the result's profile, which a cell of
-        one process borrows; None where none was (its interval then covers its steps only, and decides nothing)."""
-        return self._per_machine(machine_spread, result, result.cell.profile)
+        """The process-to-process spread of the result's machine, which a cell of one process borrows."""
+        return self._per_machine(machine_spread, result)
 
     def run_spread(self, result: Result) -> ProcessSpread | None:
         """The run-to-run spread of the result's machine (its noise studies' rounds), None where unmeasured."""
@@ -109,7 +109,7 @@ class Judge:
 
     def kept_runs(self, result: Result) -> tuple[list[Run], list[str]]:
         """The processes a cell is judged on, and why each other was set aside. A process whose noise gate tripped
-        (a disturbed machine while it ran) is set aside where the undisturbed ones are at least two and a majority,
+        (a disturbed machine while it ran) is set aside where the undisturbed ones are at least three and a majority,
         so that one disturbed process costs the cell that process, not its verdict; otherwise none is set aside and
         the cell is noisy (Judge.noise)."""
         quiet = self.quiet_reference_ms(result)

@@ -64,21 +64,14 @@ def read_noise_file(path: Path) -> dict[str, Any]:
     return data
 
 
-def machine_spread(
-    results_dir: Path | None, machine: dict[str, Any], profile: str | None = None
-) -> ProcessSpread | None:
-    """The machine's process-to-process spread from its noise study, for cells of one process; None without one, or
-    where `profile` is given and the study measured another (a spread of tiny smoke cells says nothing of how far a
-    full-size cell's processes move apart)."""
+def machine_spread(results_dir: Path | None, machine: dict[str, Any]) -> ProcessSpread | None:
+    """The machine's process-to-process spread from its noise study, for cells of one process; None without one."""
     found = find_noise_file(results_dir, machine)
     if found is None:
         return None
     path, exact = found
     try:
-        data = read_noise_file(path)
-        if profile is not None and (data.get("settings") or {}).get("profile") != profile:
-            return None
-        spread = data["process_spread"]
+        spread = read_noise_file(path)["process_spread"]
         source = f"make noise, {path.name}" + ("" if exact else "; matched by machine label, processor not recorded")
         return ProcessSpread(float(spread["log_sd"]), float(spread["dof"]), source)
     except (OSError, ValueError, KeyError, TypeError):

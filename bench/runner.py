@@ -530,9 +530,13 @@ def run_cells(
 
 
 def to_replace(runs: list[Run], rule: SequentialRule, readings: list[float]) -> int:
-    """How many of a cell's processes were disturbed (their noise gate tripped against this run's quietest reading
-    so far) while fewer than the rule's first count are undisturbed: each gets a replacement, up to `first` more
-    processes than the cap, so that the cell is judged on undisturbed ones (bench/judge.py kept_runs). 0: none."""
+    """Under a sequential rule (the paper profile's processes until decided), how many of a cell's processes were
+    disturbed (their noise gate tripped against this run's quietest reading so far) while fewer than the rule's first
+    count are undisturbed: each gets a replacement, up to `first` more processes than the cap, so that the cell is
+    judged on undisturbed ones (bench/judge.py kept_runs). A fixed count (smoke, cpu, a budget, --repeats) stays
+    fixed: its disturbed process is set aside when judged, not replaced. 0: none."""
+    if not rule.sequential:
+        return 0
     quiet = min((r for r in readings if r and r > 0), default=None)
     ok = [r for r in runs if r.status == "ok" and r.timed_ms]
     disturbed = sum(noise_reasons(r.timed_ms, r.reference, quiet).noisy for r in ok)

@@ -58,6 +58,9 @@ NOT_RUN = {
     "ROUNDS": "make noise",
     "PAIRS": "make noise",
     "SLOWDOWNS": "make noise",
+    "DELAYS": "make noise (the delay part: tests/test_noise.py runs it through the study)",
+    "DELAY_CELLS": "make noise",
+    "PARTS": "make noise",
     "SIZE": "make overhead",
     "LOCK_ENVS": "make lock (PyPI)",
     "PYTHON_VERSION": "make wheelhouse (PyPI)",
@@ -70,7 +73,7 @@ NOT_RUN = {
     "SUBMIT_ARGS": "make submit: more `bench submit` options, passed on as written",
     "PYTHON": "every case sets it (the dry-run interpreter)",
     **dict.fromkeys(
-        ("PACKAGE", "VERSIONS", "CALL", "STUDY", "GOOD", "BAD", "KEY", "PROCESSES", "CHANGE"),
+        ("PACKAGE", "VERSIONS", "CALL", "STUDY", "GOOD", "BAD", "KEY", "PROCESSES", "MAX_PROCESSES", "CHANGE"),
         "make sweep / bisect (PyPI)",
     ),
 }
@@ -249,7 +252,8 @@ def test_every_yes_no_variable_the_makefile_reads_is_checked():
 @pytest.mark.skipif(not shutil.which("make"), reason="GNU make is not installed")
 @pytest.mark.parametrize("target,name", [("bench-all", "REPEATS"), ("bench-all", "STEPS"), ("bench-all", "JOBS"),
                                          ("bench", "BATCH"), ("noise", "ROUNDS"), ("noise", "PAIRS"),
-                                         ("noise", "LOAD"), ("sweep", "PROCESSES"), ("submit-status", "WAIT")])
+                                         ("noise", "LOAD"), ("sweep", "PROCESSES"), ("sweep", "MAX_PROCESSES"),
+                                         ("submit-status", "WAIT")])
 def test_a_count_that_is_not_a_whole_number_above_0_is_refused_before_anything_is_built(tmp_path, target, name):
     built = tmp_path / "built"
     needs = {"BACKEND": "jax", "MODEL": "bert", "PACKAGE": "keras", "VERSIONS": "3.0.5"}

@@ -99,7 +99,7 @@ def test_the_rows_decided_are_the_tables_own_verdicts(tmp_path):
 def test_a_disturbed_process_is_replaced_and_set_aside_not_the_whole_comparison(tmp_path, monkeypatch):
     # torch's second process runs its second half 1.5x slow: its noise gate trips. One more process takes its
     # place (3 + 1), it is set aside when judged, and the 12% difference is decided on the other three.
-    results, lines = run(tmp_path, monkeypatch, scale=1.12, jitter=0.01, rule=SequentialRule(3, 3), disturb_torch="1")
+    results, lines = run(tmp_path, monkeypatch, scale=1.12, jitter=0.01, disturb_torch="1")
     assert [len(r.runs) for r in results.values()] == [3, 4]
     assert sum("one more process, in place of 1 disturbed one" in line for line in lines) == 1
     judge = Judge(list(results.values()))
@@ -109,13 +109,19 @@ def test_a_disturbed_process_is_replaced_and_set_aside_not_the_whole_comparison(
     found = judge.ratio(results["jax"], results["torch"])
     assert stats.verdict(found) == stats.SLOWER and math.isclose(found.value, 1.12, rel_tol=0.02), found
     assert "B: process 2 set aside" in found.note
+    # a fixed count stays fixed: nothing replaces the disturbed process, and two undisturbed ones are too few to
+    # judge on alone (a Welch interval of a degree of freedom or two), so the cell is noisy, as before
+    results, lines = run(tmp_path / "fixed", monkeypatch, scale=1.12, jitter=0.01, rule=SequentialRule(3, 3),
+                         disturb_torch="1")
+    assert [len(r.runs) for r in results.values()] == [3, 3] and not any("in place of" in line for line in lines)
+    judge = Judge(list(results.values()))
+    assert judge.set_aside(results["torch"]) == [] and judge.noise(results["torch"]).noisy
 
 
 def test_a_cell_disturbed_throughout_on_one_side_is_a_possible_change_not_noise(tmp_path, monkeypatch):
-    # every torch process disturbed: none can be set aside; the replacements stop at cap + first (6)
-    results, lines = run(tmp_path, monkeypatch, scale=1.0, jitter=0.01, rule=SequentialRule(3, 3),
-                         disturb_torch="0,1,2,3,4,5,6")
-    assert [len(r.runs) for r in results.values()] == [3, 6]
+    # every torch process disturbed: none can be set aside; the replacements stop at cap + first (9)
+    results, lines = run(tmp_path, monkeypatch, scale=1.0, jitter=0.01, disturb_torch=",".join(map(str, range(12))))
+    assert [len(r.runs) for r in results.values()] == [3, 9]
     judge = Judge(list(results.values()))
     assert judge.set_aside(results["torch"]) == [] and judge.noise(results["torch"]).noisy
     found = judge.ratio(results["jax"], results["torch"])

@@ -778,20 +778,15 @@ def test_a_one_process_cell_borrows_the_machines_noise_study_spread(tmp_path):
 
     results = tmp_path / "results"
     (results / "noise").mkdir(parents=True)
-    study = {"format": "noise-1", "process_spread": {"log_sd": 0.02, "dof": 20}, "settings": {"profile": "smoke"}}
+    study = {"format": "noise-1", "process_spread": {"log_sd": 0.02, "dof": 20}}
     (results / "noise" / "cpu-amd-epyc-2-cores.json").write_text(json.dumps(study))
     kw = dict(profile="smoke", machine=CPU)
-    cells = [make("jax", "bert", "fit", 2, 1.0, **kw), make("tensorflow", "bert", "fit", 2, 1.5, **kw)]
-    text = rendered_table(tmp_path, cells)
+    text = rendered_table(
+        tmp_path, [make("jax", "bert", "fit", 2, 1.0, **kw), make("tensorflow", "bert", "fit", 2, 1.5, **kw)]
+    )
     fit = row(text, "BERT fit")
     assert fit[4].startswith("**1.000 ±") and fit[4].endswith("%ᵐ**") and fit[8] == "1.000 (JAX) †"
     assert "stand on: machine spread (2 cells)" in text
-    # a spread measured on another profile's cells is not borrowed: the cells stand on their steps, and decide nothing
-    study["settings"]["profile"] = "cpu"
-    (tmp_path / "again" / "results" / "noise").mkdir(parents=True)
-    (tmp_path / "again" / "results" / "noise" / "cpu-amd-epyc-2-cores.json").write_text(json.dumps(study))
-    text = rendered_table(tmp_path / "again", cells)
-    assert "stand on: steps only (2 cells)" in text and "1 inconclusive" in text
 
 
 def test_the_speedups_carry_an_interval_and_a_verdict_and_no_ratio_prints_as_zero(tmp_path):

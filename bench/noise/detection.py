@@ -33,12 +33,12 @@ def delay_environment(share: float) -> dict[str, str]:
 
 @dataclass
 class DelayRecord:
-    """One cell at one delay: each pair's verdict inside its run, and each across-run verdict."""
+    """One cell at one delay: each pair's verdict inside its run, and the folders its across-run pairs are judged
+    from."""
 
     cell: Cell
     share: float
     within: list[dict[str, Any]] = field(default_factory=list)  # pair k: compare's pair for A(k) vs B(k)
-    across: list[dict[str, Any]] = field(default_factory=list)  # A(k) vs B(k+1): separate runs
     folders: list[dict[str, str]] = field(default_factory=list)  # pair k: side -> its folder, relative
 
     def to_dict(self) -> dict[str, Any]:
@@ -48,9 +48,9 @@ class DelayRecord:
             "cell": f"{c.backend} {c.model} {c.task} batch={c.batch_size} {c.variant}",
             "share": self.share,
             "within": outcome_counts(self.within),
-            "across": outcome_counts(self.across),
+            "across": outcome_counts([]),  # judged once the machine's study is on file (judge_across)
             "pairs": [{"within": pair_summary(w), "folders": f} for w, f in zip(self.within, self.folders)],
-            "across_pairs": [pair_summary(a) for a in self.across],
+            "across_pairs": [],
         }
 
 
@@ -74,3 +74,58 @@ def across_pairs(a_folders: list[Path], b_folders: list[Path]) -> list[tuple[Pat
     """A of pair k against B of pair k + 1 (the last A against the first B): each side from another run."""
     n = len(a_folders)
     return [(a_folders[k], b_folders[(k + 1) % n]) for k in range(n)] if n > 1 else []
+
+
+def cell_key_of(pair: dict[str, Any]) -> str:
+    """A compare pair's cell, as a cell key (bench/registry.py Cell.key)."""
+    k = pair.get("key") or {}
+    return "__".join([str(k.get("backend")), str(k.get("model")), str(k.get("task")), f"bs{k.get('batch')}",
+                      str(k.get("variant"))])
+
+
+def judge_across(data: dict[str, Any], runs_dir: Path) -> None:
+    """Each delay row's across-run pairs (A of pair k against B of pair k + 1) judged as `make compare` judges
+    separate runs, into `data` in place. Judged once the machine's study is written, so that its run-to-run spread,
+    measured by this study's own rounds where it has them, is the one each comparison carries."""
+    from bench.compare import verdicts
+
+    def judged(a: Path, b: Path, key: str) -> dict[str, Any]:
+        try:
+            found = next((p for p in verdicts(runs_dir / a, runs_dir / b) if cell_key_of(p) == key), None)
+        except BenchError as e:  # a side with no result (its processes failed): no verdict, and why
+            return {"verdict": None, "reason": str(e)}
+        return found or {"verdict": None, "reason": "no pair"}
+
+    for row in data.get("detection") or []:
+        folders = [pair["folders"] for pair in row.get("pairs") or []]
+        sides = across_pairs([f["A"] for f in folders], [f["B"] for f in folders])
+        pairs = [judged(a, b, row["key"]) for a, b in sides]
+        row["across_pairs"] = [pair_summary(p) for p in pairs]
+        row["across"] = outcome_counts(pairs)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Judge a written study's across-run delay pairs again, against the machine's study as it stands now (a study
+    judged before its machine's run-to-run spread was on file), and render the page again."""
+    import argparse
+    import json
+
+    from bench.atomic import write_json_atomic
+    from bench.noise_file import read_noise_file
+    from bench.report.noise import render_noise
+
+    parser = argparse.ArgumentParser(prog="python -m bench.noise.detection", description=main.__doc__.split(".")[0])
+    parser.add_argument("study", type=Path, help="<results>/noise/<machine>--<processor>.json")
+    args = parser.parse_args(argv)
+    data = read_noise_file(args.study)
+    results_dir = args.study.resolve().parent.parent
+    judge_across(data, results_dir / data["runs_dir"])
+    write_json_atomic(args.study, data)
+    write_json_atomic(results_dir / data["runs_dir"] / "study.json", data)
+    render_noise(results_dir)
+    print(json.dumps([{k: row[k] for k in ("key", "share", "within", "across")} for row in data["detection"] or []]))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -350,11 +350,9 @@ class Study:
             f"{', '.join(f'+{s:.0%}' for s in self.delays)} (tests/fixtures/step_delay), {self.pairs} pairs of "
             f"{self.repeats} + {self.repeats} processes, each pair its own run (elapsed {self.elapsed()})"
         )
-        folders: dict[float, list[dict[str, Path]]] = {share: [] for share in self.delays}
         for k in range(1, self.pairs + 1):  # pair k of every delay, then pair k + 1: each spread over the study
             for share in self.delays:
                 sides = {s: self.runs_dir / f"delay-{share:g}" / f"pair-{k}" / s for s in ("A", "B")}
-                folders[share].append(sides)
                 for folder in sides.values():
                     folder.mkdir(parents=True, exist_ok=True)
                 prepared = {s: prepare(self.delay_cells, folder, self.repeats) for s, folder in sides.items()}
@@ -375,11 +373,6 @@ class Study:
                         release_results_folder(folder)
                     for side in prepared.values():
                         side.caches.close()
-        for share, pairs in folders.items():
-            for a, b in detection.across_pairs([f["A"] for f in pairs], [f["B"] for f in pairs]):
-                for cell in self.delay_cells:
-                    pair = pair_of(cell, compare_verdicts(a, b)) or {"verdict": None, "reason": "no pair"}
-                    self.detection[share][cell.key].across.append(pair)
 
     def detection_summary(self) -> list[dict[str, Any]]:
         return [record.to_dict() for by_cell in self.detection.values() for record in by_cell.values()]
@@ -568,9 +561,18 @@ class Study:
             # a study without its A/A or its probe is not the machine's: it stays in its runs folder
             from bench.report.noise import render_partial
 
+            detection.judge_across(data, self.runs_dir)
+            write_json_atomic(self.runs_dir / "study.json", data)
             path = render_partial(self.runs_dir, data)
         else:
             path = write_study(self.results_dir, data)
+            if data.get("detection"):  # across runs: judged with the run spread this study has just put on file
+                from bench.report.noise import render_noise
+
+                detection.judge_across(data, self.runs_dir)
+                write_json_atomic(path, data)
+                write_json_atomic(self.runs_dir / "study.json", data)
+                render_noise(self.results_dir)
         self.echo(summary_line(data))
         return path
 

@@ -134,8 +134,9 @@ def findings(table: TableAnalysis) -> list[str]:
         line = [get_model(m).display, speedup_text(table.speedup_keras2.get(m), total)]
         if paper:
             line.append(published_speedup_text(table.published_speedup_keras2.get(m)))
-        mark = f" {PARITY_MARK}" if m in differ and ours_native else ""
-        line += [speedup_text(per_model.get(m), total) + mark for per_model in ours_native.values()]
+        mark = f" {PARITY_MARK}" if m in differ else ""
+        line += [speedup_text(per_model.get(m), total) + (mark if per_model.get(m) else "")
+                 for per_model in ours_native.values()]
         if paper:
             line.append("— (not in the published CSV)")
         body.append(line)
@@ -158,7 +159,7 @@ def findings(table: TableAnalysis) -> list[str]:
         "",
         github_table(body, headers),
         "",
-        *parity_notes(differ, [m for m in MODELS if any(f.key.model == m for f in rows)] if ours_native else []),
+        *parity_notes(differ, [m for m in MODELS if any(per_model.get(m) for per_model in ours_native.values())]),
         *summary,
     ]
 
