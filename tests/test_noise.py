@@ -305,11 +305,13 @@ def test_tiny_study_end_to_end(tmp_path):
     assert (Path(path).parent / PAGE).is_file()
     assert any("[round 1/1 · cell 1/1 · B 2/2]" in line for line in lines)
     assert any("A/A so far" in line for line in lines) and any("+50% so far" in line for line in lines)
-    # a real +100% per-step delay on side B of two pairs, each its own run: seen inside a run and across runs
+    # a real +100% per-step delay on side B of two pairs, each its own run: never called same or faster, and the
+    # ratios show it (2 processes a side decide little on a noisy host: their geometric mean, not a verdict, is asked)
     (row,) = data["detection"]
     assert row["key"] == key and row["within"]["pairs"] == row["across"]["pairs"] == 2
     assert row["within"]["wrong"] == row["across"]["wrong"] == 0, row
-    assert row["within"]["detected"] >= 1, row
+    ratios = [pair["within"]["ratio"] for pair in row["pairs"]]
+    assert math.exp(statistics.fmean(math.log(r) for r in ratios)) > 1.4, ratios
     delayed = next((tmp_path / data["runs_dir"] / "delay-1" / "pair-1" / "B" / "smoke").rglob(f"{key}.json"))
     config = json.loads(delayed.read_text())["config"]
     assert config["environment"]["BENCH_TEST_STEP_DELAY"] == "1", config  # the result says it was slowed
