@@ -165,7 +165,13 @@ class Judge:
         noises = {side: self.noise(result) for side, result in (("A", a), ("B", b))}
         for side, noise in noises.items():
             machine = any("drift probe" in reason for reason in noise.reasons)  # the machine itself ran slow
-            if noise.noisy and not machine and not any(n.noisy for other, n in noises.items() if other != side):
+            result = a if side == "A" else b
+            timed = [run for run in result.runs if run.status == "ok" and run.timed_ms]
+            unsteady = len({r.split(":", 1)[0] for r in noise.reasons}) if len(timed) > 1 else len(timed)
+            throughout = unsteady * 2 > len(timed)  # most of the side's processes, not one of several
+            if noise.noisy and throughout and not machine and not any(
+                n.noisy for other, n in noises.items() if other != side
+            ):
                 # one side's steps unsteady throughout, the other steady, the machine not seen slow: a change on
                 # that side (a slowdown that grows over the run) is as likely as noise
                 found = found.undecided(f"possible change on {side}, or noise: {'; '.join(noise.reasons)}; "

@@ -116,6 +116,8 @@ def test_a_disturbed_process_is_replaced_and_set_aside_not_the_whole_comparison(
     assert [len(r.runs) for r in results.values()] == [3, 3] and not any("in place of" in line for line in lines)
     judge = Judge(list(results.values()))
     assert judge.set_aside(results["torch"]) == [] and judge.noise(results["torch"]).noisy
+    # one unsteady process of three is a disturbance, not a change of the side: "noisy", not "possible change"
+    assert judge.ratio(results["jax"], results["torch"]).reason.startswith("B noisy: process 2: its second half")
 
 
 def test_a_cell_disturbed_throughout_on_one_side_is_a_possible_change_not_noise(tmp_path, monkeypatch):
