@@ -89,12 +89,19 @@ def judge_across(data: dict[str, Any], runs_dir: Path) -> None:
     measured by this study's own rounds where it has them, is the one each comparison carries."""
     from bench.compare import verdicts
 
+    # one compare per pair of folders: they hold every row's cell
+    compared: dict[tuple[Path, Path], list[dict[str, Any]] | BenchError] = {}
+
     def judged(a: Path, b: Path, key: str) -> dict[str, Any]:
-        try:
-            found = next((p for p in verdicts(runs_dir / a, runs_dir / b) if cell_key_of(p) == key), None)
-        except BenchError as e:  # a side with no result (its processes failed): no verdict, and why
-            return {"verdict": None, "reason": str(e)}
-        return found or {"verdict": None, "reason": "no pair"}
+        if (a, b) not in compared:
+            try:
+                compared[a, b] = verdicts(runs_dir / a, runs_dir / b)
+            except BenchError as e:  # a side with no result (its processes failed): no verdict, and why
+                compared[a, b] = e
+        found = compared[a, b]
+        if isinstance(found, BenchError):
+            return {"verdict": None, "reason": str(found)}
+        return next((p for p in found if cell_key_of(p) == key), None) or {"verdict": None, "reason": "no pair"}
 
     for row in data.get("detection") or []:
         folders = [pair["folders"] for pair in row.get("pairs") or []]
