@@ -12,7 +12,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from bench.provenance import REPO_ROOT, machine_slug
+from bench.provenance import REPO_ROOT, hardware_slug
 from bench.stats import ProcessSpread
 
 NOISE_DIR = "noise"
@@ -27,7 +27,7 @@ def processor_fingerprint(machine: dict[str, Any]) -> str | None:
 
 def noise_file_name(machine: dict[str, Any]) -> str:
     fingerprint = processor_fingerprint(machine)
-    return f"{machine_slug(machine)}--{fingerprint[:12]}.json" if fingerprint else f"{machine_slug(machine)}.json"
+    return f"{hardware_slug(machine)}--{fingerprint[:12]}.json" if fingerprint else f"{hardware_slug(machine)}.json"
 
 
 def noise_folders(results_dir: Path | None) -> list[Path]:
@@ -41,7 +41,7 @@ def find_noise_file(results_dir: Path | None, machine: dict[str, Any]) -> tuple[
     """The noise file for a result's machine, and whether it matched on the processor's fingerprint (True) or, for a
     result that recorded none, on the machine's label only (False). None: no study for this machine."""
     fingerprint = processor_fingerprint(machine)
-    slug = machine_slug(machine or {})
+    slug = hardware_slug(machine or {})
     for folder in noise_folders(results_dir):
         if not folder.is_dir():
             continue

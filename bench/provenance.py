@@ -293,18 +293,41 @@ def machine_info() -> dict[str, Any]:
     }
 
 
-def machine_label(machine: dict[str, Any]) -> str:
-    """A short name that groups results run on the same hardware (one table per machine)."""
+def hardware_label(machine: dict[str, Any]) -> str:
+    """The hardware by the names it reports: its GPUs, else "CPU <name> (<n> cores)". Hosts of one such name can hold
+    different processors (a hypervisor may cut every EPYC to "AMD EPYC"), so results are grouped by machine_label."""
     if machine.get("gpus"):
         names = [g["name"] + (" MIG" if g.get("mig") else "") for g in machine["gpus"]]
-        label = f"{len(names)}x {names[0]}"
-    else:
-        label = f"CPU {machine.get('cpu')} ({machine.get('logical_cpus')} cores)"
-    return label
+        return f"{len(names)}x {names[0]}"
+    return f"CPU {machine.get('cpu')} ({machine.get('logical_cpus')} cores)"
+
+
+def processor_tag(machine: dict[str, Any]) -> str | None:
+    """The first 12 hex digits of a CPU machine's processor fingerprint (processor_info), which tells two processors
+    of one name apart; None on a GPU machine (its GPUs, named in the label, are what its cells measure) and for a
+    result recorded before processors were."""
+    if machine.get("gpus"):
+        return None
+    fingerprint = (machine.get("processor") or {}).get("fingerprint")
+    return fingerprint[:12] if fingerprint else None
+
+
+def machine_label(machine: dict[str, Any]) -> str:
+    """A short name that groups results run on the same hardware (one table per machine): the hardware's names and,
+    on a CPU, its processor's tag, so two processors sold under one name never share a table."""
+    tag = processor_tag(machine)
+    return f"{hardware_label(machine)}, processor {tag}" if tag else hardware_label(machine)
+
+
+def hardware_slug(machine: dict[str, Any]) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", hardware_label(machine).lower()).strip("-")[:80]
 
 
 def machine_slug(machine: dict[str, Any]) -> str:
-    return re.sub(r"[^a-z0-9]+", "-", machine_label(machine).lower()).strip("-")[:80]
+    """The machine's folder name (results, ceilings, studies): the hardware's slug, then `--<processor tag>` on a
+    CPU, so a run on another processor of the same name lands beside the others' results, not over them."""
+    tag = processor_tag(machine)
+    return f"{hardware_slug(machine)}--{tag}" if tag else hardware_slug(machine)
 
 
 def env_stamp(prefix: str | Path = sys.prefix) -> dict[str, Any] | None:

@@ -49,7 +49,7 @@ def test_the_committed_smoke_results_export_to_72_rows_per_stack(tmp_path):
     assert {"ok", "unsupported"} <= {r["status"] for r in rows} <= {"ok", "unsupported", "unsteady"}
     assert sum(r["status"] == "unsupported" for r in rows) == 6
     assert {r["machine"] for r in rows} == {"CPU AMD EPYC (2 cores)"} and {r["profile"] for r in rows} == {"smoke"}
-    bert = next(r for r in rows if r["file"] == "smoke/cpu-amd-epyc-2-cores/jax__bert__fit__bs2__default.json")
+    bert = next(r for r in rows if r["file"] == "smoke/cpu-amd-epyc-2-cores--64dc9908f650/jax__bert__fit__bs2__default.json")
     # the export's figures are the result file's own (the file is re-run whenever its code path changes)
     bert_result = load(COMMITTED / bert["file"])
     assert float(bert["median"]) == pytest.approx(bert_result.summary().median, rel=1e-5)

@@ -17,7 +17,7 @@ from bench.backends import BACKENDS
 
 EXAMPLE = REPO / "tests" / "new_model" / "tiny_mlp"
 COMMITTED_RESULT = (
-    committed_results() / "smoke" / "cpu-amd-epyc-2-cores" / "jax__bert__fit__bs2__default.json"
+    committed_results() / "smoke" / "cpu-amd-epyc-2-cores--64dc9908f650" / "jax__bert__fit__bs2__default.json"
 )  # HEAD's
 
 

@@ -77,11 +77,36 @@ def test_an_arm_processor_is_named_by_its_implementer_part_and_features():
     assert arm["flags"] == ["aes", "asimd", "asimdhp", "asimddp", "fphp", "i8mm", "bf16", "sve"]
 
 
-def test_every_result_names_its_processor_and_keeps_its_folder():
+def test_every_result_names_its_processor_and_two_processors_of_one_name_never_share_a_folder_or_a_table():
     machine = machine_info()
     assert machine["processor"]["fingerprint"] == processor_info()["fingerprint"]
-    without = {k: v for k, v in machine.items() if k != "processor"}
-    assert machine_label(machine) == machine_label(without) and machine_slug(machine) == machine_slug(without)
+    tag = machine["processor"]["fingerprint"][:12]
+    other = {**machine, "processor": {**machine["processor"], "model": "1", "fingerprint": "e" * 64}}
+    assert machine_slug(machine).endswith(f"--{tag}") and tag in machine_label(machine)
+    assert machine_slug(other) != machine_slug(machine) and machine_label(other) != machine_label(machine)
+    without = {k: v for k, v in machine.items() if k != "processor"}  # a result from before processors were recorded
+    assert machine_slug(without) == machine_slug(machine).removesuffix(f"--{tag}")
+    gpu = {**machine, "gpus": [{"name": "NVIDIA H100 80GB HBM3"}]}  # named by what its cells measure: its GPUs
+    assert machine_slug(gpu) == "1x-nvidia-h100-80gb-hbm3" and machine_label(gpu) == "1x NVIDIA H100 80GB HBM3"
+
+
+def test_two_processors_of_one_name_write_their_results_side_by_side(tmp_path):
+    from bench.registry import Cell
+    from bench.results import result_path
+
+    cell = Cell("jax", "bert", "fit", 2, "smoke", "default", 1, 3)
+    here = machine_info()
+    other = {**here, "processor": {**here["processor"], "model": "1", "fingerprint": "e" * 64}}
+    mine, theirs = result_path(tmp_path, cell, here), result_path(tmp_path, cell, other)
+    assert mine.name == theirs.name and mine.parent != theirs.parent and mine.parent.parent == theirs.parent.parent
+
+
+def test_a_ceilings_file_from_before_folders_named_the_processor_is_still_found(ceilings_file):
+    results_dir = ceilings_file.parent.parent
+    here = machine_info()
+    legacy = ceilings_file.with_name(ceilings.hardware_slug(here) + ".json")
+    ceilings_file.rename(legacy)
+    assert ceilings.load_machine_file(results_dir, here)["ceilings"] == PROBE
 
 
 PROBE = {"host": {"matmul": {"float32": {"median": 1e11}}, "triad": {"median": 1e10}}}
@@ -105,6 +130,8 @@ def test_a_ceilings_file_of_another_processor_is_not_used_and_that_is_said(ceili
     assert ceilings.load_machine_file(results_dir, here)["ceilings"] == PROBE
     assert ceilings.machine_file_for(results_dir, here)[1] is None
     other = {**here, "processor": {**here["processor"], "family": "999", "fingerprint": "f" * 64}}
+    assert ceilings.load_machine_file(results_dir, other) is None  # its own file: none
+    ceilings_file.rename(ceilings_file.with_name(ceilings.hardware_slug(here) + ".json"))  # a file of the name only
     assert ceilings.load_machine_file(results_dir, other) is None
     said = capsys.readouterr().err
     assert "not used: measured on another processor" in said

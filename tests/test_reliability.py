@@ -284,14 +284,14 @@ def test_the_committed_results_fixture_is_heads_not_the_working_trees():
     from committed import committed_results
 
     head = subprocess.run(
-        ["git", "show", "HEAD:results/smoke/cpu-amd-epyc-2-cores/jax__bert__fit__bs2__default.json"],
+        ["git", "show", "HEAD:results/smoke/cpu-amd-epyc-2-cores--64dc9908f650/jax__bert__fit__bs2__default.json"],
         cwd=REPO,
         capture_output=True,
         text=True,
         check=True,
     ).stdout
     assert (
-        committed_results() / "smoke" / "cpu-amd-epyc-2-cores" / "jax__bert__fit__bs2__default.json"
+        committed_results() / "smoke" / "cpu-amd-epyc-2-cores--64dc9908f650" / "jax__bert__fit__bs2__default.json"
     ).read_text() == head
 
 

@@ -13,7 +13,7 @@ from bench.report import render
 from bench.results import load
 from bench.same_work import work_difference
 
-SMOKE = committed_results() / "smoke" / "cpu-amd-epyc-2-cores"
+SMOKE = committed_results() / "smoke" / "cpu-amd-epyc-2-cores--64dc9908f650"
 
 
 def smoke(key: str):

@@ -30,7 +30,7 @@ from pathlib import Path
 from bench.atomic import write_json_atomic
 from bench.backends import cell_environment, get_backend
 from bench.judge import processor_differences
-from bench.provenance import REPO_ROOT, git_info, machine_info, machine_label, machine_slug, now_utc
+from bench.provenance import REPO_ROOT, git_info, hardware_slug, machine_info, machine_label, machine_slug, now_utc
 from bench.resultsdir import results_folder
 from bench.roofline.hardware import datasheet_for
 from bench.roofline.probe import PREFIX, measure
@@ -155,13 +155,28 @@ def measure_machine(results_dir: Path, venvs: Path, echo=print, repeats: int = 3
     return path
 
 
+def candidate_file(results_dir: Path, machine: dict) -> Path:
+    """The file of the machine's own name if there is one; else the file of its hardware's name, written before names
+    carried the processor (checked against the result's processor by the caller); for a result that recorded no
+    processor, the newest file of its hardware's name with any processor's tag."""
+    own, folder = machine_file(results_dir, machine), Path(results_dir) / FOLDER
+    if own.is_file():
+        return own
+    legacy = folder / f"{hardware_slug(machine)}.json"
+    if legacy.is_file() or (machine or {}).get("processor"):
+        return legacy
+    tagged = sorted(folder.glob(f"{hardware_slug(machine)}--*.json"), key=lambda p: p.stat().st_mtime)
+    return tagged[-1] if tagged else legacy
+
+
 def machine_file_for(results_dir: Path, machine: dict) -> tuple[dict | None, str | None]:
-    """The machine file for a result's machine (matched by its label's slug, as the file is named) and a note on
+    """The machine file for a result's machine (its folder name, bench/provenance.py machine_slug; else the file of
+    its hardware's name, from before names carried the processor) and a note on
     the match: (None, why) where the file was measured on another processor than the result's (two hosts of one
     label can differ: its ceilings are not this host's, so they are not used); (file, why) where one side recorded
     no processor, so the match stands on the label alone; (file, None) for the same processor; (None, None) without
     a file."""
-    path = machine_file(results_dir, machine)
+    path = candidate_file(results_dir, machine)
     try:
         data = json.loads(path.read_text())
     except (OSError, ValueError):
