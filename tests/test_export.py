@@ -29,6 +29,9 @@ def make_result(backend="jax", model="bert", task="fit", batch=2, runs=None, tok
     return Result(cell, runs, "ms/step", {"git": {"commit": "c0ffee"}, "machine": machine}, "2026-01-01T00:00:00+00:00")
 
 
+SMOKE_FOLDER = "cpu-amd-epyc-2-cores--64dc9908f650"  # the committed smoke run's machine: hardware and processor
+
+
 def test_the_committed_smoke_results_export_to_72_rows_per_stack(tmp_path):
     out, count = export.export(COMMITTED, tmp_path / "all.csv")
     by_stack = {stack: [r for r in read_back(out) if r["stack"] == stack] for stack in ("today", "2024", "current")}
@@ -48,8 +51,9 @@ def test_the_committed_smoke_results_export_to_72_rows_per_stack(tmp_path):
     assert list(rows[0]) == list(export.COLUMNS)
     assert {"ok", "unsupported"} <= {r["status"] for r in rows} <= {"ok", "unsupported", "unsteady"}
     assert sum(r["status"] == "unsupported" for r in rows) == 6
-    assert {r["machine"] for r in rows} == {"CPU AMD EPYC (2 cores)"} and {r["profile"] for r in rows} == {"smoke"}
-    bert = next(r for r in rows if r["file"] == "smoke/cpu-amd-epyc-2-cores--64dc9908f650/jax__bert__fit__bs2__default.json")
+    assert {r["machine"] for r in rows} == {"CPU AMD EPYC (2 cores), processor 64dc9908f650"}
+    assert {r["profile"] for r in rows} == {"smoke"}
+    bert = next(r for r in rows if r["file"] == f"smoke/{SMOKE_FOLDER}/jax__bert__fit__bs2__default.json")
     # the export's figures are the result file's own (the file is re-run whenever its code path changes)
     bert_result = load(COMMITTED / bert["file"])
     assert float(bert["median"]) == pytest.approx(bert_result.summary().median, rel=1e-5)

@@ -825,3 +825,19 @@ def test_site_never_replaces_a_page_it_did_not_write(tmp_path, capsys):
     (site / "index.html").unlink()
     assert cli.main(["table", "--results-dir", str(results), "--site", str(site)]) == 0
     assert cli.main(["table", "--results-dir", str(results), "--site", str(site)]) == 0  # its own page: replaced
+
+
+def test_two_processors_sold_under_one_name_get_a_table_each_and_neither_overwrites_the_other(tmp_path):
+    """A reviewer's run on another processor model of the same name lands beside ours: its own folder, its own
+    table, each titled by its processor's tag."""
+    def on(fingerprint):
+        return {**CPU, "processor": {"model": fingerprint[:2], "fingerprint": fingerprint}}
+
+    ours = [make("jax", "bert", "fit", 2, 10.0, profile="smoke", machine=on("a" * 64))]
+    theirs = [make("jax", "bert", "fit", 2, 30.0, profile="smoke", machine=on("b" * 64))]
+    results = write_all(tmp_path / "results", ours + theirs)
+    assert len(list((results / "smoke").glob("*/jax__bert__fit__bs2__default.json"))) == 2
+    assert cli.main(["table", "--results-dir", str(results)]) == 0
+    titles = [line for line in (results / "RESULTS.md").read_text().splitlines() if line.startswith("## ")]
+    for tag in ("aaaaaaaaaaaa", "bbbbbbbbbbbb"):
+        assert sum(f"processor {tag}" in title for title in titles) == 1

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from bench import stats
 from bench.judge import Judge, reference_readings
+from bench.provenance import hardware_label, processor_tag
 from bench.registry import get_model
 from bench.report.load import (
     COLUMNS,
@@ -403,8 +404,28 @@ def analyse(results_dir: Path) -> Report:
     retired = [(item, why) for item in items if (why := item.result.cell.why_not_in_registry())]
     current = [item for item in items if not item.result.cell.why_not_in_registry()]
     tables = [analyse_group(g, Path(results_dir)) for g in group_results(current)]
-    todays = {(t.group.profile, t.group.machine): t for t in tables if t.group.stack == "today"}
+    todays = [t for t in tables if t.group.stack == "today"]
     for table in tables:
         if table.group.stack != "today":
-            table.today = todays.get((table.group.profile, table.group.machine))
+            table.today = todays_table(table, todays)
     return Report(current, retired, tables)
+
+
+def todays_table(table: TableAnalysis, todays: list[TableAnalysis]) -> TableAnalysis | None:
+    """Today's table of the same profile and machine; where either side recorded no processor (results from before
+    processors were), of the same hardware's name: set beside it, each ratio undecided by the Judge unless told to
+    compare across processors ("processor: recorded on one side only")."""
+    same = [t for t in todays if (t.group.profile, t.group.machine) == (table.group.profile, table.group.machine)]
+    if same:
+        return same[0]
+    machine = lambda t: t.group.results[0].provenance.get("machine") or {}
+    return next(
+        (
+            t
+            for t in todays
+            if t.group.profile == table.group.profile
+            and hardware_label(machine(t)) == hardware_label(machine(table))
+            and not (processor_tag(machine(t)) and processor_tag(machine(table)))
+        ),
+        None,
+    )

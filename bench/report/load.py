@@ -14,7 +14,7 @@ from bench.backends import BACKENDS, STACKS, UNLOCKED_STACK, keras3_backends
 from bench.errors import BenchError
 from bench.ownenv import describe_environment
 from bench.profiles import get_profile
-from bench.provenance import machine_label, machine_slug
+from bench.provenance import hardware_label, machine_label, machine_slug
 from bench.published import published_ms, published_note, published_rows
 from bench.registry import MODELS, get_model
 from bench.results import Result, load_each, placement_problems, unreadable_error
@@ -154,8 +154,9 @@ def group_results(items: list[Loaded]) -> list[Group]:
         g.stack == UNLOCKED_STACK.name,
         PROFILE_ORDER.index(g.profile) if g.profile in PROFILE_ORDER else len(PROFILE_ORDER),
         g.profile,
-        g.machine,
+        hardware_label(g.items[0].result.provenance.get("machine", {})),  # an older stack after today's on its hardware
         g.stack != "today",
+        g.machine,
         g.stack,
         g.environment,
     )
