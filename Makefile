@@ -48,6 +48,8 @@ NAME_VARIABLES := BACKEND MODEL TASK PROFILE VARIANT STEPS BATCH REPEATS JOBS ST
 	DELAYS DELAY_CELLS PARTS
 NAME_CHARACTERS := a b c d e f g h i j k l m n o p q r s t u v w x y z A B C D E F G H I J K L M N O P Q R S T U V W \
 	X Y Z 0 1 2 3 4 5 6 7 8 9 . _ -
+# each digit of $(1) followed by a space: $(words ...) of it counts the digits (a leading x is dropped)
+spaced_digits = $(subst x,,$(subst 0,0 ,$(subst 1,1 ,$(subst 2,2 ,$(subst 3,3 ,$(subst 4,4 ,$(subst 5,5 ,$(subst 6,6 ,$(subst 7,7 ,$(subst 8,8 ,$(subst 9,9 ,$(1))))))))))))
 without = $(if $(2),$(call without,$(subst $(firstword $(2)),,$(1)),$(wordlist 2,$(words $(2)),$(2))),$(1))
 # (Only values given on the command line: the environment may hold an unrelated ENV=, JOB= or SIZE=.)
 $(foreach v,$(NAME_VARIABLES),$(if $(and $(filter command line,$(origin $(v))),$(or $(word 2,$($(v))),\
@@ -224,6 +226,10 @@ BUDGET ?=
 ifneq ($(strip $(BUDGET)),)
 ifneq ($(or $(word 2,$(BUDGET)),$(strip $(call without,$(subst .,,$(BUDGET)),0 1 2 3 4 5 6 7 8 9)),$(word 4,$(subst ., . ,x$(BUDGET)x)),$(if $(strip $(call without,$(BUDGET),0 .)),,zero)),)
 $(error BUDGET=$(BUDGET): minutes, a positive number (15, 0.5), nothing else)
+endif
+# at most 1000000 minutes, as bench checks it: more than seven digits before the point is refused here too
+ifneq ($(word 8,$(call spaced_digits,$(firstword $(subst ., ,x$(BUDGET))))),)
+$(error BUDGET=$(BUDGET): minutes, at most 1000000)
 endif
 endif
 GPU_CHECK_ARGS = --results-dir "$(RESULTS)" $(if $(BUDGET),--budget-minutes $(BUDGET)) $(call flag,RESUME,--resume)

@@ -54,7 +54,7 @@ def test_the_budget_stops_the_run_cleanly_and_resume_runs_only_what_was_left(tmp
     assert len(load_all(results)) == 4 and "nothing left" in out.stdout
 
 
-BAD_BUDGETS = ["0", "-1", "nan", "inf", "1e308", "abc", "0.0", "1.2.3"]
+BAD_BUDGETS = ["0", "-1", "nan", "inf", "1e308", "abc", "0.0", "1.2.3", "10000000", "9" * 400 + ".5"]
 
 
 @pytest.mark.parametrize("target", ["bench-all", "gpu-check"])
