@@ -14,6 +14,7 @@ from bench.atomic import claim_new_file, write_json_atomic  # noqa: F401  (also 
 from bench.backends import get_backend
 from bench.errors import BenchError
 from bench.provenance import machine_slug
+from bench.runlock import STUDY_FOLDERS
 from bench.registry import Cell, get_model
 from bench.schema import validate_result
 from bench.stats import (
@@ -41,10 +42,7 @@ HISTORY = "history"  # earlier results of the same cell, moved aside rather than
 # gpu-check: its own report and short cells; ceilings: `make ceilings`' machine files (bench/roofline/ceilings.py);
 # overhead: the framework-overhead study (bench/overhead/, make overhead); noise: the machine's noise study (make noise);
 # sweep: the release sweeps and bisects (bench/sweep/, make sweep, make bisect); parity: make parity's checks
-NOT_RESULTS = {
-    HISTORY, "logs", "figures", "slurm", "grid", "tuning", "quarantine", "gpu-check", "ceilings", "overhead", "noise",
-    "sweep", "parity",
-}
+NOT_RESULTS = {HISTORY, "logs", "figures", "slurm", "quarantine", *STUDY_FOLDERS}
 QUARANTINE = "quarantine"  # where `bench validate --quarantine` moves unreadable result files
 
 

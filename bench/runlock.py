@@ -24,6 +24,10 @@ from bench.errors import BenchError
 from bench.provenance import now_utc
 
 LOCK_NAME = ".bench-run.lock"
+# The sub-folders a results folder keeps its studies in, each written by its own command (`make tuning` runs its
+# cells into <results>/tuning): a run into one holds the results folder too, so that no run, clean-up or render of
+# the results folder goes on beside it.
+STUDY_FOLDERS = frozenset({"tuning", "grid", "overhead", "noise", "sweep", "gpu-check", "parity", "ceilings"})
 
 
 def alive(pid: int) -> bool:
@@ -58,15 +62,28 @@ def describe(holder: dict | None) -> str:
 
 
 _HELD: dict[Path, tuple[IO[str], bool]] = {}  # the folders this process holds: their lock file, and whether shared
+_PARENTS_TAKEN: set[Path] = set()  # study folders whose results folder was held for them (released with them)
 
 
 def hold(results_dir: Path, echo: Callable[[str], None] = print) -> None:
-    """Hold the results folder (which exists) until release() or this process ends: a second run is refused in one
-    line naming the first; a lock left by a process that no longer runs (a kill -9, a power cut) is taken over, and
-    said so. Holding a folder this process already holds is a no-op."""
+    """Hold the results folder (which exists) until release() or this process ends, and the results folder a study's
+    sub-folder (STUDY_FOLDERS) sits in: a second run is refused in one line naming the first; a lock left by a process
+    that no longer runs (a kill -9, a power cut) is taken over, and said so. Holding a folder this process already
+    holds is a no-op."""
     key = results_dir.resolve()
     if key in _HELD:
         return
+    if key.name in STUDY_FOLDERS and key.parent.resolve() not in _HELD:  # a study's folder: its results folder too
+        hold(key.parent, echo)
+        _PARENTS_TAKEN.add(key)
+    try:
+        take(key, results_dir, echo)
+    except BaseException:
+        release_parent(key)
+        raise
+
+
+def take(key: Path, results_dir: Path, echo: Callable[[str], None]) -> None:
     shared = bool(os.environ.get("SLURM_ARRAY_TASK_ID"))
     while True:
         try:
@@ -109,8 +126,16 @@ def hold(results_dir: Path, echo: Callable[[str], None] = print) -> None:
     f.flush()
 
 
+def release_parent(key: Path) -> None:
+    if key in _PARENTS_TAKEN:
+        _PARENTS_TAKEN.discard(key)
+        release(key.parent)
+
+
 def release(results_dir: Path) -> None:
-    f, shared = _HELD.pop(results_dir.resolve(), (None, True))
+    key = results_dir.resolve()
+    f, shared = _HELD.pop(key, (None, True))
+    release_parent(key)
     if f is None:
         return
     if (
@@ -122,8 +147,9 @@ def release(results_dir: Path) -> None:
 
 @contextlib.contextmanager
 def holding(results_dir: Path, echo: Callable[[str], None] = print) -> Iterator[None]:
-    """Hold the results folder (created if need be) for the block; one this process already held (a bisect's, around
-    each of its sweeps) stays held after it."""
+    """Hold the results folder (created if need be) for the block, and the results folder a study's sub-folder
+    (STUDY_FOLDERS) sits in; one this process already held (a bisect's, around each of its sweeps) stays held after
+    it."""
     try:
         Path(results_dir).mkdir(parents=True, exist_ok=True)
     except OSError as e:

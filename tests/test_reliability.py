@@ -901,3 +901,25 @@ def test_validate_reads_the_sweeps_and_the_overhead_study_as_the_report_does(tmp
     for path in (not_a_sweep, corrupt_sweep, corrupt_overhead):
         path.unlink()
     assert cli.main(["validate", "--results-dir", str(results)]) == 0
+
+
+@pytest.mark.parametrize("held,wanted", [("results", "results/tuning"), ("results/tuning", "results")])
+def test_a_study_folder_and_its_results_folder_are_never_written_by_two_runs_at_once(tmp_path, held, wanted):
+    """`make tuning` runs its cells into <results>/tuning: a `make bench`, `make clean-results` or `make table` on
+    <results> beside it would load the machine it measures on and touch its logs."""
+    from bench.errors import BenchError
+    from bench.runlock import hold, release
+
+    (tmp_path / "results" / "tuning").mkdir(parents=True)
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(tmp_path / held)], cwd=REPO, stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        assert holder.stdout.readline() == "held\n"
+        with pytest.raises(BenchError, match=f"another run is writing to {tmp_path / 'results'}"):
+            hold(tmp_path / wanted)
+    finally:
+        holder.communicate("")
+    hold(tmp_path / wanted)  # once the other run ended
+    release(tmp_path / wanted)
+    hold(tmp_path / "results")  # released together: the study's hold took its results folder and gave it back
+    release(tmp_path / "results")
