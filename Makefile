@@ -25,6 +25,11 @@ RESULTS ?= results
 ifeq ($(strip $(RESULTS)),)
 $(error RESULTS= is empty: name a results folder (the default is results))
 endif
+# A path reaches the shell inside double quotes, where ", \, ` or $ would end the quotes or run something: refused.
+UNQUOTABLE := " \ ` $$
+unquotable = $(strip $(foreach c,$(UNQUOTABLE),$(if $(findstring $(c),$(value $(1))),$(c))))
+$(foreach v,RESULTS A B OUT KEEP_RESULTS,$(if $(call unquotable,$(v)),$(error $(v)=$(value $(v)): a path holding \
+  $(call unquotable,$(v)) cannot reach the shell quoted; name a folder without it)))
 # The software stack: today (envs/<backend>/) or 2024 (keras-benchmarks v0.0.5's pins, envs/<backend>-2024/).
 STACK ?= today
 # ENV=current: run in the interpreter PYTHON is (an activated venv's python3, a container's), unlocked, building no env;

@@ -77,7 +77,7 @@ NOT_RUN = {
         "make sweep / bisect (PyPI)",
     ),
 }
-KINDS = ["empty", "garbage", "duplicate", "spaced-non-ascii-path", "a-file"]
+KINDS = ["empty", "garbage", "duplicate", "spaced-non-ascii-path", "a-file", "shell-quote-path"]
 
 
 PATHS = {"RESULTS", "A", "B", "OUT"}
@@ -90,6 +90,7 @@ def value_of(kind: str, name: str, valid: str, tmp: Path) -> str:
         "duplicate": f"{valid},{valid}",
         "spaced-non-ascii-path": str(tmp / "rés ults ü"),
         "a-file": str(tmp / "a-file.txt"),
+        "shell-quote-path": str(tmp / 'a"b`c'),  # ends the shell's double quotes around a path
     }[kind]
 
 
