@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from bench import stats
-from bench.noise_file import machine_run_spread, machine_spread, processor_fingerprint
+from bench.noise_file import machine_quiet_reference, machine_run_spread, machine_spread, processor_fingerprint
 from bench.results import Result, Run
 from bench.same_work import work_difference
 from bench.stats import Estimate, Noise, ProcessSpread, Ratio
@@ -107,6 +108,31 @@ class Judge:
             )
         return found.with_run_spread(max(spreads, key=lambda s: s.log_sd))
 
+    def machine_speed(self, found: Ratio, a: Result, b: Result) -> Ratio:
+        """Across runs, whether the machine itself ran at another speed, read by the drift probe's quiet value in
+        each run against the other's and against the machine's own quiet value (its noise study): a run that found
+        the machine slow throughout decides nothing; a shift between the runs beyond the equivalence band that the
+        cell's interval holds leaves it undecided (the cell moved no more than the machine did), else is noted."""
+        qa, qb = self.quiet_reference_ms(a), self.quiet_reference_ms(b)
+        if run_of(a) == run_of(b) or not qa or not qb:
+            return found
+        machine = self._per_machine(machine_quiet_reference, a)
+        for side, quiet in (("A", qa), ("B", qb)):
+            if machine and quiet > stats.REFERENCE_FACTOR * machine[0]:
+                found = found.undecided(
+                    f"{side}'s run found the machine slow throughout (drift probe quiet {quiet:.3g} ms; the "
+                    f"machine's quiet {machine[0]:.3g} ms, {machine[1]})"
+                )
+        shift = qb / qa
+        if abs(math.log(shift)) <= math.log(1 + stats.EQUIVALENCE_BAND):
+            return found
+        said = (f"the machine itself ran {shift:.2f}x between the runs (drift probe quiet {qa:.3g} ms in A's, "
+                f"{qb:.3g} in B's)")
+        interval = found.interval()
+        if interval and interval[0] <= shift <= interval[1]:
+            return found.undecided(f"{said}: the cell moved no more than the machine")
+        return dataclasses.replace(found, note="; ".join(filter(None, [found.note, said])))
+
     def kept_runs(self, result: Result) -> tuple[list[Run], list[str]]:
         """The processes a cell is judged on, and why each other was set aside. A process whose noise gate tripped
         (a disturbed machine while it ran) is set aside where the undisturbed ones are at least three and a majority,
@@ -183,7 +209,7 @@ class Judge:
             found = dataclasses.replace(found, note="; ".join(filter(None, [found.note, *aside])))
         if (why := self.speed_difference(a, b)) is not None:
             found = found.undecided(why)
-        found = self.across_runs(found, a, b)
+        found = self.machine_speed(self.across_runs(found, a, b), a, b)
         differences = processor_differences(a.provenance.get("machine") or {}, b.provenance.get("machine") or {})
         if differences and not self.across_processors:
             found = found.undecided("different processors (" + "; ".join(differences) + ")")

@@ -132,3 +132,20 @@ def machine_run_spread(results_dir: Path | None, machine: dict[str, Any]) -> Pro
     source = (f"make noise, {rounds} rounds of {cells} cells in {len(studies)} studies, {path.name}"
               + ("" if exact else "; matched by machine label, processor not recorded"))  # fmt: skip
     return ProcessSpread(log_sd, float(dof), source)
+
+
+def machine_quiet_reference(results_dir: Path | None, machine: dict[str, Any]) -> tuple[float, str] | None:
+    """The machine's quiet drift-probe reading (ms): the lowest its noise studies saw (`conditions.drift_probe_ms
+    .quietest`), with where it came from; None without a study that recorded one."""
+    found = find_noise_file(results_dir, machine)
+    if found is None:
+        return None
+    readings = []
+    for study in study_files(found[0]):
+        try:
+            quietest = ((read_noise_file(study).get("conditions") or {}).get("drift_probe_ms") or {}).get("quietest")
+        except (OSError, ValueError, AttributeError):
+            continue
+        if isinstance(quietest, (int, float)) and quietest > 0:
+            readings.append(float(quietest))
+    return (min(readings), f"make noise, {found[0].name}") if readings else None

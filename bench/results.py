@@ -14,8 +14,8 @@ from bench.atomic import claim_new_file, write_json_atomic  # noqa: F401  (also 
 from bench.backends import get_backend
 from bench.errors import BenchError
 from bench.provenance import machine_slug
-from bench.runlock import STUDY_FOLDERS
 from bench.registry import Cell, get_model
+from bench.runlock import STUDY_FOLDERS
 from bench.schema import validate_result
 from bench.stats import (
     EQUIVALENCE_BAND,

@@ -100,7 +100,50 @@ def test_a_judge_of_two_runs_carries_the_run_spread_or_decides_nothing(tmp_path,
     across = judge.ratio(a, b)
     same_run = stats.ratio(judge.estimate(a), judge.estimate(b))
     if noise:
-        assert across.decidable and across.log_se > same_run.log_se and "separate runs" in across.note
+        assert across.log_se > same_run.log_se and "separate runs" in across.note
+        # the two rounds' drift probes read apart, and the cell's interval holds their shift: the machine moved it
+        assert across.decidable or "the cell moved no more than the machine" in across.reason
         assert math.isclose(across.log_se**2, same_run.log_se**2 + 2 * judge.run_spread(a).log_sd ** 2, rel_tol=1e-9)
     else:
         assert not across.decidable and "run-to-run spread is unmeasured" in across.reason
+
+
+def scaled(result, timed: float, probe: float):
+    """The result as if its run's machine read the drift probe `probe` times slower and its steps took `timed`x."""
+    import dataclasses
+
+    runs = [dataclasses.replace(run, timed_ms=[t * timed for t in run.timed_ms],
+                                reference={k: v * probe for k, v in (run.reference or {}).items()})
+            for run in result.runs]  # fmt: skip
+    return dataclasses.replace(result, runs=runs, provenance=dict(result.provenance))
+
+
+@pytest.mark.parametrize("moved,decided", [(1.28, False), (1.0, False), (2.0, True)])
+def test_a_machine_that_ran_at_another_speed_in_one_run_qualifies_the_comparison(tmp_path, monkeypatch, moved, decided):
+    """The drift probe read 1.25x slower through B's run (0.55 vs 0.44 ms): a cell that moved 1.28x, or not at all,
+    is within what the machine's shift and the runs' spread allow and decides nothing, saying why; one that moved 2x
+    moved beyond it and is called slower, the shift noted."""
+    import bench.noise_file
+
+    a, b, folder = two_runs(tmp_path, noise=True)
+    monkeypatch.setattr(bench.noise_file, "REPO_ROOT", tmp_path)
+    b = scaled(a, moved, 1.25)
+    b.provenance["run_id"] = "another run"
+    found = Judge([a, b], folder).ratio(a, b)
+    assert "the machine itself ran 1.25x between the runs" in (found.reason if not found.decidable else found.note)
+    assert found.decidable is decided, found
+    if moved == 2.0:
+        assert stats.verdict(found) == stats.SLOWER
+
+
+def test_a_run_that_found_the_machine_slow_throughout_decides_nothing(tmp_path, monkeypatch):
+    """Both runs' probes read 2.5x the machine's quiet value from its noise study: alike, so only the machine's own
+    quiet value shows that neither ran on the machine the study measured."""
+    import bench.noise_file
+
+    a, b, folder = two_runs(tmp_path, noise=True)
+    monkeypatch.setattr(bench.noise_file, "REPO_ROOT", tmp_path)
+    a, b = scaled(a, 1.0, 2.5), scaled(b, 1.0, 2.5)
+    b.provenance["run_id"] = "another run"
+    found = Judge([a, b], folder).ratio(a, b)
+    assert not found.decidable and "A's run found the machine slow throughout" in found.reason
