@@ -549,7 +549,9 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     from bench.doctor import Probes, profile_plan
     from bench.doctor import main as doctor_main
 
-    return doctor_main(Probes(plan_path=args.plan or profile_plan(args.results_dir, args.profile)))
+    return doctor_main(
+        Probes(plan_path=args.plan or profile_plan(args.results_dir, args.profile), profile=args.profile)
+    )
 
 
 def cmd_plan(args: argparse.Namespace) -> int:

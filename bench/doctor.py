@@ -114,6 +114,7 @@ class Probes:
     built_envs: Callable[[Path], set[str]] = _built_envs
     read_plan: Callable[[Path], dict | None] = _read_plan
     environ: Mapping[str, str] = field(default_factory=lambda: os.environ)  # for CC
+    profile: str | None = None  # the profile about to run (PROFILE=), where one was named
 
 
 def check_python(p: Probes) -> Check:
@@ -276,6 +277,17 @@ def check_driver(p: Probes) -> Check:
     return Check("NVIDIA driver", OK, f"{version} (>= {MIN_DRIVER})")
 
 
+def check_profile(p: Probes) -> Check:
+    """A profile this machine cannot run (paper without a GPU) stops make before any env is built."""
+    from bench.profiles import why_not_without_a_gpu
+
+    why = None if gpu_in_use(p.nvidia_driver, p.environ) else why_not_without_a_gpu(p.profile or "")
+    if why:
+        value, _, fix = why.partition(": ")
+        return Check("profile", FAIL, value, fix)
+    return Check("profile", OK, p.profile or "the run's default")
+
+
 CHECKS: list[Callable[[Probes], Check]] = [
     check_python,
     check_make,
@@ -284,6 +296,7 @@ CHECKS: list[Callable[[Probes], Check]] = [
     check_container_disk,
     check_memory,
     check_driver,
+    check_profile,
 ]
 
 

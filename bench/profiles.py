@@ -80,3 +80,16 @@ def get_profile(name: str) -> Profile:
         return profiles()[name]
     except KeyError:
         raise BenchError(f"unknown profile {name!r}; valid profiles: {', '.join(profiles())}") from None
+
+
+def why_not_without_a_gpu(profile: str) -> str | None:
+    """Why a profile's cells are refused on a machine with no GPU in use, or None: the paper profile is the published
+    GPU settings (Gemma 7B at batch 32 and the like), which on a CPU would run for hours a cell and compare with
+    nothing published; the cpu profile runs the same shapes at batch <= 2."""
+    if profile != "paper":
+        return None
+    return (
+        "the paper profile is the published GPU settings and this machine has no GPU in use (nvidia-smi, "
+        "CUDA_VISIBLE_DEVICES): PROFILE=cpu runs the paper shapes at batch <= 2 (make bench-cpu-full), "
+        "PROFILE=smoke the same code small"
+    )

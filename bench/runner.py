@@ -26,6 +26,7 @@ from bench.errors import BenchError
 from bench.ownenv import why_not_here
 from bench.plan import load_cells as load_plan_cells
 from bench.plan import plan_figures, predicted_oom
+from bench.profiles import why_not_without_a_gpu
 from bench.progress import Progress, hms, status_counts
 from bench.provenance import (
     ENV_STAMP,
@@ -366,6 +367,9 @@ def prepare(
     if repeats < 1:
         raise BenchError(f"repeats must be a positive integer, got {repeats}")
     machine = machine_info()
+    if not machine.get("gpus"):
+        for why in {why for c in cells if (why := why_not_without_a_gpu(c.profile))}:
+            raise BenchError(why)
     check_results_readable(cells, results_dir, machine)
     skipped, rerun = 0, {}
     if resume:

@@ -93,6 +93,29 @@ def test_an_old_driver_fails(tmp_path):
     assert check.verdict == FAIL and "470.82.01" in check.value and "525" in check.fix
 
 
+def test_the_paper_profile_without_a_gpu_in_use_fails_before_anything_is_built(tmp_path):
+    """The published GPU settings on a CPU would run Gemma 7B at batch 32 for hours and compare with nothing."""
+    for no_gpu in ({"nvidia_driver": lambda: None}, {"environ": {"CUDA_VISIBLE_DEVICES": ""}}):
+        check = by_name(healthy(tmp_path, profile="paper", **no_gpu))["profile"]
+        assert check.verdict == FAIL and "no GPU in use" in check.value and "PROFILE=cpu" in check.fix, check
+    assert by_name(healthy(tmp_path, profile="paper"))["profile"].verdict == OK  # a GPU in use
+    for profile in ("smoke", "cpu", None):
+        assert by_name(healthy(tmp_path, profile=profile, nvidia_driver=lambda: None))["profile"].verdict == OK
+
+
+def test_a_paper_cell_is_refused_by_the_runner_where_no_gpu_is_in_use(tmp_path, monkeypatch):
+    """The runner refuses too: ENV=current and `python -m bench run` do not pass through the doctor."""
+    import bench.runner
+    from bench.errors import BenchError
+    from bench.registry import Cell
+
+    monkeypatch.setattr(bench.runner, "machine_info", lambda: {"cpu": "AMD EPYC", "logical_cpus": 2, "gpus": []})
+    paper = Cell("jax", "bert", "fit", 32, "paper", "default", 10, 100)
+    with pytest.raises(BenchError, match="the paper profile is the published GPU settings"):
+        bench.runner.prepare([paper], tmp_path / "results", repeats=1)
+    assert not (tmp_path / "results").exists()  # nothing written
+
+
 def test_no_nvidia_smi_is_fine_and_a_broken_one_warns(tmp_path):
     assert by_name(healthy(tmp_path, nvidia_driver=lambda: None))["NVIDIA driver"].verdict == OK
     assert by_name(healthy(tmp_path, nvidia_driver=lambda: ""))["NVIDIA driver"].verdict == WARN
