@@ -238,7 +238,7 @@ $(error BUDGET=$(BUDGET): minutes, at most 1000000)
 endif
 endif
 GPU_CHECK_ARGS = --results-dir "$(RESULTS)" $(if $(BUDGET),--budget-minutes $(BUDGET)) $(call flag,RESUME,--resume)
-gpu-check: ## On one GPU, within BUDGET= minutes (15): device sync vs CUDA events, then short paper cells; RESUME=1 goes on (ENV=current too)
+gpu-check: ## On one GPU, within BUDGET= minutes (15): device sync vs an external clock (CUDA events on torch), then short paper cells; RESUME=1 goes on (ENV=current too)
 	@$(PYTHON) -m bench gpu-check --preflight
 ifeq ($(ENV),current)
 	$(PYTHON) -m bench gpu-check --env current $(GPU_CHECK_ARGS)
@@ -290,7 +290,7 @@ noise: doctor ## How small a difference this machine can show: A/A false positiv
 		$(if $(PROFILE),--profile $(PROFILE)) $(if $(LOAD),--under-load $(LOAD)) $(if $(DELAYS),--delays $(DELAYS)) \
 		$(if $(DELAY_CELLS),--delay-cells $(DELAY_CELLS)) $(if $(PARTS),--parts $(PARTS)) --results-dir "$(RESULTS)"
 
-ceilings: env-tools ## This machine's ceilings (matmul FLOP/s per dtype, triad GB/s) in every built env: results/ceilings/<machine>.json (docs/ROOFLINE.md)
+ceilings: env-tools ## This machine's ceilings (matmul FLOP/s per dtype, triad GB/s) in every built env: $(RESULTS)/ceilings/<machine>.json (docs/ROOFLINE.md)
 	$(TOOLS_PY) -m bench.roofline.ceilings --results-dir "$(RESULTS)"
 
 flops-check: ## The FLOP formulas against torch's FlopCounterMode (PROFILE=paper, on the meta device) and XLA's cost analysis of Keras on JAX (smoke)
