@@ -905,7 +905,7 @@ def test_validate_reads_the_sweeps_and_the_overhead_study_as_the_report_does(tmp
 
 @pytest.mark.parametrize("held,wanted", [("results", "results/tuning"), ("results/tuning", "results")])
 def test_a_study_folder_and_its_results_folder_are_never_written_by_two_runs_at_once(tmp_path, held, wanted):
-    """`make tuning` runs its cells into <results>/tuning: a `make bench`, `make clean-results` or `make table` on
+    """`make tuning` runs its cells into <results>/tuning: a `make bench` or `make clean-results` on
     <results> beside it would load the machine it measures on and touch its logs."""
     from bench.errors import BenchError
     from bench.runlock import hold, release

@@ -88,6 +88,22 @@ def test_resources_come_from_the_profile_and_the_plan():
     )
 
 
+def test_a_submission_sizes_its_cells_by_their_own_profiles_plan_not_the_last_one_planned(tmp_path):
+    """plan.json is whichever profile was planned last: a smoke plan there must not size the paper cells that share
+    its keys (the batch-1 cells)."""
+    venvs, results = make_fake_envs(tmp_path / "venvs", ["jax"]), tmp_path / "results"
+    results.mkdir()
+    key = "jax__bert__predict__bs2__default"
+    (results / "plan.json").write_text(json.dumps({"cells": [{"key": key, "memory_gib": 100.0}]}))
+    (results / "plan-smoke.json").write_text(json.dumps({"cells": [{"key": key, "memory_gib": 2.0}]}))
+    args = ["--profile", "smoke", "--backend", "jax", "--model", "bert", "--task", "predict", "--results-dir",
+            str(results), "--dry-run", "--job-name", "sized"]  # fmt: skip
+    out = bench(["submit", *args], bench_env(venvs))
+    assert out.returncode == 0, out.stderr
+    script = (results / "slurm" / "sized" / "array-0.sbatch").read_text()
+    assert "#SBATCH --mem=3G" in script, script  # 2 GiB and its 25% headroom, not plan.json's 100
+
+
 @pytest.mark.parametrize(
     "state,status,words",
     [

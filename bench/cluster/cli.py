@@ -39,7 +39,7 @@ def add_parsers(sub, csv_list, positive_int, non_negative_int, default_results: 
     )
     submit.add_argument("--cpus-per-task", type=positive_int)
     submit.add_argument(
-        "--mem", type=positive_int, help="GiB per cell (default: results/plan.json, else the profile's)"
+        "--mem", type=positive_int, help="GiB per cell (default: results/plan-<profile>.json, else the profile's)"
     )
     submit.add_argument("--partition")
     submit.add_argument(

@@ -13,7 +13,7 @@ from bench.registry import Cell
 # a cell's processes at its timeout, bench/cost.py task_timeout_s; Slurm must not kill the orchestrator
 # before it has recorded that).
 TIME_MARGIN_S = 600
-# Host memory when results/plan.json has no figure for the cell. paper: a 7B LLM passes through host memory
+# Host memory when results/plan-<profile>.json has no figure for the cell. paper: a 7B LLM passes through host memory
 # in bfloat16 (~17 GB) next to the framework; smoke: tiny models, but the framework imports alone take ~1-2 GB.
 DEFAULT_MEM_GIB = {"paper": 48, "smoke": 4}
 # The plan predicts a peak; Slurm kills at the limit, so leave headroom for the interpreter and allocator.
@@ -40,7 +40,8 @@ class Resources:
 
 
 def load_plan(path: Path) -> dict[str, dict]:
-    """results/plan.json: cell key -> {"memory_gib": x}; a top-level "cells" object, or list of {"key", "memory_gib"}."""
+    """A plan file (results/plan-<profile>.json): cell key -> {"memory_gib": x}; a top-level "cells" object, or list
+    of {"key", "memory_gib"}."""
     if not path.exists():
         return {}
     try:

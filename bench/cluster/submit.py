@@ -18,6 +18,7 @@ from bench.atomic import write_text_atomic
 from bench.cluster.jobdir import JobDir, slurm_root
 from bench.cluster.resources import Resources, cell_resources, load_plan
 from bench.errors import BenchError
+from bench.plan import plan_path
 from bench.provenance import REPO_ROOT, machine_info, machine_slug, now_utc
 from bench.registry import Cell
 from bench.results import CorruptResult, load
@@ -142,8 +143,12 @@ def submit(
     if (job.path / "job.json").exists():
         raise BenchError(f"{job.path} exists already: choose another --job-name")
     job.path.mkdir(parents=True)
-    plan = load_plan(results_dir / "plan.json")
-    entries = [(i, c, cell_resources(c, plan, gres=gres, cpus=cpus, mem_gib=mem_gib)) for i, c in enumerate(todo)]
+    # each profile's own plan (bench plan writes plan-<profile>.json): plan.json is whichever profile was planned
+    # last, and a smoke plan would size the paper cells that share its keys (the batch-1 cells)
+    plans = {profile: load_plan(plan_path(results_dir, profile)) for profile in {c.profile for c in todo}}
+    entries = [
+        (i, c, cell_resources(c, plans[c.profile], gres=gres, cpus=cpus, mem_gib=mem_gib)) for i, c in enumerate(todo)
+    ]
     write_text_atomic(
         job.path / "cells.json",
         json.dumps([{"index": i, "cell": c.to_dict(), "resources": r.__dict__} for i, c, r in entries], indent=1) + "\n",
