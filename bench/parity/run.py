@@ -34,7 +34,8 @@ NOT_CHECKED = [
      "counts compared instead"),
     ("keras-vs-native", "stable_diffusion", "no converter in the pinned versions (diffusers to keras-cv); parameter "
      "counts compared instead"),
-    ("keras-eager-vs-jit", "*", "not reached in this round"),
+    ("keras-eager-vs-jit", "gemma, mistral, sam, stable_diffusion", "only BERT's step is checked eager against "
+     "jit-compiled: the suite's cells time Keras 3's default step, and only the overhead study times eager beside it"),
 ]
 TIMEOUT_S = 600
 
@@ -175,6 +176,22 @@ def eager_vs_compile(model: str, folder: Path, logs: Path, timeout_s: float) -> 
                     {"logits": (loader(path, "compiled"), loader(path, "eager"), OUTPUT_TOLERANCE)}, step.failure)
 
 
+def keras_eager_vs_jit(model: str, folder: Path, logs: Path, timeout_s: float) -> list[dict]:
+    """Keras 3's predict step eager against jit-compiled, on each backend, with the shared weights."""
+    lines = []
+    for backend in KERAS_BACKENDS:
+        step = Step("keras-jit", model, backend, folder, logs, timeout_s)
+        path = folder / f"{model}__keras-jit-{backend}.npz"
+        compiler = "torch.compile" if backend == "torch" else "XLA"
+        outputs = {"logits": (loader(path, "jit"), loader(path, "eager"), OUTPUT_TOLERANCE)}
+        if model == "bert":
+            outputs["sequence_output"] = (loader(path, "jit_sequence_output"), loader(path, "eager_sequence_output"),
+                                          OUTPUT_TOLERANCE)  # fmt: skip
+        lines += compared("keras-eager-vs-jit", model, f"Keras 3 {backend}: jit-compiled ({compiler}) vs eager",
+                          outputs, step.failure)
+    return lines
+
+
 def run_all(models: tuple[str, ...], timeout_s: float, logs: Path) -> list[dict]:
     lines: list[dict] = []
     with tempfile.TemporaryDirectory(prefix="bench-parity-") as scratch:
@@ -185,6 +202,7 @@ def run_all(models: tuple[str, ...], timeout_s: float, logs: Path) -> list[dict]
             lines += keras_vs_native(model, folder, logs, timeout_s)
         if "bert" in models:
             lines += eager_vs_compile("bert", folder, logs, timeout_s)
+            lines += keras_eager_vs_jit("bert", folder, logs, timeout_s)
         for model in COUNTED_PARTS:
             lines += parameter_counts(model, folder, logs, timeout_s)
     for check, model, why in NOT_CHECKED:

@@ -4,7 +4,8 @@ smoke model, take or give its weights, run it on the shared inputs and write its
 Actions: `keras` (Keras 3 on this env's backend: load <model>.weights.h5 from the folder, else build with seeded random
 weights and save them there), `native-export` (native PyTorch, random weights saved with save_pretrained),
 `keras-import` (keras-hub's converter loads that folder), `native-compile` (native PyTorch eager and torch.compile),
-`parameter-counts` (the parameters per submodule, where no converter carries weights across)."""
+`keras-jit` (Keras 3's predict step eager and jit-compiled), `parameter-counts` (the parameters per submodule,
+where no converter carries weights across)."""
 from __future__ import annotations
 
 import sys
@@ -256,6 +257,33 @@ def native_compile(model: str, folder: Path) -> None:
     save_outputs(folder / f"{model}__torch-compile.npz", {"eager": eager, "compiled": compiled})
 
 
+def keras_jit(model: str, folder: Path) -> None:
+    """The same Keras 3 model (the shared weights where the folder has them) on the same inputs, its predict step run
+    eagerly and jit-compiled (XLA on JAX and TensorFlow, torch.compile on PyTorch): what the suite times as Keras 3's
+    step against the eager step the overhead study times beside it."""
+    import keras
+
+    s = get_model(model).shape("smoke")
+    keras.config.set_dtype_policy("float32")
+    keras.utils.set_random_seed(SEED)
+    built = build_keras(keras, model, s)
+    data = inputs_for(model, s)
+    data.pop("labels")
+    weights = folder / f"{model}.weights.h5"
+    if weights.exists():
+        built.load_weights(str(weights))
+    out = {}
+    for jit in (False, True):
+        side = "jit" if jit else "eager"
+        built.compile(jit_compile=jit)
+        out[side] = keras.ops.convert_to_numpy(built.predict_on_batch(data))
+        if model == "bert":  # the 2-class logits of a random head are small: the backbone's output tells more
+            built.backbone.compile(jit_compile=jit)
+            sequence = built.backbone.predict_on_batch(data)["sequence_output"]
+            out[f"{side}_sequence_output"] = keras.ops.convert_to_numpy(sequence)
+    save_outputs(folder / f"{model}__keras-jit-{keras.backend.backend()}.npz", out)
+
+
 def parameter_counts(model: str, folder: Path, env: str) -> None:
     """The parameters per submodule at the smoke shape, as the benchmark builds the model in this env (built
     abstractly or on the meta device: no weights allocated)."""
@@ -270,7 +298,7 @@ def parameter_counts(model: str, folder: Path, env: str) -> None:
 
 
 ACTIONS = {"keras": keras_side, "native-export": native_export, "keras-import": keras_import,
-           "native-compile": native_compile}
+           "native-compile": native_compile, "keras-jit": keras_jit}
 
 
 def main(argv: list[str]) -> None:
