@@ -78,6 +78,7 @@ class Judge:
             by_run.setdefault(run_of(result), []).extend(reference_readings([result]))
         self._quiet = {run: min(readings) for run, readings in by_run.items() if readings}
         self._machine_figures: dict[tuple, ProcessSpread | None] = {}
+        self._kept: dict[tuple[int, int], tuple[Result, tuple[list[Run], list[str]]]] = {}
 
     def _per_machine(self, reader, result: Result, *args) -> ProcessSpread | None:
         """A figure of the result's machine from its noise study (`reader`: bench.noise_file), read once per machine."""
@@ -137,7 +138,15 @@ class Judge:
         """The processes a cell is judged on, and why each other was set aside. A process whose noise gate tripped
         (a disturbed machine while it ran) is set aside where the undisturbed ones are at least three and a majority,
         so that one disturbed process costs the cell that process, not its verdict; otherwise none is set aside and
-        the cell is noisy (Judge.noise)."""
+        the cell is noisy (Judge.noise). Worked out once per result and count of processes (noise, set_aside and
+        estimate each ask)."""
+        key = (id(result), len(result.runs))
+        cached = self._kept.get(key)
+        if cached is None or cached[0] is not result:
+            cached = self._kept[key] = (result, self.judged_runs(result))
+        return cached[1]
+
+    def judged_runs(self, result: Result) -> tuple[list[Run], list[str]]:
         quiet = self.quiet_reference_ms(result)
         timed = [(i, run) for i, run in enumerate(result.runs, 1) if run.status == "ok" and run.timed_ms]
         disturbed = {i: found.reasons for i, run in timed
