@@ -27,6 +27,7 @@ from bench.backends import UNLOCKED_STACK, cell_environment
 from bench.errors import BenchError
 from bench.gpucheck_report import CHECK_TIMED_STEPS, CHECK_WARMUP_STEPS, Report
 from bench.provenance import REPO_ROOT, machine_info, machine_slug, now_utc
+from bench.runlock import holding
 
 BUDGET_S = 15 * 60  # the default; `make gpu-check BUDGET=<minutes>` sets its own
 MIN_LEFT_S = {"sync": 30, "cell": 60}  # a check does not start with less than this left of the budget
@@ -292,6 +293,11 @@ def run(results_dir: Path, env: str = "locked", budget_s: float = BUDGET_S, echo
     machine = machine_info()
     if preflight():
         return 2
+    with holding(results_dir):  # a run into the same results folder would load the GPU it measures
+        return run_checks(results_dir, machine, env, budget_s, echo, resume)
+
+
+def run_checks(results_dir: Path, machine: dict, env: str, budget_s: float, echo, resume: bool) -> int:
     from bench.plan import load_cells
     from bench.runner import run_cells
 

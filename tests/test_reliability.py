@@ -829,9 +829,10 @@ sys.stdin.read()
 def writers_of_a_results_folder(results: Path) -> dict:
     """Every writer of a results folder besides `make bench` (tuning is a `bench run`: its own test above), called
     so that it would start its work at once."""
-    from bench import cli
+    from bench import cli, gpucheck
     from bench.grid.run import run_grid
     from bench.noise import study
+    from bench.parity import run as parity_run
     from bench.overhead.run import run_overhead
     from bench.roofline.ceilings import measure_machine
     from bench.sweep.bisect import run_bisect
@@ -846,11 +847,14 @@ def writers_of_a_results_folder(results: Path) -> dict:
         "ceilings": lambda: measure_machine(results, results / "venvs"),
         "clean-results": lambda: cli.main(["clean-results", "--results-dir", str(results)]),
         "quarantine": lambda: cli.main(["validate", "--results-dir", str(results), "--quarantine"]),
+        "parity": lambda: parity_run.main(["--results-dir", str(results)]),
+        "gpu-check": lambda: gpucheck.run(results),
     }
 
 
 @pytest.mark.parametrize(
-    "writer", ["sweep", "bisect", "grid", "overhead", "noise", "ceilings", "clean-results", "quarantine"]
+    "writer",
+    ["sweep", "bisect", "grid", "overhead", "noise", "ceilings", "clean-results", "quarantine", "parity", "gpu-check"],
 )
 def test_every_writer_of_a_results_folder_is_refused_while_another_run_holds_it(tmp_path, monkeypatch, capsys, writer):
     from bench.errors import BenchError
@@ -863,6 +867,9 @@ def test_every_writer_of_a_results_folder_is_refused_while_another_run_holds_it(
     try:
         assert holder.stdout.readline() == "held\n"
         monkeypatch.setattr(Study, "run", lambda self: pytest.fail("the noise study ran beside another run"))
+        monkeypatch.setattr("bench.parity.run.run_all", lambda *a: pytest.fail("parity ran beside another run"))
+        monkeypatch.setattr("bench.gpucheck.preflight", lambda: False)  # as on a GPU machine
+        monkeypatch.setattr("bench.gpucheck.run_checks", lambda *a: pytest.fail("the GPU check ran beside another run"))
         try:
             code = writers_of_a_results_folder(results)[writer]()
         except BenchError as e:

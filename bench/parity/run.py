@@ -18,6 +18,7 @@ from bench.atomic import write_json_atomic, write_text_atomic
 from bench.errors import BenchError
 from bench.parity.compare import GRADIENT_NORM_TOLERANCE, OUTPUT_TOLERANCE, Tolerance, difference
 from bench.provenance import git_info, machine_info, machine_label, now_utc
+from bench.runlock import holding
 from bench.runner import env_python
 from bench.worker_process import run_logged
 
@@ -257,8 +258,16 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     results = args.results_dir
     started = time.monotonic()
-    lines = run_all(tuple(args.model or KERAS_MODELS), args.timeout_s, results / "logs" / "parity")
-    took_s = time.monotonic() - started
+    try:
+        with holding(results):  # its pages and logs are the results folder's: no other run writes there meanwhile
+            lines = run_all(tuple(args.model or KERAS_MODELS), args.timeout_s, results / "logs" / "parity")
+            return write_pages(results, lines, time.monotonic() - started, argv)
+    except BenchError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+
+
+def write_pages(results: Path, lines: list[dict], took_s: float, argv: list[str] | None) -> int:
     provenance = {
         "command": ("make parity: " if os.environ.get("MAKELEVEL") else "") + shlex.join(
             ["python", "-m", "bench.parity.run", *(sys.argv[1:] if argv is None else argv)]),
