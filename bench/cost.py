@@ -129,8 +129,8 @@ def cell_timeout_s(cell: Cell, figures=None) -> int:
 
 
 def task_timeout_s(cell: Cell, figures=None) -> int:
-    """The longest a Slurm task that runs the cell may take: each of its profile's processes (`bench run` without
-    --repeats runs that many, one after another) up to its timeout."""
+    """The longest a Slurm task that runs the cell may take: each of its profile's processes (the task's `bench run
+    --repeats` runs exactly that many, one after another) up to its timeout."""
     return get_profile(cell.profile).repeats * cell_timeout_s(cell, figures)
 
 

@@ -205,7 +205,13 @@ def test_cells_sample_unless_the_command_line_fixed_their_count():
     # Slurm runs `bench run` for the cell: --steps only for a fixed count, so a sampling cell samples on the node
     assert "--steps" not in run_arguments(smoke, "/r")
     arguments = run_arguments(fixed, "/r")
-    assert arguments[arguments.index("--steps") + 1] == "7" and "--repeats" not in arguments
+    assert arguments[arguments.index("--steps") + 1] == "7"
+    # and exactly the profile's processes, which Slurm's --time counts: under the paper profile's sequential rule a
+    # disturbed process would be replaced, up to 11 processes against a --time of 3
+    (paper,) = plan_cells("paper", backends=["jax"], models=["bert"], tasks=["predict"])
+    for cell in (smoke, fixed, paper):
+        arguments = run_arguments(cell, "/r")
+        assert arguments[arguments.index("--repeats") + 1] == str(get_profile(cell.profile).repeats)
 
 
 def test_the_timeouts_count_the_worst_case_of_sampling_and_every_process():

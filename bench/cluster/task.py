@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 from bench.cluster.jobdir import JobDir
+from bench.profiles import get_profile
 from bench.provenance import gpus, machine_info, machine_slug, now_utc
 from bench.registry import Cell
 
@@ -25,13 +26,16 @@ CONTAINER_SHM = "8g"
 
 def run_arguments(cell: Cell, results_dir: str) -> list[str]:
     """`bench run` narrowed to exactly this cell. --steps only where the cell's count is fixed (it was given one):
-    a cell that samples to its profile's precision samples on the node as it would locally, and runs the profile's
-    processes (no --repeats; Slurm's --time counts them, bench/cost.py task_timeout_s)."""
+    a cell that samples to its profile's precision samples on the node as it would locally. Its processes are the
+    profile's count, fixed (--repeats): exactly what Slurm's --time counts (bench/cost.py task_timeout_s), where a
+    disturbed process replaced under the profile's sequential rule could outrun it; a task's cell has no row beside
+    it in its run, so no process would be added for a comparison either."""
     steps = ["--steps", str(cell.timed_steps)] if cell.max_timed_steps is None else []
     return [
         "run", "--backend", cell.backend, "--model", cell.model, "--task", cell.task,
         "--batch-size", str(cell.batch_size), "--variant", cell.variant, "--profile", cell.profile,
-        *steps, "--warmup", str(cell.warmup_steps), "--results-dir", results_dir,
+        *steps, "--warmup", str(cell.warmup_steps), "--repeats", str(get_profile(cell.profile).repeats),
+        "--results-dir", results_dir,
     ]  # fmt: skip
 
 
