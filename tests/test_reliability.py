@@ -832,8 +832,8 @@ def writers_of_a_results_folder(results: Path) -> dict:
     from bench import cli, gpucheck
     from bench.grid.run import run_grid
     from bench.noise import study
-    from bench.parity import run as parity_run
     from bench.overhead.run import run_overhead
+    from bench.parity import run as parity_run
     from bench.roofline.ceilings import measure_machine
     from bench.sweep.bisect import run_bisect
     from bench.sweep.run import run_sweep
