@@ -291,7 +291,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     stop_on_signals()
     from bench.profiles import get_profile
     from bench.registry import plan_cells
-    from bench.runner import default_profile, run_cells
+    from bench.run_planning import default_profile
+    from bench.runner import run_cells
 
     if args.profile:
         get_profile(args.profile)
@@ -350,7 +351,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         cells, deadline = under_budget(cells, results_dir, args.budget_minutes, args.repeats, args.resume, args.jobs)
     if args.dry_run:
         if args.resume:  # the cells a resumed run would run, not those it skips
-            from bench.runner import still_to_measure
+            from bench.run_planning import still_to_measure
 
             todo = still_to_measure(cells, args.results_dir, args.repeats)
             print(f"skipped (resume): {len(cells) - len(todo)} cells already measured", file=sys.stderr)
@@ -380,7 +381,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             print(line, flush=True)
         machine = machine_info()
         if args.resume:  # what a resumed run will measure, not what it skips
-            from bench.runner import still_to_measure
+            from bench.run_planning import still_to_measure
 
             todo = still_to_measure(cells, results_dir, rule.first, machine)
         else:

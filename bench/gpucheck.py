@@ -63,7 +63,7 @@ def frameworks_present(env: str) -> dict[str, str]:
     if env == "current":
         dists = {"torch": ("torch",), "jax": ("jax",), "tensorflow": ("tensorflow", "tensorflow-cpu")}
         return {fw: sys.executable for fw, names in dists.items() if any(installed(n) for n in names)}
-    from bench.runner import env_python
+    from bench.env_lookup import env_python
 
     found = {}
     for framework, backend in FRAMEWORK_BACKEND.items():

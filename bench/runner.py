@@ -3,173 +3,42 @@ becomes a recorded status, Ctrl-C keeps every finished result. Cells of one publ
 repeats round-robin, with a drift probe (bench/drift.py) between processes."""
 from __future__ import annotations
 
-import errno
-import hashlib
-import json
 import os
-import shutil
 import sys
-import tempfile
 import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.atomic import claim_new_file
-from bench.backends import UNLOCKED_STACK, make_env_command
+from bench.backends import UNLOCKED_STACK
 from bench.cell_process import CellProcess
 from bench.compile_cache import CompileCaches
 from bench.deadline import BudgetSpent, attempt_within
 from bench.drift import reference_ms
+from bench.env_lookup import env_python
 from bench.errors import BenchError
 from bench.ownenv import why_not_here
 from bench.plan import load_cells as load_plan_cells
 from bench.plan import plan_figures, predicted_oom
 from bench.progress import Progress, hms, status_counts
-from bench.provenance import (
-    ENV_STAMP,
-    REPO_ROOT,
-    env_stamp,
-    git_info,
-    machine_info,
-    machine_label,
-    now_utc,
-    unlocked_environment,
-    venvs_dir,
-)
+from bench.provenance import git_info, machine_info, now_utc, unlocked_environment
 from bench.registry import Cell, get_model
 from bench.replication import SequentialRule
-from bench.results import Result, Run, load, load_each, result_path, task_unit, unreadable_error
+from bench.results import Result, Run, task_unit
+from bench.results_folder import (
+    RunStopped,
+    check_free_space,
+    check_results_readable,
+    check_writable,
+    new_log_path,
+    write_or_show,
+)
 from bench.roofline.ceilings import measure_run as measure_ceilings
+from bench.run_planning import row_order, rule_change, still_to_measure, time_estimates, warn_over_timeout
 from bench.runlock import hold as hold_results_folder
 from bench.runlock import release as release_results_folder
 from bench.stats import noise_reasons
-
-VENVS_DIR = venvs_dir()
-
-
-def current_lock_sha256(env: str) -> str | None:
-    """The sha256 of envs/<env>/requirements.txt as it is now (what scripts/envs.py stamps a build with).
-    env: a backend's env on a stack (Cell.env: the backend's name today, <backend>-2024 on the 2024 stack)."""
-    try:
-        return hashlib.sha256((REPO_ROOT / "envs" / env / "requirements.txt").read_bytes()).hexdigest()
-    except OSError:
-        return None
-
-
-def built_env(backend: str) -> tuple[str, dict | None]:
-    """The interpreter and stamp of a built environment: .venvs/<backend> (an env name: a backend on a stack), or
-    this one if it is that env."""
-    venv = VENVS_DIR / backend
-    if (venv / ENV_STAMP).exists():
-        return str(venv / "bin" / "python"), env_stamp(venv)
-    if (env_stamp() or {}).get("backend") == backend:
-        return sys.executable, env_stamp()  # e.g. inside the container image
-    raise BenchError(
-        f"the {backend!r} environment is not built (no {venv / ENV_STAMP}): run `{make_env_command(backend)}`"
-    )
-
-
-def env_python(backend: str) -> str:
-    """The interpreter of the backend's built, current environment. An env built from another requirements.txt
-    is refused: its numbers would be another lock's."""
-    python, stamp = built_env(backend)
-    built, now = (stamp or {}).get("lock_sha256"), current_lock_sha256(backend)
-    if now and built != now:
-        raise BenchError(
-            f"the {backend!r} environment is stale (built from requirements sha256 {str(built)[:12]}, "
-            f"envs/{backend}/requirements.txt is now {now[:12]}): run `{make_env_command(backend)}`"
-        )
-    return python
-
-
-def check_writable(results_dir: Path) -> None:
-    """Create and remove a probe file where results will go (os.access says yes to root on a read-only folder)."""
-    try:
-        results_dir.mkdir(parents=True, exist_ok=True)
-        fd, probe = tempfile.mkstemp(dir=results_dir, prefix=".write-probe-")
-        os.close(fd)
-        os.unlink(probe)
-    except OSError as e:
-        raise BenchError(f"cannot write results to {results_dir}: {e.strerror or e}") from None
-
-
-# A cell is not started with less than this free where its results go: its log and result file need room (a
-# smoke result is a few KB, a log up to a few MB), and a measurement that cannot be written is an hour lost.
-MIN_FREE_BYTES = 64 * 2**20
-
-
-class RunStopped(BenchError):
-    """The run stopped before its last cell (the disk is full): every result written so far is kept."""
-
-
-def check_free_space(results_dir: Path, kept: int, of: int) -> None:
-    free = shutil.disk_usage(results_dir).free
-    if free < MIN_FREE_BYTES:
-        raise RunStopped(
-            f"only {free / 2**20:.1f} MiB free in {results_dir} (a cell needs {MIN_FREE_BYTES // 2**20} MiB for its log "
-            f"and result): stopped before the next cell; {kept} of {of} cells kept. Free some space and rerun with --resume"
-        )
-
-
-def new_log_path(results_dir: Path, cell: Cell, repeat: int) -> Path:
-    """A log of its own for each process of a cell, never reused: logs/<profile>/<key>.<UTC start>.<repeat>.log
-    (created empty with O_EXCL). A rerun no longer truncates the log of a result that moves to history/."""
-    folder = results_dir / "logs" / cell.profile
-    folder.mkdir(parents=True, exist_ok=True)
-    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-    path = claim_new_file(
-        (folder / f"{cell.key}.{stamp}{f'-{n}' if n else ''}.{repeat}.log" for n in range(1000)), 0o666
-    )
-    if path is None:
-        raise BenchError(f"no free log name for {cell.key} in {folder}")
-    return path
-
-
-def write_or_show(result: Result, results_dir: Path, echo: Callable[[str], None], kept: int, of: int) -> Path:
-    """Write a cell's result; if the write fails (a full disk), show the whole result (figures and raw windows) on
-    the console and in the cell's log, so the measurement is not lost, and stop the run."""
-    try:
-        return result.write(results_dir)
-    except OSError as e:
-        target = results_dir / result.relative_path()
-        text = json.dumps(result.to_dict(), allow_nan=False)
-        echo(f"    could not write {target}: {e.strerror or e}; the result, so that it is not lost:\n{text}")
-        log = results_dir / (
-            result.runs[-1].process.get("log") or f"logs/{result.cell.profile}/{result.cell.key}.unwritten.log"
-        )
-        try:
-            with log.open("a") as f:
-                f.write(f"\n[bench] could not write {target}: {e.strerror or e}; the result:\n{text}\n")
-        except OSError:
-            pass  # the log is on the same full disk: the console has it
-        why = "the disk is full" if e.errno == errno.ENOSPC else "a result could not be written"
-        raise RunStopped(
-            f"{why} ({target}: {e.strerror or e}): stopped; {kept} of {of} cells kept, this one's result shown above"
-        ) from None
-
-
-def check_results_readable(cells: list[Cell], results_dir: Path, machine: dict) -> None:
-    """An unreadable result file where a cell of this run will write stops the run (its earlier result could not
-    be moved to history/); any other is named, with the fix, and the run goes on."""
-    _, errors = load_each(results_dir)
-    touched = {result_path(results_dir, cell, machine) for cell in cells}
-    if blocking := [e for e in errors if e.path in touched]:
-        raise unreadable_error(blocking, results_dir)
-    if errors:
-        print(
-            "warning: "
-            + str(unreadable_error(errors, results_dir)).replace("\n", "\nwarning: ")
-            + "\nwarning: no cell of this run writes there: it goes on",
-            flush=True,
-        )
-
-
-def default_profile(machine: dict) -> tuple[str, str]:
-    if machine["gpus"]:
-        return "paper", f"CUDA GPU visible ({machine_label(machine)})"
-    return "smoke", "no CUDA GPU visible"
 
 
 def gpu_environment(gpu: dict | None) -> dict[str, str]:
@@ -188,64 +57,6 @@ def gpu_environment(gpu: dict | None) -> dict[str, str]:
 def gpu_id(gpu: dict | None) -> str | None:
     """How nvidia-smi --id names the GPU (its UUID, else its index); None without one."""
     return (gpu.get("uuid") or gpu.get("index")) if gpu else None
-
-
-def row_order(cells: list[Cell]) -> list[list[Cell]]:
-    """Cells grouped by published row (model, task, batch size), rows in first-appearance order: the columns of
-    one row run close together, so the machine's drift over minutes moves them alike."""
-    rows: dict[tuple, list[Cell]] = {}
-    for cell in cells:
-        rows.setdefault((cell.profile, cell.model, cell.task, cell.batch_size), []).append(cell)
-    return list(rows.values())
-
-
-def measured_under_another_rule(result: Result, cell: Cell) -> str | None:
-    """Why a result no longer stands for the cell as it would be measured now: its windows and sampling rule or its
-    shape changed since (a profile's settings, a workload's shape), or it recorded neither."""
-    from bench.config import mismatches
-
-    if result.config is None:
-        return "measured before results recorded their windows and shape"
-    changed = [what for what in mismatches(result.config, cell) if what != "cell"]
-    return f"measured under another rule ({' and '.join(changed)} changed since)" if changed else None
-
-
-def rule_change(cell: Cell, results_dir: Path, machine: dict) -> str | None:
-    """Why resume measures an ok result of the cell again because its rule changed; None where it has no such
-    result."""
-    path = result_path(results_dir, cell, machine)
-    if not path.exists():
-        return None
-    result = load(path)
-    return measured_under_another_rule(result, cell) if result.status == "ok" else None
-
-
-def still_to_measure(cells: list[Cell], results_dir: Path, repeats: int, machine: dict | None = None) -> list[Cell]:
-    """The cells a resumed run measures: those not already measured on this machine (read once)."""
-    machine = machine if machine is not None else machine_info()
-    return [c for c in cells if not already_measured(c, results_dir, machine, repeats)]
-
-
-def already_measured(cell: Cell, results_dir: Path, machine: dict, repeats: int) -> bool:
-    """For --resume: the cell's current result is ok with every repeat, measured with the env lock current now and
-    under today's windows, sampling rule and shape (or unsupported, and still so)."""
-    path = result_path(results_dir, cell, machine)
-    if not path.exists():
-        return False
-    result = load(path)
-    if result.status == "unsupported":
-        return bool(get_model(cell.model).why_cell_unsupported(cell) or why_not_here(cell))
-    if result.status != "ok" or len(result.runs) < repeats or measured_under_another_rule(result, cell):
-        return False
-    if cell.stack == UNLOCKED_STACK.name:  # an unlocked env's fingerprint stands for the lock's
-        fingerprint = (result.provenance.get("environment") or {}).get("distributions_sha256")
-        return fingerprint is not None and fingerprint == unlocked_environment()["distributions_sha256"]
-    try:
-        _, stamp = built_env(cell.env)
-    except BenchError:
-        return False
-    measured_with = (result.runs[0].process.get("environment") or {}).get("lock_sha256")
-    return measured_with is not None and measured_with == (stamp or {}).get("lock_sha256")
 
 
 @dataclass
@@ -567,45 +378,3 @@ def look(results: dict[str, Result], rule: SequentialRule, results_dir: Path) ->
     return wanted
 
 
-def warn_over_timeout(
-    cells: list[Cell], results_dir: Path, machine: dict, timeout_s: float | None, echo: Callable[[str], None]
-) -> None:
-    """A step count whose run cannot end within the timeout is said before it starts (--steps 1000000000 would
-    otherwise run for the whole timeout and end as `timeout`). The estimate: the published ms/step of a paper cell
-    (time_estimates), else the cell's current result's median, times the steps asked for."""
-    from bench.cost import cell_timeout_s
-
-    estimates = time_estimates(cells)
-    for cell in cells:
-        seconds = estimates.get(cell.key)
-        path = result_path(results_dir, cell, machine)
-        if seconds is None and path.exists():
-            try:
-                summary = load(path).summary()
-            except BenchError:
-                summary = None
-            seconds = summary.median * (1 + cell.warmup_steps + cell.timed_steps) / 1000 if summary else None
-        limit = timeout_s or cell_timeout_s(cell)
-        if seconds is not None and seconds > limit:
-            echo(
-                f"warning: {cell.key} is estimated at {hms(seconds)} ({cell.timed_steps} timed steps), over its {hms(limit)} timeout: "
-                f"it will end as timeout (fewer --steps, or a longer --timeout)"
-            )
-
-
-def time_estimates(cells: list[Cell], repeats: int = 1) -> dict[str, float]:
-    """Seconds per cell (its `repeats` processes) for the progress bar's ETA where an estimate exists: paper cells
-    at a published batch size, from the published ms/step and the GPU processes measured so far
-    (bench/cluster/decided.py expected_process_s). Other cells: none (the bar then uses the mean of the cells
-    finished so far)."""
-    from bench.cluster.decided import expected_process_s
-
-    out = {}
-    for cell in cells:
-        if cell.profile != "paper":
-            continue
-        if get_model(cell.model).why_cell_unsupported(cell):
-            out[cell.key] = 0.0  # recorded without running
-        elif (seconds := expected_process_s(cell)) is not None:  # None: no published figure for this column
-            out[cell.key] = repeats * seconds
-    return out

@@ -22,7 +22,7 @@ ALLOWED = {
     ("bench/atomic.py", "tempfile.mkstemp"): "the atomic writer itself",
     ("bench/atomic.py", "os.open"): "claim_new_file: an empty file created with O_EXCL, no content",
     ("bench/cell_process.py", "open('wb')"): LOG,
-    ("bench/runner.py", "open('a')"): LOG,
+    ("bench/results_folder.py", "open('a')"): LOG,
     ("bench/grid/workers.py", "open('a')"): LOG,
     ("bench/worker_process.py", "open('a')"): LOG,
     ("bench/cluster/localslurm.py", "open('w')"): LOG,
@@ -35,7 +35,7 @@ ALLOWED = {
     ("bench/envs/build.py", "open('a+')"): LOCK,
     ("bench/envs/build.py", "os.rename"): "a built env folder swapped in whole by renames; its stamp, written last "
     "through atomic.py, is what says it is complete",
-    ("bench/runner.py", "tempfile.mkstemp"): "the results folder's write probe, removed at once",
+    ("bench/results_folder.py", "tempfile.mkstemp"): "the results folder's write probe, removed at once",
     ("bench/models/stable_diffusion/native_torch.py", ".write_text"): "the tokenizer's files in a private temporary "
     "folder, read back by the same call",
     ("bench/envs/wheelhouse.py", ".write_text"): "pip's requirement list, read by the pip this process starts next",

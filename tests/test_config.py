@@ -21,7 +21,7 @@ from bench.results import load_all
 def run_fake(tmp_path, monkeypatch, cells, **kw):
     from bench import runner
 
-    monkeypatch.setattr(runner, "VENVS_DIR", make_fake_envs(tmp_path / "venvs", sorted({c.backend for c in cells})))
+    monkeypatch.setattr("bench.env_lookup.VENVS_DIR", make_fake_envs(tmp_path / "venvs", sorted({c.backend for c in cells})))
     return runner.run_cells(cells, tmp_path / "results", echo=lambda line: None, **kw)
 
 

@@ -348,7 +348,7 @@ def test_interrupted_build_is_never_taken_for_complete(tmp_path):
             break
     os.killpg(proc.pid, 9)  # no chance to clean up: the worst interruption
     proc.wait(timeout=30)
-    # The stamp is what `make bench` and the orchestrator take for a complete env (runner.env_python): the old
+    # The stamp is what `make bench` and the orchestrator take for a complete env (env_lookup.env_python): the old
     # env's, naming the old lock, never the new lock's.
     assert json.loads((venv / "bench-env.json").read_text()) == before, "an interrupted build touched the working env"
     assert subprocess.run([str(venv / "bin" / "python"), "-c", "import six"]).returncode == 0

@@ -100,9 +100,8 @@ def test_parallel_cells_each_get_their_own_gpu(tmp_path, monkeypatch):
         (venvs / backend / "bench-env.json").write_text(
             json.dumps({"backend": backend, "lock_sha256": lock_sha256(backend)})
         )
-    from bench import runner
 
-    monkeypatch.setattr(runner, "VENVS_DIR", venvs)
+    monkeypatch.setattr("bench.env_lookup.VENVS_DIR", venvs)
     monkeypatch.setenv("FAKE_CELL_S", "0.5")
     cells = plan_cells("smoke", backends=backends, models=["bert"])  # 6 cells
     lines = []

@@ -79,7 +79,7 @@ def test_each_cell_process_sees_exactly_one_gpu(tmp_path, monkeypatch, two_a100s
     from bench import runner
 
     venvs = make_fake_envs(tmp_path / "venvs", ["native-torch"])
-    monkeypatch.setattr(runner, "VENVS_DIR", venvs)
+    monkeypatch.setattr("bench.env_lookup.VENVS_DIR", venvs)
     cells = plan_cells("smoke", backends=["native-torch"], models=["bert"], tasks=["predict"], variants=["eager"])
     [result] = runner.run_cells(cells, tmp_path / "results", echo=lambda line: None)
     variables = result.runs[0].process["variables"]
@@ -165,7 +165,7 @@ def test_the_visible_gpus_follow_cuda_visible_devices(two_a100s, monkeypatch):
 
 def test_hiding_the_gpus_picks_the_cpu_profile(tmp_path, two_a100s):
     """The issue's reproduction: CUDA_VISIBLE_DEVICES= (the doctor's advice for the CPU) still picked paper."""
-    from bench.runner import default_profile
+    from bench.run_planning import default_profile
 
     os.environ["CUDA_VISIBLE_DEVICES"] = ""  # restored by the fixture's monkeypatch.delenv at teardown
     assert default_profile(machine_info())[0] == "smoke"
@@ -329,10 +329,9 @@ def test_parallel_cells_get_their_core_share_and_a_drift_probe(tmp_path, monkeyp
     gpus_ = [a100(i) for i in range(4)]
     install_fake_nvidia_smi(tmp_path / "bin", gpus_, monkeypatch)
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3,1")
-    from bench import runner
 
     venvs = make_fake_envs(tmp_path / "venvs", ["native-torch"])
-    monkeypatch.setattr(runner, "VENVS_DIR", venvs)
+    monkeypatch.setattr("bench.env_lookup.VENVS_DIR", venvs)
     cells = plan_cells("smoke", backends=["native-torch"], models=["bert"])
     results = run_cells_parallel(cells, tmp_path / "results", jobs=2, echo=lambda line: None)
     assert {r.status for r in results} == {"ok"} and len(results) == len(cells)
@@ -580,7 +579,7 @@ def test_a_cell_records_its_gpus_capability_and_state_at_start_and_end(tmp_path,
     from bench import runner
 
     venvs = make_fake_envs(tmp_path / "venvs", ["jax"])
-    monkeypatch.setattr(runner, "VENVS_DIR", venvs)
+    monkeypatch.setattr("bench.env_lookup.VENVS_DIR", venvs)
     cells = plan_cells("smoke", backends=["jax"], models=["bert"], tasks=["predict"])
     [result] = runner.run_cells(cells, tmp_path / "results", echo=lambda line: None)
     machine = result.provenance["machine"]

@@ -132,7 +132,7 @@ def test_a_terminal_picks_rich_and_hms_formats():
 
 def test_paper_cells_get_eta_estimates_from_the_published_figures_and_smoke_cells_none():
     from bench.registry import plan_cells
-    from bench.runner import time_estimates
+    from bench.run_planning import time_estimates
 
     paper = time_estimates(plan_cells("paper", backends=["jax", "keras2"], models=["bert", "gemma"]))
     assert paper["jax__bert__fit__bs32__default"] > 0 and "keras2__gemma__fit__bs8__default" in paper

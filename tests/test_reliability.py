@@ -28,7 +28,7 @@ def bert_cells():
 
 
 def test_a_failed_write_shows_the_result_and_stops_the_run_with_the_count_kept(venvs, tmp_path, monkeypatch):
-    monkeypatch.setattr(runner, "VENVS_DIR", venvs)
+    monkeypatch.setattr("bench.env_lookup.VENVS_DIR", venvs)
     real_write, writes = results_module.write_json_atomic, []
 
     def disk_fills_after_the_first(path, data):
@@ -138,7 +138,7 @@ def test_a_disk_that_fills_before_a_cells_log_opens_is_one_line(venvs, tmp_path,
     """The disk filling between the pre-flight check and the opening of a cell's log once ended in a traceback."""
     from bench import cli
 
-    monkeypatch.setattr(runner, "VENVS_DIR", venvs)
+    monkeypatch.setattr("bench.env_lookup.VENVS_DIR", venvs)
 
     def full(results_dir, cell, repeat):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(results_dir / "logs" / f"{cell.key}.log"))
@@ -739,7 +739,7 @@ def test_every_committed_result_has_its_tasks_unit():
 
 
 def test_a_step_count_that_cannot_end_within_the_timeout_is_warned(venvs, tmp_path, monkeypatch):
-    monkeypatch.setattr(runner, "VENVS_DIR", venvs)
+    monkeypatch.setattr("bench.env_lookup.VENVS_DIR", venvs)
     results = tmp_path / "results"
     cell = plan_cells("smoke", backends=["jax"], models=["bert"], tasks=["fit"])[0]
     runner.run_cells([cell], results, echo=lambda line: None)  # a median of 11 ms (the fake cell)
@@ -775,7 +775,7 @@ def test_every_test_docs_reliability_cites_exists():
 def test_a_disk_full_mid_cell_of_several_processes_shows_the_result_not_a_thread_traceback(venvs, tmp_path, monkeypatch):
     """Each process's log on a full disk (/dev/full), then the result's write refused too: the cell's processes
     all run, its result is shown with where it could not be written, and no thread dies on the log's write."""
-    monkeypatch.setattr(runner, "VENVS_DIR", venvs)
+    monkeypatch.setattr("bench.env_lookup.VENVS_DIR", venvs)
     real_new_log_path = runner.new_log_path
 
     def log_on_a_full_disk(results_dir, cell, repeat):
@@ -802,7 +802,7 @@ def test_a_disk_full_mid_cell_of_several_processes_shows_the_result_not_a_thread
 
 
 def test_a_full_disk_before_a_cells_next_process_keeps_its_finished_ones(venvs, tmp_path, monkeypatch):
-    monkeypatch.setattr(runner, "VENVS_DIR", venvs)
+    monkeypatch.setattr("bench.env_lookup.VENVS_DIR", venvs)
     checks = []
 
     def fills_after_the_first_process(results_dir, kept, of):

@@ -19,7 +19,7 @@ def run(tmp_path, monkeypatch, scale: float, jitter: float, rule=RULE, disturb_t
 
     # 60 steps a process: the step noise of the fake's 10, 11, 12 ms pattern well below the processes' spread
     cells = plan_cells("smoke", backends=["jax", "torch"], models=["bert"], tasks=["fit"], timed_steps=60)
-    monkeypatch.setattr(runner, "VENVS_DIR", make_fake_envs(tmp_path / "venvs", ["jax", "torch"]))
+    monkeypatch.setattr("bench.env_lookup.VENVS_DIR", make_fake_envs(tmp_path / "venvs", ["jax", "torch"]))
     monkeypatch.setattr(runner, "reference_ms", lambda: 1.0)  # a loaded machine's drift gate is not what this tests
     monkeypatch.setenv("FAKE_SCALE_TORCH", str(scale))
     monkeypatch.setenv("FAKE_JITTER", str(jitter))

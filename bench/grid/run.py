@@ -2,8 +2,8 @@
 model one weight export, every point's calls round-robin across its columns, one schema-2 result file per
 (model, column, batch, length).
 
-The worker processes are bench/grid/workers.py's. Shared with bench/runner.py (not duplicated): the env checks
-(`env_python`: built, current lock), the process group kill (bench/cell_process.py `CellProcess._kill`), the crash
+The worker processes are bench/grid/workers.py's. Shared with bench/runner.py (not duplicated): the env checks (bench/env_lookup.py
+`env_python`: built, current lock), the process group kill (bench/cell_process.py `CellProcess._kill`), the crash
 statuses (bench/failures.py), the drift probe (bench/drift.py), the provenance (git, machine, process), the Result/Run format and its atomic, history-keeping writer, and the
 progress display (bench/progress.py). What is new is the order: a process per env stays up across the run's
 points, so that the repeats of one point can alternate between columns living in different envs (round-robin:
@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.drift import reference_ms
+from bench.env_lookup import env_python
 from bench.errors import BenchError
 from bench.grid.spec import COLUMNS, MODELS, REFERENCE_COLUMN, TASK, Grid, GridModel
 from bench.grid.workers import CALL_TIMEOUT_S, SETUP_TIMEOUT_S, WORKER_ENVIRONMENT, WorkerProcess, Workers
@@ -30,8 +31,8 @@ from bench.progress import Progress, hms, status_counts
 from bench.provenance import git_info, machine_info, machine_slug, now_utc, study_provenance
 from bench.registry import Cell
 from bench.results import Result, Run, check_cell_schema
+from bench.results_folder import check_writable
 from bench.runlock import holds_results_folder
-from bench.runner import check_writable, env_python
 
 GRID_DIR = "grid"  # under the results folder; bench/results.py keeps it out of the published table's results
 # Two framework outputs agree when their largest difference is within this, relative to the reference's

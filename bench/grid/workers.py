@@ -14,11 +14,11 @@ from typing import Any
 
 from bench.backends import cell_environment
 from bench.cell_process import CellProcess, start_in_own_group
+from bench.env_lookup import env_python
 from bench.failures import PeakMemory, crash_status, oom_kill_count
 from bench.grid.spec import Grid, GridModel
 from bench.grid.worker import REPLY
 from bench.plan import ram_gib
-from bench.runner import env_python
 
 SETUP_TIMEOUT_S = 900.0
 # Several workers share the cores and take turns: OpenMP threads that spin-wait after their call (libgomp's

@@ -251,7 +251,8 @@ class Study:
     # -- 1. A/A on product cells
 
     def run_aa(self) -> None:
-        from bench.runner import prepare, release_results_folder
+        from bench.runlock import release as release_results_folder
+        from bench.runner import prepare
 
         for k in range(1, self.rounds + 1):
             sides = {s: self.runs_dir / f"round-{k}" / s for s in ("A", "B")}
@@ -290,7 +291,8 @@ class Study:
         """`repeats` processes of `cell` into each side's folder, interleaved A-B-B-A-A-B, the drift probe read
         between processes, each side written as a run writes it (`environment`: a side's added variables); returns
         `make compare`'s pair for the cell and each side's ok processes' medians."""
-        from bench.runner import record_noise, write_or_show
+        from bench.results_folder import write_or_show
+        from bench.runner import record_noise
 
         runs: dict[str, list[Run]] = {"A": [], "B": []}
         latest = self.readings[-1] if self.readings else reference_ms()
@@ -341,7 +343,8 @@ class Study:
     # -- 3b. power on product cells: a real per-step delay on side B (bench/noise/detection.py)
 
     def run_detection(self) -> None:
-        from bench.runner import prepare, release_results_folder
+        from bench.runlock import release as release_results_folder
+        from bench.runner import prepare
 
         if not self.delays:
             return

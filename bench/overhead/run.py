@@ -27,6 +27,7 @@ from typing import Any
 
 from bench.backends import cell_environment
 from bench.drift import reference_ms
+from bench.env_lookup import env_python
 from bench.errors import BenchError, os_error_line
 from bench.grid.workers import WORKER_ENVIRONMENT  # the grid workers' variables: spinning OpenMP threads
 from bench.overhead.spec import (
@@ -44,9 +45,9 @@ from bench.overhead.spec import (
 from bench.provenance import REPO_ROOT, git_info, machine_info, machine_slug, now_utc, study_provenance
 from bench.registry import Cell
 from bench.results import Result, Run, check_cell_schema
+from bench.results_folder import check_writable
 from bench.resultsdir import results_folder
 from bench.runlock import holds_results_folder
-from bench.runner import check_writable, env_python
 from bench.worker_process import run_logged
 
 WORKER_TIMEOUT_S = 1500.0  # one env's four columns x three benchmarks, compiles included (torch.compile is minutes)

@@ -22,8 +22,9 @@ from bench.provenance import git_info, machine_info, machine_slug, now_utc, stud
 from bench.registry import Cell
 from bench.replication import SequentialRule, undecided_sides
 from bench.results import Result, Run
+from bench.results_folder import check_writable
 from bench.runlock import holds_results_folder
-from bench.runner import check_writable, record_noise
+from bench.runner import record_noise
 from bench.sweep.derive import LOCKS_DIR, VENVS_DIR, Derivation, build, derive, slug
 from bench.sweep.targets import Target
 from bench.worker_process import run_logged
