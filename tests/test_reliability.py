@@ -553,7 +553,7 @@ def test_make_refuses_an_empty_results_for_every_target(target, tmp_path):
 @pytest.mark.parametrize("command", ["table", "export", "validate", "clean-results", "plan", "submit-status"])
 @pytest.mark.parametrize("folder", ["", " ", ".", "..", str(REPO), "docs", "docs/schema", ".venvs", "Makefile"])
 def test_a_results_folder_that_is_not_one_is_refused_in_one_line(command, folder, capsys, monkeypatch):
-    from bench.cli import build_parser
+    from bench.cli_parsers import build_parser
 
     monkeypatch.chdir(REPO)
     with pytest.raises(SystemExit) as stopped:
@@ -669,7 +669,7 @@ def test_make_env_with_an_unknown_stack_says_so_once(tmp_path):
 def test_a_name_given_twice_in_a_list_is_one_cell(venvs, tmp_path):
     """MODEL=bert,bert once ran the cell twice into one result (n=6, repeats_planned 1); BACKEND=jax,jax
     MODEL=bert,bert made 8 Slurm array tasks for 2 cells. Every list keeps its first of each name, in order."""
-    from bench.cli import csv_list
+    from bench.argtypes import csv_list
     from bench.cluster.jobdir import JobDir
 
     assert csv_list("torch,jax torch,,jax") == ["torch", "jax"]

@@ -629,7 +629,7 @@ def summary_line(data: dict[str, Any]) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from bench.cli import DEFAULT_RESULTS, OneLineErrors, csv_list, positive_int
+    from bench.argtypes import DEFAULT_RESULTS, OneLineErrors, csv_list, positive_int
 
     parser = OneLineErrors(prog="python -m bench.noise.study", description=__doc__.splitlines()[0])
     parser.add_argument("--cells", type=csv_list, help="cell keys, as `python -m bench run --dry-run` lists them "
