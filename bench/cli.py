@@ -179,7 +179,8 @@ def cmd_cell(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from bench.results import load_each, placement_problems, quarantine, unreadable_error
+    from bench.results import load_each, placement_problems, unreadable_error
+    from bench.results_upkeep import quarantine
 
     loaded, errors = load_each(args.results_dir)
     if args.quarantine:
@@ -243,7 +244,7 @@ def load_studies(results_dir: Path) -> tuple[dict[str, int], list]:
 
 
 def cmd_clean_results(args: argparse.Namespace) -> int:
-    from bench.results import clean_logs
+    from bench.results_upkeep import clean_logs
     from bench.runlock import holding
 
     if args.results_dir.is_dir():

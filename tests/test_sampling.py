@@ -241,7 +241,7 @@ def test_the_recorded_sampling_validates_against_the_schema():
 def test_a_cell_whose_cap_is_below_its_minimum_is_refused():
     from bench.errors import BenchError
     from bench.registry import Cell
-    from bench.results import check_cell_schema
+    from bench.result_checks import check_cell_schema
 
     (cell,) = plan_cells("smoke", backends=["jax"], models=["bert"], tasks=["predict"])
     check_cell_schema(cell.to_dict())

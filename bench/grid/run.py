@@ -30,7 +30,8 @@ from bench.grid.workers import CALL_TIMEOUT_S, SETUP_TIMEOUT_S, WORKER_ENVIRONME
 from bench.progress import Progress, hms, status_counts
 from bench.provenance import git_info, machine_info, machine_slug, now_utc, study_provenance
 from bench.registry import Cell
-from bench.results import Result, Run, check_cell_schema
+from bench.result_checks import check_cell_schema
+from bench.results import Result, Run
 from bench.results_folder import check_writable
 from bench.runlock import holds_results_folder
 

@@ -44,7 +44,8 @@ from bench.overhead.spec import (
 )
 from bench.provenance import REPO_ROOT, git_info, machine_info, machine_slug, now_utc, study_provenance
 from bench.registry import Cell
-from bench.results import Result, Run, check_cell_schema
+from bench.result_checks import check_cell_schema
+from bench.results import Result, Run
 from bench.results_folder import check_writable
 from bench.resultsdir import results_folder
 from bench.runlock import holds_results_folder
