@@ -33,7 +33,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from bench.profiles import get_profile
     from bench.registry import plan_cells
     from bench.run_planning import default_profile
-    from bench.runner import run_cells
+    from bench.runner import RunOptions, run_cells
 
     if args.profile:
         get_profile(args.profile)
@@ -129,9 +129,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             todo = cells
         if deadline is None and (line := expected_here(todo, results_dir, machine, rule.first)):
             print(line, flush=True)
-        results = run_cells(
-            cells,
-            results_dir,
+        options = RunOptions(
             repeats=args.repeats,
             timeout_s=args.timeout,
             profile_choice=choice,
@@ -141,6 +139,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             interleave=deadline is None,  # under a budget, whole cells in the budget's order
             rule=rule,
         )
+        results = run_cells(cells, results_dir, options)
     if deadline is not None:
         from bench.budget import say_what_is_left
 

@@ -293,7 +293,7 @@ def run(results_dir: Path, env: str = "locked", budget_s: float = BUDGET_S, echo
     if preflight():
         return 2
     from bench.plan import load_cells
-    from bench.runner import run_cells
+    from bench.runner import RunOptions, run_cells
 
     folder = results_dir / "gpu-check" / machine_slug(machine)
     frameworks = frameworks_present(env)
@@ -351,9 +351,7 @@ def run(results_dir: Path, env: str = "locked", budget_s: float = BUDGET_S, echo
                 results = run_cells(
                     [what],
                     folder / "cells",
-                    profile_choice="gpu-check (short paper-shape cell)",
-                    echo=echo,
-                    deadline=deadline,
+                    RunOptions(profile_choice="gpu-check (short paper-shape cell)", echo=echo, deadline=deadline),
                 )
                 if not results:
                     session["ended"] = "budget"

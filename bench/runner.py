@@ -199,20 +199,24 @@ def prepare(
     return Prepared(cells, predicted, pythons, git_info(), machine, skipped, plans, rerun=rerun)
 
 
-def run_cells(
-    cells: list[Cell],
-    results_dir: Path,
-    repeats: int = 1,
-    timeout_s: float | None = None,
-    profile_choice: str = "explicit",
-    resume: bool = False,
-    echo: Callable[[str], None] | None = None,
-    ignore_plan: bool = False,
-    deadline: float | None = None,
-    interleave: bool = True,
-    rule: SequentialRule | None = None,
-) -> list[Result]:
-    """Run every cell (each `repeats` processes, interleaved across its row) and write one result file per cell.
+@dataclass(frozen=True)
+class RunOptions:
+    """How run_cells runs its cells (its docstring says what each changes)."""
+
+    repeats: int = 1  # processes per cell; with a sequential `rule`, its first count
+    timeout_s: float | None = None  # per cell process; None: each cell's own (bench/cost.py)
+    profile_choice: str = "explicit"  # why this profile, as each result's provenance records it
+    resume: bool = False  # leave out the cells already measured (bench/run_planning.py already_measured)
+    echo: Callable[[str], None] | None = None  # plain progress lines; None: bench.progress.Progress
+    ignore_plan: bool = False  # run the cells the plan predicts will not fit
+    deadline: float | None = None  # time.monotonic() after which no cell starts
+    interleave: bool = True  # a row's cells round-robin; False: each cell's processes in turn, in the order given
+    rule: SequentialRule | None = None  # processes until decided (bench/replication.py); None: exactly `repeats`
+
+
+def run_cells(cells: list[Cell], results_dir: Path, options: RunOptions | None = None) -> list[Result]:
+    """Run every cell (each `options.repeats` processes, interleaved across its row) and write one result file per
+    cell, as `options` (RunOptions) says.
     With a sequential `rule` (bench/replication.py), `repeats` is its first count: after each round from then on the
     row's comparisons are judged, and the cells of an undecided one that the cap could still decide get one more
     process, up to the cap (bench/report/comparisons.py wanting_more); each result records the rule it ran under.
@@ -224,16 +228,18 @@ def run_cells(
     run returns what it finished (the caller names what was left; --resume runs it). interleave=False runs the cells
     in the order given, each one's processes one after another (a budget's order: a cell is written before the next
     starts, so what a cut leaves is whole cells, never a row's worth of partial ones)."""
-    progress = None if echo is not None else Progress()
-    echo = echo or progress.message
-    prepared = prepare(cells, results_dir, repeats, resume, ignore_plan)
-    if resume:
+    options = options or RunOptions()
+    repeats, timeout_s, deadline = options.repeats, options.timeout_s, options.deadline
+    progress = None if options.echo is not None else Progress()
+    echo = options.echo or progress.message
+    prepared = prepare(cells, results_dir, repeats, options.resume, options.ignore_plan)
+    if options.resume:
         echo(f"skipped (resume): {prepared.skipped} cells already measured")
         for key, why in prepared.rerun.items():
             echo(f"measured again (resume): {key}: {why}")
     cells = prepared.cells
     warn_over_timeout(cells, results_dir, prepared.machine, timeout_s, echo)
-    rows = row_order(cells) if interleave else [[cell] for cell in cells]
+    rows = row_order(cells) if options.interleave else [[cell] for cell in cells]
     number = {cell.key: i for i, cell in enumerate((c for row in rows for c in row), 1)}
     reference = {"start_ms": reference_ms()}
     latest = reference["start_ms"]
@@ -245,13 +251,13 @@ def run_cells(
     done: list[Result] = []
     started = time.perf_counter()
 
-    rule = rule or SequentialRule(repeats, repeats)
+    rule = options.rule or SequentialRule(repeats, repeats)
     written: dict[str, Result] = {}
 
     def provisional(cell: Cell, runs: list[Run]) -> Result:
         record_noise(runs, readings)
         return prepared.result(
-            cell, runs, profile_choice, repeats, reference={**reference, "at_write_ms": latest}, ceilings=ceilings,
+            cell, runs, options.profile_choice, repeats, reference={**reference, "at_write_ms": latest}, ceilings=ceilings,
             replication=rule.to_dict(),
         )  # fmt: skip
 

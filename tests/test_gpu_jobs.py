@@ -130,8 +130,8 @@ def test_one_job_is_the_ordinary_orchestrator(tmp_path, monkeypatch):
     from bench import runner
 
     called = {}
-    monkeypatch.setattr(runner, "run_cells", lambda cells, results_dir, **kw: called.update(kw) or [])
-    assert run_cells_parallel([], tmp_path, jobs=1, repeats=2) == [] and called["repeats"] == 2
+    monkeypatch.setattr(runner, "run_cells", lambda cells, results_dir, options: called.update(options=options) or [])
+    assert run_cells_parallel([], tmp_path, jobs=1, repeats=2) == [] and called["options"].repeats == 2
     with pytest.raises(BenchError, match="needs a GPU per job"):
         run_cells_parallel([], tmp_path, jobs=2, gpu_indices=[0])
 

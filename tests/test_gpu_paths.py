@@ -81,7 +81,7 @@ def test_each_cell_process_sees_exactly_one_gpu(tmp_path, monkeypatch, two_a100s
     venvs = make_fake_envs(tmp_path / "venvs", ["native-torch"])
     monkeypatch.setattr("bench.env_lookup.VENVS_DIR", venvs)
     cells = plan_cells("smoke", backends=["native-torch"], models=["bert"], tasks=["predict"], variants=["eager"])
-    [result] = runner.run_cells(cells, tmp_path / "results", echo=lambda line: None)
+    [result] = runner.run_cells(cells, tmp_path / "results", runner.RunOptions(echo=lambda line: None))
     variables = result.runs[0].process["variables"]
     assert variables["CUDA_VISIBLE_DEVICES"] == two_a100s[0]["uuid"]  # the first visible GPU, by UUID: one GPU
     assert variables["CUDA_DEVICE_ORDER"] == "PCI_BUS_ID"  # CUDA's indices are nvidia-smi's
@@ -581,7 +581,7 @@ def test_a_cell_records_its_gpus_capability_and_state_at_start_and_end(tmp_path,
     venvs = make_fake_envs(tmp_path / "venvs", ["jax"])
     monkeypatch.setattr("bench.env_lookup.VENVS_DIR", venvs)
     cells = plan_cells("smoke", backends=["jax"], models=["bert"], tasks=["predict"])
-    [result] = runner.run_cells(cells, tmp_path / "results", echo=lambda line: None)
+    [result] = runner.run_cells(cells, tmp_path / "results", runner.RunOptions(echo=lambda line: None))
     machine = result.provenance["machine"]
     assert machine["gpus"][0]["compute_capability"] == "8.0" and machine["gpus"][0]["uuid"] == two_a100s[0]["uuid"]
     state = result.runs[0].gpu_state

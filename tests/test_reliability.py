@@ -40,7 +40,7 @@ def test_a_failed_write_shows_the_result_and_stops_the_run_with_the_count_kept(v
     monkeypatch.setattr(results_module, "write_json_atomic", disk_fills_after_the_first)
     lines: list[str] = []
     with pytest.raises(runner.RunStopped, match=r"the disk is full .*No space left on device.*1 of 2 cells kept"):
-        runner.run_cells(bert_cells(), tmp_path / "results", echo=lines.append)
+        runner.run_cells(bert_cells(), tmp_path / "results", runner.RunOptions(echo=lines.append))
     assert [r.cell.task for r in load_all(tmp_path / "results")] == ["fit"]
     shown = "\n".join(lines)
     assert f"could not write {writes[1]}" in shown
@@ -59,7 +59,7 @@ def test_a_failed_write_shows_the_result_and_stops_the_run_with_the_count_kept(v
         lambda path, data: (_ for _ in ()).throw(OSError(errno.ENOSPC, "No space left on device")),
     )
     with pytest.raises(runner.RunStopped):
-        runner.run_cells(bert_cells()[:1], tmp_path / "results", echo=lambda line: None)
+        runner.run_cells(bert_cells()[:1], tmp_path / "results", runner.RunOptions(echo=lambda line: None))
     assert [r.cell.task for r in load_all(tmp_path / "results")] == ["fit"] and not list(
         (tmp_path / "results").rglob("history/*.json")
     )
@@ -742,17 +742,17 @@ def test_a_step_count_that_cannot_end_within_the_timeout_is_warned(venvs, tmp_pa
     monkeypatch.setattr("bench.env_lookup.VENVS_DIR", venvs)
     results = tmp_path / "results"
     cell = plan_cells("smoke", backends=["jax"], models=["bert"], tasks=["fit"])[0]
-    runner.run_cells([cell], results, echo=lambda line: None)  # a median of 11 ms (the fake cell)
+    runner.run_cells([cell], results, runner.RunOptions(echo=lambda line: None))  # a median of 11 ms (the fake cell)
     many = plan_cells("smoke", backends=["jax"], models=["bert"], tasks=["fit"], timed_steps=20_000)[0]
     lines: list[str] = []
-    runner.run_cells([many], results, timeout_s=5, echo=lines.append)
+    runner.run_cells([many], results, runner.RunOptions(timeout_s=5, echo=lines.append))
     assert any(
         line.startswith("warning: jax__bert__fit__bs2__default is estimated at 0:03:40")
         and "over its 0:00:05 timeout" in line
         for line in lines
     ), lines
     lines.clear()
-    runner.run_cells([cell], results, echo=lines.append)
+    runner.run_cells([cell], results, runner.RunOptions(echo=lines.append))
     assert not any("warning" in line for line in lines)
 
 
@@ -793,7 +793,7 @@ def test_a_disk_full_mid_cell_of_several_processes_shows_the_result_not_a_thread
     monkeypatch.setattr("threading.excepthook", died.append)
     lines: list[str] = []
     with pytest.raises(runner.RunStopped, match="the disk is full"):
-        runner.run_cells(bert_cells()[:1], tmp_path / "results", repeats=2, echo=lines.append)
+        runner.run_cells(bert_cells()[:1], tmp_path / "results", runner.RunOptions(repeats=2, echo=lines.append))
     assert not died, died
     shown = "\n".join(lines)
     assert "could not write the log" in shown and "could not write " + str(tmp_path / "results") in shown
@@ -812,7 +812,7 @@ def test_a_full_disk_before_a_cells_next_process_keeps_its_finished_ones(venvs, 
 
     monkeypatch.setattr(runner, "check_free_space", fills_after_the_first_process)
     with pytest.raises(runner.RunStopped):
-        runner.run_cells(bert_cells()[:1], tmp_path / "results", repeats=2, echo=lambda line: None)
+        runner.run_cells(bert_cells()[:1], tmp_path / "results", runner.RunOptions(repeats=2, echo=lambda line: None))
     assert [len(r.runs) for r in load_all(tmp_path / "results")] == [1]
 
 

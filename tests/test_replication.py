@@ -25,7 +25,7 @@ def run(tmp_path, monkeypatch, scale: float, jitter: float, rule=RULE, disturb_t
     monkeypatch.setenv("FAKE_JITTER", str(jitter))
     monkeypatch.setenv("FAKE_DISTURB_TORCH", disturb_torch)
     lines = []
-    runner.run_cells(cells, tmp_path / "results", repeats=rule.first, echo=lines.append, rule=rule)
+    runner.run_cells(cells, tmp_path / "results", runner.RunOptions(repeats=rule.first, echo=lines.append, rule=rule))
     results = {r.cell.backend: r for r in load_all(tmp_path / "results")}
     return results, lines
 

@@ -86,9 +86,7 @@ def run_cells_parallel(
     from bench import runner
 
     if jobs <= 1:
-        return runner.run_cells(
-            cells,
-            results_dir,
+        options = runner.RunOptions(
             repeats=repeats,
             timeout_s=timeout_s,
             profile_choice=profile_choice,
@@ -96,6 +94,7 @@ def run_cells_parallel(
             resume=resume,
             ignore_plan=ignore_plan,
         )
+        return runner.run_cells(cells, results_dir, options)
     slots = gpu_slots(runner.machine_info(), gpu_indices)
     refusal = refuse_jobs(jobs, len(slots))
     if refusal:
