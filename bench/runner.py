@@ -21,7 +21,7 @@ from bench.errors import BenchError
 from bench.ownenv import why_not_here
 from bench.plan import load_cells as load_plan_cells
 from bench.plan import plan_figures, predicted_oom
-from bench.progress import Progress, hms, status_counts
+from bench.progress import Progress, closing_line, hms, probe_line
 from bench.provenance import git_info, machine_info, now_utc, unlocked_environment
 from bench.registry import Cell, get_model
 from bench.replication import SequentialRule
@@ -336,13 +336,8 @@ def run_cells(cells: list[Cell], results_dir: Path, options: RunOptions | None =
         if progress:
             progress.close()
     end_ms = reference_ms()
-    echo(
-        f"reference probe (bench/drift.py): {reference['start_ms']:.3f} ms at the start, {end_ms:.3f} ms at the end (x{end_ms / reference['start_ms']:.2f})"
-    )
-    echo(
-        f"{len(done)} cells in {hms(time.perf_counter() - started)}: "
-        + ", ".join(f"{n} {s}" for s, n in status_counts(done).items())
-    )
+    echo(probe_line("reference probe (bench/drift.py)", reference["start_ms"], end_ms))
+    echo(closing_line(done, "cells", time.perf_counter() - started))
     return done
 
 

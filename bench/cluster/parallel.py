@@ -24,7 +24,7 @@ from pathlib import Path
 from bench.cluster.gpus import GpuPool, refuse_jobs
 from bench.drift import reference_ms
 from bench.errors import BenchError
-from bench.progress import hms, status_counts
+from bench.progress import closing_line, hms, probe_line
 from bench.registry import Cell
 from bench.results import Result
 
@@ -190,12 +190,7 @@ def run_cells_parallel(
         raise
     executor.shutdown()
     prepared.caches.close()
-    echo(
-        f"reference probe (bench/drift.py), median over the GPU slots: {start_ms:.3f} ms at the start, "
-        f"{statistics.median(probes.values()):.3f} ms at the end"
-    )
-    echo(
-        f"{len(done)} cells on {jobs} GPUs in {hms(time.perf_counter() - started)}: "
-        + ", ".join(f"{n} {s}" for s, n in status_counts(done).items())
-    )
+    echo(probe_line("reference probe (bench/drift.py), median over the GPU slots", start_ms,
+                    statistics.median(probes.values()), ratio=False))
+    echo(closing_line(done, f"cells on {jobs} GPUs", time.perf_counter() - started))
     return done

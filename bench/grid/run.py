@@ -27,7 +27,7 @@ from bench.env_lookup import env_python
 from bench.errors import BenchError
 from bench.grid.spec import COLUMNS, MODELS, REFERENCE_COLUMN, TASK, Grid, GridModel
 from bench.grid.workers import CALL_TIMEOUT_S, SETUP_TIMEOUT_S, WORKER_ENVIRONMENT, WorkerProcess, Workers
-from bench.progress import Progress, hms, status_counts
+from bench.progress import Progress, closing_line, hms, probe_line
 from bench.provenance import git_info, machine_info, machine_slug, now_utc, study_provenance
 from bench.registry import Cell
 from bench.result_checks import check_cell_schema
@@ -151,13 +151,8 @@ def run_grid(
         if progress:
             progress.close()
     end = reference_ms()
-    say(
-        f"reference probe: {reference['start_ms']:.3f} ms at the start, {end:.3f} ms at the end (x{end / reference['start_ms']:.2f})"
-    )
-    say(
-        f"{len(written)} grid results in {hms(time.perf_counter() - started)}: "
-        + ", ".join(f"{n} {s}" for s, n in status_counts(written).items())
-    )
+    say(probe_line("reference probe", reference["start_ms"], end))
+    say(closing_line(written, "grid results", time.perf_counter() - started))
     return written
 
 
