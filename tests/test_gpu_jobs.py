@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
-from fakes import lock_sha256
+from fakes import lock_sha256, smoke_run
 
 from bench.cluster.gpus import GpuPool, makespan, refuse_jobs, schedule
 from bench.cluster.parallel import run_cells_parallel
@@ -80,8 +80,8 @@ def test_jobs_beyond_the_gpus_are_refused():
 
 def test_cli_refuses_jobs_without_gpus_in_one_line(tmp_path):
     env = {"CUDA_VISIBLE_DEVICES": "", "PATH": "/usr/bin:/bin"}  # no GPU visible, whatever this machine has
-    out = subprocess.run([sys.executable, "-m", "bench", "run", "--profile", "smoke", "--backend", "jax", "--model", "bert", "--jobs", "2",
-                          "--results-dir", str(tmp_path / "r")], cwd=REPO, env=env, capture_output=True, text=True, timeout=60)  # fmt: skip
+    out = subprocess.run([sys.executable, "-m", "bench", *smoke_run("--backend", "jax", "--model", "bert", "--jobs", "2",
+                                                                      results=tmp_path / "r")], cwd=REPO, env=env, capture_output=True, text=True, timeout=60)  # fmt: skip
     assert out.returncode == 2
     assert out.stderr.strip().splitlines() == [
         "error: --jobs 2 needs a GPU per job, and 0 GPUs are visible: parallel cells on a CPU (or sharing a GPU) would disturb each other's timing"

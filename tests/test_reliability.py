@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from fakes import bench_env, run_bench
+from fakes import bench_env, run_bench, smoke_run
 
 from bench import results as results_module
 from bench import runner
@@ -108,7 +108,7 @@ def test_a_full_disk_stops_the_run_in_one_line_before_a_cell_runs(venvs, tmp_pat
 
 @pytest.mark.skipif(not can_mount_tmpfs(), reason="needs root and unshare -m to mount a tmpfs")
 @pytest.mark.parametrize(
-    "command", [["table"], ["export"], ["plan", "--profile", "smoke"], ["run", "--profile", "smoke", "--model", "bert"]]
+    "command", [["table"], ["export"], ["plan", "--profile", "smoke"], smoke_run("--model", "bert")]
 )
 def test_a_read_only_results_folder_is_one_line_not_a_traceback(venvs, tmp_path, command):
     """`make table`, `make export` and `make plan` on a read-only folder once ended in an OSError traceback."""
@@ -125,7 +125,7 @@ def test_a_read_only_results_folder_is_one_line_not_a_traceback(venvs, tmp_path,
     assert out.stderr.count("\n") == 1 and "Read-only file system" in out.stderr, out.stderr
 
 
-@pytest.mark.parametrize("command", [["table"], ["run", "--profile", "smoke", "--backend", "jax", "--model", "bert"]])
+@pytest.mark.parametrize("command", [["table"], smoke_run("--backend", "jax", "--model", "bert")])
 def test_a_results_path_too_long_is_one_line_not_a_traceback(venvs, tmp_path, command):
     """A results path past PATH_MAX once ended in ENAMETOOLONG from inside the run (warn_over_timeout)."""
     for results in (tmp_path / ("a" * 300), tmp_path.joinpath(*["b" * 200] * 25)):
@@ -144,7 +144,7 @@ def test_a_disk_that_fills_before_a_cells_log_opens_is_one_line(venvs, tmp_path,
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(results_dir / "logs" / f"{cell.key}.log"))
 
     monkeypatch.setattr(runner, "new_log_path", full)
-    args = ["run", "--profile", "smoke", "--backend", "jax", "--model", "bert", "--results-dir", str(tmp_path)]
+    args = smoke_run("--backend", "jax", "--model", "bert", results=tmp_path)
     code, err = cli.main(args), capsys.readouterr().err
     log = tmp_path / "logs" / "jax__bert__fit__bs2__default.log"
     assert code == 2 and err == f"error: No space left on device: {log}\n", err
@@ -686,7 +686,7 @@ def test_a_name_given_twice_in_a_list_is_one_cell(venvs, tmp_path):
 
 def test_dry_run_with_resume_lists_only_what_resume_would_run(venvs, tmp_path):
     results = tmp_path / "results"
-    args = ["run", "--profile", "smoke", "--backend", "jax", "--model", "bert", "--results-dir", str(results)]
+    args = smoke_run("--backend", "jax", "--model", "bert", results=results)
     assert bench([*args, "--task", "fit"], bench_env(venvs)).returncode == 0
     out = bench([*args, "--dry-run", "--resume"], bench_env(venvs))
     assert out.returncode == 0 and out.stdout.splitlines()[1:] == ["jax__bert__predict__bs2__default"], (

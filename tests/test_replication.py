@@ -68,12 +68,11 @@ def test_a_fixed_count_is_judged_at_95_percent_as_before(tmp_path, monkeypatch):
 def test_a_run_ends_saying_which_rows_are_decided_and_why_the_others_are_not(tmp_path):
     import re
 
-    from fakes import bench_env, run_bench
+    from fakes import bench_env, run_bench, smoke_run
 
     venvs = make_fake_envs(tmp_path / "venvs", ["jax", "torch"])
     env = {**bench_env(venvs), "FAKE_SCALE_TORCH": "1.02", "FAKE_JITTER": "0.05"}
-    args = ["run", "--profile", "smoke", "--backend", "jax,torch", "--model", "bert", "--results-dir"]
-    out = run_bench([*args, str(tmp_path / "r")], env)
+    out = run_bench(smoke_run("--backend", "jax,torch", "--model", "bert", results=tmp_path / "r"), env)
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
     assert "processes: 3 processes a cell, judged at 95%" in out.stdout
     tail = out.stdout[out.stdout.index("rows decided:"):].splitlines()

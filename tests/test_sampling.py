@@ -8,6 +8,7 @@ import sys
 
 import pytest
 from conftest import REPO, env_python
+from fakes import smoke_run
 
 from bench.cell import figures
 from bench.cluster.task import run_arguments
@@ -324,8 +325,8 @@ def test_a_smoke_cell_records_how_it_sampled(tmp_path):
     env_python("native-torch")
     results = tmp_path / "results"
     out = subprocess.run(
-        [sys.executable, "-m", "bench", "run", "--profile", "smoke", "--backend", "native-torch", "--model", "bert",
-         "--task", "predict", "--variant", "eager", "--repeats", "1", "--results-dir", str(results)],
+        [sys.executable, "-m", "bench", *smoke_run("--backend", "native-torch", "--model", "bert", "--task", "predict",
+                                                   "--variant", "eager", "--repeats", "1", results=results)],
         cwd=REPO, capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
