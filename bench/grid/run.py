@@ -3,7 +3,7 @@ model one weight export, every point's calls round-robin across its columns, one
 (model, column, batch, length).
 
 The worker processes are bench/grid/workers.py's. Shared with bench/runner.py (not duplicated): the env checks (bench/env_lookup.py
-`env_python`: built, current lock), the process group kill (bench/cell_process.py `CellProcess._kill`), the crash
+`env_python`: built, current lock), the process group kill (bench/cell_process.py `kill_group`), the crash
 statuses (bench/failures.py), the drift probe (bench/drift.py), the provenance (git, machine, process), the Result/Run format and its atomic, history-keeping writer, and the
 progress display (bench/progress.py). What is new is the order: a process per env stays up across the run's
 points, so that the repeats of one point can alternate between columns living in different envs (round-robin:
