@@ -21,6 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
 ENVS_PY = ROOT / "scripts" / "envs.py"
 sys.path.insert(0, str(ROOT))
 from bench.backends import BACKENDS, cell_environment  # noqa: E402
+from bench.envs.common import default_venv  # noqa: E402
 
 ENV_NAMES = [*BACKENDS, "tools"]
 REQUIRE_ENVS = bool(os.environ.get("BENCH_REQUIRE_ENVS"))
@@ -28,7 +29,7 @@ KERAS3 = ["tensorflow", "jax", "torch"]
 
 
 def env_python(name: str) -> Path:
-    venv = ROOT / ".venvs" / name
+    venv = default_venv(name)
     if not venv.is_dir():
         msg = f".venvs/{name} is not built; run `make envs` (or `python3 scripts/envs.py build {name}`)"
         if REQUIRE_ENVS:
