@@ -229,7 +229,7 @@ def run_cells(cells: list[Cell], results_dir: Path, options: RunOptions | None =
     in the order given, each one's processes one after another (a budget's order: a cell is written before the next
     starts, so what a cut leaves is whole cells, never a row's worth of partial ones)."""
     options = options or RunOptions()
-    repeats, timeout_s, deadline = options.repeats, options.timeout_s, options.deadline
+    repeats = options.repeats
     progress = None if options.echo is not None else Progress()
     echo = options.echo or progress.message
     prepared = prepare(cells, results_dir, repeats, options.resume, options.ignore_plan)
@@ -238,97 +238,28 @@ def run_cells(cells: list[Cell], results_dir: Path, options: RunOptions | None =
         for key, why in prepared.rerun.items():
             echo(f"measured again (resume): {key}: {why}")
     cells = prepared.cells
-    warn_over_timeout(cells, results_dir, prepared.machine, timeout_s, echo)
+    warn_over_timeout(cells, results_dir, prepared.machine, options.timeout_s, echo)
     rows = row_order(cells) if options.interleave else [[cell] for cell in cells]
-    number = {cell.key: i for i, cell in enumerate((c for row in rows for c in row), 1)}
-    reference = {"start_ms": reference_ms()}
-    latest = reference["start_ms"]
-    readings = [latest]  # every drift-probe reading of this run: the quietest is the noise gate's reference
+    start_ms = reference_ms()
     # the machine's ceilings, once per run (bench/roofline/ceilings.py): the host's always, each framework's on a GPU
     ceilings = measure_ceilings(
         {c.backend: prepared.pythons[c.env] for c in cells if c.env in prepared.pythons}, prepared.machine, echo
     )
-    done: list[Result] = []
-    started = time.perf_counter()
-
-    rule = options.rule or SequentialRule(repeats, repeats)
-    written: dict[str, Result] = {}
-
-    def provisional(cell: Cell, runs: list[Run]) -> Result:
-        record_noise(runs, readings)
-        return prepared.result(
-            cell, runs, options.profile_choice, repeats, reference={**reference, "at_write_ms": latest}, ceilings=ceilings,
-            replication=rule.to_dict(),
-        )  # fmt: skip
-
-    def finish(cell: Cell, runs: list[Run]) -> None:
-        result = written[cell.key] = provisional(cell, runs)
-        path = write_or_show(result, results_dir, echo, kept=len(done), of=len(cells))
-        done.append(result)
-        # its figure with its interval, how its sampling ended, and any noise gate that tripped (Result.describe)
-        line = f"{result.describe()}  [{path.relative_to(results_dir)}]"
-        progress.cell_finished(cell, line) if progress else echo(f"    -> {line}")
-        if result.status not in ("ok", "unsupported") and runs[-1].process.get("log"):
-            echo(f"    log: {results_dir / runs[-1].process['log']}")
-
-    phase = progress.phase if progress else (lambda line: echo("    " + line))
+    rounds = Rounds(
+        prepared, options, results_dir, options.rule or SequentialRule(repeats, repeats), echo, progress,
+        number={cell.key: i for i, cell in enumerate((c for row in rows for c in row), 1)}, total=len(cells),
+        start_ms=start_ms, ceilings=ceilings,
+    )  # fmt: skip
     if progress:
         progress.start([c for row in rows for c in row], time_estimates(cells, repeats))
     try:
         for row in rows:
-            runs: dict[str, list[Run]] = {cell.key: [] for cell in row}
-            open_cells = list(row)
-            try:
-                repeat = 0
-                while open_cells:  # round-robin: repeat r of every open column, then repeat r+1
-                    for cell in list(open_cells):
-                        header = f"[{number[cell.key]}/{len(cells)}] {cell.backend} {cell.model} {cell.task} batch={cell.batch_size} {cell.variant}{repeat_label(repeat, rule)} ({cell.profile}; elapsed {hms(time.perf_counter() - started)})"
-                        progress.cell_started(cell, header) if progress else echo(header)
-                        check_free_space(results_dir, kept=len(done), of=len(cells))
-                        run = prepared.not_run(cell) or attempt_within(
-                            prepared, cell, repeat, results_dir, timeout_s, phase, deadline
-                        )
-                        runs[cell.key].append(run)  # kept even if Ctrl-C comes during the probe below
-                        if not prepared.not_run(cell):  # a process ran: probe the drift
-                            before, latest = latest, reference_ms()
-                            readings.append(latest)
-                            run.reference = {"before_ms": before, "after_ms": latest}
-                        at_cap = repeat + 1 >= rule.cap and not to_replace(runs[cell.key], rule, readings)
-                        if run.status != "ok" or at_cap:
-                            open_cells.remove(cell)
-                            finish(cell, runs[cell.key])
-                    repeat += 1
-                    if repeat < rule.first or not open_cells:
-                        continue
-                    wanted = look(
-                        {c.key: written.get(c.key) or provisional(c, runs[c.key]) for c in row if runs[c.key]},
-                        rule, results_dir,
-                    )  # fmt: skip
-                    for cell in list(open_cells):
-                        if cell.key in wanted:
-                            phase(f"{cell.key}: one more process, for {wanted[cell.key]} (undecided)")
-                        elif n := to_replace(runs[cell.key], rule, readings):
-                            phase(f"{cell.key}: one more process, in place of {n} disturbed one{'s' * (n > 1)} "
-                                  "(its noise gate tripped: set aside when judged)")
-                        else:
-                            open_cells.remove(cell)
-                            finish(cell, runs[cell.key])
-            except (KeyboardInterrupt, BudgetSpent, OSError, RunStopped):  # a cell's finished repeats are kept
-                stopped = None
-                for cell in open_cells:
-                    if runs[cell.key]:
-                        try:
-                            finish(cell, runs[cell.key])  # or, where it cannot be written, shown (write_or_show)
-                        except RunStopped as e:
-                            stopped = stopped or e
-                if stopped is not None and not isinstance(sys.exc_info()[1], KeyboardInterrupt):
-                    raise stopped from None
-                raise
+            rounds.run_row(row)
     except BudgetSpent:
-        echo(f"\nthe budget is spent after {len(done)} of {len(cells)} cells; every finished result is kept in {results_dir}")
-        return done
+        echo(f"\nthe budget is spent after {len(rounds.done)} of {len(cells)} cells; every finished result is kept in {results_dir}")
+        return rounds.done
     except KeyboardInterrupt:
-        echo(f"\ninterrupted after {len(done)} of {len(cells)} cells; every finished result is kept in {results_dir}")
+        echo(f"\ninterrupted after {len(rounds.done)} of {len(cells)} cells; every finished result is kept in {results_dir}")
         raise
     finally:
         release_results_folder(results_dir)
@@ -336,9 +267,114 @@ def run_cells(cells: list[Cell], results_dir: Path, options: RunOptions | None =
         if progress:
             progress.close()
     end_ms = reference_ms()
-    echo(probe_line("reference probe (bench/drift.py)", reference["start_ms"], end_ms))
-    echo(closing_line(done, "cells", time.perf_counter() - started))
-    return done
+    echo(probe_line("reference probe (bench/drift.py)", start_ms, end_ms))
+    echo(closing_line(rounds.done, "cells", time.perf_counter() - rounds.started))
+    return rounds.done
+
+
+@dataclass
+class Rounds:
+    """One run_cells call under way: each row's cells round-robin, a drift probe after each process, and each cell
+    written once its processes are done (bench/report/comparisons.py decides when, under a sequential rule)."""
+
+    prepared: Prepared
+    options: RunOptions
+    results_dir: Path
+    rule: SequentialRule
+    echo: Callable[[str], None]
+    progress: Progress | None
+    number: dict[str, int]  # cell key -> its place in the run, for its header
+    total: int
+    start_ms: float  # the drift probe's reading as the run starts
+    ceilings: dict
+    started: float = field(default_factory=time.perf_counter)
+    done: list[Result] = field(default_factory=list)
+    written: dict[str, Result] = field(default_factory=dict)
+    readings: list[float] = field(default_factory=list)  # every drift-probe reading: the quietest is the noise gates'
+
+    def __post_init__(self) -> None:
+        self.latest = self.start_ms
+        self.readings.append(self.latest)
+
+    def phase(self, line: str) -> None:
+        self.progress.phase(line) if self.progress else self.echo("    " + line)
+
+    def provisional(self, cell: Cell, runs: list[Run]) -> Result:
+        record_noise(runs, self.readings)
+        return self.prepared.result(
+            cell, runs, self.options.profile_choice, self.options.repeats,
+            reference={"start_ms": self.start_ms, "at_write_ms": self.latest}, ceilings=self.ceilings,
+            replication=self.rule.to_dict(),
+        )  # fmt: skip
+
+    def finish(self, cell: Cell, runs: list[Run]) -> None:
+        result = self.written[cell.key] = self.provisional(cell, runs)
+        path = write_or_show(result, self.results_dir, self.echo, kept=len(self.done), of=self.total)
+        self.done.append(result)
+        # its figure with its interval, how its sampling ended, and any noise gate that tripped (Result.describe)
+        line = f"{result.describe()}  [{path.relative_to(self.results_dir)}]"
+        self.progress.cell_finished(cell, line) if self.progress else self.echo(f"    -> {line}")
+        if result.status not in ("ok", "unsupported") and runs[-1].process.get("log"):
+            self.echo(f"    log: {self.results_dir / runs[-1].process['log']}")
+
+    def run_row(self, row: list[Cell]) -> None:
+        """The row's cells round-robin until each is done; on a stop, the finished processes of each are written."""
+        runs: dict[str, list[Run]] = {cell.key: [] for cell in row}
+        open_cells = list(row)
+        try:
+            repeat = 0
+            while open_cells:  # round-robin: repeat r of every open column, then repeat r+1
+                for cell in list(open_cells):
+                    run = self.run_one(cell, repeat)
+                    runs[cell.key].append(run)  # kept even if Ctrl-C comes during the probe below
+                    if not self.prepared.not_run(cell):  # a process ran: probe the drift
+                        before, self.latest = self.latest, reference_ms()
+                        self.readings.append(self.latest)
+                        run.reference = {"before_ms": before, "after_ms": self.latest}
+                    at_cap = repeat + 1 >= self.rule.cap and not to_replace(runs[cell.key], self.rule, self.readings)
+                    if run.status != "ok" or at_cap:
+                        open_cells.remove(cell)
+                        self.finish(cell, runs[cell.key])
+                repeat += 1
+                if repeat >= self.rule.first and open_cells:
+                    self.close_decided(row, open_cells, runs)
+        except (KeyboardInterrupt, BudgetSpent, OSError, RunStopped):  # a cell's finished repeats are kept
+            stopped = None
+            for cell in open_cells:
+                if runs[cell.key]:
+                    try:
+                        self.finish(cell, runs[cell.key])  # or, where it cannot be written, shown (write_or_show)
+                    except RunStopped as e:
+                        stopped = stopped or e
+            if stopped is not None and not isinstance(sys.exc_info()[1], KeyboardInterrupt):
+                raise stopped from None
+            raise
+
+    def run_one(self, cell: Cell, repeat: int) -> Run:
+        """One process of a cell, after its header line (or the status that stands for it where none runs)."""
+        header = f"[{self.number[cell.key]}/{self.total}] {cell.backend} {cell.model} {cell.task} batch={cell.batch_size} {cell.variant}{repeat_label(repeat, self.rule)} ({cell.profile}; elapsed {hms(time.perf_counter() - self.started)})"
+        self.progress.cell_started(cell, header) if self.progress else self.echo(header)
+        check_free_space(self.results_dir, kept=len(self.done), of=self.total)
+        return self.prepared.not_run(cell) or attempt_within(
+            self.prepared, cell, repeat, self.results_dir, self.options.timeout_s, self.phase, self.options.deadline
+        )
+
+    def close_decided(self, row: list[Cell], open_cells: list[Cell], runs: dict[str, list[Run]]) -> None:
+        """After a round past the rule's first count: a cell goes on where one more process could decide its row's
+        comparison or replace a disturbed one; every other open cell is finished."""
+        wanted = look(
+            {c.key: self.written.get(c.key) or self.provisional(c, runs[c.key]) for c in row if runs[c.key]},
+            self.rule, self.results_dir,
+        )  # fmt: skip
+        for cell in list(open_cells):
+            if cell.key in wanted:
+                self.phase(f"{cell.key}: one more process, for {wanted[cell.key]} (undecided)")
+            elif n := to_replace(runs[cell.key], self.rule, self.readings):
+                self.phase(f"{cell.key}: one more process, in place of {n} disturbed one{'s' * (n > 1)} "
+                           "(its noise gate tripped: set aside when judged)")
+            else:
+                open_cells.remove(cell)
+                self.finish(cell, runs[cell.key])
 
 
 def to_replace(runs: list[Run], rule: SequentialRule, readings: list[float]) -> int:

@@ -61,7 +61,7 @@ def test_plain_mode_prints_todays_lines_exactly():
 
 
 def test_plain_header_matches_the_orchestrators_format():
-    """The runner's own f-string, copied from bench/runner.py run_cells: the two must not drift apart."""
+    """The runner's own f-string, copied from bench/runner.py Rounds.run_one: the two must not drift apart."""
     from bench import runner
 
     cell, index, total, elapsed = CELLS[2], 3, 72, 3725.0
