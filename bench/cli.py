@@ -5,11 +5,17 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bench.cli_parsers import build_parser
 from bench.cluster import cli as cluster_cli
 from bench.errors import BenchError, os_error_line
 from bench.lifetime import stop_on_signals, stopped_status
+
+if TYPE_CHECKING:  # for the annotations only: each command imports what it uses as it runs
+    from bench.registry import Cell
+    from bench.replication import SequentialRule
+    from bench.results import Result
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -30,47 +36,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     from bench.provenance import machine_info
 
     stop_on_signals()
-    from bench.profiles import get_profile
     from bench.registry import plan_cells
-    from bench.run_planning import default_profile
-    from bench.runner import RunOptions, run_cells
 
-    if args.profile:
-        get_profile(args.profile)
-        profile, choice = args.profile, "explicit (--profile)"
-    else:
-        profile, why = default_profile(machine_info())
-        choice = f"default: {why}"
-    print(f"profile: {profile} ({choice})", flush=True)
-    if args.exact:
-        from bench.published import PUBLISHED_PROCESSES
-
-        if args.repeats not in (None, PUBLISHED_PROCESSES):
-            raise BenchError("--exact runs one process a cell, as published: leave out --repeats")
-        args.repeats = PUBLISHED_PROCESSES
-    from bench.replication import SequentialRule, rule_of
-
-    # processes a cell: the profile's sequential rule, or exactly the count --repeats (or --exact) asks for
-    rule = rule_of(get_profile(profile)) if args.repeats is None else SequentialRule(args.repeats, args.repeats)
-    if rule.sequential and (args.budget_minutes is not None or args.jobs > 1):
-        print(f"processes: {rule.first} a cell, none added (a budget's and --jobs' cells run apart, not row by row)")
-        rule = SequentialRule(rule.first, rule.first)
-    elif not args.dry_run:
-        print(f"processes: {rule.describe()}", flush=True)
-    args.repeats = rule.first
-    stack, results_dir = args.stack, args.results_dir
-    if args.env == "current":  # the unlocked route: apart from every locked result, one folder per environment
-        from bench.backends import UNLOCKED_STACK
-        from bench.ownenv import describe_environment, environment_slug
-        from bench.provenance import unlocked_environment
-
-        if args.stack != "today":
-            raise BenchError(
-                f"--env current runs this interpreter's own packages; --stack {args.stack} names locked envs: use one or the other"
-            )
-        environment = unlocked_environment()
-        stack, results_dir = UNLOCKED_STACK.name, args.results_dir / "env-current" / environment_slug(environment)
-        print(f"environment: {describe_environment(environment)}", flush=True)
+    profile, choice = chosen_profile(args.profile, machine_info)
+    rule = processes_rule(args, profile)
+    stack, results_dir = run_target(args)
     cells = plan_cells(
         profile,
         backends=args.backend,
@@ -91,15 +61,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
         cells, deadline = under_budget(cells, results_dir, args.budget_minutes, args.repeats, args.resume, args.jobs)
     if args.dry_run:
-        if args.resume:  # the cells a resumed run would run, not those it skips
-            from bench.run_planning import still_to_measure
-
-            todo = still_to_measure(cells, args.results_dir, args.repeats)
-            print(f"skipped (resume): {len(cells) - len(todo)} cells already measured", file=sys.stderr)
-            cells = todo
-        for c in cells:
-            print(c.key)
-        return 0
+        return list_cells(cells, args)
     if args.jobs > 1:  # one GPU per cell, or a one-line refusal (bench/cluster/parallel.py)
         from bench.cluster.parallel import run_cells_parallel
 
@@ -114,32 +76,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             ignore_plan=args.ignore_plan,
         )
     else:
-        from bench.budget import expected_here
-        from bench.cluster.decided import expected_line
-        from bench.provenance import machine_info
-
-        if deadline is None and (line := expected_line(cells, rule)):
-            print(line, flush=True)
-        machine = machine_info()
-        if args.resume:  # what a resumed run will measure, not what it skips
-            from bench.run_planning import still_to_measure
-
-            todo = still_to_measure(cells, results_dir, rule.first, machine)
-        else:
-            todo = cells
-        if deadline is None and (line := expected_here(todo, results_dir, machine, rule.first)):
-            print(line, flush=True)
-        options = RunOptions(
-            repeats=args.repeats,
-            timeout_s=args.timeout,
-            profile_choice=choice,
-            resume=args.resume,
-            ignore_plan=args.ignore_plan,
-            deadline=deadline,
-            interleave=deadline is None,  # under a budget, whole cells in the budget's order
-            rule=rule,
-        )
-        results = run_cells(cells, results_dir, options)
+        results = run_here(cells, results_dir, args, choice, rule, deadline)
     if deadline is not None:
         from bench.budget import say_what_is_left
 
@@ -148,6 +85,109 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     say_decided(cells, results_dir)
     return 0 if all(r.status in ("ok", "unsupported") for r in results) else 1
+
+
+def chosen_profile(asked: str | None, machine_info) -> tuple[str, str]:
+    """The run's profile and why (said on the first line): the one --profile names, else the machine's default."""
+    from bench.profiles import get_profile
+    from bench.run_planning import default_profile
+
+    if asked:
+        get_profile(asked)
+        profile, choice = asked, "explicit (--profile)"
+    else:
+        profile, why = default_profile(machine_info())
+        choice = f"default: {why}"
+    print(f"profile: {profile} ({choice})", flush=True)
+    return profile, choice
+
+
+def processes_rule(args: argparse.Namespace, profile: str) -> SequentialRule:
+    """Processes a cell: the profile's sequential rule, or exactly the count --repeats (or --exact) asks for; a
+    budget's and --jobs' cells get the rule's first count alone. Sets args.repeats to that first count."""
+    from bench.profiles import get_profile
+    from bench.replication import SequentialRule, rule_of
+
+    if args.exact:
+        from bench.published import PUBLISHED_PROCESSES
+
+        if args.repeats not in (None, PUBLISHED_PROCESSES):
+            raise BenchError("--exact runs one process a cell, as published: leave out --repeats")
+        args.repeats = PUBLISHED_PROCESSES
+    rule = rule_of(get_profile(profile)) if args.repeats is None else SequentialRule(args.repeats, args.repeats)
+    if rule.sequential and (args.budget_minutes is not None or args.jobs > 1):
+        print(f"processes: {rule.first} a cell, none added (a budget's and --jobs' cells run apart, not row by row)")
+        rule = SequentialRule(rule.first, rule.first)
+    elif not args.dry_run:
+        print(f"processes: {rule.describe()}", flush=True)
+    args.repeats = rule.first
+    return rule
+
+
+def run_target(args: argparse.Namespace) -> tuple[str, Path]:
+    """The stack the cells run on and the folder their results go to: --stack's and --results-dir, or with --env
+    current the unlocked route's, apart from every locked result, one folder per environment."""
+    if args.env != "current":
+        return args.stack, args.results_dir
+    from bench.backends import UNLOCKED_STACK
+    from bench.ownenv import describe_environment, environment_slug
+    from bench.provenance import unlocked_environment
+
+    if args.stack != "today":
+        raise BenchError(
+            f"--env current runs this interpreter's own packages; --stack {args.stack} names locked envs: use one or the other"
+        )
+    environment = unlocked_environment()
+    results_dir = args.results_dir / "env-current" / environment_slug(environment)
+    print(f"environment: {describe_environment(environment)}", flush=True)
+    return UNLOCKED_STACK.name, results_dir
+
+
+def list_cells(cells: list[Cell], args: argparse.Namespace) -> int:
+    """--dry-run: the cells' keys, one a line; with --resume, those a resumed run would run, not those it skips."""
+    if args.resume:
+        from bench.run_planning import still_to_measure
+
+        todo = still_to_measure(cells, args.results_dir, args.repeats)
+        print(f"skipped (resume): {len(cells) - len(todo)} cells already measured", file=sys.stderr)
+        cells = todo
+    for c in cells:
+        print(c.key)
+    return 0
+
+
+def run_here(
+    cells: list[Cell], results_dir: Path, args: argparse.Namespace, choice: str, rule: SequentialRule,
+    deadline: float | None,
+) -> list[Result]:
+    """The cells run one after another on this machine (run_cells), after what they should take here."""
+    from bench.budget import expected_here
+    from bench.cluster.decided import expected_line
+    from bench.provenance import machine_info
+    from bench.runner import RunOptions, run_cells
+
+    if deadline is None and (line := expected_line(cells, rule)):
+        print(line, flush=True)
+    machine = machine_info()
+    if args.resume:  # what a resumed run will measure, not what it skips
+        from bench.run_planning import still_to_measure
+
+        todo = still_to_measure(cells, results_dir, rule.first, machine)
+    else:
+        todo = cells
+    if deadline is None and (line := expected_here(todo, results_dir, machine, rule.first)):
+        print(line, flush=True)
+    options = RunOptions(
+        repeats=args.repeats,
+        timeout_s=args.timeout,
+        profile_choice=choice,
+        resume=args.resume,
+        ignore_plan=args.ignore_plan,
+        deadline=deadline,
+        interleave=deadline is None,  # under a budget, whole cells in the budget's order
+        rule=rule,
+    )
+    return run_cells(cells, results_dir, options)
 
 
 def cmd_grid(args: argparse.Namespace) -> int:
