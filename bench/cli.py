@@ -9,8 +9,9 @@ from typing import TYPE_CHECKING
 
 from bench.cli_parsers import build_parser
 from bench.cluster import cli as cluster_cli
-from bench.errors import BenchError, os_error_line
-from bench.lifetime import stop_on_signals, stopped_status
+from bench.errors import BenchError
+from bench.exit_status import exit_status
+from bench.lifetime import stop_on_signals
 
 if TYPE_CHECKING:  # for the annotations only: each command imports what it uses as it runs
     from bench.registry import Cell
@@ -20,16 +21,7 @@ if TYPE_CHECKING:  # for the annotations only: each command imports what it uses
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    try:
-        return COMMANDS[args.command](args)
-    except BenchError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    except OSError as e:  # a read-only or full disk, a path too long: one line naming the file, not a traceback
-        print(f"error: {os_error_line(e)}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt as e:  # Ctrl-C 130; a stop by signal 128 + its number, as a shell reports it: SIGTERM 143
-        return stopped_status(e)
+    return exit_status(lambda: COMMANDS[args.command](args))
 
 
 def cmd_run(args: argparse.Namespace) -> int:

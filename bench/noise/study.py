@@ -39,7 +39,7 @@ from typing import Any
 from bench import stats
 from bench.atomic import write_json_atomic
 from bench.drift import reference_ms
-from bench.errors import BenchError, os_error_line
+from bench.errors import BenchError
 from bench.noise import detection, interleaved_sides
 from bench.noise import probe as calibration
 from bench.noise.conditions import Snapshot, conditions
@@ -661,29 +661,28 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from bench.lifetime import stop_on_signals, stopped_status
+    from bench.exit_status import exit_status
+    from bench.lifetime import stop_on_signals
     from bench.runlock import holding
 
     args = build_parser().parse_args(argv)
     stop_on_signals()  # TERM, HUP, INT (to it, or to the make that started it) keep what is finished
-    try:
+    written: list[Path] = []
+
+    def run() -> int:
         cells = choose_cells(args.cells, args.profile)
         parts = tuple(args.parts) if args.parts else None
         delay_cells = choose_cells(args.delay_cells, args.profile) if args.delay_cells else None
         study = Study(cells, args.results_dir, args.rounds, args.repeats, args.pairs, args.slowdowns, args.timeout,
                       busy_processes=args.under_load, delays=args.delays, delay_cells=delay_cells, parts=parts)
         with holding(args.results_dir):  # one run at a time into a results folder (bench/runlock.py)
-            path = study.run()
-    except BenchError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    except OSError as e:  # a read-only or full results folder: one line naming the file
-        print(f"error: {os_error_line(e)}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt as e:
-        return stopped_status(e)
-    say(f"wrote {path} and {path.parent / PAGE}")
-    return 0
+            written.append(study.run())
+        return 0
+
+    status = exit_status(run)
+    if written:  # the study ran to its end: its files named once the run is over
+        say(f"wrote {written[0]} and {written[0].parent / PAGE}")
+    return status
 
 
 if __name__ == "__main__":

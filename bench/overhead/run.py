@@ -28,7 +28,6 @@ from typing import Any
 from bench.backends import cell_environment
 from bench.drift import reference_ms
 from bench.env_lookup import env_python
-from bench.errors import BenchError, os_error_line
 from bench.grid.workers import WORKER_ENVIRONMENT  # the grid workers' variables: spinning OpenMP threads
 from bench.overhead.spec import (
     BENCHMARKS,
@@ -244,23 +243,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--results-dir", type=results_folder, default=REPO_ROOT / "results")
     parser.add_argument("--timeout", type=float, default=WORKER_TIMEOUT_S, help="seconds per env's worker")
     args = parser.parse_args(argv)
-    from bench.lifetime import stop_on_signals, stopped_status
+    from bench.exit_status import exit_status
+    from bench.lifetime import stop_on_signals
     from bench.report.overhead import render_overhead
 
     stop_on_signals()  # TERM, HUP, INT (to it, or to the make that started it) end the worker, keep what finished
-    try:
+
+    def study() -> int:
         run_overhead(get_size(args.size), args.results_dir, args.env, args.timeout)
         print(f"wrote {render_overhead(args.results_dir)}")
-    except BenchError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    except OSError as e:  # a read-only or full results folder: one line naming the file
-        print(f"error: {os_error_line(e)}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt as e:
-        print(f"stopped: every finished result is kept under {args.results_dir}", file=sys.stderr)
-        return stopped_status(e)
-    return 0
+        return 0
+
+    kept = f"stopped: every finished result is kept under {args.results_dir}"
+    return exit_status(study, on_stop=lambda: print(kept, file=sys.stderr))
 
 
 if __name__ == "__main__":
