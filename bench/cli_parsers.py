@@ -46,7 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_export_parser(sub)
     add_compare_parser(sub)
     add_gpu_check_parser(sub)
-    cluster_cli.add_parsers(sub, csv_list, positive_int, non_negative_int, DEFAULT_RESULTS)  # submit, submit-status
+    cluster_cli.add_parsers(sub)  # submit, submit-status
     return parser
 
 
