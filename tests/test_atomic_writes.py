@@ -28,7 +28,7 @@ ALLOWED = {
     ("bench/cluster/localslurm.py", "open('w')"): LOG,
     ("bench/results.py", "os.replace"): MOVED_ASIDE,
     ("bench/results_upkeep.py", "shutil.move"): MOVED_ASIDE,
-    ("bench/noise/study.py", "os.replace"): MOVED_ASIDE,
+    ("bench/noise/study_file.py", "os.replace"): MOVED_ASIDE,
     ("bench/roofline/ceilings.py", "os.replace"): MOVED_ASIDE,
     ("bench/runlock.py", "open('r+')"): LOCK,
     ("bench/runlock.py", "os.open"): LOCK,

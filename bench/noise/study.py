@@ -24,8 +24,6 @@ written to its runs folder (not as the machine's study).
 from __future__ import annotations
 
 import argparse
-import math
-import os
 import statistics
 import subprocess
 import sys
@@ -44,70 +42,34 @@ from bench.noise import detection, interleaved_sides
 from bench.noise import probe as calibration
 from bench.noise.conditions import Snapshot, conditions
 from bench.noise.figures import MDE_POWER, aa_summary, analytic_mde, calibration_mde, pooled_spread, verdict_counts
-from bench.noise_file import NOISE_DIR, NOISE_FORMAT, noise_file_name, read_noise_file
-from bench.profiles import get_profile
+from bench.noise.settings import (
+    AA,
+    DEFAULT_PAIRS,
+    DEFAULT_PROFILE,
+    DEFAULT_ROUNDS,
+    DEFAULT_SLOWDOWNS,
+    DELAY,
+    PARTS,
+    PROBE,
+    choose_cells,
+    default_repeats,
+    parse_slowdowns,
+)
+from bench.noise.study_file import summary_line, write_study
+from bench.noise_file import NOISE_DIR, NOISE_FORMAT
 from bench.progress import hms
 from bench.provenance import git_info, machine_info, now_utc
-from bench.registry import Cell, plan_cells
-from bench.results import HISTORY, Run, reserve_new_name
+from bench.registry import Cell
+from bench.results import Run
 from bench.resultsdir import results_folder
 
-DEFAULT_PROFILE = "smoke"
-# The product cells of the A/A test: BERT on Keras 3 (JAX, PyTorch) and native PyTorch (eager, compiled), fit and
-# predict: the cells whose same-code verdicts first showed the problem.
-DEFAULT_BACKENDS = ("jax", "torch", "native-torch")
-DEFAULT_MODEL = "bert"
-DEFAULT_ROUNDS = 2
-DEFAULT_PAIRS = 8
-DEFAULT_SLOWDOWNS = (0.0, 0.05, 0.10, 0.20)
 PROFILE_CHOICE = "explicit (make noise)"
 RUNS = "runs"
 PAGE = "NOISE.md"
-AA, PROBE, DELAY = "aa", "probe", "delay"
-PARTS = (AA, PROBE, DELAY)  # A/A on product cells, power on the calibration probe, power on product cells
 
 
 def say(line: str) -> None:
     print(line, flush=True)
-
-
-# -- settings
-
-
-def default_repeats(profile: str) -> int:
-    """The profile's default processes per cell (bench/profiles.toml `repeats`): what `make compare` compares."""
-    return get_profile(profile).repeats
-
-
-def default_cells(profile: str = DEFAULT_PROFILE) -> list[Cell]:
-    return plan_cells(profile, backends=list(DEFAULT_BACKENDS), models=[DEFAULT_MODEL])
-
-
-def choose_cells(keys: list[str] | None, profile: str = DEFAULT_PROFILE) -> list[Cell]:
-    """The cells named by key (as `python -m bench run --dry-run` lists them), in the order given; none: the
-    default eight."""
-    if not keys:
-        return default_cells(profile)
-    known = {c.key: c for c in plan_cells(profile)}
-    known.update({c.key: c for c in default_cells(profile)})
-    unknown = [k for k in keys if k not in known]
-    if unknown:
-        raise BenchError(
-            f"unknown cell(s) for the {profile} profile: {', '.join(unknown)}; a cell is named by its key, as "
-            f"`python -m bench run --profile {profile} --dry-run` lists them (e.g. {next(iter(known))})"
-        )
-    return [known[k] for k in dict.fromkeys(keys)]
-
-
-def parse_slowdowns(text: str) -> list[float]:
-    """'0,0.05,0.1' -> [0.0, 0.05, 0.1]: shares of added work per step (0.1 = 10% more), none negative."""
-    try:
-        values = [float(v) for v in text.replace(",", " ").split()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"slowdowns must be numbers such as 0,0.05,0.1, got {text!r}") from None
-    if not values or any(v < 0 or not math.isfinite(v) for v in values):
-        raise argparse.ArgumentTypeError(f"slowdowns must be one or more numbers >= 0, got {text!r}")
-    return sorted(set(values))
 
 
 # -- the study
@@ -578,54 +540,6 @@ class Study:
                 render_noise(self.results_dir)
         self.echo(summary_line(data))
         return path
-
-
-def write_study(results_dir: Path, data: dict[str, Any]) -> Path:
-    """<results>/noise/<machine>--<fingerprint>.json, written atomically; an earlier study of the same processor
-    moves to <results>/noise/history/ first (never overwritten); NOISE.md rendered beside it."""
-    from bench.report.noise import render_noise
-
-    folder = Path(results_dir) / NOISE_DIR
-    path = folder / noise_file_name(data["machine"])
-    if path.exists():
-        try:
-            stamp = str(read_noise_file(path)["created_at"]).replace(":", "").replace("+", "Z")
-        except (OSError, ValueError, KeyError):  # not a readable study: named by when it was written
-            stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(path.stat().st_mtime))
-        archived = reserve_new_name(folder / HISTORY, f"{path.stem}.{stamp}")
-        os.replace(path, archived)
-    write_json_atomic(path, data)
-    render_noise(results_dir)
-    return path
-
-
-def summary_line(data: dict[str, Any]) -> str:
-    aa, spread, mde = data["aa"], data["process_spread"], data["mde"]["calibration"]
-    ran = data.get("parts") or PARTS
-    parts = []
-    if AA in ran:
-        wrong = aa[stats.FASTER] + aa[stats.SLOWER]
-        parts += [
-            f"A/A: {wrong} of {aa['pairs']} identical pairs called different ({aa[stats.SAME]} same, "
-            f"{aa[stats.INCONCLUSIVE]} inconclusive)",
-            f"process spread {spread['log_sd']:.2%} (largest cell, dof {spread['dof']})" if spread
-            else "no process spread",
-        ]
-    if PROBE in ran:
-        parts.append(f"minimum detectable slowdown +{mde['slowdown']:.0%}" if mde["slowdown"] is not None
-                     else mde["note"])
-    for row in data.get("detection") or []:
-        within, across = row["within"], row["across"]
-        parts.append(f"+{row['share']:.0%} on {row['key']}: slower in {within['detected']} of {within['pairs']} "
-                     f"pairs inside a run, {across['detected']} of {across['pairs']} across runs "
-                     f"({within['wrong'] + across['wrong']} wrong)")
-    parts.append(data["conditions"]["label"])
-    if loaded := data.get("power_under_load"):
-        rows = loaded["power"]
-        wrong = sum(row["wrong"] for row in rows)
-        parts.append(f"under {loaded['busy_processes']} busy loops: {wrong} of {sum(r['pairs'] for r in rows)} "
-                     "probe pairs wrong")
-    return "; ".join(parts)
 
 
 def build_parser() -> argparse.ArgumentParser:
