@@ -56,17 +56,16 @@ def cmd_run(args: argparse.Namespace) -> int:
         return list_cells(cells, args)
     if args.jobs > 1:  # one GPU per cell, or a one-line refusal (bench/cluster/parallel.py)
         from bench.cluster.parallel import run_cells_parallel
+        from bench.runner import RunOptions
 
-        results = run_cells_parallel(
-            cells,
-            results_dir,
-            args.jobs,
+        options = RunOptions(
             repeats=args.repeats,
             timeout_s=args.timeout,
             profile_choice=choice,
             resume=args.resume,
             ignore_plan=args.ignore_plan,
         )
+        results = run_cells_parallel(cells, results_dir, args.jobs, options)
     else:
         results = run_here(cells, results_dir, args, choice, rule, deadline)
     if deadline is not None:

@@ -15,6 +15,7 @@ from bench.cluster.parallel import run_cells_parallel
 from bench.errors import BenchError
 from bench.registry import plan_cells
 from bench.results import load_all
+from bench.runner import RunOptions
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -105,7 +106,7 @@ def test_parallel_cells_each_get_their_own_gpu(tmp_path, monkeypatch):
     monkeypatch.setenv("FAKE_CELL_S", "0.5")
     cells = plan_cells("smoke", backends=backends, models=["bert"])  # 6 cells
     lines = []
-    results = run_cells_parallel(cells, tmp_path / "results", jobs=2, gpu_indices=[3, 7], echo=lines.append)
+    results = run_cells_parallel(cells, tmp_path / "results", jobs=2, gpu_indices=[3, 7], options=RunOptions(echo=lines.append))
     assert len(results) == 6 and {r.status for r in results} == {"ok"}
     loaded = load_all(tmp_path / "results")
     assert {r.provenance["gpu_index"] for r in loaded} == {3, 7}
@@ -120,7 +121,8 @@ def test_parallel_cells_each_get_their_own_gpu(tmp_path, monkeypatch):
     # --resume, as in run_cells (the same bench.runner.prepare): every cell is measured, none runs again
     again = []
     assert (
-        run_cells_parallel(cells, tmp_path / "results", jobs=2, gpu_indices=[3, 7], echo=again.append, resume=True)
+        run_cells_parallel(cells, tmp_path / "results", jobs=2, gpu_indices=[3, 7],
+                           options=RunOptions(echo=again.append, resume=True))
         == []
     )
     assert again[0] == "skipped (resume): 6 cells already measured"
@@ -131,7 +133,7 @@ def test_one_job_is_the_ordinary_orchestrator(tmp_path, monkeypatch):
 
     called = {}
     monkeypatch.setattr(runner, "run_cells", lambda cells, results_dir, options: called.update(options=options) or [])
-    assert run_cells_parallel([], tmp_path, jobs=1, repeats=2) == [] and called["options"].repeats == 2
+    assert run_cells_parallel([], tmp_path, jobs=1, options=RunOptions(repeats=2)) == [] and called["options"].repeats == 2
     with pytest.raises(BenchError, match="needs a GPU per job"):
         run_cells_parallel([], tmp_path, jobs=2, gpu_indices=[0])
 

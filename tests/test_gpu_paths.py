@@ -22,6 +22,7 @@ from bench.profiles import get_profile
 from bench.provenance import gpus, machine_info, visible_gpu_selection
 from bench.registry import get_model, plan_cells
 from bench.results import load_all
+from bench.runner import RunOptions
 from bench.schema import validate_result
 from bench.timing import StepTimer, WindowPlan
 
@@ -333,7 +334,7 @@ def test_parallel_cells_get_their_core_share_and_a_drift_probe(tmp_path, monkeyp
     venvs = make_fake_envs(tmp_path / "venvs", ["native-torch"])
     monkeypatch.setattr("bench.env_lookup.VENVS_DIR", venvs)
     cells = plan_cells("smoke", backends=["native-torch"], models=["bert"])
-    results = run_cells_parallel(cells, tmp_path / "results", jobs=2, echo=lambda line: None)
+    results = run_cells_parallel(cells, tmp_path / "results", jobs=2, options=RunOptions(echo=lambda line: None))
     assert {r.status for r in results} == {"ok"} and len(results) == len(cells)
     shares = {}
     for result in load_all(tmp_path / "results"):
