@@ -17,6 +17,7 @@ if TYPE_CHECKING:  # for the annotations only: each command imports what it uses
     from bench.registry import Cell
     from bench.replication import SequentialRule
     from bench.results import Result
+    from bench.runner import RunOptions
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -54,20 +55,24 @@ def cmd_run(args: argparse.Namespace) -> int:
         cells, deadline = under_budget(cells, results_dir, args.budget_minutes, args.repeats, args.resume, args.jobs)
     if args.dry_run:
         return list_cells(cells, args)
+    from bench.runner import RunOptions
+
+    options = RunOptions(
+        repeats=args.repeats,
+        timeout_s=args.timeout,
+        profile_choice=choice,
+        resume=args.resume,
+        ignore_plan=args.ignore_plan,
+        deadline=deadline,
+        interleave=deadline is None,  # under a budget, whole cells in the budget's order
+        rule=rule,
+    )
     if args.jobs > 1:  # one GPU per cell, or a one-line refusal (bench/cluster/parallel.py)
         from bench.cluster.parallel import run_cells_parallel
-        from bench.runner import RunOptions
 
-        options = RunOptions(
-            repeats=args.repeats,
-            timeout_s=args.timeout,
-            profile_choice=choice,
-            resume=args.resume,
-            ignore_plan=args.ignore_plan,
-        )
         results = run_cells_parallel(cells, results_dir, args.jobs, options)
     else:
-        results = run_here(cells, results_dir, args, choice, rule, deadline)
+        results = run_here(cells, results_dir, options)
     if deadline is not None:
         from bench.budget import say_what_is_left
 
@@ -147,20 +152,19 @@ def list_cells(cells: list[Cell], args: argparse.Namespace) -> int:
     return 0
 
 
-def run_here(
-    cells: list[Cell], results_dir: Path, args: argparse.Namespace, choice: str, rule: SequentialRule,
-    deadline: float | None,
-) -> list[Result]:
+def run_here(cells: list[Cell], results_dir: Path, options: RunOptions) -> list[Result]:
     """The cells run one after another on this machine (run_cells), after what they should take here."""
     from bench.budget import expected_here
     from bench.cluster.decided import expected_line
     from bench.provenance import machine_info
-    from bench.runner import RunOptions, run_cells
+    from bench.runner import run_cells
+
+    rule, deadline = options.rule, options.deadline
 
     if deadline is None and (line := expected_line(cells, rule)):
         print(line, flush=True)
     machine = machine_info()
-    if args.resume:  # what a resumed run will measure, not what it skips
+    if options.resume:  # what a resumed run will measure, not what it skips
         from bench.run_planning import still_to_measure
 
         todo = still_to_measure(cells, results_dir, rule.first, machine)
@@ -168,16 +172,6 @@ def run_here(
         todo = cells
     if deadline is None and (line := expected_here(todo, results_dir, machine, rule.first)):
         print(line, flush=True)
-    options = RunOptions(
-        repeats=args.repeats,
-        timeout_s=args.timeout,
-        profile_choice=choice,
-        resume=args.resume,
-        ignore_plan=args.ignore_plan,
-        deadline=deadline,
-        interleave=deadline is None,  # under a budget, whole cells in the budget's order
-        rule=rule,
-    )
     return run_cells(cells, results_dir, options)
 
 
