@@ -34,12 +34,13 @@ def start_in_own_group(argv: list[str], env: dict[str, str], stdout=subprocess.P
     )  # fmt: skip
 
 
-def child_environment(env: str, git: dict, **extra: str) -> dict[str, str]:
-    """The variables of a cell's or a worker's process in `env`: ours, the env's own (bench/backends.py), `extra`,
-    unbuffered output (each line reaches the reader as it is printed) and the commit it runs."""
+def child_environment(variables: dict[str, str], git: dict, **extra: str) -> dict[str, str]:
+    """The variables of a cell's or a worker's process: ours, its env's own (`variables`: bench/backends.py
+    cell_environment, or a sweep target's), `extra`, unbuffered output (each line reaches the reader as it is
+    printed) and the commit it runs."""
     return {
         **os.environ,
-        **cell_environment(env),
+        **variables,
         **extra,
         "PYTHONUNBUFFERED": "1",
         "BENCH_GIT_COMMIT": git.get("commit") or "",
@@ -102,7 +103,7 @@ class CellProcess:
         self.tail: deque[str] = deque(maxlen=LOG_TAIL_LINES)
         self.log_error: OSError | None = None  # a write that failed (a full disk): the log stops there, the cell not
         # BENCH_ORCHESTRATOR_PID: the cell dies with it (bench/env_process.py die_with_parent)
-        self.env = child_environment(cell.env, git, BENCH_ORCHESTRATOR_PID=str(os.getpid()))
+        self.env = child_environment(cell_environment(cell.env), git, BENCH_ORCHESTRATOR_PID=str(os.getpid()))
 
     def run(self, timeout_s: float) -> Run:
         # A private folder for the cell's result: whatever a killed cell leaves half-written goes with it (its name:

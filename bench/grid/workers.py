@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from bench.backends import cell_environment
 from bench.cell_process import child_environment, how_it_died, kill_group, read_lines, start_in_own_group
 from bench.env_lookup import env_python
 from bench.failures import PeakMemory, oom_kill_count
@@ -34,9 +35,9 @@ class WorkerProcess:
         self.replies: queue.Queue = queue.Queue()
         self.tail: list[str] = []
         self.oom_before = oom_kill_count()
+        variables = child_environment(cell_environment(env), git, **WORKER_ENVIRONMENT)
         self.proc = start_in_own_group(
-            [env_python(env), "-m", "bench.grid.worker", *argv], child_environment(env, git, **WORKER_ENVIRONMENT),
-            stdin=subprocess.PIPE,
+            [env_python(env), "-m", "bench.grid.worker", *argv], variables, stdin=subprocess.PIPE
         )
         self.reader = read_lines(self.proc.stdout, self._take, at_end=lambda: self.replies.put(None))  # None: it ended
         self.memory = PeakMemory(self.proc.pid).__enter__()  # what it held, should the machine kill it

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import sys
 import tempfile
@@ -26,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.backends import cell_environment
+from bench.cell_process import child_environment
 from bench.drift import reference_ms
 from bench.env_lookup import env_python
 from bench.grid.workers import WORKER_ENVIRONMENT  # the grid workers' variables: spinning OpenMP threads
@@ -88,13 +88,7 @@ def run_worker(
     env: str, size: Size, columns: list[str], out: Path, log_path: Path, git: dict, timeout_s: float
 ) -> dict[str, Any]:
     """Run one env's worker; its runs by key, or {"status", "message"} when it did not finish."""
-    env_vars = {
-        **os.environ,
-        **cell_environment(env),
-        **WORKER_ENVIRONMENT,
-        "PYTHONUNBUFFERED": "1",
-        "BENCH_GIT_COMMIT": git.get("commit") or "",
-    }
+    env_vars = child_environment(cell_environment(env), git, **WORKER_ENVIRONMENT)
     argv = [
         env_python(env),
         "-m",

@@ -14,6 +14,7 @@ import uuid
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from bench.cell_process import child_environment
 from bench.drift import reference_ms
 from bench.envs.common import EnvError
 from bench.errors import BenchError
@@ -200,13 +201,7 @@ class SweepRun:
         )
         with tempfile.TemporaryDirectory(prefix="sweep-") as scratch:
             out = Path(scratch)
-            env = {
-                **os.environ,
-                **part.target.environment(),
-                "PYTHONUNBUFFERED": "1",
-                "BENCH_GIT_COMMIT": self.git.get("commit") or "",
-                "BENCH_ORCHESTRATOR_PID": str(os.getpid()),
-            }
+            env = child_environment(part.target.environment(), self.git, BENCH_ORCHESTRATOR_PID=str(os.getpid()))
             failed = run_logged(part.target.command(python, out), env, log, self.timeout_s)
             got = {} if failed else part.target.read(out)
         before = self.readings[-1]
