@@ -1,5 +1,5 @@
 """The command line's argument types, its one-line errors and the results folder's default: what every command's
-parser shares (standard library only, so each entry point may import it)."""
+parser shares (in the foundation layer, so a study's own entry point may import it too)."""
 from __future__ import annotations
 
 import argparse

@@ -1,4 +1,5 @@
-"""Which interpreter runs a backend's cells: its built environment under .venvs, refused where missing or stale."""
+"""Which interpreter runs a backend's cells: its built environment (.venvs/<env>, or under BENCH_VENVS_DIR),
+refused where missing or stale."""
 from __future__ import annotations
 
 import hashlib
