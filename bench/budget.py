@@ -25,7 +25,7 @@ from bench.results import load, result_path
 
 def budget_order(cells: list[Cell]) -> tuple[list[Cell], int]:
     """The cells in budget order, and how many the first pass (one per model x backend) holds."""
-    from bench.runner import row_order
+    from bench.run_planning import row_order
 
     first: list[Cell] = []
     seen: set[tuple[str, str]] = set()
@@ -59,7 +59,7 @@ def earlier_seconds(cell: Cell, machine: dict, folders: list[Path]) -> float | N
 
 
 def estimates(cells: list[Cell], results_dir: Path, machine: dict, repeats: int) -> dict[str, float]:
-    from bench.runner import time_estimates
+    from bench.run_planning import time_estimates
 
     known = time_estimates(cells, repeats)
     folders = [results_dir, REPO_ROOT / "results"]
@@ -122,7 +122,7 @@ def under_budget(
 ) -> tuple[list[Cell], float]:
     """The cells in budget order with their ETA said, and the run's deadline."""
     from bench.provenance import machine_info
-    from bench.runner import already_measured
+    from bench.run_planning import already_measured
 
     if minutes <= 0:
         raise BenchError(f"--budget-minutes must be positive, got {minutes:g}")
@@ -142,7 +142,7 @@ def say_what_is_left(cells: list[Cell], results: list, results_dir: Path, repeat
     """Every cell that --resume would run after this one, by key: no result yet, or one with fewer processes than
     asked (a row the budget cut between its repeats keeps what it finished), or not ok."""
     from bench.provenance import machine_info
-    from bench.runner import already_measured
+    from bench.run_planning import already_measured
 
     machine, written = machine_info(), {r.cell.key for r in results}
     left = [c for c in cells if not already_measured(c, results_dir, machine, repeats)]

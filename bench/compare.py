@@ -33,11 +33,12 @@ from bench.errors import BenchError
 from bench.generate_split import result_split, run_split
 from bench.judge import Judge, processor_differences
 from bench.report.load import COLUMNS, Column, RowKey, load_results, order_rows
-from bench.report.text import github_table, md, status_label
+from bench.report.text import md, status_label
 from bench.results import Result
 from bench.roofline.ceilings import machine_file_for
 from bench.roofline.utilisation import use_of
 from bench.stats import FASTER, INCONCLUSIVE, NOT_COMPARABLE, SAME, SLOWER, Ratio, fmt_factor, fmt_ratio
+from bench.tables import github_table
 
 VERDICTS = (FASTER, SLOWER, SAME, INCONCLUSIVE, NOT_COMPARABLE)
 JSON_FORMAT = "compare-1"

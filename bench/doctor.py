@@ -214,7 +214,7 @@ def profile_plan(
     """The plan of the profile about to run (bench plan writes <results>/plan-<profile>.json): plan.json is the last
     profile planned, and a smoke run warned by the paper plan's 33 GiB cells warns of what will not run. Without a
     profile, the run's own default: paper where a GPU is in use (CUDA_VISIBLE_DEVICES= hides them), else smoke
-    (bench/runner.py default_profile)."""
+    (bench/run_planning.py default_profile)."""
     profile = profile or ("paper" if gpu_in_use(nvidia_driver, environ) else "smoke")
     return results_dir / f"plan-{profile}.json"
 

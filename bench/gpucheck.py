@@ -64,7 +64,7 @@ def frameworks_present(env: str) -> dict[str, str]:
     if env == "current":
         dists = {"torch": ("torch",), "jax": ("jax",), "tensorflow": ("tensorflow", "tensorflow-cpu")}
         return {fw: sys.executable for fw, names in dists.items() if any(installed(n) for n in names)}
-    from bench.runner import env_python
+    from bench.env_lookup import env_python
 
     found = {}
     for framework, backend in FRAMEWORK_BACKEND.items():
@@ -299,7 +299,7 @@ def run(results_dir: Path, env: str = "locked", budget_s: float = BUDGET_S, echo
 
 def run_checks(results_dir: Path, machine: dict, env: str, budget_s: float, echo, resume: bool) -> int:
     from bench.plan import load_cells
-    from bench.runner import run_cells
+    from bench.runner import RunOptions, run_cells
 
     folder = results_dir / "gpu-check" / machine_slug(machine)
     frameworks = frameworks_present(env)
@@ -357,9 +357,7 @@ def run_checks(results_dir: Path, machine: dict, env: str, budget_s: float, echo
                 results = run_cells(
                     [what],
                     folder / "cells",
-                    profile_choice="gpu-check (short paper-shape cell)",
-                    echo=echo,
-                    deadline=deadline,
+                    RunOptions(profile_choice="gpu-check (short paper-shape cell)", echo=echo, deadline=deadline),
                 )
                 if not results:
                     session["ended"] = "budget"

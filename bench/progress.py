@@ -31,6 +31,20 @@ def status_counts(results: Iterable[Any]) -> dict[str, int]:
     return dict(Counter(r.status for r in results))
 
 
+def closing_line(results: list[Any], what: str, elapsed_s: float) -> str:
+    """A run's closing line: how many results (`what`: "cells", "grid results", ...) in how long, and their statuses."""
+    return f"{len(results)} {what} in {hms(elapsed_s)}: " + ", ".join(
+        f"{n} {s}" for s, n in status_counts(results).items()
+    )
+
+
+def probe_line(label: str, start_ms: float, end_ms: float, ratio: bool = True) -> str:
+    """The drift probe's reading at a run's start and end (bench/drift.py), with their ratio unless `ratio` is False."""
+    return f"{label}: {start_ms:.3f} ms at the start, {end_ms:.3f} ms at the end" + (
+        f" (x{end_ms / start_ms:.2f})" if ratio else ""
+    )
+
+
 def cell_line(index: int, total: int, cell: Any, elapsed_s: float) -> str:
     """The orchestrator's header line of a cell (bench/runner.py's format)."""
     return (f"[{index}/{total}] {cell.backend} {cell.model} {cell.task} batch={cell.batch_size} {cell.variant} "

@@ -2,10 +2,8 @@
 from __future__ import annotations
 
 import json
-import math
 import os
 import re
-import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -15,12 +13,12 @@ from bench.backends import get_backend
 from bench.errors import BenchError
 from bench.provenance import machine_slug
 from bench.registry import Cell, get_model
+from bench.result_checks import check_cell_schema, check_stored_figures, check_stored_interval
+from bench.result_text import interval_text, sampling_text
 from bench.runlock import STUDY_FOLDERS
 from bench.schema import validate_result
 from bench.stats import (
     EQUIVALENCE_BAND,
-    PROCESSES,
-    STEPS_ONLY,
     Estimate,
     Noise,
     ProcessSpread,
@@ -321,49 +319,6 @@ class Result:
         return text
 
 
-def interval_text(found: Estimate | None, unit: str) -> str:
-    """'12.3 ms/step, 95% interval 12.0-12.6 (3 processes)', or what the figure's interval stands on where it
-    cannot decide (one process: steps only)."""
-    if found is None:
-        return "no figure"
-    text = f"{found.center:.4g} {unit}"
-    interval = found.interval()
-    if interval is None:
-        return f"{text}, no interval ({found.note or found.basis})"
-    on = f"{found.processes} processes" if found.basis == PROCESSES else found.note or found.basis
-    if found.basis == STEPS_ONLY:
-        on = "one process, steps only"
-    return f"{text}, 95% interval {interval[0]:.4g}–{interval[1]:.4g} ({on})"
-
-
-def sampling_outcome(sampling: dict[str, Any] | None) -> str | None:
-    """How one process's sampling ended (runs[].sampling, bench/timing.py): 'reached 2%', 'target not reached:
-    capped at 5 s', 'fixed 100 steps'; None where it was not recorded."""
-    if not isinstance(sampling, dict):
-        return None
-    rule = sampling.get("rule") or {}
-    target, stopped = rule.get("target_half_width"), sampling.get("stopped_by")
-    if stopped == "fixed":
-        return f"fixed {sampling.get('steps')} steps"
-    if sampling.get("reached") and target is not None:
-        return f"reached {target:.0%}"
-    cap = (
-        f"{rule.get('max_s'):g} s" if stopped == "max_s" and rule.get("max_s") is not None
-        else f"{rule.get('max_steps')} steps" if stopped == "max_steps" and rule.get("max_steps") is not None
-        else str(stopped)
-    )
-    return f"target not reached: capped at {cap}"
-
-
-def sampling_text(runs: list[Run]) -> str:
-    """Each distinct sampling outcome of a cell's processes, with how many ended so when they differ."""
-    outcomes = [o for r in runs if (o := sampling_outcome(r.sampling))]
-    distinct = list(dict.fromkeys(outcomes))
-    if len(distinct) <= 1:
-        return distinct[0] if distinct else ""
-    return ", ".join(f"{o} ({outcomes.count(o)} of {len(outcomes)})" for o in distinct)
-
-
 def result_path(results_dir: Path, cell: Cell, machine: dict[str, Any]) -> Path:
     """Where a cell's current result lives: one folder per profile and machine; another stack than today's in its
     own subfolder (stack-<name>), so neither stack's results overwrite or shadow the other's."""
@@ -386,82 +341,6 @@ def reserve_new_name(folder: Path, stem: str) -> Path:
     if path is None:
         raise BenchError(f"no free history name for {stem} in {folder}")
     return path
-
-
-CELL_TEXT_FIELDS = ("backend", "model", "task", "profile", "variant")
-
-
-def check_cell_schema(cell: Any) -> None:
-    """The cell's shape and value ranges, without asking the registry whether it still has it."""
-    if not isinstance(cell, dict):
-        raise ValueError("cell is not a JSON object")
-    for name in CELL_TEXT_FIELDS:
-        if not isinstance(cell.get(name), str) or not cell[name]:
-            raise ValueError(f"cell {name} must be a non-empty string, got {cell.get(name)!r}")
-    if "stack" in cell and (not isinstance(cell["stack"], str) or not cell["stack"]):
-        raise ValueError(f"cell stack must be a non-empty string, got {cell['stack']!r}")
-    for name, minimum in (("batch_size", 1), ("timed_steps", 1), ("warmup_steps", 0)):
-        value = cell.get(name)
-        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-            raise ValueError(f"cell {name.replace('_', ' ')} must be an integer >= {minimum}, got {value!r}")
-    most = cell.get("max_timed_steps")  # absent or null: exactly timed_steps (a fixed count)
-    if most is not None and (isinstance(most, bool) or not isinstance(most, int) or most < cell["timed_steps"]):
-        raise ValueError(f"cell max timed steps must be null or an integer >= timed steps, got {most!r}")
-
-
-def check_stored_figures(data: dict[str, Any], result: Result) -> None:
-    """The statistics a file stores must be those of its raw step times: the table and the export recompute from
-    the raw times, so a file whose summary says otherwise (NaN, -1, an edited median) would show another figure."""
-    pairs = [("summary", data.get("summary"), result.summary())]
-    pairs += [
-        (f"runs[{i}].stats", raw["stats"], run.stats())
-        for i, (raw, run) in enumerate(zip(data["runs"], result.runs))
-        if "stats" in raw
-    ]
-    for where, stored, computed in pairs:
-        if computed is None:
-            if stored is not None:
-                raise ValueError(f"{where} is stored but its runs have no timed steps to give one")
-            continue
-        if not isinstance(stored, dict):
-            raise ValueError(f"{where} is {stored!r}, but the raw step times give a median of {computed.median!r}")
-        for name, value in computed.to_dict().items():
-            kept = stored.get(name)
-            if (
-                isinstance(kept, bool)
-                or not isinstance(kept, (int, float))
-                or not math.isclose(kept, value, rel_tol=1e-9, abs_tol=1e-9)
-            ):
-                raise ValueError(
-                    f"{where} {name} is {kept!r}, but the raw step times give {value!r}: the file and the table would disagree"
-                )
-
-
-def check_stored_interval(data: dict[str, Any], result: Result) -> None:
-    """A stored interval must be the one its raw steps give (the report recomputes it; absent in older files)."""
-    if "interval" not in data:
-        return
-    stored, found = data["interval"], result.estimate()
-    computed = found.to_dict() if found else None
-    if computed is None or stored is None:
-        if computed != stored:
-            raise ValueError(f"interval is {stored!r}, but the raw step times give {computed!r}")
-        return
-    if not isinstance(stored, dict):
-        raise ValueError(f"interval is {stored!r}, not an object")
-    for name, value in computed.items():
-        kept = stored.get(name)
-        same = (
-            kept == value
-            if value is None or isinstance(value, str)
-            else isinstance(kept, (int, float)) and not isinstance(kept, bool)
-            and math.isclose(kept, value, rel_tol=1e-9, abs_tol=1e-12)
-        )
-        if not same:
-            raise ValueError(
-                f"interval {name} is {kept!r}, but the raw step times give {value!r}: "
-                "the file and the table would disagree"
-            )
 
 
 def task_unit(cell: Cell) -> str:
@@ -541,39 +420,6 @@ def is_suite_result_file(path: Path, results_dir: Path) -> bool:
     relative = path.relative_to(results_dir)
     depth = 4 if relative.parent.name.startswith("stack-") else 3
     return bool(RESULT_NAME.fullmatch(path.name)) and len(relative.parts) >= depth and not path.is_symlink()
-
-
-def quarantine(
-    results_dir: Path, errors: list[CorruptResult | NewerSchema]
-) -> tuple[list[tuple[Path, Path]], list[Path]]:
-    """Move each unreadable result file to <results>/quarantine/, at its own relative path (never over another);
-    a file that is not one of the suite's result files by name and place stays, and is returned as not moved."""
-    moved, kept = [], []
-    for error in errors:
-        path = error.path
-        if not is_suite_result_file(path, results_dir):
-            kept.append(path)
-            continue
-        dest = results_dir / QUARANTINE / path.relative_to(results_dir)
-        dest = reserve_new_name(dest.parent, dest.stem)
-        shutil.move(path, dest)  # onto the empty file reserved for it
-        moved.append((path, dest))
-    return moved, kept
-
-
-def clean_logs(results_dir: Path) -> list[Path]:
-    """Delete the logs the suite wrote (<results>/logs/**/*.log, not links) and the folders left empty; anything
-    else there stays. Returns what was deleted."""
-    logs = results_dir / "logs"
-    deleted = [p for p in sorted(logs.rglob("*.log")) if p.is_file() and not p.is_symlink()]
-    for path in deleted:
-        path.unlink()
-    for folder in sorted((p for p in logs.rglob("*") if p.is_dir() and not p.is_symlink()), reverse=True):
-        if not any(folder.iterdir()):
-            folder.rmdir()
-    if logs.is_dir() and not logs.is_symlink() and not any(logs.iterdir()):
-        logs.rmdir()
-    return deleted
 
 
 def placement_problems(loaded: list[tuple[Path, Result]], results_dir: Path) -> list[str]:

@@ -3,174 +3,43 @@ becomes a recorded status, Ctrl-C keeps every finished result. Cells of one publ
 repeats round-robin, with a drift probe (bench/drift.py) between processes."""
 from __future__ import annotations
 
-import errno
-import hashlib
-import json
 import os
-import shutil
 import sys
-import tempfile
 import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.atomic import claim_new_file
-from bench.backends import UNLOCKED_STACK, make_env_command
+from bench.backends import UNLOCKED_STACK
 from bench.cell_process import CellProcess
 from bench.compile_cache import CompileCaches
 from bench.deadline import BudgetSpent, attempt_within
 from bench.drift import reference_ms
+from bench.env_lookup import env_python
 from bench.errors import BenchError
 from bench.ownenv import why_not_here
 from bench.plan import load_cells as load_plan_cells
 from bench.plan import plan_figures, predicted_oom
 from bench.profiles import why_not_without_a_gpu
-from bench.progress import Progress, hms, status_counts
-from bench.provenance import (
-    ENV_STAMP,
-    REPO_ROOT,
-    env_stamp,
-    git_info,
-    machine_info,
-    machine_label,
-    now_utc,
-    unlocked_environment,
-    venvs_dir,
-)
+from bench.progress import Progress, closing_line, hms, probe_line
+from bench.provenance import git_info, machine_info, now_utc, unlocked_environment
 from bench.registry import Cell, get_model
 from bench.replication import SequentialRule
-from bench.results import Result, Run, load, load_each, result_path, task_unit, unreadable_error
+from bench.results import Result, Run, task_unit
+from bench.results_folder import (
+    RunStopped,
+    check_free_space,
+    check_results_readable,
+    check_writable,
+    new_log_path,
+    write_or_show,
+)
 from bench.roofline.ceilings import measure_run as measure_ceilings
+from bench.run_planning import row_order, rule_change, still_to_measure, time_estimates, warn_over_timeout
 from bench.runlock import hold as hold_results_folder
 from bench.runlock import release as release_results_folder
 from bench.stats import noise_reasons
-
-VENVS_DIR = venvs_dir()
-
-
-def current_lock_sha256(env: str) -> str | None:
-    """The sha256 of envs/<env>/requirements.txt as it is now (what scripts/envs.py stamps a build with).
-    env: a backend's env on a stack (Cell.env: the backend's name today, <backend>-2024 on the 2024 stack)."""
-    try:
-        return hashlib.sha256((REPO_ROOT / "envs" / env / "requirements.txt").read_bytes()).hexdigest()
-    except OSError:
-        return None
-
-
-def built_env(backend: str) -> tuple[str, dict | None]:
-    """The interpreter and stamp of a built environment: .venvs/<backend> (an env name: a backend on a stack), or
-    this one if it is that env."""
-    venv = VENVS_DIR / backend
-    if (venv / ENV_STAMP).exists():
-        return str(venv / "bin" / "python"), env_stamp(venv)
-    if (env_stamp() or {}).get("backend") == backend:
-        return sys.executable, env_stamp()  # e.g. inside the container image
-    raise BenchError(
-        f"the {backend!r} environment is not built (no {venv / ENV_STAMP}): run `{make_env_command(backend)}`"
-    )
-
-
-def env_python(backend: str) -> str:
-    """The interpreter of the backend's built, current environment. An env built from another requirements.txt
-    is refused: its numbers would be another lock's."""
-    python, stamp = built_env(backend)
-    built, now = (stamp or {}).get("lock_sha256"), current_lock_sha256(backend)
-    if now and built != now:
-        raise BenchError(
-            f"the {backend!r} environment is stale (built from requirements sha256 {str(built)[:12]}, "
-            f"envs/{backend}/requirements.txt is now {now[:12]}): run `{make_env_command(backend)}`"
-        )
-    return python
-
-
-def check_writable(results_dir: Path) -> None:
-    """Create and remove a probe file where results will go (os.access says yes to root on a read-only folder)."""
-    try:
-        results_dir.mkdir(parents=True, exist_ok=True)
-        fd, probe = tempfile.mkstemp(dir=results_dir, prefix=".write-probe-")
-        os.close(fd)
-        os.unlink(probe)
-    except OSError as e:
-        raise BenchError(f"cannot write results to {results_dir}: {e.strerror or e}") from None
-
-
-# A cell is not started with less than this free where its results go: its log and result file need room (a
-# smoke result is a few KB, a log up to a few MB), and a measurement that cannot be written is an hour lost.
-MIN_FREE_BYTES = 64 * 2**20
-
-
-class RunStopped(BenchError):
-    """The run stopped before its last cell (the disk is full): every result written so far is kept."""
-
-
-def check_free_space(results_dir: Path, kept: int, of: int) -> None:
-    free = shutil.disk_usage(results_dir).free
-    if free < MIN_FREE_BYTES:
-        raise RunStopped(
-            f"only {free / 2**20:.1f} MiB free in {results_dir} (a cell needs {MIN_FREE_BYTES // 2**20} MiB for its log "
-            f"and result): stopped before the next cell; {kept} of {of} cells kept. Free some space and rerun with --resume"
-        )
-
-
-def new_log_path(results_dir: Path, cell: Cell, repeat: int) -> Path:
-    """A log of its own for each process of a cell, never reused: logs/<profile>/<key>.<UTC start>.<repeat>.log
-    (created empty with O_EXCL). A rerun no longer truncates the log of a result that moves to history/."""
-    folder = results_dir / "logs" / cell.profile
-    folder.mkdir(parents=True, exist_ok=True)
-    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-    path = claim_new_file(
-        (folder / f"{cell.key}.{stamp}{f'-{n}' if n else ''}.{repeat}.log" for n in range(1000)), 0o666
-    )
-    if path is None:
-        raise BenchError(f"no free log name for {cell.key} in {folder}")
-    return path
-
-
-def write_or_show(result: Result, results_dir: Path, echo: Callable[[str], None], kept: int, of: int) -> Path:
-    """Write a cell's result; if the write fails (a full disk), show the whole result (figures and raw windows) on
-    the console and in the cell's log, so the measurement is not lost, and stop the run."""
-    try:
-        return result.write(results_dir)
-    except OSError as e:
-        target = results_dir / result.relative_path()
-        text = json.dumps(result.to_dict(), allow_nan=False)
-        echo(f"    could not write {target}: {e.strerror or e}; the result, so that it is not lost:\n{text}")
-        log = results_dir / (
-            result.runs[-1].process.get("log") or f"logs/{result.cell.profile}/{result.cell.key}.unwritten.log"
-        )
-        try:
-            with log.open("a") as f:
-                f.write(f"\n[bench] could not write {target}: {e.strerror or e}; the result:\n{text}\n")
-        except OSError:
-            pass  # the log is on the same full disk: the console has it
-        why = "the disk is full" if e.errno == errno.ENOSPC else "a result could not be written"
-        raise RunStopped(
-            f"{why} ({target}: {e.strerror or e}): stopped; {kept} of {of} cells kept, this one's result shown above"
-        ) from None
-
-
-def check_results_readable(cells: list[Cell], results_dir: Path, machine: dict) -> None:
-    """An unreadable result file where a cell of this run will write stops the run (its earlier result could not
-    be moved to history/); any other is named, with the fix, and the run goes on."""
-    _, errors = load_each(results_dir)
-    touched = {result_path(results_dir, cell, machine) for cell in cells}
-    if blocking := [e for e in errors if e.path in touched]:
-        raise unreadable_error(blocking, results_dir)
-    if errors:
-        print(
-            "warning: "
-            + str(unreadable_error(errors, results_dir)).replace("\n", "\nwarning: ")
-            + "\nwarning: no cell of this run writes there: it goes on",
-            flush=True,
-        )
-
-
-def default_profile(machine: dict) -> tuple[str, str]:
-    if machine["gpus"]:
-        return "paper", f"CUDA GPU visible ({machine_label(machine)})"
-    return "smoke", "no CUDA GPU visible"
 
 
 def gpu_environment(gpu: dict | None) -> dict[str, str]:
@@ -189,64 +58,6 @@ def gpu_environment(gpu: dict | None) -> dict[str, str]:
 def gpu_id(gpu: dict | None) -> str | None:
     """How nvidia-smi --id names the GPU (its UUID, else its index); None without one."""
     return (gpu.get("uuid") or gpu.get("index")) if gpu else None
-
-
-def row_order(cells: list[Cell]) -> list[list[Cell]]:
-    """Cells grouped by published row (model, task, batch size), rows in first-appearance order: the columns of
-    one row run close together, so the machine's drift over minutes moves them alike."""
-    rows: dict[tuple, list[Cell]] = {}
-    for cell in cells:
-        rows.setdefault((cell.profile, cell.model, cell.task, cell.batch_size), []).append(cell)
-    return list(rows.values())
-
-
-def measured_under_another_rule(result: Result, cell: Cell) -> str | None:
-    """Why a result no longer stands for the cell as it would be measured now: its windows and sampling rule or its
-    shape changed since (a profile's settings, a workload's shape), or it recorded neither."""
-    from bench.config import mismatches
-
-    if result.config is None:
-        return "measured before results recorded their windows and shape"
-    changed = [what for what in mismatches(result.config, cell) if what != "cell"]
-    return f"measured under another rule ({' and '.join(changed)} changed since)" if changed else None
-
-
-def rule_change(cell: Cell, results_dir: Path, machine: dict) -> str | None:
-    """Why resume measures an ok result of the cell again because its rule changed; None where it has no such
-    result."""
-    path = result_path(results_dir, cell, machine)
-    if not path.exists():
-        return None
-    result = load(path)
-    return measured_under_another_rule(result, cell) if result.status == "ok" else None
-
-
-def still_to_measure(cells: list[Cell], results_dir: Path, repeats: int, machine: dict | None = None) -> list[Cell]:
-    """The cells a resumed run measures: those not already measured on this machine (read once)."""
-    machine = machine if machine is not None else machine_info()
-    return [c for c in cells if not already_measured(c, results_dir, machine, repeats)]
-
-
-def already_measured(cell: Cell, results_dir: Path, machine: dict, repeats: int) -> bool:
-    """For --resume: the cell's current result is ok with every repeat, measured with the env lock current now and
-    under today's windows, sampling rule and shape (or unsupported, and still so)."""
-    path = result_path(results_dir, cell, machine)
-    if not path.exists():
-        return False
-    result = load(path)
-    if result.status == "unsupported":
-        return bool(get_model(cell.model).why_cell_unsupported(cell) or why_not_here(cell))
-    if result.status != "ok" or len(result.runs) < repeats or measured_under_another_rule(result, cell):
-        return False
-    if cell.stack == UNLOCKED_STACK.name:  # an unlocked env's fingerprint stands for the lock's
-        fingerprint = (result.provenance.get("environment") or {}).get("distributions_sha256")
-        return fingerprint is not None and fingerprint == unlocked_environment()["distributions_sha256"]
-    try:
-        _, stamp = built_env(cell.env)
-    except BenchError:
-        return False
-    measured_with = (result.runs[0].process.get("environment") or {}).get("lock_sha256")
-    return measured_with is not None and measured_with == (stamp or {}).get("lock_sha256")
 
 
 @dataclass
@@ -392,20 +203,24 @@ def prepare(
     return Prepared(cells, predicted, pythons, git_info(), machine, skipped, plans, rerun=rerun)
 
 
-def run_cells(
-    cells: list[Cell],
-    results_dir: Path,
-    repeats: int = 1,
-    timeout_s: float | None = None,
-    profile_choice: str = "explicit",
-    resume: bool = False,
-    echo: Callable[[str], None] | None = None,
-    ignore_plan: bool = False,
-    deadline: float | None = None,
-    interleave: bool = True,
-    rule: SequentialRule | None = None,
-) -> list[Result]:
-    """Run every cell (each `repeats` processes, interleaved across its row) and write one result file per cell.
+@dataclass(frozen=True)
+class RunOptions:
+    """How run_cells runs its cells (its docstring says what each changes)."""
+
+    repeats: int = 1  # processes per cell; with a sequential `rule`, its first count
+    timeout_s: float | None = None  # per cell process; None: each cell's own (bench/cost.py)
+    profile_choice: str = "explicit"  # why this profile, as each result's provenance records it
+    resume: bool = False  # leave out the cells already measured (bench/run_planning.py already_measured)
+    echo: Callable[[str], None] | None = None  # plain progress lines; None: bench.progress.Progress
+    ignore_plan: bool = False  # run the cells the plan predicts will not fit
+    deadline: float | None = None  # time.monotonic() after which no cell starts
+    interleave: bool = True  # a row's cells round-robin; False: each cell's processes in turn, in the order given
+    rule: SequentialRule | None = None  # processes until decided (bench/replication.py); None: exactly `repeats`
+
+
+def run_cells(cells: list[Cell], results_dir: Path, options: RunOptions | None = None) -> list[Result]:
+    """Run every cell (each `options.repeats` processes, interleaved across its row) and write one result file per
+    cell, as `options` (RunOptions) says.
     With a sequential `rule` (bench/replication.py), `repeats` is its first count: after each round from then on the
     row's comparisons are judged, and the cells of an undecided one that the cap could still decide get one more
     process, up to the cap (bench/report/comparisons.py wanting_more); each result records the rule it ran under.
@@ -417,105 +232,38 @@ def run_cells(
     run returns what it finished (the caller names what was left; --resume runs it). interleave=False runs the cells
     in the order given, each one's processes one after another (a budget's order: a cell is written before the next
     starts, so what a cut leaves is whole cells, never a row's worth of partial ones)."""
-    progress = None if echo is not None else Progress()
-    echo = echo or progress.message
-    prepared = prepare(cells, results_dir, repeats, resume, ignore_plan)
-    if resume:
+    options = options or RunOptions()
+    repeats = options.repeats
+    progress = None if options.echo is not None else Progress()
+    echo = options.echo or progress.message
+    prepared = prepare(cells, results_dir, repeats, options.resume, options.ignore_plan)
+    if options.resume:
         echo(f"skipped (resume): {prepared.skipped} cells already measured")
         for key, why in prepared.rerun.items():
             echo(f"measured again (resume): {key}: {why}")
     cells = prepared.cells
-    warn_over_timeout(cells, results_dir, prepared.machine, timeout_s, echo)
-    rows = row_order(cells) if interleave else [[cell] for cell in cells]
-    number = {cell.key: i for i, cell in enumerate((c for row in rows for c in row), 1)}
-    reference = {"start_ms": reference_ms()}
-    latest = reference["start_ms"]
-    readings = [latest]  # every drift-probe reading of this run: the quietest is the noise gate's reference
+    warn_over_timeout(cells, results_dir, prepared.machine, options.timeout_s, echo)
+    rows = row_order(cells) if options.interleave else [[cell] for cell in cells]
+    start_ms = reference_ms()
     # the machine's ceilings, once per run (bench/roofline/ceilings.py): the host's always, each framework's on a GPU
     ceilings = measure_ceilings(
         {c.backend: prepared.pythons[c.env] for c in cells if c.env in prepared.pythons}, prepared.machine, echo
     )
-    done: list[Result] = []
-    started = time.perf_counter()
-
-    rule = rule or SequentialRule(repeats, repeats)
-    written: dict[str, Result] = {}
-
-    def provisional(cell: Cell, runs: list[Run]) -> Result:
-        record_noise(runs, readings)
-        return prepared.result(
-            cell, runs, profile_choice, repeats, reference={**reference, "at_write_ms": latest}, ceilings=ceilings,
-            replication=rule.to_dict(),
-        )  # fmt: skip
-
-    def finish(cell: Cell, runs: list[Run]) -> None:
-        result = written[cell.key] = provisional(cell, runs)
-        path = write_or_show(result, results_dir, echo, kept=len(done), of=len(cells))
-        done.append(result)
-        # its figure with its interval, how its sampling ended, and any noise gate that tripped (Result.describe)
-        line = f"{result.describe()}  [{path.relative_to(results_dir)}]"
-        progress.cell_finished(cell, line) if progress else echo(f"    -> {line}")
-        if result.status not in ("ok", "unsupported") and runs[-1].process.get("log"):
-            echo(f"    log: {results_dir / runs[-1].process['log']}")
-
-    phase = progress.phase if progress else (lambda line: echo("    " + line))
+    rounds = Rounds(
+        prepared, options, results_dir, options.rule or SequentialRule(repeats, repeats), echo, progress,
+        number={cell.key: i for i, cell in enumerate((c for row in rows for c in row), 1)}, total=len(cells),
+        start_ms=start_ms, ceilings=ceilings,
+    )  # fmt: skip
     if progress:
         progress.start([c for row in rows for c in row], time_estimates(cells, repeats))
     try:
         for row in rows:
-            runs: dict[str, list[Run]] = {cell.key: [] for cell in row}
-            open_cells = list(row)
-            try:
-                repeat = 0
-                while open_cells:  # round-robin: repeat r of every open column, then repeat r+1
-                    for cell in list(open_cells):
-                        header = f"[{number[cell.key]}/{len(cells)}] {cell.backend} {cell.model} {cell.task} batch={cell.batch_size} {cell.variant}{repeat_label(repeat, rule)} ({cell.profile}; elapsed {hms(time.perf_counter() - started)})"
-                        progress.cell_started(cell, header) if progress else echo(header)
-                        check_free_space(results_dir, kept=len(done), of=len(cells))
-                        run = prepared.not_run(cell) or attempt_within(
-                            prepared, cell, repeat, results_dir, timeout_s, phase, deadline
-                        )
-                        runs[cell.key].append(run)  # kept even if Ctrl-C comes during the probe below
-                        if not prepared.not_run(cell):  # a process ran: probe the drift
-                            before, latest = latest, reference_ms()
-                            readings.append(latest)
-                            run.reference = {"before_ms": before, "after_ms": latest}
-                        at_cap = repeat + 1 >= rule.cap and not to_replace(runs[cell.key], rule, readings)
-                        if run.status != "ok" or at_cap:
-                            open_cells.remove(cell)
-                            finish(cell, runs[cell.key])
-                    repeat += 1
-                    if repeat < rule.first or not open_cells:
-                        continue
-                    wanted = look(
-                        {c.key: written.get(c.key) or provisional(c, runs[c.key]) for c in row if runs[c.key]},
-                        rule, results_dir,
-                    )  # fmt: skip
-                    for cell in list(open_cells):
-                        if cell.key in wanted:
-                            phase(f"{cell.key}: one more process, for {wanted[cell.key]} (undecided)")
-                        elif n := to_replace(runs[cell.key], rule, readings):
-                            phase(f"{cell.key}: one more process, in place of {n} disturbed one{'s' * (n > 1)} "
-                                  "(its noise gate tripped: set aside when judged)")
-                        else:
-                            open_cells.remove(cell)
-                            finish(cell, runs[cell.key])
-            except (KeyboardInterrupt, BudgetSpent, OSError, RunStopped):  # a cell's finished repeats are kept
-                stopped = None
-                for cell in open_cells:
-                    if runs[cell.key]:
-                        try:
-                            finish(cell, runs[cell.key])  # or, where it cannot be written, shown (write_or_show)
-                        except RunStopped as e:
-                            stopped = stopped or e
-                if stopped is not None and not isinstance(sys.exc_info()[1], KeyboardInterrupt):
-                    raise stopped from None
-                raise
+            rounds.run_row(row)
     except BudgetSpent:
-        echo(f"\nthe budget is spent after {len(done)} of {len(cells)} cells; every finished result is kept in {results_dir}")
-        return done
+        echo(f"\nthe budget is spent after {len(rounds.done)} of {len(cells)} cells; every finished result is kept in {results_dir}")
+        return rounds.done
     except KeyboardInterrupt:
-        echo(f"\ninterrupted after {len(done)} of {len(cells)} cells; every finished result is kept in {results_dir}")
+        echo(f"\ninterrupted after {len(rounds.done)} of {len(cells)} cells; every finished result is kept in {results_dir}")
         raise
     finally:
         release_results_folder(results_dir)
@@ -523,14 +271,114 @@ def run_cells(
         if progress:
             progress.close()
     end_ms = reference_ms()
-    echo(
-        f"reference probe (bench/drift.py): {reference['start_ms']:.3f} ms at the start, {end_ms:.3f} ms at the end (x{end_ms / reference['start_ms']:.2f})"
-    )
-    echo(
-        f"{len(done)} cells in {hms(time.perf_counter() - started)}: "
-        + ", ".join(f"{n} {s}" for s, n in status_counts(done).items())
-    )
-    return done
+    echo(probe_line("reference probe (bench/drift.py)", start_ms, end_ms))
+    echo(closing_line(rounds.done, "cells", time.perf_counter() - rounds.started))
+    return rounds.done
+
+
+@dataclass
+class Rounds:
+    """One run_cells call under way: each row's cells round-robin, a drift probe after each process, and each cell
+    written once its processes are done (bench/report/comparisons.py decides when, under a sequential rule)."""
+
+    prepared: Prepared
+    options: RunOptions
+    results_dir: Path
+    rule: SequentialRule
+    echo: Callable[[str], None]
+    progress: Progress | None
+    number: dict[str, int]  # cell key -> its place in the run, for its header
+    total: int
+    start_ms: float  # the drift probe's reading as the run starts
+    ceilings: dict
+    started: float = field(default_factory=time.perf_counter)
+    done: list[Result] = field(default_factory=list)
+    written: dict[str, Result] = field(default_factory=dict)
+    readings: list[float] = field(default_factory=list)  # every drift-probe reading: the quietest is the noise gates'
+
+    def __post_init__(self) -> None:
+        self.latest = self.start_ms
+        self.readings.append(self.latest)
+
+    def phase(self, line: str) -> None:
+        self.progress.phase(line) if self.progress else self.echo("    " + line)
+
+    def provisional(self, cell: Cell, runs: list[Run]) -> Result:
+        record_noise(runs, self.readings)
+        return self.prepared.result(
+            cell, runs, self.options.profile_choice, self.options.repeats,
+            reference={"start_ms": self.start_ms, "at_write_ms": self.latest}, ceilings=self.ceilings,
+            replication=self.rule.to_dict(),
+        )  # fmt: skip
+
+    def finish(self, cell: Cell, runs: list[Run]) -> None:
+        result = self.written[cell.key] = self.provisional(cell, runs)
+        path = write_or_show(result, self.results_dir, self.echo, kept=len(self.done), of=self.total)
+        self.done.append(result)
+        # its figure with its interval, how its sampling ended, and any noise gate that tripped (Result.describe)
+        line = f"{result.describe()}  [{path.relative_to(self.results_dir)}]"
+        self.progress.cell_finished(cell, line) if self.progress else self.echo(f"    -> {line}")
+        if result.status not in ("ok", "unsupported") and runs[-1].process.get("log"):
+            self.echo(f"    log: {self.results_dir / runs[-1].process['log']}")
+
+    def run_row(self, row: list[Cell]) -> None:
+        """The row's cells round-robin until each is done; on a stop, the finished processes of each are written."""
+        runs: dict[str, list[Run]] = {cell.key: [] for cell in row}
+        open_cells = list(row)
+        try:
+            repeat = 0
+            while open_cells:  # round-robin: repeat r of every open column, then repeat r+1
+                for cell in list(open_cells):
+                    run = self.run_one(cell, repeat)
+                    runs[cell.key].append(run)  # kept even if Ctrl-C comes during the probe below
+                    if not self.prepared.not_run(cell):  # a process ran: probe the drift
+                        before, self.latest = self.latest, reference_ms()
+                        self.readings.append(self.latest)
+                        run.reference = {"before_ms": before, "after_ms": self.latest}
+                    at_cap = repeat + 1 >= self.rule.cap and not to_replace(runs[cell.key], self.rule, self.readings)
+                    if run.status != "ok" or at_cap:
+                        open_cells.remove(cell)
+                        self.finish(cell, runs[cell.key])
+                repeat += 1
+                if repeat >= self.rule.first and open_cells:
+                    self.close_decided(row, open_cells, runs)
+        except (KeyboardInterrupt, BudgetSpent, OSError, RunStopped):  # a cell's finished repeats are kept
+            stopped = None
+            for cell in open_cells:
+                if runs[cell.key]:
+                    try:
+                        self.finish(cell, runs[cell.key])  # or, where it cannot be written, shown (write_or_show)
+                    except RunStopped as e:
+                        stopped = stopped or e
+            if stopped is not None and not isinstance(sys.exc_info()[1], KeyboardInterrupt):
+                raise stopped from None
+            raise
+
+    def run_one(self, cell: Cell, repeat: int) -> Run:
+        """One process of a cell, after its header line (or the status that stands for it where none runs)."""
+        header = f"[{self.number[cell.key]}/{self.total}] {cell.backend} {cell.model} {cell.task} batch={cell.batch_size} {cell.variant}{repeat_label(repeat, self.rule)} ({cell.profile}; elapsed {hms(time.perf_counter() - self.started)})"
+        self.progress.cell_started(cell, header) if self.progress else self.echo(header)
+        check_free_space(self.results_dir, kept=len(self.done), of=self.total)
+        return self.prepared.not_run(cell) or attempt_within(
+            self.prepared, cell, repeat, self.results_dir, self.options.timeout_s, self.phase, self.options.deadline
+        )
+
+    def close_decided(self, row: list[Cell], open_cells: list[Cell], runs: dict[str, list[Run]]) -> None:
+        """After a round past the rule's first count: a cell goes on where one more process could decide its row's
+        comparison or replace a disturbed one; every other open cell is finished."""
+        wanted = look(
+            {c.key: self.written.get(c.key) or self.provisional(c, runs[c.key]) for c in row if runs[c.key]},
+            self.rule, self.results_dir,
+        )  # fmt: skip
+        for cell in list(open_cells):
+            if cell.key in wanted:
+                self.phase(f"{cell.key}: one more process, for {wanted[cell.key]} (undecided)")
+            elif n := to_replace(runs[cell.key], self.rule, self.readings):
+                self.phase(f"{cell.key}: one more process, in place of {n} disturbed one{'s' * (n > 1)} "
+                           "(its noise gate tripped: set aside when judged)")
+            else:
+                open_cells.remove(cell)
+                self.finish(cell, runs[cell.key])
 
 
 def to_replace(runs: list[Run], rule: SequentialRule, readings: list[float]) -> int:
@@ -571,45 +419,3 @@ def look(results: dict[str, Result], rule: SequentialRule, results_dir: Path) ->
     return wanted
 
 
-def warn_over_timeout(
-    cells: list[Cell], results_dir: Path, machine: dict, timeout_s: float | None, echo: Callable[[str], None]
-) -> None:
-    """A step count whose run cannot end within the timeout is said before it starts (--steps 1000000000 would
-    otherwise run for the whole timeout and end as `timeout`). The estimate: the published ms/step of a paper cell
-    (time_estimates), else the cell's current result's median, times the steps asked for."""
-    from bench.cost import cell_timeout_s
-
-    estimates = time_estimates(cells)
-    for cell in cells:
-        seconds = estimates.get(cell.key)
-        path = result_path(results_dir, cell, machine)
-        if seconds is None and path.exists():
-            try:
-                summary = load(path).summary()
-            except BenchError:
-                summary = None
-            seconds = summary.median * (1 + cell.warmup_steps + cell.timed_steps) / 1000 if summary else None
-        limit = timeout_s or cell_timeout_s(cell)
-        if seconds is not None and seconds > limit:
-            echo(
-                f"warning: {cell.key} is estimated at {hms(seconds)} ({cell.timed_steps} timed steps), over its {hms(limit)} timeout: "
-                f"it will end as timeout (fewer --steps, or a longer --timeout)"
-            )
-
-
-def time_estimates(cells: list[Cell], repeats: int = 1) -> dict[str, float]:
-    """Seconds per cell (its `repeats` processes) for the progress bar's ETA where an estimate exists: paper cells
-    at a published batch size, from the published ms/step and the GPU processes measured so far
-    (bench/cluster/decided.py expected_process_s). Other cells: none (the bar then uses the mean of the cells
-    finished so far)."""
-    from bench.cluster.decided import expected_process_s
-
-    out = {}
-    for cell in cells:
-        if cell.profile != "paper":
-            continue
-        if get_model(cell.model).why_cell_unsupported(cell):
-            out[cell.key] = 0.0  # recorded without running
-        elif (seconds := expected_process_s(cell)) is not None:  # None: no published figure for this column
-            out[cell.key] = repeats * seconds
-    return out

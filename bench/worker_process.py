@@ -6,9 +6,8 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from bench.cell_process import CellProcess, start_in_own_group
-from bench.failures import crash_status, oom_kill_count
-from bench.plan import ram_gib
+from bench.cell_process import how_it_died, kill_group, start_in_own_group
+from bench.failures import oom_kill_count
 
 
 def run_logged(argv: list[str], env: dict[str, str], log_path: Path, timeout_s: float) -> tuple[str, str] | None:
@@ -20,14 +19,12 @@ def run_logged(argv: list[str], env: dict[str, str], log_path: Path, timeout_s: 
         try:
             code = proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
-            CellProcess._kill(proc)
+            kill_group(proc)
             return "timeout", f"ran past {timeout_s:.0f} s and was killed (log: {log_path})"
         finally:  # also on Ctrl-C or a signal: the process group goes with the caller
             if proc.poll() is None:
-                CellProcess._kill(proc)
+                kill_group(proc)
     if code == 0:
         return None
     tail = log_path.read_text()[-3000:]
-    status, how = crash_status(code, tail, oom_before, oom_kill_count(), None, ram_gib())
-    last = " | ".join(line for line in tail.splitlines()[-5:] if line)
-    return status, f"{how}; last output: {last}"
+    return how_it_died(code, tail, tail.splitlines(), oom_before, None)

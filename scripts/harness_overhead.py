@@ -27,6 +27,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from bench.drivers import drive_steps  # noqa: E402
+from bench.envs.common import default_venv, venv_python  # noqa: E402
 from bench.timing import HostDevice, StepTimer, WindowPlan  # noqa: E402
 
 PAIRS = 25  # trials per arm (>= 20): a 95% interval from ranks 8 and 18 of 25 differences
@@ -143,7 +144,7 @@ print(json.dumps({"plain_us": plain, "timed_us": timed}))
 
 
 def keras_driver_trials(pairs: int = PAIRS) -> tuple[list[float], list[float]] | None:
-    python = REPO / ".venvs" / "jax" / "bin" / "python"
+    python = venv_python(default_venv("jax"))
     if not python.exists():
         return None
     cmd = [str(python), "-c", KERAS_PROBE, str(REPO), str(KERAS_STEPS), str(pairs)]

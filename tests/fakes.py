@@ -124,6 +124,12 @@ def run_bench(args, env, timeout=120):
     )
 
 
+def smoke_run(*extra: str, results: Path | None = None) -> list[str]:
+    """`run --profile smoke [--results-dir RESULTS] EXTRA...`: the orchestrator's arguments in the tests (python -m
+    bench's, or bench.cli.main's)."""
+    return ["run", "--profile", "smoke", *(["--results-dir", str(results)] if results is not None else []), *extra]
+
+
 def bench_env(venvs: Path, **modes) -> dict:
     env = {**os.environ, "BENCH_VENVS_DIR": str(venvs)}
     env.update({f"FAKE_MODE_{k.upper()}": v for k, v in modes.items()})

@@ -6,13 +6,13 @@ import os
 import time
 
 import pytest
-from fakes import bench_env, make_fake_envs, run_bench
+from fakes import bench_env, make_fake_envs, run_bench, smoke_run
 
 from bench.budget import budget_order
 from bench.registry import plan_cells
 from bench.results import load_all
 
-RUN = ["run", "--profile", "smoke", "--backend", "jax,torch", "--model", "bert", "--repeats", "2"]
+RUN = smoke_run("--backend", "jax,torch", "--model", "bert", "--repeats", "2")
 
 
 def test_the_first_pass_is_one_cell_per_model_and_backend_then_the_rest():
@@ -79,7 +79,7 @@ def test_a_budget_that_is_not_a_positive_number_of_minutes_is_refused_before_any
     assert dry.returncode == 0 and "--budget-minutes 0.5" in dry.stdout, dry.stdout + dry.stderr
 
 
-@pytest.mark.parametrize("command", [["run", "--profile", "smoke"], ["gpu-check"]])
+@pytest.mark.parametrize("command", [smoke_run(), ["gpu-check"]])
 def test_the_cli_refuses_a_budget_that_is_not_finite_and_positive_in_one_line(tmp_path, command, capsys):
     from bench import cli
 

@@ -34,9 +34,9 @@ def test_the_first_process_of_a_cell_compiles_cold_and_the_later_ones_find_its_c
 
     monkeypatch.delenv("BENCH_COMPILE_CACHE_DIR", raising=False)
     cells = plan_cells("smoke", backends=["jax", "torch"], models=["bert"], tasks=["fit"])
-    monkeypatch.setattr(runner, "VENVS_DIR", make_fake_envs(tmp_path / "venvs", ["jax", "torch"]))
+    monkeypatch.setattr("bench.env_lookup.VENVS_DIR", make_fake_envs(tmp_path / "venvs", ["jax", "torch"]))
     before = set(Path(tempfile.gettempdir()).glob("bench-compile-cache-*"))
-    runner.run_cells(cells, tmp_path / "results", repeats=3, echo=lambda line: None)
+    runner.run_cells(cells, tmp_path / "results", runner.RunOptions(repeats=3, echo=lambda line: None))
     for result in load_all(tmp_path / "results"):
         states = [run.process["compile_cache"] for run in result.runs]
         assert states[0] == "cold" and states[1] == "warm: 1 files from the cell's earlier processes", states
@@ -50,8 +50,8 @@ def test_a_cache_named_for_every_run_is_shared_kept_and_said_to_be(tmp_path, mon
     shared = tmp_path / "kept"
     monkeypatch.setenv("BENCH_COMPILE_CACHE_DIR", str(shared))
     cells = plan_cells("smoke", backends=["jax", "torch"], models=["bert"], tasks=["fit"])
-    monkeypatch.setattr(runner, "VENVS_DIR", make_fake_envs(tmp_path / "venvs", ["jax", "torch"]))
-    runner.run_cells(cells, tmp_path / "results", repeats=2, echo=lambda line: None)
+    monkeypatch.setattr("bench.env_lookup.VENVS_DIR", make_fake_envs(tmp_path / "venvs", ["jax", "torch"]))
+    runner.run_cells(cells, tmp_path / "results", runner.RunOptions(repeats=2, echo=lambda line: None))
     states = [run.process["compile_cache"] for result in load_all(tmp_path / "results") for run in result.runs]
     assert states.count(f"shared across runs ({shared}): cold") == 1, states  # the very first process of all
     # the others find every earlier process's files, the other cell's too: 1, 2 and 3 of them

@@ -21,8 +21,8 @@ from bench.results import load_all
 def run_fake(tmp_path, monkeypatch, cells, **kw):
     from bench import runner
 
-    monkeypatch.setattr(runner, "VENVS_DIR", make_fake_envs(tmp_path / "venvs", sorted({c.backend for c in cells})))
-    return runner.run_cells(cells, tmp_path / "results", echo=lambda line: None, **kw)
+    monkeypatch.setattr("bench.env_lookup.VENVS_DIR", make_fake_envs(tmp_path / "venvs", sorted({c.backend for c in cells})))
+    return runner.run_cells(cells, tmp_path / "results", runner.RunOptions(echo=lambda line: None, **kw))
 
 
 def test_each_result_holds_the_config_its_process_was_given(tmp_path, monkeypatch):

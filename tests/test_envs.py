@@ -21,6 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
 ENVS_PY = ROOT / "scripts" / "envs.py"
 sys.path.insert(0, str(ROOT))
 from bench.backends import BACKENDS, cell_environment  # noqa: E402
+from bench.envs.common import default_venv  # noqa: E402
 
 ENV_NAMES = [*BACKENDS, "tools"]
 REQUIRE_ENVS = bool(os.environ.get("BENCH_REQUIRE_ENVS"))
@@ -28,7 +29,7 @@ KERAS3 = ["tensorflow", "jax", "torch"]
 
 
 def env_python(name: str) -> Path:
-    venv = ROOT / ".venvs" / name
+    venv = default_venv(name)
     if not venv.is_dir():
         msg = f".venvs/{name} is not built; run `make envs` (or `python3 scripts/envs.py build {name}`)"
         if REQUIRE_ENVS:
@@ -348,7 +349,7 @@ def test_interrupted_build_is_never_taken_for_complete(tmp_path):
             break
     os.killpg(proc.pid, 9)  # no chance to clean up: the worst interruption
     proc.wait(timeout=30)
-    # The stamp is what `make bench` and the orchestrator take for a complete env (runner.env_python): the old
+    # The stamp is what `make bench` and the orchestrator take for a complete env (env_lookup.env_python): the old
     # env's, naming the old lock, never the new lock's.
     assert json.loads((venv / "bench-env.json").read_text()) == before, "an interrupted build touched the working env"
     assert subprocess.run([str(venv / "bin" / "python"), "-c", "import six"]).returncode == 0

@@ -8,13 +8,14 @@ import time
 from pathlib import Path
 
 import pytest
-from fakes import lock_sha256
+from fakes import lock_sha256, smoke_run
 
 from bench.cluster.gpus import GpuPool, makespan, refuse_jobs, schedule
 from bench.cluster.parallel import run_cells_parallel
 from bench.errors import BenchError
 from bench.registry import plan_cells
 from bench.results import load_all
+from bench.runner import RunOptions
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -80,8 +81,8 @@ def test_jobs_beyond_the_gpus_are_refused():
 
 def test_cli_refuses_jobs_without_gpus_in_one_line(tmp_path):
     env = {"CUDA_VISIBLE_DEVICES": "", "PATH": "/usr/bin:/bin"}  # no GPU visible, whatever this machine has
-    out = subprocess.run([sys.executable, "-m", "bench", "run", "--profile", "smoke", "--backend", "jax", "--model", "bert", "--jobs", "2",
-                          "--results-dir", str(tmp_path / "r")], cwd=REPO, env=env, capture_output=True, text=True, timeout=60)  # fmt: skip
+    out = subprocess.run([sys.executable, "-m", "bench", *smoke_run("--backend", "jax", "--model", "bert", "--jobs", "2",
+                                                                      results=tmp_path / "r")], cwd=REPO, env=env, capture_output=True, text=True, timeout=60)  # fmt: skip
     assert out.returncode == 2
     assert out.stderr.strip().splitlines() == [
         "error: --jobs 2 needs a GPU per job, and 0 GPUs are visible: parallel cells on a CPU (or sharing a GPU) would disturb each other's timing"
@@ -100,13 +101,12 @@ def test_parallel_cells_each_get_their_own_gpu(tmp_path, monkeypatch):
         (venvs / backend / "bench-env.json").write_text(
             json.dumps({"backend": backend, "lock_sha256": lock_sha256(backend)})
         )
-    from bench import runner
 
-    monkeypatch.setattr(runner, "VENVS_DIR", venvs)
+    monkeypatch.setattr("bench.env_lookup.VENVS_DIR", venvs)
     monkeypatch.setenv("FAKE_CELL_S", "0.5")
     cells = plan_cells("smoke", backends=backends, models=["bert"])  # 6 cells
     lines = []
-    results = run_cells_parallel(cells, tmp_path / "results", jobs=2, gpu_indices=[3, 7], echo=lines.append)
+    results = run_cells_parallel(cells, tmp_path / "results", jobs=2, gpu_indices=[3, 7], options=RunOptions(echo=lines.append))
     assert len(results) == 6 and {r.status for r in results} == {"ok"}
     loaded = load_all(tmp_path / "results")
     assert {r.provenance["gpu_index"] for r in loaded} == {3, 7}
@@ -121,7 +121,8 @@ def test_parallel_cells_each_get_their_own_gpu(tmp_path, monkeypatch):
     # --resume, as in run_cells (the same bench.runner.prepare): every cell is measured, none runs again
     again = []
     assert (
-        run_cells_parallel(cells, tmp_path / "results", jobs=2, gpu_indices=[3, 7], echo=again.append, resume=True)
+        run_cells_parallel(cells, tmp_path / "results", jobs=2, gpu_indices=[3, 7],
+                           options=RunOptions(echo=again.append, resume=True))
         == []
     )
     assert again[0] == "skipped (resume): 6 cells already measured"
@@ -131,8 +132,8 @@ def test_one_job_is_the_ordinary_orchestrator(tmp_path, monkeypatch):
     from bench import runner
 
     called = {}
-    monkeypatch.setattr(runner, "run_cells", lambda cells, results_dir, **kw: called.update(kw) or [])
-    assert run_cells_parallel([], tmp_path, jobs=1, repeats=2) == [] and called["repeats"] == 2
+    monkeypatch.setattr(runner, "run_cells", lambda cells, results_dir, options: called.update(options=options) or [])
+    assert run_cells_parallel([], tmp_path, jobs=1, options=RunOptions(repeats=2)) == [] and called["options"].repeats == 2
     with pytest.raises(BenchError, match="needs a GPU per job"):
         run_cells_parallel([], tmp_path, jobs=2, gpu_indices=[0])
 

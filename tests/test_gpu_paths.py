@@ -22,6 +22,7 @@ from bench.profiles import get_profile
 from bench.provenance import gpus, machine_info, visible_gpu_selection
 from bench.registry import get_model, plan_cells
 from bench.results import load_all
+from bench.runner import RunOptions
 from bench.schema import validate_result
 from bench.timing import StepTimer, WindowPlan
 
@@ -79,9 +80,9 @@ def test_each_cell_process_sees_exactly_one_gpu(tmp_path, monkeypatch, two_a100s
     from bench import runner
 
     venvs = make_fake_envs(tmp_path / "venvs", ["native-torch"])
-    monkeypatch.setattr(runner, "VENVS_DIR", venvs)
+    monkeypatch.setattr("bench.env_lookup.VENVS_DIR", venvs)
     cells = plan_cells("smoke", backends=["native-torch"], models=["bert"], tasks=["predict"], variants=["eager"])
-    [result] = runner.run_cells(cells, tmp_path / "results", echo=lambda line: None)
+    [result] = runner.run_cells(cells, tmp_path / "results", runner.RunOptions(echo=lambda line: None))
     variables = result.runs[0].process["variables"]
     assert variables["CUDA_VISIBLE_DEVICES"] == two_a100s[0]["uuid"]  # the first visible GPU, by UUID: one GPU
     assert variables["CUDA_DEVICE_ORDER"] == "PCI_BUS_ID"  # CUDA's indices are nvidia-smi's
@@ -165,7 +166,7 @@ def test_the_visible_gpus_follow_cuda_visible_devices(two_a100s, monkeypatch):
 
 def test_hiding_the_gpus_picks_the_cpu_profile(tmp_path, two_a100s):
     """The issue's reproduction: CUDA_VISIBLE_DEVICES= (the doctor's advice for the CPU) still picked paper."""
-    from bench.runner import default_profile
+    from bench.run_planning import default_profile
 
     os.environ["CUDA_VISIBLE_DEVICES"] = ""  # restored by the fixture's monkeypatch.delenv at teardown
     assert default_profile(machine_info())[0] == "smoke"
@@ -329,12 +330,11 @@ def test_parallel_cells_get_their_core_share_and_a_drift_probe(tmp_path, monkeyp
     gpus_ = [a100(i) for i in range(4)]
     install_fake_nvidia_smi(tmp_path / "bin", gpus_, monkeypatch)
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3,1")
-    from bench import runner
 
     venvs = make_fake_envs(tmp_path / "venvs", ["native-torch"])
-    monkeypatch.setattr(runner, "VENVS_DIR", venvs)
+    monkeypatch.setattr("bench.env_lookup.VENVS_DIR", venvs)
     cells = plan_cells("smoke", backends=["native-torch"], models=["bert"])
-    results = run_cells_parallel(cells, tmp_path / "results", jobs=2, echo=lambda line: None)
+    results = run_cells_parallel(cells, tmp_path / "results", jobs=2, options=RunOptions(echo=lambda line: None))
     assert {r.status for r in results} == {"ok"} and len(results) == len(cells)
     shares = {}
     for result in load_all(tmp_path / "results"):
@@ -580,9 +580,9 @@ def test_a_cell_records_its_gpus_capability_and_state_at_start_and_end(tmp_path,
     from bench import runner
 
     venvs = make_fake_envs(tmp_path / "venvs", ["jax"])
-    monkeypatch.setattr(runner, "VENVS_DIR", venvs)
+    monkeypatch.setattr("bench.env_lookup.VENVS_DIR", venvs)
     cells = plan_cells("smoke", backends=["jax"], models=["bert"], tasks=["predict"])
-    [result] = runner.run_cells(cells, tmp_path / "results", echo=lambda line: None)
+    [result] = runner.run_cells(cells, tmp_path / "results", runner.RunOptions(echo=lambda line: None))
     machine = result.provenance["machine"]
     assert machine["gpus"][0]["compute_capability"] == "8.0" and machine["gpus"][0]["uuid"] == two_a100s[0]["uuid"]
     state = result.runs[0].gpu_state

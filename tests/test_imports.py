@@ -72,7 +72,7 @@ def test_the_layer_rule_names_upward_imports_unplaced_modules_crossed_groups_and
 
 
 def test_make_lint_fails_when_a_copy_of_the_checkout_gains_an_upward_import(tmp_path):
-    """The catalogue's work counts importing the report's table function: ruff-clean, no cycle, one layer broken."""
+    """The catalogue's work counts importing the report's number format: ruff-clean, no cycle, one layer broken."""
     for name in ("bench", "scripts", "mk"):
         shutil.copytree(REPO / name, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
     for name in ("Makefile", "ruff.toml"):
@@ -83,7 +83,7 @@ def test_make_lint_fails_when_a_copy_of_the_checkout_gains_an_upward_import(tmp_
     assert clean.returncode == 0, clean.stdout + clean.stderr
     with (tmp_path / "bench" / "work.py").open("a") as f:
         f.write(
-            "\n\ndef table_function():\n    from bench.report.text import github_table\n\n    return github_table\n"
+            "\n\ndef number_format():\n    from bench.report.text import fmt_ms\n\n    return fmt_ms\n"
         )
     broken = subprocess.run(lint, cwd=tmp_path, capture_output=True, text=True)
     assert broken.returncode != 0

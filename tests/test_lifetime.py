@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO
-from fakes import bench_env
+from fakes import bench_env, smoke_run
 
 from bench.lifetime import starting_make
 
@@ -96,7 +96,7 @@ def test_a_signal_to_make_alone_ends_the_run_and_its_cell(venvs, tmp_path, stop)
 def test_sighup_to_the_orchestrator_ends_its_cell_as_ctrl_c_does(venvs, tmp_path):
     pid_file = tmp_path / "cell.pid"
     env = {**bench_env(venvs, torch="sleep"), "FAKE_PID_FILE": str(pid_file)}
-    args = ["run", "--profile", "smoke", "--backend", "torch", "--model", "bert", "--task", "fit"]
+    args = smoke_run("--backend", "torch", "--model", "bert", "--task", "fit")
     proc = start([sys.executable, "-m", "bench", *args, "--results-dir", str(tmp_path / "r")], env)
     cell = wait_for(pid_file, proc)
     proc.send_signal(signal.SIGHUP)  # a closed terminal, a lost SSH session
@@ -138,8 +138,8 @@ def long_targets(tmp_path):
         "bisect": (lambda: sweep_cli.main(["bisect", "--package", "keras", "--good", "3.0.0", "--bad", "3.1.0", *cell,
                                            *results]), "bench.sweep.bisect.run_bisect"),
         "grid": (lambda: cli.main(["grid", "--grid", "smoke", *results]), "bench.grid.run.run_grid"),
-        "tuning": (lambda: cli.main(["run", "--profile", "smoke", "--model", "vit", "--task", "fit", "--backend",
-                                     "torch", "--variant", "sdpa", *results]), "bench.runner.run_cells"),
+        "tuning": (lambda: cli.main(smoke_run("--model", "vit", "--task", "fit", "--backend", "torch", "--variant",
+                                              "sdpa", *results)), "bench.runner.run_cells"),
         "gpu-check": (lambda: cli.main(["gpu-check", *results]), "bench.gpucheck.run"),
         "submit-status-wait": (lambda: cli.main(["submit-status", "--wait", "60", *results]),
                                "bench.cluster.status.wait"),

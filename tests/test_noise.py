@@ -17,7 +17,7 @@ from conftest import env_python
 from bench import stats
 from bench.errors import BenchError
 from bench.noise import conditions as machine
-from bench.noise import detection, figures, interleaved_sides, study
+from bench.noise import detection, figures, interleaved_sides, settings, study, study_file
 from bench.noise import probe as calibration
 from bench.noise_file import machine_spread, noise_file_name, read_noise_file
 from bench.report.noise import PAGE, noise_section, render_noise
@@ -213,17 +213,17 @@ def test_quiet_or_under_load():
 
 
 def test_cells_by_key_and_bad_options():
-    cells = study.default_cells()
+    cells = settings.default_cells()
     assert len(cells) == 8 and {c.backend for c in cells} == {"jax", "torch", "native-torch"}
     assert {c.task for c in cells} == {"fit", "predict"} and {c.model for c in cells} == {"bert"}
     key = "native-torch__bert__predict__bs2__eager"
-    assert [c.key for c in study.choose_cells([key])] == [key]
-    with pytest.raises(study.BenchError, match="unknown cell"):
-        study.choose_cells(["native-torch__bert__predict__bs2__nope"])
-    assert study.parse_slowdowns("0.1,0,0.05") == [0.0, 0.05, 0.1]
+    assert [c.key for c in settings.choose_cells([key])] == [key]
+    with pytest.raises(settings.BenchError, match="unknown cell"):
+        settings.choose_cells(["native-torch__bert__predict__bs2__nope"])
+    assert settings.parse_slowdowns("0.1,0,0.05") == [0.0, 0.05, 0.1]
     for bad in ("-0.1", "x", ""):
         with pytest.raises(argparse.ArgumentTypeError):
-            study.parse_slowdowns(bad)
+            settings.parse_slowdowns(bad)
     assert study.main(["--cells", key, "--repeats", "1", "--results-dir", "/nonexistent"]) == 2
 
 
@@ -256,8 +256,8 @@ def fake_study(log_sd: float, created: str) -> dict:
 
 
 def test_a_new_study_moves_the_earlier_to_history_and_is_read_back(tmp_path):
-    first = study.write_study(tmp_path, fake_study(0.03, "2026-01-01T00:00:00+00:00"))
-    second = study.write_study(tmp_path, fake_study(0.02, "2026-01-02T00:00:00+00:00"))
+    first = study_file.write_study(tmp_path, fake_study(0.03, "2026-01-01T00:00:00+00:00"))
+    second = study_file.write_study(tmp_path, fake_study(0.02, "2026-01-02T00:00:00+00:00"))
     assert first == second == tmp_path / "noise" / noise_file_name(fake_study(0, "")["machine"])
     archived = list((tmp_path / "noise" / "history").glob("*.json"))
     assert len(archived) == 1 and json.loads(archived[0].read_text())["process_spread"]["log_sd"] == 0.03
@@ -286,7 +286,7 @@ def test_tiny_study_end_to_end(tmp_path):
     env_python("native-torch")
     key = "native-torch__bert__predict__bs2__eager"
     lines = []
-    cells = study.choose_cells([key])
+    cells = settings.choose_cells([key])
     path = study.Study(cells, tmp_path, rounds=1, repeats=2, pairs=2, slowdowns=[0, 0.5], echo=lines.append,
                        delays=[1.0]).run()
     data = read_noise_file(path)
@@ -334,7 +334,7 @@ def test_the_step_delay_fixture_holds_each_timed_window_its_share_longer(tmp_pat
 
 
 def test_a_study_of_the_delay_part_alone_stays_in_its_runs_folder(tmp_path, monkeypatch):
-    cells = study.choose_cells(["native-torch__bert__predict__bs2__eager"])
+    cells = settings.choose_cells(["native-torch__bert__predict__bs2__eager"])
     with pytest.raises(BenchError, match="needs one or more delays"):
         study.Study(cells, tmp_path, parts=("delay",))
     with pytest.raises(BenchError, match="parts are aa, probe, delay"):
@@ -386,7 +386,7 @@ def test_under_load_the_pairs_run_again_beside_busy_loops_which_stop_after(tmp_p
         return calibration.PairOutcome(slowdown, [], [], ratio, stats.verdict(ratio)), 0.5
 
     monkeypatch.setattr(calibration, "probe_pair", fake_pair)
-    cells = study.choose_cells(["native-torch__bert__predict__bs2__eager"])
+    cells = settings.choose_cells(["native-torch__bert__predict__bs2__eager"])
     noise_study = study.Study(cells, tmp_path, pairs=2, slowdowns=[0, 0.2], echo=lambda line: None,
                               busy_processes=2)
     noise_study.base_iterations = 100
@@ -398,7 +398,7 @@ def test_under_load_the_pairs_run_again_beside_busy_loops_which_stop_after(tmp_p
     assert noise_study.loaded_conditions["busy_processes"] == 2
     data = {**fake_study(0.02, "2026-01-01T00:00:00+00:00"),
             "power_under_load": {**noise_study.loaded_conditions, "power": rows}}
-    study.write_study(tmp_path, data)
+    study_file.write_study(tmp_path, data)
     page = (tmp_path / "noise" / PAGE).read_text()
     assert "### Power under load: 2 busy loops beside the probe" in page and "`make noise LOAD=2`" in page
-    assert "under 2 busy loops: 0 of 4 probe pairs wrong" in study.summary_line(data)
+    assert "under 2 busy loops: 0 of 4 probe pairs wrong" in study_file.summary_line(data)

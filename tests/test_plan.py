@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from fakes import bench_env, make_fake_envs
+from fakes import bench_env, make_fake_envs, smoke_run
 
 from bench.cluster.resources import cell_resources, load_plan
 from bench.doctor import largest_cell_gib
@@ -185,7 +185,7 @@ def test_a_cell_the_plan_says_cannot_fit_is_oom_predicted_unless_ignored(tmp_pat
     results.mkdir()
     (results / "plan-smoke.json").write_text(json.dumps(plan))
     out = bench(
-        ["run", "--profile", "smoke", "--backend", "jax", "--model", "bert", "--results-dir", str(results)],
+        smoke_run("--backend", "jax", "--model", "bert", results=results),
         bench_env(venvs),
     )
     assert out.returncode == 1, out.stderr + out.stdout

@@ -61,7 +61,7 @@ def test_plain_mode_prints_todays_lines_exactly():
 
 
 def test_plain_header_matches_the_orchestrators_format():
-    """The runner's own f-string, copied from bench/runner.py run_cells: the two must not drift apart."""
+    """The runner's own f-string, copied from bench/runner.py Rounds.run_one: the two must not drift apart."""
     from bench import runner
 
     cell, index, total, elapsed = CELLS[2], 3, 72, 3725.0
@@ -132,7 +132,7 @@ def test_a_terminal_picks_rich_and_hms_formats():
 
 def test_paper_cells_get_eta_estimates_from_the_published_figures_and_smoke_cells_none():
     from bench.registry import plan_cells
-    from bench.runner import time_estimates
+    from bench.run_planning import time_estimates
 
     paper = time_estimates(plan_cells("paper", backends=["jax", "keras2"], models=["bert", "gemma"]))
     assert paper["jax__bert__fit__bs32__default"] > 0 and "keras2__gemma__fit__bs8__default" in paper

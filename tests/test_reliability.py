@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from fakes import bench_env, run_bench
+from fakes import bench_env, run_bench, smoke_run
 
 from bench import results as results_module
 from bench import runner
@@ -28,7 +28,7 @@ def bert_cells():
 
 
 def test_a_failed_write_shows_the_result_and_stops_the_run_with_the_count_kept(venvs, tmp_path, monkeypatch):
-    monkeypatch.setattr(runner, "VENVS_DIR", venvs)
+    monkeypatch.setattr("bench.env_lookup.VENVS_DIR", venvs)
     real_write, writes = results_module.write_json_atomic, []
 
     def disk_fills_after_the_first(path, data):
@@ -40,7 +40,7 @@ def test_a_failed_write_shows_the_result_and_stops_the_run_with_the_count_kept(v
     monkeypatch.setattr(results_module, "write_json_atomic", disk_fills_after_the_first)
     lines: list[str] = []
     with pytest.raises(runner.RunStopped, match=r"the disk is full .*No space left on device.*1 of 2 cells kept"):
-        runner.run_cells(bert_cells(), tmp_path / "results", echo=lines.append)
+        runner.run_cells(bert_cells(), tmp_path / "results", runner.RunOptions(echo=lines.append))
     assert [r.cell.task for r in load_all(tmp_path / "results")] == ["fit"]
     shown = "\n".join(lines)
     assert f"could not write {writes[1]}" in shown
@@ -59,7 +59,7 @@ def test_a_failed_write_shows_the_result_and_stops_the_run_with_the_count_kept(v
         lambda path, data: (_ for _ in ()).throw(OSError(errno.ENOSPC, "No space left on device")),
     )
     with pytest.raises(runner.RunStopped):
-        runner.run_cells(bert_cells()[:1], tmp_path / "results", echo=lambda line: None)
+        runner.run_cells(bert_cells()[:1], tmp_path / "results", runner.RunOptions(echo=lambda line: None))
     assert [r.cell.task for r in load_all(tmp_path / "results")] == ["fit"] and not list(
         (tmp_path / "results").rglob("history/*.json")
     )
@@ -108,7 +108,7 @@ def test_a_full_disk_stops_the_run_in_one_line_before_a_cell_runs(venvs, tmp_pat
 
 @pytest.mark.skipif(not can_mount_tmpfs(), reason="needs root and unshare -m to mount a tmpfs")
 @pytest.mark.parametrize(
-    "command", [["table"], ["export"], ["plan", "--profile", "smoke"], ["run", "--profile", "smoke", "--model", "bert"]]
+    "command", [["table"], ["export"], ["plan", "--profile", "smoke"], smoke_run("--model", "bert")]
 )
 def test_a_read_only_results_folder_is_one_line_not_a_traceback(venvs, tmp_path, command):
     """`make table`, `make export` and `make plan` on a read-only folder once ended in an OSError traceback."""
@@ -125,7 +125,7 @@ def test_a_read_only_results_folder_is_one_line_not_a_traceback(venvs, tmp_path,
     assert out.stderr.count("\n") == 1 and "Read-only file system" in out.stderr, out.stderr
 
 
-@pytest.mark.parametrize("command", [["table"], ["run", "--profile", "smoke", "--backend", "jax", "--model", "bert"]])
+@pytest.mark.parametrize("command", [["table"], smoke_run("--backend", "jax", "--model", "bert")])
 def test_a_results_path_too_long_is_one_line_not_a_traceback(venvs, tmp_path, command):
     """A results path past PATH_MAX once ended in ENAMETOOLONG from inside the run (warn_over_timeout)."""
     for results in (tmp_path / ("a" * 300), tmp_path.joinpath(*["b" * 200] * 25)):
@@ -138,13 +138,13 @@ def test_a_disk_that_fills_before_a_cells_log_opens_is_one_line(venvs, tmp_path,
     """The disk filling between the pre-flight check and the opening of a cell's log once ended in a traceback."""
     from bench import cli
 
-    monkeypatch.setattr(runner, "VENVS_DIR", venvs)
+    monkeypatch.setattr("bench.env_lookup.VENVS_DIR", venvs)
 
     def full(results_dir, cell, repeat):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(results_dir / "logs" / f"{cell.key}.log"))
 
     monkeypatch.setattr(runner, "new_log_path", full)
-    args = ["run", "--profile", "smoke", "--backend", "jax", "--model", "bert", "--results-dir", str(tmp_path)]
+    args = smoke_run("--backend", "jax", "--model", "bert", results=tmp_path)
     code, err = cli.main(args), capsys.readouterr().err
     log = tmp_path / "logs" / "jax__bert__fit__bs2__default.log"
     assert code == 2 and err == f"error: No space left on device: {log}\n", err
@@ -553,7 +553,7 @@ def test_make_refuses_an_empty_results_for_every_target(target, tmp_path):
 @pytest.mark.parametrize("command", ["table", "export", "validate", "clean-results", "plan", "submit-status"])
 @pytest.mark.parametrize("folder", ["", " ", ".", "..", str(REPO), "docs", "docs/schema", ".venvs", "Makefile"])
 def test_a_results_folder_that_is_not_one_is_refused_in_one_line(command, folder, capsys, monkeypatch):
-    from bench.cli import build_parser
+    from bench.cli_parsers import build_parser
 
     monkeypatch.chdir(REPO)
     with pytest.raises(SystemExit) as stopped:
@@ -669,7 +669,7 @@ def test_make_env_with_an_unknown_stack_says_so_once(tmp_path):
 def test_a_name_given_twice_in_a_list_is_one_cell(venvs, tmp_path):
     """MODEL=bert,bert once ran the cell twice into one result (n=6, repeats_planned 1); BACKEND=jax,jax
     MODEL=bert,bert made 8 Slurm array tasks for 2 cells. Every list keeps its first of each name, in order."""
-    from bench.cli import csv_list
+    from bench.argtypes import csv_list
     from bench.cluster.jobdir import JobDir
 
     assert csv_list("torch,jax torch,,jax") == ["torch", "jax"]
@@ -686,7 +686,7 @@ def test_a_name_given_twice_in_a_list_is_one_cell(venvs, tmp_path):
 
 def test_dry_run_with_resume_lists_only_what_resume_would_run(venvs, tmp_path):
     results = tmp_path / "results"
-    args = ["run", "--profile", "smoke", "--backend", "jax", "--model", "bert", "--results-dir", str(results)]
+    args = smoke_run("--backend", "jax", "--model", "bert", results=results)
     assert bench([*args, "--task", "fit"], bench_env(venvs)).returncode == 0
     out = bench([*args, "--dry-run", "--resume"], bench_env(venvs))
     assert out.returncode == 0 and out.stdout.splitlines()[1:] == ["jax__bert__predict__bs2__default"], (
@@ -739,20 +739,20 @@ def test_every_committed_result_has_its_tasks_unit():
 
 
 def test_a_step_count_that_cannot_end_within_the_timeout_is_warned(venvs, tmp_path, monkeypatch):
-    monkeypatch.setattr(runner, "VENVS_DIR", venvs)
+    monkeypatch.setattr("bench.env_lookup.VENVS_DIR", venvs)
     results = tmp_path / "results"
     cell = plan_cells("smoke", backends=["jax"], models=["bert"], tasks=["fit"])[0]
-    runner.run_cells([cell], results, echo=lambda line: None)  # a median of 11 ms (the fake cell)
+    runner.run_cells([cell], results, runner.RunOptions(echo=lambda line: None))  # a median of 11 ms (the fake cell)
     many = plan_cells("smoke", backends=["jax"], models=["bert"], tasks=["fit"], timed_steps=20_000)[0]
     lines: list[str] = []
-    runner.run_cells([many], results, timeout_s=5, echo=lines.append)
+    runner.run_cells([many], results, runner.RunOptions(timeout_s=5, echo=lines.append))
     assert any(
         line.startswith("warning: jax__bert__fit__bs2__default is estimated at 0:03:40")
         and "over its 0:00:05 timeout" in line
         for line in lines
     ), lines
     lines.clear()
-    runner.run_cells([cell], results, echo=lines.append)
+    runner.run_cells([cell], results, runner.RunOptions(echo=lines.append))
     assert not any("warning" in line for line in lines)
 
 
@@ -775,7 +775,7 @@ def test_every_test_docs_reliability_cites_exists():
 def test_a_disk_full_mid_cell_of_several_processes_shows_the_result_not_a_thread_traceback(venvs, tmp_path, monkeypatch):
     """Each process's log on a full disk (/dev/full), then the result's write refused too: the cell's processes
     all run, its result is shown with where it could not be written, and no thread dies on the log's write."""
-    monkeypatch.setattr(runner, "VENVS_DIR", venvs)
+    monkeypatch.setattr("bench.env_lookup.VENVS_DIR", venvs)
     real_new_log_path = runner.new_log_path
 
     def log_on_a_full_disk(results_dir, cell, repeat):
@@ -793,7 +793,7 @@ def test_a_disk_full_mid_cell_of_several_processes_shows_the_result_not_a_thread
     monkeypatch.setattr("threading.excepthook", died.append)
     lines: list[str] = []
     with pytest.raises(runner.RunStopped, match="the disk is full"):
-        runner.run_cells(bert_cells()[:1], tmp_path / "results", repeats=2, echo=lines.append)
+        runner.run_cells(bert_cells()[:1], tmp_path / "results", runner.RunOptions(repeats=2, echo=lines.append))
     assert not died, died
     shown = "\n".join(lines)
     assert "could not write the log" in shown and "could not write " + str(tmp_path / "results") in shown
@@ -802,7 +802,7 @@ def test_a_disk_full_mid_cell_of_several_processes_shows_the_result_not_a_thread
 
 
 def test_a_full_disk_before_a_cells_next_process_keeps_its_finished_ones(venvs, tmp_path, monkeypatch):
-    monkeypatch.setattr(runner, "VENVS_DIR", venvs)
+    monkeypatch.setattr("bench.env_lookup.VENVS_DIR", venvs)
     checks = []
 
     def fills_after_the_first_process(results_dir, kept, of):
@@ -812,7 +812,7 @@ def test_a_full_disk_before_a_cells_next_process_keeps_its_finished_ones(venvs, 
 
     monkeypatch.setattr(runner, "check_free_space", fills_after_the_first_process)
     with pytest.raises(runner.RunStopped):
-        runner.run_cells(bert_cells()[:1], tmp_path / "results", repeats=2, echo=lambda line: None)
+        runner.run_cells(bert_cells()[:1], tmp_path / "results", runner.RunOptions(repeats=2, echo=lambda line: None))
     assert [len(r.runs) for r in load_all(tmp_path / "results")] == [1]
 
 

@@ -19,13 +19,13 @@ def run(tmp_path, monkeypatch, scale: float, jitter: float, rule=RULE, disturb_t
 
     # 60 steps a process: the step noise of the fake's 10, 11, 12 ms pattern well below the processes' spread
     cells = plan_cells("smoke", backends=["jax", "torch"], models=["bert"], tasks=["fit"], timed_steps=60)
-    monkeypatch.setattr(runner, "VENVS_DIR", make_fake_envs(tmp_path / "venvs", ["jax", "torch"]))
+    monkeypatch.setattr("bench.env_lookup.VENVS_DIR", make_fake_envs(tmp_path / "venvs", ["jax", "torch"]))
     monkeypatch.setattr(runner, "reference_ms", lambda: 1.0)  # a loaded machine's drift gate is not what this tests
     monkeypatch.setenv("FAKE_SCALE_TORCH", str(scale))
     monkeypatch.setenv("FAKE_JITTER", str(jitter))
     monkeypatch.setenv("FAKE_DISTURB_TORCH", disturb_torch)
     lines = []
-    runner.run_cells(cells, tmp_path / "results", repeats=rule.first, echo=lines.append, rule=rule)
+    runner.run_cells(cells, tmp_path / "results", runner.RunOptions(repeats=rule.first, echo=lines.append, rule=rule))
     results = {r.cell.backend: r for r in load_all(tmp_path / "results")}
     return results, lines
 
@@ -68,12 +68,11 @@ def test_a_fixed_count_is_judged_at_95_percent_as_before(tmp_path, monkeypatch):
 def test_a_run_ends_saying_which_rows_are_decided_and_why_the_others_are_not(tmp_path):
     import re
 
-    from fakes import bench_env, run_bench
+    from fakes import bench_env, run_bench, smoke_run
 
     venvs = make_fake_envs(tmp_path / "venvs", ["jax", "torch"])
     env = {**bench_env(venvs), "FAKE_SCALE_TORCH": "1.02", "FAKE_JITTER": "0.05"}
-    args = ["run", "--profile", "smoke", "--backend", "jax,torch", "--model", "bert", "--results-dir"]
-    out = run_bench([*args, str(tmp_path / "r")], env)
+    out = run_bench(smoke_run("--backend", "jax,torch", "--model", "bert", results=tmp_path / "r"), env)
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
     assert "processes: 3 processes a cell, judged at 95%" in out.stdout
     tail = out.stdout[out.stdout.index("rows decided:"):].splitlines()

@@ -1,7 +1,7 @@
 """The orchestrator's noise gates at write time, its run id, and the line it shows after a cell."""
 import re
 
-from fakes import bench_env, run_bench
+from fakes import bench_env, run_bench, smoke_run
 
 from bench.registry import Cell
 from bench.results import Result, Run, load_all
@@ -47,8 +47,7 @@ def test_describe_shows_the_interval_the_sampling_outcome_and_the_noise():
 
 def test_a_run_records_its_noise_gates_and_one_run_id_in_every_result(venvs, tmp_path):
     results = tmp_path / "results"
-    args = ["run", "--profile", "smoke", "--results-dir", str(results), "--backend", "jax,torch", "--model", "bert",
-            "--repeats", "2"]
+    args = smoke_run("--backend", "jax,torch", "--model", "bert", "--repeats", "2", results=results)
     out = run_bench(args, bench_env(venvs))
     assert out.returncode == 0, out.stderr + out.stdout
     loaded = load_all(results)

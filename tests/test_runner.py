@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from fakes import bench_env, run_bench, write_memory_events
+from fakes import bench_env, run_bench, smoke_run, write_memory_events
 
 from bench.published import published_rows
 from bench.registry import plan_cells
@@ -22,13 +22,9 @@ REPO = Path(__file__).resolve().parent.parent
 bench = run_bench
 
 
-def run_args(results, *extra):
-    return ["run", "--profile", "smoke", "--results-dir", str(results), *extra]
-
-
 def test_ok_cell_writes_a_valid_result_with_progress(venvs, tmp_path):
     results = tmp_path / "results"
-    out = bench(run_args(results, "--backend", "jax", "--model", "bert"), bench_env(venvs))
+    out = bench(smoke_run("--backend", "jax", "--model", "bert", results=results), bench_env(venvs))
     assert out.returncode == 0, out.stderr + out.stdout
     assert "[1/2] jax bert fit" in out.stdout and "[2/2] jax bert predict" in out.stdout
     assert "profile: smoke (explicit" in out.stdout
@@ -54,7 +50,7 @@ def test_failed_cells_become_statuses_and_the_run_goes_on(venvs, tmp_path, mode,
     results = tmp_path / "results"
     env = bench_env(venvs, jax=mode)
     env["BENCH_MEMORY_EVENTS"] = str(write_memory_events(tmp_path / "memory.events", oom_kill=3))
-    out = bench(run_args(results, "--backend", "jax,torch", "--model", "bert", "--task", "fit", "--timeout", "3"), env)
+    out = bench(smoke_run("--backend", "jax,torch", "--model", "bert", "--task", "fit", "--timeout", "3", results=results), env)
     assert out.returncode == 1  # a failed cell makes the run's exit status non-zero, after every cell ran
     by_backend = {r.cell.backend: r for r in load_all(results)}
     assert by_backend["jax"].status == status and words in by_backend["jax"].message
@@ -64,7 +60,7 @@ def test_failed_cells_become_statuses_and_the_run_goes_on(venvs, tmp_path, mode,
 
 def test_unsupported_cells_are_recorded_without_running(venvs, tmp_path):
     results = tmp_path / "results"
-    out = bench(run_args(results, "--backend", "keras2", "--model", "gemma"), bench_env(venvs))
+    out = bench(smoke_run("--backend", "keras2", "--model", "gemma", results=results), bench_env(venvs))
     assert out.returncode == 0, out.stderr
     statuses = {(r.cell.task, r.cell.batch_size): r.status for r in load_all(results)}
     assert statuses == {("fit", 2): "unsupported", ("generate", 2): "unsupported", ("generate", 1): "unsupported"}
@@ -74,12 +70,12 @@ def test_a_cell_rule_makes_cells_unsupported_on_its_stack_alone(venvs, tmp_path)
     """Mistral's compiled generate needs a static cache transformers 4.38.2 lacks: NA on the 2024 stack with that
     reason, no process started (no 2024 env exists here); today's same cells run."""
     args = ["--backend", "native-torch", "--model", "mistral", "--task", "generate", "--variant", "compiled"]
-    out = bench(run_args(tmp_path / "2024", "--stack", "2024", *args), bench_env(venvs))
+    out = bench(smoke_run("--stack", "2024", *args, results=tmp_path / "2024"), bench_env(venvs))
     assert out.returncode == 0, out.stderr + out.stdout
     found = load_all(tmp_path / "2024")
     assert {r.cell.batch_size for r in found} == {1, 2} and {r.cell.stack for r in found} == {"2024"}
     assert all(r.status == "unsupported" and "_setup_cache" in r.message for r in found), [r.message for r in found]
-    out = bench(run_args(tmp_path / "today", *args), bench_env(venvs))
+    out = bench(smoke_run(*args, results=tmp_path / "today"), bench_env(venvs))
     assert out.returncode == 0, out.stderr + out.stdout
     assert {r.status for r in load_all(tmp_path / "today")} == {"ok"}
 
@@ -87,7 +83,7 @@ def test_a_cell_rule_makes_cells_unsupported_on_its_stack_alone(venvs, tmp_path)
 def test_repeats_report_their_spread(venvs, tmp_path):
     results = tmp_path / "results"
     out = bench(
-        run_args(results, "--backend", "jax", "--model", "bert", "--task", "fit", "--repeats", "3"), bench_env(venvs)
+        smoke_run("--backend", "jax", "--model", "bert", "--task", "fit", "--repeats", "3", results=results), bench_env(venvs)
     )
     assert out.returncode == 0, out.stderr
     (r,) = load_all(results)
@@ -99,7 +95,7 @@ def test_rerun_keeps_the_earlier_result_in_history(venvs, tmp_path):
     for _ in range(3):  # back to back: likely within one second of created_at's resolution
         assert (
             bench(
-                run_args(results, "--backend", "jax", "--model", "bert", "--task", "fit"), bench_env(venvs)
+                smoke_run("--backend", "jax", "--model", "bert", "--task", "fit", results=results), bench_env(venvs)
             ).returncode
             == 0
         )
@@ -136,7 +132,7 @@ def test_rerun_keeps_the_earlier_result_in_history(venvs, tmp_path):
 def test_bad_input_is_refused_clearly(venvs, tmp_path, args, message):
     results = tmp_path / "results"
     out = bench(
-        ["run", "--profile", "smoke", "--results-dir", str(results), *args]
+        smoke_run(*args, results=results)
         if "--profile" not in args
         else ["run", "--results-dir", str(results), *args],
         bench_env(venvs),
@@ -167,7 +163,7 @@ def test_a_read_only_results_folder_is_refused_before_any_cell_runs(venvs, tmp_p
     order = tmp_path / "order"
     env = {**bench_env(venvs), "FAKE_ORDER_FILE": str(order)}
     out = subprocess.run(
-        [sys.executable, "-m", "bench", *run_args(results, "--backend", "jax", "--model", "bert")],
+        [sys.executable, "-m", "bench", *smoke_run("--backend", "jax", "--model", "bert", results=results)],
         cwd=REPO,
         env=env,
         capture_output=True,
@@ -182,7 +178,7 @@ def test_a_read_only_results_folder_is_refused_before_any_cell_runs(venvs, tmp_p
 
 def test_a_result_of_a_newer_schema_stops_the_run_naming_it(venvs, tmp_path):
     results = tmp_path / "results"
-    args = run_args(results, "--backend", "jax", "--model", "bert", "--task", "fit")
+    args = smoke_run("--backend", "jax", "--model", "bert", "--task", "fit", results=results)
     assert bench(args, bench_env(venvs)).returncode == 0
     (path,) = [p for p in results.rglob("*.json") if "history" not in p.parts]
     path.write_text(json.dumps({**json.loads(path.read_text()), "schema_version": 3}))
@@ -223,7 +219,7 @@ def test_make_bench_refuses_bad_steps_in_one_line_before_anything_runs(venvs, tm
 
 
 def test_env_not_built_is_named(tmp_path):
-    out = bench(run_args(tmp_path / "results", "--backend", "jax", "--model", "bert"), bench_env(tmp_path / "empty"))
+    out = bench(smoke_run("--backend", "jax", "--model", "bert", results=tmp_path / "results"), bench_env(tmp_path / "empty"))
     assert out.returncode == 2
     assert "the 'jax' environment is not built" in out.stderr and "make env BACKEND=jax" in out.stderr
 
@@ -232,7 +228,7 @@ def test_a_stale_env_is_refused_naming_the_make_target(venvs, tmp_path):
     stamp = venvs / "jax" / "bench-env.json"
     stamp.write_text(json.dumps({**json.loads(stamp.read_text()), "lock_sha256": "0" * 64}))  # built from another lock
     results = tmp_path / "results"
-    out = bench(run_args(results, "--backend", "jax,torch", "--model", "bert"), bench_env(venvs))
+    out = bench(smoke_run("--backend", "jax,torch", "--model", "bert", results=results), bench_env(venvs))
     assert out.returncode == 2
     assert out.stderr.count("\n") == 1 and "the 'jax' environment is stale" in out.stderr
     assert "run `make env BACKEND=jax`" in out.stderr
@@ -242,13 +238,13 @@ def test_a_stale_env_is_refused_naming_the_make_target(venvs, tmp_path):
 def test_corrupt_result_file_is_named_and_kept(venvs, tmp_path):
     results = tmp_path / "results"
     assert (
-        bench(run_args(results, "--backend", "jax", "--model", "bert", "--task", "fit"), bench_env(venvs)).returncode
+        bench(smoke_run("--backend", "jax", "--model", "bert", "--task", "fit", results=results), bench_env(venvs)).returncode
         == 0
     )
     (existing,) = [p for p in results.rglob("*.json") if "history" not in p.parts]
     corrupt = existing.parent / "broken.json"
     corrupt.write_text('{"schema_version": 1, "cell": ')
-    out = bench(run_args(results, "--backend", "jax", "--model", "bert"), bench_env(venvs))
+    out = bench(smoke_run("--backend", "jax", "--model", "bert", results=results), bench_env(venvs))
     # no cell of the run writes broken.json: the run goes on, naming it with the fix
     assert out.returncode == 0, out.stdout + out.stderr
     assert f"warning: cannot read result file {corrupt}" in out.stdout and f"fix: move it out of {results}" in out.stdout
@@ -294,7 +290,7 @@ def is_running(pid: int) -> bool:
 def test_processes_a_cell_leaves_behind_are_ended_with_it(venvs, tmp_path):
     results, pid_file = tmp_path / "results", tmp_path / "child.pid"
     env = {**bench_env(venvs, jax="leaves-child"), "FAKE_PID_FILE": str(pid_file)}
-    out = bench(run_args(results, "--backend", "jax", "--model", "bert", "--task", "fit"), env)
+    out = bench(smoke_run("--backend", "jax", "--model", "bert", "--task", "fit", results=results), env)
     assert out.returncode == 0, out.stderr
     assert not is_running(int(pid_file.read_text())), "the cell's child outlived it"
 
@@ -303,7 +299,7 @@ def test_processes_a_cell_leaves_behind_are_ended_with_it(venvs, tmp_path):
 def test_ctrl_c_keeps_finished_results_and_leaves_no_cell_behind(venvs, tmp_path, stop):
     results, pid_file = tmp_path / "results", tmp_path / "cell.pid"
     env = {**bench_env(venvs, torch="sleep"), "FAKE_PID_FILE": str(pid_file)}
-    proc = start_run(run_args(results, "--backend", "jax,torch", "--model", "bert", "--task", "fit"), env)
+    proc = start_run(smoke_run("--backend", "jax,torch", "--model", "bert", "--task", "fit", results=results), env)
     for line in proc.stdout:
         if "fake cell torch" in line:
             break
@@ -320,7 +316,7 @@ def test_ctrl_c_keeps_finished_results_and_leaves_no_cell_behind(venvs, tmp_path
 def test_a_timed_out_cell_leaves_no_process_behind(venvs, tmp_path):
     results, pid_file = tmp_path / "results", tmp_path / "cell.pid"
     env = {**bench_env(venvs, jax="sleep"), "FAKE_PID_FILE": str(pid_file)}
-    out = bench(run_args(results, "--backend", "jax", "--model", "bert", "--task", "fit", "--timeout", "2"), env)
+    out = bench(smoke_run("--backend", "jax", "--model", "bert", "--task", "fit", "--timeout", "2", results=results), env)
     assert out.returncode == 1
     assert load_all(results)[0].status == "timeout"
     assert not is_running(int(pid_file.read_text()))
@@ -331,7 +327,7 @@ def test_kill_9_of_a_cell_is_recorded_as_killed_with_no_partial_file(venvs, tmp_
     scratch.mkdir()
     env = {**bench_env(venvs, jax="sleep"), "FAKE_PID_FILE": str(pid_file), "TMPDIR": str(scratch)}
     env["BENCH_MEMORY_EVENTS"] = str(write_memory_events(tmp_path / "memory.events", oom_kill=0))
-    proc = start_run(run_args(results, "--backend", "jax,torch", "--model", "bert", "--task", "fit"), env)
+    proc = start_run(smoke_run("--backend", "jax,torch", "--model", "bert", "--task", "fit", results=results), env)
     os.kill(wait_for_pid(pid_file, proc), signal.SIGKILL)
     output = proc.communicate(timeout=60)[0]
     assert proc.returncode == 1, output
@@ -372,7 +368,7 @@ def test_a_writer_killed_mid_write_leaves_the_previous_file_intact(tmp_path):
 def test_resume_after_ctrl_c_runs_only_the_rest(venvs, tmp_path):
     results, pid_file, order = tmp_path / "results", tmp_path / "cell.pid", tmp_path / "order"
     # one process a cell: a cell interrupted between its processes would be re-run whole (fewer than its repeats)
-    args = run_args(results, "--backend", "jax,torch,tensorflow", "--model", "bert", "--task", "fit", "--repeats", "1")
+    args = smoke_run("--backend", "jax,torch,tensorflow", "--model", "bert", "--task", "fit", "--repeats", "1", results=results)
     proc = start_run(args, {**bench_env(venvs, torch="sleep"), "FAKE_PID_FILE": str(pid_file)})
     for line in proc.stdout:
         if "fake cell torch" in line:
@@ -415,7 +411,7 @@ def test_resume_after_ctrl_c_runs_only_the_rest(venvs, tmp_path):
 def test_repeats_are_interleaved_across_the_row_and_each_run_has_its_reference(venvs, tmp_path):
     results, order = tmp_path / "results", tmp_path / "order"
     env = {**bench_env(venvs), "FAKE_ORDER_FILE": str(order)}
-    out = bench(run_args(results, "--backend", "jax,torch", "--model", "bert", "--repeats", "2"), env)
+    out = bench(smoke_run("--backend", "jax,torch", "--model", "bert", "--repeats", "2", results=results), env)
     assert out.returncode == 0, out.stderr
     assert order.read_text().split("\n")[:-1] == [
         "jax fit",
@@ -439,7 +435,7 @@ def test_ctrl_c_between_repeats_writes_the_finished_ones(venvs, tmp_path):
     results, pid_file = tmp_path / "results", tmp_path / "cell.pid"
     env = {**bench_env(venvs, torch="sleep"), "FAKE_PID_FILE": str(pid_file)}
     proc = start_run(
-        run_args(results, "--backend", "jax,torch", "--model", "bert", "--task", "fit", "--repeats", "3"), env
+        smoke_run("--backend", "jax,torch", "--model", "bert", "--task", "fit", "--repeats", "3", results=results), env
     )
     for line in proc.stdout:
         if "fake cell torch" in line:
@@ -452,7 +448,7 @@ def test_ctrl_c_between_repeats_writes_the_finished_ones(venvs, tmp_path):
 
 
 def test_dry_run_lists_the_full_matrix(venvs, tmp_path):
-    out = bench(["run", "--profile", "smoke", "--dry-run"], bench_env(venvs))
+    out = bench(smoke_run("--dry-run"), bench_env(venvs))
     assert out.returncode == 0
     keys = out.stdout.split("\n", 1)[1].split()
     assert keys == [c.key for c in plan_cells("smoke")]  # the matrix: every model of bench/models/ but a study's
@@ -466,7 +462,7 @@ def test_dry_run_lists_the_full_matrix(venvs, tmp_path):
 def test_a_failed_generate_cell_keeps_its_tasks_unit(venvs, tmp_path, mode):
     results = tmp_path / "results"
     out = bench(
-        run_args(results, "--backend", "jax", "--model", "gemma", "--task", "generate"), bench_env(venvs, jax=mode)
+        smoke_run("--backend", "jax", "--model", "gemma", "--task", "generate", results=results), bench_env(venvs, jax=mode)
     )
     assert out.returncode == 1, out.stderr
     loaded = load_all(results)
@@ -476,7 +472,7 @@ def test_a_failed_generate_cell_keeps_its_tasks_unit(venvs, tmp_path, mode):
 
 def test_results_of_cells_no_longer_in_the_registry_stop_nothing(venvs, tmp_path):
     results = tmp_path / "results"
-    args = run_args(results, "--backend", "jax", "--model", "bert", "--task", "fit")
+    args = smoke_run("--backend", "jax", "--model", "bert", "--task", "fit", results=results)
     assert bench(args, bench_env(venvs)).returncode == 0
     (path,) = [p for p in results.rglob("*.json") if "history" not in p.parts]
     data = json.loads(path.read_text())
@@ -499,7 +495,7 @@ def test_sigkill_while_holding_the_machines_ram_is_oom_with_the_figures(venvs, t
         "BENCH_MEMORY_EVENTS": str(tmp_path / "absent" / "memory.events"),
     }
     out = bench(
-        run_args(results, "--backend", "jax", "--model", "bert", "--task", "fit"), {**env, "BENCH_RAM_GIB": "0.3"}
+        smoke_run("--backend", "jax", "--model", "bert", "--task", "fit", results=results), {**env, "BENCH_RAM_GIB": "0.3"}
     )
     assert out.returncode == 1
     (r,) = load_all(results)
@@ -509,7 +505,7 @@ def test_sigkill_while_holding_the_machines_ram_is_oom_with_the_figures(venvs, t
     )
     # The same death with RAM to spare is no evidence of memory: killed, as before.
     out = bench(
-        run_args(results, "--backend", "torch", "--model", "bert", "--task", "fit"), {**env, "BENCH_RAM_GIB": "64"}
+        smoke_run("--backend", "torch", "--model", "bert", "--task", "fit", results=results), {**env, "BENCH_RAM_GIB": "64"}
     )
     by_backend = {r.cell.backend: r for r in load_all(results)}
     assert by_backend["torch"].status == "killed", by_backend["torch"].message
@@ -518,7 +514,7 @@ def test_sigkill_while_holding_the_machines_ram_is_oom_with_the_figures(venvs, t
 def test_sigkill_without_a_readable_memory_events_is_killed_not_oom(venvs, tmp_path):
     results = tmp_path / "results"
     env = {**bench_env(venvs, jax="sigkill"), "BENCH_MEMORY_EVENTS": str(tmp_path / "no-cgroup-v2" / "memory.events")}
-    assert bench(run_args(results, "--backend", "jax", "--model", "bert", "--task", "fit"), env).returncode == 1
+    assert bench(smoke_run("--backend", "jax", "--model", "bert", "--task", "fit", results=results), env).returncode == 1
     (r,) = load_all(results)
     assert r.status == "killed" and r.message.startswith(
         "killed by SIGKILL (no sign of the OOM killer: memory.events cannot be read)"
@@ -527,7 +523,7 @@ def test_sigkill_without_a_readable_memory_events_is_killed_not_oom(venvs, tmp_p
 
 def test_a_run_says_how_long_it_should_take_from_this_machines_earlier_results(venvs, tmp_path):
     results = tmp_path / "results"
-    args = run_args(results, "--backend", "jax,torch", "--model", "bert", "--task", "fit", "--repeats", "2")
+    args = smoke_run("--backend", "jax,torch", "--model", "bert", "--task", "fit", "--repeats", "2", results=results)
     first = bench(args, bench_env(venvs))
     assert first.returncode == 0, first.stderr
     assert "on this machine" not in first.stdout  # nothing measured here before: no figure made up
@@ -535,7 +531,7 @@ def test_a_run_says_how_long_it_should_take_from_this_machines_earlier_results(v
     line = next(x for x in again.stdout.splitlines() if x.startswith("expected: ~"))
     assert line.endswith("on this machine for the 2 cells it has measured before (2 processes each, as long as "
                          "their earlier ones)"), line
-    one = bench([*run_args(results, "--backend", "jax,tensorflow", "--model", "bert", "--task", "fit",
-                           "--repeats", "1")], bench_env(venvs))
+    one = bench([*smoke_run("--backend", "jax,tensorflow", "--model", "bert", "--task", "fit",
+                           "--repeats", "1", results=results)], bench_env(venvs))
     assert "for the 1 cell it has measured before (1 process each, as long as their earlier ones; 1 cell never " \
            "measured here, not counted)" in one.stdout

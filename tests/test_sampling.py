@@ -8,6 +8,7 @@ import sys
 
 import pytest
 from conftest import REPO, env_python
+from fakes import smoke_run
 
 from bench.cell import figures
 from bench.cluster.task import run_arguments
@@ -247,7 +248,7 @@ def test_the_recorded_sampling_validates_against_the_schema():
 def test_a_cell_whose_cap_is_below_its_minimum_is_refused():
     from bench.errors import BenchError
     from bench.registry import Cell
-    from bench.results import check_cell_schema
+    from bench.result_checks import check_cell_schema
 
     (cell,) = plan_cells("smoke", backends=["jax"], models=["bert"], tasks=["predict"])
     check_cell_schema(cell.to_dict())
@@ -330,8 +331,8 @@ def test_a_smoke_cell_records_how_it_sampled(tmp_path):
     env_python("native-torch")
     results = tmp_path / "results"
     out = subprocess.run(
-        [sys.executable, "-m", "bench", "run", "--profile", "smoke", "--backend", "native-torch", "--model", "bert",
-         "--task", "predict", "--variant", "eager", "--repeats", "1", "--results-dir", str(results)],
+        [sys.executable, "-m", "bench", *smoke_run("--backend", "native-torch", "--model", "bert", "--task", "predict",
+                                                   "--variant", "eager", "--repeats", "1", results=results)],
         cwd=REPO, capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]

@@ -204,11 +204,11 @@ def test_two_stacks_results_are_kept_apart_and_tabled_apart(tmp_path):
 
 
 def test_the_runner_runs_a_2024_cell_in_its_own_env(tmp_path, monkeypatch):
-    from bench import runner
+    from bench import env_lookup
 
-    monkeypatch.setattr(runner, "VENVS_DIR", tmp_path)
+    monkeypatch.setattr("bench.env_lookup.VENVS_DIR", tmp_path)
     with pytest.raises(BenchError, match=r"make env BACKEND=jax STACK=2024"):
-        runner.env_python("jax-2024")
+        env_lookup.env_python("jax-2024")
 
 
 @pytest.mark.envs

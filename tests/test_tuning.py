@@ -7,6 +7,7 @@ import sys
 
 import pytest
 from conftest import REPO, env_python
+from fakes import smoke_run
 
 from bench import variants
 from bench.backends import cell_environment
@@ -299,8 +300,7 @@ def run_cells(tmp_path, *args: str):
     results = tmp_path / "results"
     out = subprocess.run(
         # one process a cell: these tests check what each variant changed, not the spread across processes
-        [sys.executable, "-m", "bench", "run", "--profile", "smoke", "--repeats", "1", *args,
-         "--results-dir", str(results)],
+        [sys.executable, "-m", "bench", *smoke_run("--repeats", "1", *args, results=results)],
         cwd=REPO,
         capture_output=True,
         text=True,

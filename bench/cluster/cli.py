@@ -1,16 +1,16 @@
-"""The `submit` and `submit-status` subcommands of `python -m bench` (added to bench/cli.py's parser)."""
+"""The `submit` and `submit-status` subcommands of `python -m bench` (added to bench/cli_parsers.py's parser)."""
 from __future__ import annotations
 
 import argparse
 import os
-from pathlib import Path
 
+from bench.argtypes import DEFAULT_RESULTS, csv_list, non_negative_int, positive_int
 from bench.backends import BACKENDS
 from bench.errors import BenchError
 from bench.resultsdir import results_folder
 
 
-def add_parsers(sub, csv_list, positive_int, non_negative_int, default_results: Path) -> None:
+def add_parsers(sub) -> None:
     submit = sub.add_parser("submit", help="run cells as a Slurm array job (one array task per cell)")
     submit.add_argument("--backend", type=csv_list, help=f"one or more of: {', '.join(BACKENDS)} (default: all)")
     submit.add_argument("--model", type=csv_list, help="one or more models (default: all)")
@@ -25,7 +25,7 @@ def add_parsers(sub, csv_list, positive_int, non_negative_int, default_results: 
     )
     submit.add_argument("--warmup", type=non_negative_int)
     submit.add_argument(
-        "--results-dir", type=results_folder, default=default_results, help="on a file system the nodes share"
+        "--results-dir", type=results_folder, default=DEFAULT_RESULTS, help="on a file system the nodes share"
     )
     submit.add_argument("--force", action="store_true", help="re-run cells that already have a current result")
     submit.add_argument("--job-name", help="folder under <results-dir>/slurm/ (default: bench-<profile>-<time>)")
@@ -51,7 +51,7 @@ def add_parsers(sub, csv_list, positive_int, non_negative_int, default_results: 
         "submit-status", help="state of a Slurm submission's cells; records tasks that ended without a result"
     )
     status.add_argument("--job", help="job folder name or Slurm job id (default: the latest submission)")
-    status.add_argument("--results-dir", type=results_folder, default=default_results)
+    status.add_argument("--results-dir", type=results_folder, default=DEFAULT_RESULTS)
     status.add_argument(
         "--wait", type=positive_int, metavar="SECONDS", help="poll until every cell has finished, at most this long"
     )

@@ -20,13 +20,17 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bench.cluster.gpus import GpuPool, refuse_jobs
 from bench.drift import reference_ms
 from bench.errors import BenchError
-from bench.progress import hms, status_counts
+from bench.progress import closing_line, hms, probe_line
 from bench.registry import Cell
-from bench.results import Result
+from bench.results import Result, Run
+
+if TYPE_CHECKING:
+    from bench.runner import RunOptions
 
 # The variables that size a framework's CPU thread pools and compile workers: each parallel cell gets its share.
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "TORCHINDUCTOR_COMPILE_THREADS",
@@ -74,111 +78,45 @@ def run_cells_parallel(
     cells: list[Cell],
     results_dir: Path,
     jobs: int,
-    repeats: int = 1,
-    timeout_s: float | None = None,
-    profile_choice: str = "explicit",
-    echo: Callable[[str], None] = lambda s: print(s, flush=True),
+    options: RunOptions | None = None,
     gpu_indices: list[int] | None = None,
-    resume: bool = False,
-    ignore_plan: bool = False,
 ) -> list[Result]:
-    """run_cells with up to `jobs` cells at a time, one per GPU; gpu_indices defaults to the visible GPUs."""
+    """run_cells with up to `jobs` cells at a time, one per GPU, as `options` say (a cell's processes one after
+    another: its deadline, interleave and rule are run_cells' alone; its echo prints where none is given);
+    gpu_indices defaults to the visible GPUs."""
     from bench import runner
 
+    options = options or runner.RunOptions()
+    echo = options.echo or (lambda s: print(s, flush=True))
     if jobs <= 1:
         return runner.run_cells(
             cells,
             results_dir,
-            repeats=repeats,
-            timeout_s=timeout_s,
-            profile_choice=profile_choice,
-            echo=echo,
-            resume=resume,
-            ignore_plan=ignore_plan,
+            runner.RunOptions(
+                repeats=options.repeats,
+                timeout_s=options.timeout_s,
+                profile_choice=options.profile_choice,
+                echo=echo,
+                resume=options.resume,
+                ignore_plan=options.ignore_plan,
+            ),
         )
     slots = gpu_slots(runner.machine_info(), gpu_indices)
     refusal = refuse_jobs(jobs, len(slots))
     if refusal:
         raise BenchError(refusal)
-    prepared = runner.prepare(cells, results_dir, repeats, resume, ignore_plan)  # the same checks and plan as run_cells
-    if resume:
+    # the same checks and plan as run_cells
+    prepared = runner.prepare(cells, results_dir, options.repeats, options.resume, options.ignore_plan)
+    if options.resume:
         echo(f"skipped (resume): {prepared.skipped} cells already measured")
-    cells = prepared.cells
-    shares = cpu_shares(jobs)
-    pool = GpuPool(list(range(jobs)))  # slot k: GPU slots[k] and the cores shares[k]
-    probes = {k: reference_ms() for k in range(jobs)}  # each slot's latest drift probe, taken before any cell runs
-    readings = {k: [probes[k]] for k in range(jobs)}  # every probe of each slot: its quiet value for the noise gates
-    start_ms = statistics.median(probes.values())
-    lock = threading.Lock()
-    stopping = threading.Event()  # Ctrl-C: cells killed by us are not results
-    started = time.perf_counter()
-
-    def say(text: str) -> None:
-        with lock:  # one line at a time on the console
-            echo(text)
-
-    def probe_on(slot: int) -> float:
-        """The drift probe on the slot's own cores (Linux: this thread's affinity), not on a neighbour's."""
-        os.sched_setaffinity(0, shares[slot])
-        return reference_ms()
-
-    def run_one(number: int, cell: Cell) -> Result:
-        slot = gpu = None
-        runs = [prepared.not_run(cell)] if prepared.not_run(cell) else []
-        if not runs:
-            slot = pool.take()
-            gpu = slots[slot]
-            try:
-                say(
-                    f"[{number}/{len(cells)}] gpu {gpu['index']}: {cell.backend} {cell.model} {cell.task} batch={cell.batch_size} {cell.variant} ({cell.profile}; elapsed {hms(time.perf_counter() - started)})"
-                )
-                for repeat in range(repeats):
-                    runs.append(
-                        prepared.attempt(
-                            cell,
-                            repeat,
-                            results_dir,
-                            timeout_s,
-                            lambda line, g=gpu["index"]: say(f"  gpu {g}: {line.strip()}"),
-                            env=cpu_share_environment(shares[slot]),
-                            gpu=gpu,
-                        )
-                    )
-                    before, probes[slot] = probes[slot], probe_on(slot)
-                    readings[slot].append(probes[slot])
-                    runs[-1].reference = {"before_ms": before, "after_ms": probes[slot]}
-                    if runs[-1].status != "ok":
-                        break
-            finally:
-                pool.give_back(slot)
-        if stopping.is_set():
-            raise KeyboardInterrupt
-        gpu_index = int(gpu["index"]) if gpu and str(gpu.get("index", "")).isdigit() else None
-        if slot is not None:
-            runner.record_noise(runs, readings[slot])  # against the quietest probe of the slot's own cores
-        result = prepared.result(
-            cell,
-            runs,
-            profile_choice,
-            repeats,
-            gpu_index=gpu_index,
-            jobs=jobs,
-            cpu_share=shares[slot] if slot is not None else None,
-            reference={"start_ms": start_ms, "at_write_ms": probes[slot] if slot is not None else start_ms},
-        )
-        path = result.write(results_dir)
-        say(
-            f"    -> {cell.key}{f' (gpu {gpu_index})' if gpu is not None else ''}: {result.describe()}  [{path.relative_to(results_dir)}]"
-        )
-        return result
-
+    run = GpuSlots(prepared, options, results_dir, jobs, slots, echo)
     executor = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="cell")
-    futures = [executor.submit(run_one, n, cell) for n, cell in enumerate(cells, 1)]
+    futures = [executor.submit(run.cell, n, cell) for n, cell in enumerate(prepared.cells, 1)]
     try:
         done = [f.result() for f in futures]
     except KeyboardInterrupt:  # the cells run in sessions of their own: Ctrl-C does not reach them
         prepared.caches.close()
-        stopping.set()
+        run.stopping.set()
         for f in futures:
             f.cancel()
         for pid in _children():
@@ -191,12 +129,93 @@ def run_cells_parallel(
         raise
     executor.shutdown()
     prepared.caches.close()
-    echo(
-        f"reference probe (bench/drift.py), median over the GPU slots: {start_ms:.3f} ms at the start, "
-        f"{statistics.median(probes.values()):.3f} ms at the end"
-    )
-    echo(
-        f"{len(done)} cells on {jobs} GPUs in {hms(time.perf_counter() - started)}: "
-        + ", ".join(f"{n} {s}" for s, n in status_counts(done).items())
-    )
+    echo(probe_line("reference probe (bench/drift.py), median over the GPU slots", run.start_ms,
+                    statistics.median(run.probes.values()), ratio=False))
+    echo(closing_line(done, f"cells on {jobs} GPUs", time.perf_counter() - run.started))
     return done
+
+
+class GpuSlots:
+    """A --jobs run under way: slot k is GPU gpus[k] and the cores shares[k], with a drift probe of its own; a
+    cell's processes run one after another on the slot it takes."""
+
+    def __init__(self, prepared, options: RunOptions, results_dir: Path, jobs: int, gpus: list[dict],
+                 echo: Callable[[str], None]):  # fmt: skip
+        self.prepared, self.options, self.results_dir, self.jobs, self.gpus = prepared, options, results_dir, jobs, gpus
+        self.echo, self.total = echo, len(prepared.cells)
+        self.shares = cpu_shares(jobs)
+        self.pool = GpuPool(list(range(jobs)))
+        self.probes = {k: reference_ms() for k in range(jobs)}  # each slot's latest drift probe, taken before any cell
+        self.readings = {k: [self.probes[k]] for k in range(jobs)}  # each slot's probes: its quiet value for the gates
+        self.start_ms = statistics.median(self.probes.values())
+        self.lock = threading.Lock()
+        self.stopping = threading.Event()  # Ctrl-C: cells killed by us are not results
+        self.started = time.perf_counter()
+
+    def say(self, text: str) -> None:
+        with self.lock:  # one line at a time on the console
+            self.echo(text)
+
+    def probe_on(self, slot: int) -> float:
+        """The drift probe on the slot's own cores (Linux: this thread's affinity), not on a neighbour's."""
+        os.sched_setaffinity(0, self.shares[slot])
+        return reference_ms()
+
+    def cell(self, number: int, cell: Cell) -> Result:
+        """One cell on a free slot (none where no process runs it), its result written."""
+        from bench import runner
+
+        slot = gpu = None
+        runs = [self.prepared.not_run(cell)] if self.prepared.not_run(cell) else []
+        if not runs:
+            slot = self.pool.take()
+            gpu = self.gpus[slot]
+            try:
+                runs = self.processes(number, cell, slot, gpu)
+            finally:
+                self.pool.give_back(slot)
+        if self.stopping.is_set():
+            raise KeyboardInterrupt
+        gpu_index = int(gpu["index"]) if gpu and str(gpu.get("index", "")).isdigit() else None
+        if slot is not None:
+            runner.record_noise(runs, self.readings[slot])  # against the quietest probe of the slot's own cores
+        result = self.prepared.result(
+            cell,
+            runs,
+            self.options.profile_choice,
+            self.options.repeats,
+            gpu_index=gpu_index,
+            jobs=self.jobs,
+            cpu_share=self.shares[slot] if slot is not None else None,
+            reference={"start_ms": self.start_ms, "at_write_ms": self.probes[slot] if slot is not None else self.start_ms},
+        )
+        path = result.write(self.results_dir)
+        self.say(
+            f"    -> {cell.key}{f' (gpu {gpu_index})' if gpu is not None else ''}: {result.describe()}  [{path.relative_to(self.results_dir)}]"
+        )
+        return result
+
+    def processes(self, number: int, cell: Cell, slot: int, gpu: dict) -> list[Run]:
+        """The cell's processes on its slot, a drift probe after each; the first that is not ok is the last."""
+        self.say(
+            f"[{number}/{self.total}] gpu {gpu['index']}: {cell.backend} {cell.model} {cell.task} batch={cell.batch_size} {cell.variant} ({cell.profile}; elapsed {hms(time.perf_counter() - self.started)})"
+        )
+        runs: list[Run] = []
+        for repeat in range(self.options.repeats):
+            runs.append(
+                self.prepared.attempt(
+                    cell,
+                    repeat,
+                    self.results_dir,
+                    self.options.timeout_s,
+                    lambda line, g=gpu["index"]: self.say(f"  gpu {g}: {line.strip()}"),
+                    env=cpu_share_environment(self.shares[slot]),
+                    gpu=gpu,
+                )
+            )
+            before, self.probes[slot] = self.probes[slot], self.probe_on(slot)
+            self.readings[slot].append(self.probes[slot])
+            runs[-1].reference = {"before_ms": before, "after_ms": self.probes[slot]}
+            if runs[-1].status != "ok":
+                break
+        return runs

@@ -211,8 +211,8 @@ def queued_cells(results_dir: Path) -> dict[str, str]:
 def check_envs_built(cells: list[Cell]) -> None:
     """Before sbatch: each runnable cell's env is built and current (the nodes run .venvs/<env> from the same shared
     folder), or the task fails on its node with the cause only in its log."""
+    from bench.env_lookup import env_python
     from bench.registry import get_model
-    from bench.runner import env_python
 
     for env in dict.fromkeys(c.env for c in cells if not get_model(c.model).why_cell_unsupported(c)):
         env_python(env)  # raises naming `make env BACKEND=...`

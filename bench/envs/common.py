@@ -18,6 +18,10 @@ from bench.backends import (
 from bench.errors import BenchError
 from bench.provenance import REPO_ROOT as ROOT
 
+# The checkout's envs, where `make env` builds them; bench/provenance.py venvs_dir reads them from here unless
+# BENCH_VENVS_DIR names another folder (fake or relocated envs)
+VENVS = ROOT / ".venvs"
+
 TOOLS = "tools"  # the orchestrator/test env: not a backend, one for every stack
 # Every env there is: both stacks' backend envs and the study envs (built like a backend's, no column of the
 # table; today's stack only). Locked and checked by default; `build --all` takes one stack's (stack_names).
@@ -40,7 +44,7 @@ def say(msg: str = "") -> None:
 
 def uv_bin() -> str:
     # $UV (the Makefile exports its pinned .venvs/.uv/uv), else that pinned uv if present, else PATH.
-    pinned = ROOT / ".venvs" / ".uv" / "uv"
+    pinned = VENVS / ".uv" / "uv"
     found = os.environ.get("UV") or (str(pinned) if os.access(pinned, os.X_OK) else None) or shutil.which("uv")
     if not found:
         raise EnvError(
@@ -97,7 +101,7 @@ def venv_python(venv: Path) -> Path:
 
 
 def default_venv(name: str) -> Path:
-    return ROOT / ".venvs" / name
+    return VENVS / name
 
 
 def run(cmd: list[str], **kw) -> subprocess.CompletedProcess:

@@ -297,8 +297,25 @@ def findings(points: list[PointFigure], on_gpu: bool, spread: ProcessSpread | No
     """Every published finding against ours; `spread`: the machine's process-to-process spread (its noise study),
     without which a comparison of two columns against a fixed figure is inconclusive."""
     ref = published()
-    out: list[Finding] = []
     device = "gpu" if on_gpu else "cpu"
+    ts = speedups(points, PYTORCH, "torch-traced")
+    traced = point_ratios(points, PYTORCH, "torch-traced")  # eager / traced: above 1, traced faster
+    return [
+        *mean_findings(points, device, ref, spread),
+        difference_grows(points),
+        torchscript_finding(ts, traced, device, ref[("torchscript_speedup_vs_eager", "any")], spread),
+        torchscript_xlnet_finding(ts, traced, spread),
+        torchscript_xlm_finding(ts, traced, spread),
+        *xla_findings(points, on_gpu, ref, spread),
+        pytorch_oom_finding(points, on_gpu, ref[("pytorch_oom_point", "gpu")]),
+    ]
+
+
+def mean_findings(
+    points: list[PointFigure], device: str, ref: dict[tuple[str, str], dict[str, str]], spread: ProcessSpread | None
+) -> list[Finding]:
+    """The mean over all models and points, PyTorch vs TensorFlow: on this run's device, and the other's not tested."""
+    out: list[Finding] = []
     for dev in ("cpu", "gpu"):
         row = ref[("mean_inference_time_all_models", dev)]
         if dev != device:
@@ -307,43 +324,42 @@ def findings(points: list[PointFigure], on_gpu: bool, spread: ProcessSpread | No
             out.append(Finding(f"mean_{dev}", claim, pub, f"run on a {device.upper()} only", NOT_TESTED))
         else:
             out.append(mean_finding(points, dev, row, spread))
-    out.append(difference_grows(points))
+    return out
 
-    row = ref[("torchscript_speedup_vs_eager", "any")]
-    ts = speedups(points, PYTORCH, "torch-traced")
-    traced = point_ratios(points, PYTORCH, "torch-traced")  # eager / traced: above 1, traced faster
-    if ts:
-        per_model = {
-            m: statistics.fmean(v for k, v in ts.items() if k[0] == m) for m in dict.fromkeys(k[0] for k in ts)
-        }
-        mean_x = statistics.fmean(per_model.values())
-        r = mean_ratio(traced, spread)
-        ours = (
-            f"eager / traced {claims.ours(r)}: geometric mean over {len(traced.ratios)} paired points"
-            f"{traced.left_out_text()} (the published way: {x(mean_x)}, mean over {len(per_model)} models of each "
-            "model's mean eager/traced ratio; "
-            + ", ".join(f"{m} {x(v)}" for m, v in per_model.items())
-            + ")"
+
+def torchscript_finding(
+    ts: dict[tuple, float], traced: PointRatios, device: str, row: dict[str, str], spread: ProcessSpread | None
+) -> Finding:
+    """TorchScript (traced) against eager PyTorch, on average over the points with both columns."""
+    if not ts:
+        return Finding(
+            "torchscript",
+            "TorchScript (traced) faster than eager PyTorch, on average",
+            f"x{row['value']}",
+            "no point with both columns",
+            NOT_MEASURED,
         )
-        out.append(
-            Finding(
-                "torchscript",
-                f"TorchScript (traced) faster than eager PyTorch, on average ({device.upper()} run)",
-                f"x{row['value']}",
-                ours,
-                _not_measured_or(claims.above(r, 1.0), traced),
-            )
-        )
-    else:
-        out.append(
-            Finding(
-                "torchscript",
-                "TorchScript (traced) faster than eager PyTorch, on average",
-                f"x{row['value']}",
-                "no point with both columns",
-                NOT_MEASURED,
-            )
-        )
+    per_model = {m: statistics.fmean(v for k, v in ts.items() if k[0] == m) for m in dict.fromkeys(k[0] for k in ts)}
+    mean_x = statistics.fmean(per_model.values())
+    r = mean_ratio(traced, spread)
+    ours = (
+        f"eager / traced {claims.ours(r)}: geometric mean over {len(traced.ratios)} paired points"
+        f"{traced.left_out_text()} (the published way: {x(mean_x)}, mean over {len(per_model)} models of each "
+        "model's mean eager/traced ratio; "
+        + ", ".join(f"{m} {x(v)}" for m, v in per_model.items())
+        + ")"
+    )
+    return Finding(
+        "torchscript",
+        f"TorchScript (traced) faster than eager PyTorch, on average ({device.upper()} run)",
+        f"x{row['value']}",
+        ours,
+        _not_measured_or(claims.above(r, 1.0), traced),
+    )
+
+
+def torchscript_xlnet_finding(ts: dict[tuple, float], traced: PointRatios, spread: ProcessSpread | None) -> Finding:
+    """TorchScript always faster on XLNet: at every XLNet point, with confidence."""
     xlnet = {k: v for k, v in ts.items() if k[0] == "xlnet"}
     if xlnet:
         at_points = traced.where(lambda k: k[0] == "xlnet")
@@ -359,7 +375,11 @@ def findings(points: list[PointFigure], on_gpu: bool, spread: ProcessSpread | No
             verdict = f"{INCONCLUSIVE} ({len(at_points.left_out)} point(s) left out of the verdict)"
     else:
         ours, verdict = "XLNet not measured", NOT_MEASURED
-    out.append(Finding("torchscript_xlnet", "TorchScript always faster on XLNet", "always faster", ours, verdict))
+    return Finding("torchscript_xlnet", "TorchScript always faster on XLNet", "always faster", ours, verdict)
+
+
+def torchscript_xlm_finding(ts: dict[tuple, float], traced: PointRatios, spread: ProcessSpread | None) -> Finding:
+    """TorchScript unreliable on XLM: faster on the smaller half of the inputs, slower on the larger."""
     xlm = {k: v for k, v in ts.items() if k[0] == "xlm"}
     xlm_ratios = traced.where(lambda k: k[0] == "xlm")
     split = halves(xlm_ratios)
@@ -376,16 +396,21 @@ def findings(points: list[PointFigure], on_gpu: bool, spread: ProcessSpread | No
         verdict, ours = NOT_MEASURED, "fewer than 2 XLM points with both columns"
         if len(xlm) >= 2 and xlm_ratios.left_out:
             verdict = f"{INCONCLUSIVE} (fewer than 2 XLM points with an interval{xlm_ratios.left_out_text()})"
-    out.append(
-        Finding(
-            "torchscript_xlm",
-            "TorchScript unreliable on XLM: faster on small inputs, slower on large",
-            "stated, no figure",
-            ours,
-            verdict,
-        )
+    return Finding(
+        "torchscript_xlm",
+        "TorchScript unreliable on XLM: faster on small inputs, slower on large",
+        "stated, no figure",
+        ours,
+        verdict,
     )
 
+
+def xla_findings(
+    points: list[PointFigure], on_gpu: bool, ref: dict[tuple[str, str], dict[str, str]], spread: ProcessSpread | None
+) -> list[Finding]:
+    """XLA against TensorFlow, two GPU findings: a speed-up on every model, and less time at small inputs."""
+    device = "gpu" if on_gpu else "cpu"
+    out: list[Finding] = []
     xla = speedups(points, TENSORFLOW, "tf-xla")
     with_xla = point_ratios(points, TENSORFLOW, "tf-xla")  # TF / XLA: above 1, XLA faster
     xla_mean = mean_ratio(with_xla, spread)
@@ -442,19 +467,20 @@ def findings(points: list[PointFigure], on_gpu: bool, spread: ProcessSpread | No
                     _not_measured_or(verdict, with_xla),
                 )
             )
+    return out
 
-    row = ref[("pytorch_oom_point", "gpu")]
+
+def pytorch_oom_finding(points: list[PointFigure], on_gpu: bool, row: dict[str, str]) -> Finding:
+    """PyTorch out of memory at the published batch x length on a GPU: the points that ran out of memory here."""
+    device = "gpu" if on_gpu else "cpu"
     ooms = sorted({(p.column, p.batch, p.length) for p in points if p.status in ("oom", "oom-predicted")})
     ours = f"{len(ooms)} out-of-memory point(s)" + (
         ": " + ", ".join(f"{c} {b}x{n}" for c, b, n in ooms) if ooms else ""
     )
-    out.append(
-        Finding(
-            "pytorch_oom",
-            f"GPU: PyTorch ran out of memory at batch x length {row['value']} for all but the distilled models",
-            row["value"],
-            ours if on_gpu else ours + f" on this {device.upper()}",
-            NOT_TESTED if not on_gpu else HOLDS if any(c.startswith("torch") for c, _, _ in ooms) else DOES_NOT_HOLD,
-        )
+    return Finding(
+        "pytorch_oom",
+        f"GPU: PyTorch ran out of memory at batch x length {row['value']} for all but the distilled models",
+        row["value"],
+        ours if on_gpu else ours + f" on this {device.upper()}",
+        NOT_TESTED if not on_gpu else HOLDS if any(c.startswith("torch") for c, _, _ in ooms) else DOES_NOT_HOLD,
     )
-    return out

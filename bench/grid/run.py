@@ -2,8 +2,8 @@
 model one weight export, every point's calls round-robin across its columns, one schema-2 result file per
 (model, column, batch, length).
 
-The worker processes are bench/grid/workers.py's. Shared with bench/runner.py (not duplicated): the env checks
-(`env_python`: built, current lock), the process group kill (bench/cell_process.py `CellProcess._kill`), the crash
+The worker processes are bench/grid/workers.py's. Shared with bench/runner.py (not duplicated): the env checks (bench/env_lookup.py
+`env_python`: built, current lock), the process group kill (bench/cell_process.py `kill_group`), the crash
 statuses (bench/failures.py), the drift probe (bench/drift.py), the provenance (git, machine, process), the Result/Run format and its atomic, history-keeping writer, and the
 progress display (bench/progress.py). What is new is the order: a process per env stays up across the run's
 points, so that the repeats of one point can alternate between columns living in different envs (round-robin:
@@ -23,15 +23,17 @@ from pathlib import Path
 from typing import Any
 
 from bench.drift import reference_ms
+from bench.env_lookup import env_python
 from bench.errors import BenchError
 from bench.grid.spec import COLUMNS, MODELS, REFERENCE_COLUMN, TASK, Grid, GridModel
 from bench.grid.workers import CALL_TIMEOUT_S, SETUP_TIMEOUT_S, WORKER_ENVIRONMENT, WorkerProcess, Workers
-from bench.progress import Progress, hms, status_counts
+from bench.progress import Progress, closing_line, hms, probe_line
 from bench.provenance import git_info, machine_info, machine_slug, now_utc, study_provenance
 from bench.registry import Cell
-from bench.results import Result, Run, check_cell_schema
+from bench.result_checks import check_cell_schema
+from bench.results import Result, Run
+from bench.results_folder import check_writable
 from bench.runlock import holds_results_folder
-from bench.runner import check_writable, env_python
 
 GRID_DIR = "grid"  # under the results folder; bench/results.py keeps it out of the published table's results
 # Two framework outputs agree when their largest difference is within this, relative to the reference's
@@ -149,13 +151,8 @@ def run_grid(
         if progress:
             progress.close()
     end = reference_ms()
-    say(
-        f"reference probe: {reference['start_ms']:.3f} ms at the start, {end:.3f} ms at the end (x{end / reference['start_ms']:.2f})"
-    )
-    say(
-        f"{len(written)} grid results in {hms(time.perf_counter() - started)}: "
-        + ", ".join(f"{n} {s}" for s, n in status_counts(written).items())
-    )
+    say(probe_line("reference probe", reference["start_ms"], end))
+    say(closing_line(written, "grid results", time.perf_counter() - started))
     return written
 
 

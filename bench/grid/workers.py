@@ -4,21 +4,18 @@ read by a thread, and its death (OOM, crash, silence) turned into a status as th
 from __future__ import annotations
 
 import json
-import os
 import queue
 import subprocess
-import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from bench.backends import cell_environment
-from bench.cell_process import CellProcess, start_in_own_group
-from bench.failures import PeakMemory, crash_status, oom_kill_count
+from bench.cell_process import child_environment, how_it_died, kill_group, read_lines, start_in_own_group
+from bench.env_lookup import env_python
+from bench.failures import PeakMemory, oom_kill_count
 from bench.grid.spec import Grid, GridModel
 from bench.grid.worker import REPLY
-from bench.plan import ram_gib
-from bench.runner import env_python
 
 SETUP_TIMEOUT_S = 900.0
 # Several workers share the cores and take turns: OpenMP threads that spin-wait after their call (libgomp's
@@ -38,29 +35,21 @@ class WorkerProcess:
         self.replies: queue.Queue = queue.Queue()
         self.tail: list[str] = []
         self.oom_before = oom_kill_count()
-        env_vars = {
-            **os.environ,
-            **cell_environment(env),
-            **WORKER_ENVIRONMENT,
-            "PYTHONUNBUFFERED": "1",
-            "BENCH_GIT_COMMIT": git.get("commit") or "",
-        }
+        variables = child_environment(cell_environment(env), git, **WORKER_ENVIRONMENT)
         self.proc = start_in_own_group(
-            [env_python(env), "-m", "bench.grid.worker", *argv], env_vars, stdin=subprocess.PIPE
+            [env_python(env), "-m", "bench.grid.worker", *argv], variables, stdin=subprocess.PIPE
         )
-        self.reader = threading.Thread(target=self._pump, args=(echo,), daemon=True)
-        self.reader.start()
+        self.reader = read_lines(self.proc.stdout, self._take, at_end=lambda: self.replies.put(None))  # None: it ended
         self.memory = PeakMemory(self.proc.pid).__enter__()  # what it held, should the machine kill it
 
-    def _pump(self, echo) -> None:
-        for line in self.proc.stdout:
-            if line.startswith(REPLY):
-                self.replies.put(json.loads(line[len(REPLY) :]))
-                continue
-            self.log.write(line)
-            self.log.flush()
-            self.tail = (self.tail + [line.rstrip()])[-30:]
-        self.replies.put(None)  # the process ended
+    def _take(self, line: str) -> None:
+        """One line of the worker's output: a reply to the queue, anything else to its log and tail."""
+        if line.startswith(REPLY):
+            self.replies.put(json.loads(line[len(REPLY) :]))
+            return
+        self.log.write(line)
+        self.log.flush()
+        self.tail = (self.tail + [line.rstrip()])[-30:]
 
     def send(self, command: dict[str, Any]) -> None:
         try:
@@ -84,16 +73,10 @@ class WorkerProcess:
             }
         if answer is None:
             self.proc.wait()
-            status, how = crash_status(
-                self.proc.returncode,
-                "\n".join(self.tail),
-                self.oom_before,
-                oom_kill_count(),
-                self.memory.peak_gib,
-                ram_gib(),
+            status, how = how_it_died(
+                self.proc.returncode, "\n".join(self.tail), self.tail, self.oom_before, self.memory.peak_gib
             )
-            last = " | ".join(line for line in self.tail[-5:] if line)
-            return {"status": status, "message": f"the {self.env_name} worker {how}; last output: {last}"}
+            return {"status": status, "message": f"the {self.env_name} worker {how}"}
         return answer
 
     @property
@@ -108,7 +91,7 @@ class WorkerProcess:
                 self.proc.wait(timeout=10)
             except (BrokenPipeError, OSError, subprocess.TimeoutExpired):
                 pass
-        CellProcess._kill(self.proc)  # the cells': SIGTERM the group, then SIGKILL what is left
+        kill_group(self.proc)  # as a cell's: SIGTERM the group, then SIGKILL what is left
         self.memory.__exit__()
         self.reader.join(timeout=10)
         self.log.close()

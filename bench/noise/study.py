@@ -24,8 +24,6 @@ written to its runs folder (not as the machine's study).
 from __future__ import annotations
 
 import argparse
-import math
-import os
 import statistics
 import subprocess
 import sys
@@ -39,75 +37,39 @@ from typing import Any
 from bench import stats
 from bench.atomic import write_json_atomic
 from bench.drift import reference_ms
-from bench.errors import BenchError, os_error_line
+from bench.errors import BenchError
 from bench.noise import detection, interleaved_sides
 from bench.noise import probe as calibration
 from bench.noise.conditions import Snapshot, conditions
 from bench.noise.figures import MDE_POWER, aa_summary, analytic_mde, calibration_mde, pooled_spread, verdict_counts
-from bench.noise_file import NOISE_DIR, NOISE_FORMAT, noise_file_name, read_noise_file
-from bench.profiles import get_profile
+from bench.noise.settings import (
+    AA,
+    DEFAULT_PAIRS,
+    DEFAULT_PROFILE,
+    DEFAULT_ROUNDS,
+    DEFAULT_SLOWDOWNS,
+    DELAY,
+    PARTS,
+    PROBE,
+    choose_cells,
+    default_repeats,
+    parse_slowdowns,
+)
+from bench.noise.study_file import summary_line, write_study
+from bench.noise_file import NOISE_DIR, NOISE_FORMAT
 from bench.progress import hms
 from bench.provenance import git_info, machine_info, now_utc
-from bench.registry import Cell, plan_cells
-from bench.results import HISTORY, Run, reserve_new_name
+from bench.registry import Cell
+from bench.results import Run
 from bench.resultsdir import results_folder
 
-DEFAULT_PROFILE = "smoke"
-# The product cells of the A/A test: BERT on Keras 3 (JAX, PyTorch) and native PyTorch (eager, compiled), fit and
-# predict: the cells whose same-code verdicts first showed the problem.
-DEFAULT_BACKENDS = ("jax", "torch", "native-torch")
-DEFAULT_MODEL = "bert"
-DEFAULT_ROUNDS = 2
-DEFAULT_PAIRS = 8
-DEFAULT_SLOWDOWNS = (0.0, 0.05, 0.10, 0.20)
 PROFILE_CHOICE = "explicit (make noise)"
 RUNS = "runs"
 PAGE = "NOISE.md"
-AA, PROBE, DELAY = "aa", "probe", "delay"
-PARTS = (AA, PROBE, DELAY)  # A/A on product cells, power on the calibration probe, power on product cells
 
 
 def say(line: str) -> None:
     print(line, flush=True)
-
-
-# -- settings
-
-
-def default_repeats(profile: str) -> int:
-    """The profile's default processes per cell (bench/profiles.toml `repeats`): what `make compare` compares."""
-    return get_profile(profile).repeats
-
-
-def default_cells(profile: str = DEFAULT_PROFILE) -> list[Cell]:
-    return plan_cells(profile, backends=list(DEFAULT_BACKENDS), models=[DEFAULT_MODEL])
-
-
-def choose_cells(keys: list[str] | None, profile: str = DEFAULT_PROFILE) -> list[Cell]:
-    """The cells named by key (as `python -m bench run --dry-run` lists them), in the order given; none: the
-    default eight."""
-    if not keys:
-        return default_cells(profile)
-    known = {c.key: c for c in plan_cells(profile)}
-    known.update({c.key: c for c in default_cells(profile)})
-    unknown = [k for k in keys if k not in known]
-    if unknown:
-        raise BenchError(
-            f"unknown cell(s) for the {profile} profile: {', '.join(unknown)}; a cell is named by its key, as "
-            f"`python -m bench run --profile {profile} --dry-run` lists them (e.g. {next(iter(known))})"
-        )
-    return [known[k] for k in dict.fromkeys(keys)]
-
-
-def parse_slowdowns(text: str) -> list[float]:
-    """'0,0.05,0.1' -> [0.0, 0.05, 0.1]: shares of added work per step (0.1 = 10% more), none negative."""
-    try:
-        values = [float(v) for v in text.replace(",", " ").split()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"slowdowns must be numbers such as 0,0.05,0.1, got {text!r}") from None
-    if not values or any(v < 0 or not math.isfinite(v) for v in values):
-        raise argparse.ArgumentTypeError(f"slowdowns must be one or more numbers >= 0, got {text!r}")
-    return sorted(set(values))
 
 
 # -- the study
@@ -251,7 +213,8 @@ class Study:
     # -- 1. A/A on product cells
 
     def run_aa(self) -> None:
-        from bench.runner import prepare, release_results_folder
+        from bench.runlock import release as release_results_folder
+        from bench.runner import prepare
 
         for k in range(1, self.rounds + 1):
             sides = {s: self.runs_dir / f"round-{k}" / s for s in ("A", "B")}
@@ -290,7 +253,8 @@ class Study:
         """`repeats` processes of `cell` into each side's folder, interleaved A-B-B-A-A-B, the drift probe read
         between processes, each side written as a run writes it (`environment`: a side's added variables); returns
         `make compare`'s pair for the cell and each side's ok processes' medians."""
-        from bench.runner import record_noise, write_or_show
+        from bench.results_folder import write_or_show
+        from bench.runner import record_noise
 
         runs: dict[str, list[Run]] = {"A": [], "B": []}
         latest = self.readings[-1] if self.readings else reference_ms()
@@ -341,7 +305,8 @@ class Study:
     # -- 3b. power on product cells: a real per-step delay on side B (bench/noise/detection.py)
 
     def run_detection(self) -> None:
-        from bench.runner import prepare, release_results_folder
+        from bench.runlock import release as release_results_folder
+        from bench.runner import prepare
 
         if not self.delays:
             return
@@ -577,56 +542,8 @@ class Study:
         return path
 
 
-def write_study(results_dir: Path, data: dict[str, Any]) -> Path:
-    """<results>/noise/<machine>--<fingerprint>.json, written atomically; an earlier study of the same processor
-    moves to <results>/noise/history/ first (never overwritten); NOISE.md rendered beside it."""
-    from bench.report.noise import render_noise
-
-    folder = Path(results_dir) / NOISE_DIR
-    path = folder / noise_file_name(data["machine"])
-    if path.exists():
-        try:
-            stamp = str(read_noise_file(path)["created_at"]).replace(":", "").replace("+", "Z")
-        except (OSError, ValueError, KeyError):  # not a readable study: named by when it was written
-            stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(path.stat().st_mtime))
-        archived = reserve_new_name(folder / HISTORY, f"{path.stem}.{stamp}")
-        os.replace(path, archived)
-    write_json_atomic(path, data)
-    render_noise(results_dir)
-    return path
-
-
-def summary_line(data: dict[str, Any]) -> str:
-    aa, spread, mde = data["aa"], data["process_spread"], data["mde"]["calibration"]
-    ran = data.get("parts") or PARTS
-    parts = []
-    if AA in ran:
-        wrong = aa[stats.FASTER] + aa[stats.SLOWER]
-        parts += [
-            f"A/A: {wrong} of {aa['pairs']} identical pairs called different ({aa[stats.SAME]} same, "
-            f"{aa[stats.INCONCLUSIVE]} inconclusive)",
-            f"process spread {spread['log_sd']:.2%} (largest cell, dof {spread['dof']})" if spread
-            else "no process spread",
-        ]
-    if PROBE in ran:
-        parts.append(f"minimum detectable slowdown +{mde['slowdown']:.0%}" if mde["slowdown"] is not None
-                     else mde["note"])
-    for row in data.get("detection") or []:
-        within, across = row["within"], row["across"]
-        parts.append(f"+{row['share']:.0%} on {row['key']}: slower in {within['detected']} of {within['pairs']} "
-                     f"pairs inside a run, {across['detected']} of {across['pairs']} across runs "
-                     f"({within['wrong'] + across['wrong']} wrong)")
-    parts.append(data["conditions"]["label"])
-    if loaded := data.get("power_under_load"):
-        rows = loaded["power"]
-        wrong = sum(row["wrong"] for row in rows)
-        parts.append(f"under {loaded['busy_processes']} busy loops: {wrong} of {sum(r['pairs'] for r in rows)} "
-                     "probe pairs wrong")
-    return "; ".join(parts)
-
-
 def build_parser() -> argparse.ArgumentParser:
-    from bench.cli import DEFAULT_RESULTS, OneLineErrors, csv_list, positive_int
+    from bench.argtypes import DEFAULT_RESULTS, OneLineErrors, csv_list, positive_int
 
     parser = OneLineErrors(prog="python -m bench.noise.study", description=__doc__.splitlines()[0])
     parser.add_argument("--cells", type=csv_list, help="cell keys, as `python -m bench run --dry-run` lists them "
@@ -658,29 +575,28 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from bench.lifetime import stop_on_signals, stopped_status
+    from bench.exit_status import exit_status
+    from bench.lifetime import stop_on_signals
     from bench.runlock import holding
 
     args = build_parser().parse_args(argv)
     stop_on_signals()  # TERM, HUP, INT (to it, or to the make that started it) keep what is finished
-    try:
+    written: list[Path] = []
+
+    def run() -> int:
         cells = choose_cells(args.cells, args.profile)
         parts = tuple(args.parts) if args.parts else None
         delay_cells = choose_cells(args.delay_cells, args.profile) if args.delay_cells else None
         study = Study(cells, args.results_dir, args.rounds, args.repeats, args.pairs, args.slowdowns, args.timeout,
                       busy_processes=args.under_load, delays=args.delays, delay_cells=delay_cells, parts=parts)
         with holding(args.results_dir):  # one run at a time into a results folder (bench/runlock.py)
-            path = study.run()
-    except BenchError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    except OSError as e:  # a read-only or full results folder: one line naming the file
-        print(f"error: {os_error_line(e)}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt as e:
-        return stopped_status(e)
-    say(f"wrote {path} and {path.parent / PAGE}")
-    return 0
+            written.append(study.run())
+        return 0
+
+    status = exit_status(run)
+    if written:  # the study ran to its end: its files named once the run is over
+        say(f"wrote {written[0]} and {written[0].parent / PAGE}")
+    return status
 
 
 if __name__ == "__main__":

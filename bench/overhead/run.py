@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import sys
 import tempfile
@@ -26,8 +25,9 @@ from pathlib import Path
 from typing import Any
 
 from bench.backends import cell_environment
+from bench.cell_process import child_environment
 from bench.drift import reference_ms
-from bench.errors import BenchError, os_error_line
+from bench.env_lookup import env_python
 from bench.grid.workers import WORKER_ENVIRONMENT  # the grid workers' variables: spinning OpenMP threads
 from bench.overhead.spec import (
     BENCHMARKS,
@@ -43,10 +43,11 @@ from bench.overhead.spec import (
 )
 from bench.provenance import REPO_ROOT, git_info, machine_info, machine_slug, now_utc, study_provenance
 from bench.registry import Cell
-from bench.results import Result, Run, check_cell_schema
+from bench.result_checks import check_cell_schema
+from bench.results import Result, Run
+from bench.results_folder import check_writable
 from bench.resultsdir import results_folder
 from bench.runlock import holds_results_folder
-from bench.runner import check_writable, env_python
 from bench.worker_process import run_logged
 
 WORKER_TIMEOUT_S = 1500.0  # one env's four columns x three benchmarks, compiles included (torch.compile is minutes)
@@ -87,13 +88,7 @@ def run_worker(
     env: str, size: Size, columns: list[str], out: Path, log_path: Path, git: dict, timeout_s: float
 ) -> dict[str, Any]:
     """Run one env's worker; its runs by key, or {"status", "message"} when it did not finish."""
-    env_vars = {
-        **os.environ,
-        **cell_environment(env),
-        **WORKER_ENVIRONMENT,
-        "PYTHONUNBUFFERED": "1",
-        "BENCH_GIT_COMMIT": git.get("commit") or "",
-    }
+    env_vars = child_environment(cell_environment(env), git, **WORKER_ENVIRONMENT)
     argv = [
         env_python(env),
         "-m",
@@ -242,23 +237,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--results-dir", type=results_folder, default=REPO_ROOT / "results")
     parser.add_argument("--timeout", type=float, default=WORKER_TIMEOUT_S, help="seconds per env's worker")
     args = parser.parse_args(argv)
-    from bench.lifetime import stop_on_signals, stopped_status
+    from bench.exit_status import exit_status
+    from bench.lifetime import stop_on_signals
     from bench.report.overhead import render_overhead
 
     stop_on_signals()  # TERM, HUP, INT (to it, or to the make that started it) end the worker, keep what finished
-    try:
+
+    def study() -> int:
         run_overhead(get_size(args.size), args.results_dir, args.env, args.timeout)
         print(f"wrote {render_overhead(args.results_dir)}")
-    except BenchError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    except OSError as e:  # a read-only or full results folder: one line naming the file
-        print(f"error: {os_error_line(e)}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt as e:
-        print(f"stopped: every finished result is kept under {args.results_dir}", file=sys.stderr)
-        return stopped_status(e)
-    return 0
+        return 0
+
+    kept = f"stopped: every finished result is kept under {args.results_dir}"
+    return exit_status(study, on_stop=lambda: print(kept, file=sys.stderr))
 
 
 if __name__ == "__main__":

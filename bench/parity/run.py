@@ -15,11 +15,11 @@ from pathlib import Path
 import numpy as np
 
 from bench.atomic import write_json_atomic, write_text_atomic
+from bench.env_lookup import env_python
 from bench.errors import BenchError
 from bench.parity.compare import GRADIENT_NORM_TOLERANCE, OUTPUT_TOLERANCE, Tolerance, difference
 from bench.provenance import git_info, machine_info, machine_label, now_utc
 from bench.runlock import holding
-from bench.runner import env_python
 from bench.worker_process import run_logged
 
 KERAS_BACKENDS = ("jax", "tensorflow", "torch")  # jax first: its random weights are the shared ones

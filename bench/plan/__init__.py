@@ -186,7 +186,7 @@ def millions(n: int | None) -> str:
 
 
 def table(plan: dict) -> str:
-    from tabulate import tabulate
+    from bench.tables import github_table
 
     yes = lambda v: "-" if v is None else "yes" if v else "NO"
     rows = []
@@ -227,7 +227,7 @@ def table(plan: dict) -> str:
         "H100 80GB",
         f"RAM {ram:.1f} GiB" if ram else "RAM",
     ]
-    return tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True)
+    return github_table(rows, headers)
 
 
 def run(profile: str, results_dir: Path, echo=print, batch_size: int | None = None) -> tuple[dict, list[Path]]:

@@ -18,7 +18,8 @@ from bench.profiles import get_profile
 from bench.report.analysis import TableAnalysis
 from bench.report.load import COLUMNS, Loaded
 from bench.report.sections import Page
-from bench.report.text import fmt_ms, github_table, md, status_label
+from bench.report.text import fmt_ms, md, status_label
+from bench.tables import github_table
 
 
 def full_size(profile: str) -> bool:

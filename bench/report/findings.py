@@ -25,8 +25,9 @@ from bench.report.load import KERAS3, PUBLISHED_HARDWARE, Column, Loaded, read_p
 from bench.report.markdown import BASIS_MARKS, NOISY_MARK, row_label
 from bench.report.parity import PARITY_MARK, keras_native_differences
 from bench.report.sections import Page
-from bench.report.text import BEST, SHORT, fmt_ms, github_table, plural, status_label
+from bench.report.text import BEST, SHORT, fmt_ms, plural, status_label
 from bench.stats import Estimate, Ratio, fmt_factor, fmt_ratio
+from bench.tables import github_table
 
 # A speed-up's verdict, read from Keras 3 (best)'s side (bench/report/analysis.py keras3_verdict).
 VERDICT_TEXT = {

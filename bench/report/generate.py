@@ -16,12 +16,12 @@ from bench.generate_split import TOLERANCE, result_split
 from bench.judge import Judge
 from bench.overhead.spec import HOLDS_FACTOR
 from bench.published import published_ms
-from bench.report import text
 from bench.report.analysis import RowFacts, TableAnalysis
 from bench.report.load import COLUMNS, Column
 from bench.report.sections import Page
 from bench.report.text import fmt_ms
 from bench.stats import FASTER, SAME, SLOWER, Ratio, claim_rule, fmt_factor, verdict
+from bench.tables import github_table
 
 FIGURE_KIND = "generate-split"
 KERAS_TORCH, KERAS_JAX = Column("torch", "default"), Column("jax", "default")
@@ -84,7 +84,7 @@ def generate_section(table: TableAnalysis, page: Page) -> list[str]:
         "",
     ]
     lines += [
-        text.github_table(
+        github_table(
             body,
             [
                 "row",
@@ -224,7 +224,7 @@ def published_lines(table: TableAnalysis, judge: Judge) -> list[str]:
         f"our whole interval lies {claim_rule(HOLDS_FACTOR)}, does not hold when it lies wholly outside that, else "
         f"inconclusive){size_note(table)}:",
         "",
-        text.github_table(body, ["finding", "published", "ours", "verdict"]),
+        github_table(body, ["finding", "published", "ours", "verdict"]),
         "",
         GPU_NOTE,
         "",

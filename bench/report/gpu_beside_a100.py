@@ -7,8 +7,8 @@ table's comparison with the published numbers sets it beside the published cells
 
 from __future__ import annotations
 
-from bench.report.text import github_table
 from bench.roofline.hardware import A100_40GB, datasheet_for
+from bench.tables import github_table
 
 TITLE = "This GPU beside the published A100: MFU against each card's datasheet"
 

@@ -22,6 +22,7 @@ from bench.report.grid_figures import draw_figures, length_of
 from bench.report.text import md, write_text_atomic
 from bench.results import Result, load, result_files
 from bench.stats import ProcessSpread, fmt_factor
+from bench.tables import github_table
 
 FIG_SUBDIR = "grid"
 
@@ -98,7 +99,7 @@ def model_table(group: GridGroup, model: str) -> list[str]:
     by = {(r.cell.variant, r.cell.batch_size, length_of(r)): r for r in results}
     rows = [[f"{b} x {n}"] + [cell_text(by[(c, b, n)]) if (c, b, n) in by else "" for c in columns] for b, n in points]
     lines = [
-        text.github_table(rows, ["batch x length"] + [COLUMNS[c].display for c in columns]),
+        github_table(rows, ["batch x length"] + [COLUMNS[c].display for c in columns]),
         "",
     ]
     notes = sorted(
@@ -159,7 +160,7 @@ def findings_table(group: GridGroup) -> list[str]:
         for f in findings(group.points(), group.on_gpu, group.spread)
     ]
     return [
-        text.github_table(rows, ["published finding (HF, Oct 2019)", "published", "ours", "verdict"])
+        github_table(rows, ["published finding (HF, Oct 2019)", "published", "ours", "verdict"])
     ]
 
 
@@ -219,7 +220,7 @@ def every_column_table(points: list[PointFigure]) -> list[str]:
         "Mean ms per forward per column over the points where every column that ran on the model succeeded "
         "(x: its time / PyTorch eager's; a point one column failed is left out for all).",
         "",
-        text.github_table(rows, ["model", "points", *[COLUMNS[c].display for c in columns]]),
+        github_table(rows, ["model", "points", *[COLUMNS[c].display for c in columns]]),
         "",
     ]
 

@@ -12,8 +12,9 @@ from bench import stats
 from bench.report.analysis import INCONCLUSIVE, TIE, UNCONTESTED, WINNER, RowFacts, TableAnalysis, unsteady_reasons
 from bench.report.load import COLUMNS, KERAS3, Column, Loaded
 from bench.report.sections import Page
-from bench.report.text import BEST, SHORT, fmt_ms, github_table, joined, md, plural, status_label
+from bench.report.text import BEST, SHORT, fmt_ms, joined, md, plural, status_label
 from bench.stats import Estimate
+from bench.tables import github_table
 
 # What a cell's interval stands on, as a mark after its ±; a cell of several processes has none.
 BASIS_MARKS = {stats.STEPS_ONLY: "ˢ", stats.MACHINE_SPREAD: "ᵐ", stats.PROCESSES: "", stats.NO_INTERVAL: ""}

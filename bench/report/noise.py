@@ -16,6 +16,7 @@ from bench.provenance import machine_label
 from bench.report import text
 from bench.report.text import write_text_atomic
 from bench.stats import FASTER, INCONCLUSIVE, SAME, SLOWER, fmt_factor
+from bench.tables import github_table
 
 PAGE = "NOISE.md"
 TITLE = "How small a difference this machine can show"
@@ -122,7 +123,7 @@ def aa_lines(data: dict[str, Any]) -> list[str]:
             pct(cell.get("log_sd")) + (f" (dof {cell['dof']})" if cell.get("dof") else ""),
             pct(cell.get("mde"), sign=True),
         ])
-    lines += [text.github_table(body, headers), ""]
+    lines += [github_table(body, headers), ""]
     reasons = sorted({r.get("reason") for c in data.get("cells") or [] for r in c.get("rounds") or []
                       if r.get("verdict") in (INCONCLUSIVE, None) and r.get("reason")})
     if reasons:
@@ -189,7 +190,7 @@ def power_table(power: list[dict[str, Any]]) -> list[str]:
     if not body:
         return []
     headers = ["slowdown", "pairs", *VERDICTS, "of which a noise gate", "wrong"]
-    return [text.github_table(body, headers), ""]
+    return [github_table(body, headers), ""]
 
 
 def loaded_power_lines(data: dict[str, Any]) -> list[str]:

@@ -29,6 +29,7 @@ from bench.report import text
 from bench.report.text import write_text_atomic
 from bench.results import Result, load, result_files
 from bench.stats import Ratio, claim_rule, fmt_factor
+from bench.tables import github_table
 
 PAGE = "OVERHEAD.md"
 
@@ -101,7 +102,7 @@ def findings_table(group: OverheadGroup) -> list[str]:
             ]
         )
     return [
-        text.github_table(rows, ["published finding", "source", "published ratio", "ours", "verdict"])
+        github_table(rows, ["published finding", "source", "published ratio", "ours", "verdict"])
     ]
 
 
@@ -115,7 +116,7 @@ def group_lines(group: OverheadGroup) -> list[str]:
     ]
     rows = [[BENCHMARKS[b].display] + [cell_text(group.result(b, c)) for c in columns] for b in BENCHMARKS]
     lines += [
-        text.github_table(rows, ["benchmark"] + [COLUMNS[c].display for c in columns]),
+        github_table(rows, ["benchmark"] + [COLUMNS[c].display for c in columns]),
         "",
     ]
     lines += ["The published figures (Apple MPS; `bench/data/keras_overhead_2026.csv`), ms per call:", ""]
@@ -127,7 +128,7 @@ def group_lines(group: OverheadGroup) -> list[str]:
         for s in SOURCES
     ]
     lines += [
-        text.github_table(rows, ["benchmark, source"] + [COLUMNS[c].display for c in columns]),
+        github_table(rows, ["benchmark, source"] + [COLUMNS[c].display for c in columns]),
         "",
     ]
     keras = [c for c, spec in COLUMNS.items() if spec.keras]
@@ -155,7 +156,7 @@ def group_lines(group: OverheadGroup) -> list[str]:
             row.append(f"{shown} ({' / '.join(fmt_published(p) for p in reversed(pub))})")
         rows.append(row)
     headers = ["benchmark"] + [f"{COLUMNS[c].display} / {COLUMNS[COLUMNS[c].baseline].display}" for c in keras]
-    lines += [text.github_table(rows, headers), ""]
+    lines += [github_table(rows, headers), ""]
     if undecided:
         lines += ["Why a ratio above is inconclusive:", ""] + [f"- {line}" for line in undecided] + [""]
     lines += [
@@ -197,7 +198,7 @@ def group_lines(group: OverheadGroup) -> list[str]:
         "",
         "First call (trace, compile) apart, ms:",
         "",
-        text.github_table(first, ["benchmark"] + [COLUMNS[c].display for c in columns]),
+        github_table(first, ["benchmark"] + [COLUMNS[c].display for c in columns]),
     ]
     return lines
 

@@ -11,8 +11,9 @@ from bench.profiles import get_profile
 from bench.report.analysis import TableAnalysis
 from bench.report.load import Group
 from bench.report.sections import Page
-from bench.report.text import github_table, joined, md, plural, recorded
+from bench.report.text import joined, md, plural, recorded
 from bench.results import Result
+from bench.tables import github_table
 
 # Package versions shown per environment (those an environment does not have are left blank).
 PACKAGES = (

@@ -15,10 +15,10 @@ from bench.atomic import write_stream_atomic
 from bench.backends import BACKENDS
 from bench.published import PUBLISHED_COLUMNS, published_rows
 from bench.registry import get_model
-from bench.report.text import github_table
 from bench.roofline.hardware import A100_40GB
 from bench.roofline.published import PublishedCell, backend_medians, published_cells, tensor_mode
 from bench.same_work import apart
+from bench.tables import github_table
 
 PUBLISHED_TITLE = "The published table against the A100's limits"
 MODE_TEXT = {"bfloat16": "bfloat16", "tf32": "TF32", "float32": "FP32"}

@@ -12,7 +12,8 @@ from bench.judge import Judge
 from bench.report.analysis import TableAnalysis
 from bench.report.load import COLUMNS
 from bench.report.sections import Page
-from bench.report.text import fmt_ms, github_table, recorded
+from bench.report.text import fmt_ms, recorded
+from bench.tables import github_table
 
 # The verdict of this stack's figure over today's (B / A with A today's), read from today's side.
 TODAY_VERDICT = {

@@ -1,4 +1,4 @@
-"""Formatting shared by every renderer: number formats, Markdown-safe cells, GitHub tables, atomic writes."""
+"""Formatting shared by every renderer: number formats, Markdown-safe cells, atomic writes (tables: bench/tables.py)."""
 from __future__ import annotations
 
 import html
@@ -38,11 +38,6 @@ STATUS_TEXT = {
 }
 SHORT = {name: short_name(name) for name in BACKENDS}
 BEST = "Keras 3 (best)"
-
-
-def github_table(body: list[list[str]], headers: list[str]) -> str:
-    """Every table of the report: GitHub Markdown, cells taken as text (numbers are already formatted)."""
-    return tabulate(body, headers=headers, tablefmt="github", disable_numparse=True)
 
 
 def status_label(status: str) -> str:

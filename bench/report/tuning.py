@@ -20,8 +20,9 @@ from bench.registry import get_model
 from bench.report.analysis import TableAnalysis
 from bench.report.load import Loaded
 from bench.report.sections import Page
-from bench.report.text import fmt_ms, github_table, md
+from bench.report.text import fmt_ms, md
 from bench.stats import FASTER, SAME, SLOWER, Ratio, verdict
+from bench.tables import github_table
 from bench.variants import is_tuning, reference_variant, tuning_variant
 
 TUNING_CSV = Path(__file__).resolve().parent.parent / "data" / "keras3_tuning_2024.csv"

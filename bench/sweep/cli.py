@@ -13,8 +13,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from bench import stats
-from bench.errors import BenchError, os_error_line
-from bench.lifetime import stopped_status
+from bench.errors import BenchError
+from bench.exit_status import exit_status
 from bench.provenance import REPO_ROOT
 from bench.resultsdir import results_folder
 from bench.sweep.derive import LOCKS_DIR, VENVS_DIR, valid_version
@@ -156,58 +156,56 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    return exit_status(
+        lambda: sweep_command(args),
+        refusals=(BenchError, ValueError),
+        on_stop=lambda: print("stopped: the processes finished so far are written", file=sys.stderr),
+    )  # Ctrl-C or a signal (bench/lifetime.py): finished results are kept
+
+
+def sweep_command(args: argparse.Namespace) -> int:
     from bench.sweep.report import render_sweeps
 
-    try:
-        if args.command == "report":
-            print(f"wrote {render_sweeps(args.results_dir)}")
-            return 0
-        if args.command == "sweep" and args.versions == []:  # VERSIONS=, once swept nothing and exited 0
-            raise BenchError("VERSIONS= names no version: give them as a,b,c")
-        if args.processes is not None and args.processes < 1:
-            raise BenchError(f"--processes must be at least 1, got {args.processes}")
-        sweep = (
-            load_study(study_path(args.study), args.versions or None, args.processes)
-            if args.study
-            else command_line_sweep(args)
-        )
-        if args.max_processes is not None:
-            if args.max_processes < sweep.processes:
-                raise BenchError(f"--max-processes ({args.max_processes}) must be at least --processes "
-                                 f"({sweep.processes})")
-            sweep = replace(sweep, max_processes=args.max_processes)
-        options = {"locks_dir": args.locks_dir, "venvs_dir": args.venvs_dir, "timeout_s": args.timeout}
-        from bench.sweep.index import use_configured_index
-
-        use_configured_index()  # the envs resolve and build from the index the user configured, as the bisect lists
-        from bench.lifetime import stop_on_signals
-
-        stop_on_signals()  # TERM, HUP, INT (to it, or to the make that started it) end the process it runs too
-        if args.command == "sweep":
-            from bench.sweep.run import run_sweep
-
-            run_sweep(sweep, args.results_dir, **options)
-        else:
-            from bench.sweep.bisect import run_bisect
-
-            key = args.key or sweep.parts[0].target.keys()[0]
-            if len(sweep.parts) > 1:
-                raise BenchError(
-                    "a bisect judges one part: name a study with one part, or the cell on the command line"
-                )
-            if any(k not in sweep.parts[0].target.keys() for k in key.split("/")):
-                raise BenchError(f"--key {key!r} is none of {', '.join(sweep.parts[0].target.keys())}")
-            sweep.name = args.name or f"bisect-{sweep.name}-{args.good}-{args.bad}"
-            change = stats.FASTER if args.faster else stats.SLOWER
-            run_bisect(sweep, key, args.good, args.bad, args.results_dir, change=change, **options)
+    if args.command == "report":
         print(f"wrote {render_sweeps(args.results_dir)}")
-    except (BenchError, ValueError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    except OSError as e:  # a read-only or full results folder: one line naming the file
-        print(f"error: {os_error_line(e)}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt as e:  # Ctrl-C or a signal (bench/lifetime.py): finished results are kept
-        print("stopped: the processes finished so far are written", file=sys.stderr)
-        return stopped_status(e)
+        return 0
+    if args.command == "sweep" and args.versions == []:  # VERSIONS=, once swept nothing and exited 0
+        raise BenchError("VERSIONS= names no version: give them as a,b,c")
+    if args.processes is not None and args.processes < 1:
+        raise BenchError(f"--processes must be at least 1, got {args.processes}")
+    sweep = (
+        load_study(study_path(args.study), args.versions or None, args.processes)
+        if args.study
+        else command_line_sweep(args)
+    )
+    if args.max_processes is not None:
+        if args.max_processes < sweep.processes:
+            raise BenchError(f"--max-processes ({args.max_processes}) must be at least --processes "
+                             f"({sweep.processes})")
+        sweep = replace(sweep, max_processes=args.max_processes)
+    options = {"locks_dir": args.locks_dir, "venvs_dir": args.venvs_dir, "timeout_s": args.timeout}
+    from bench.sweep.index import use_configured_index
+
+    use_configured_index()  # the envs resolve and build from the index the user configured, as the bisect lists
+    from bench.lifetime import stop_on_signals
+
+    stop_on_signals()  # TERM, HUP, INT (to it, or to the make that started it) end the process it runs too
+    if args.command == "sweep":
+        from bench.sweep.run import run_sweep
+
+        run_sweep(sweep, args.results_dir, **options)
+    else:
+        from bench.sweep.bisect import run_bisect
+
+        key = args.key or sweep.parts[0].target.keys()[0]
+        if len(sweep.parts) > 1:
+            raise BenchError(
+                "a bisect judges one part: name a study with one part, or the cell on the command line"
+            )
+        if any(k not in sweep.parts[0].target.keys() for k in key.split("/")):
+            raise BenchError(f"--key {key!r} is none of {', '.join(sweep.parts[0].target.keys())}")
+        sweep.name = args.name or f"bisect-{sweep.name}-{args.good}-{args.bad}"
+        change = stats.FASTER if args.faster else stats.SLOWER
+        run_bisect(sweep, key, args.good, args.bad, args.results_dir, change=change, **options)
+    print(f"wrote {render_sweeps(args.results_dir)}")
     return 0

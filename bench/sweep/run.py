@@ -14,6 +14,7 @@ import uuid
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from bench.cell_process import child_environment
 from bench.drift import reference_ms
 from bench.envs.common import EnvError
 from bench.errors import BenchError
@@ -22,8 +23,9 @@ from bench.provenance import git_info, machine_info, machine_slug, now_utc, stud
 from bench.registry import Cell
 from bench.replication import SequentialRule, undecided_sides
 from bench.results import Result, Run
+from bench.results_folder import check_writable
 from bench.runlock import holds_results_folder
-from bench.runner import check_writable, record_noise
+from bench.runner import record_noise
 from bench.sweep.derive import LOCKS_DIR, VENVS_DIR, Derivation, build, derive, slug
 from bench.sweep.targets import Target
 from bench.worker_process import run_logged
@@ -110,11 +112,7 @@ def run_sweep(
 ) -> list[SweepResult]:
     check_writable(results_dir)
     envs = prepare(sweep, locks_dir, venvs_dir, say)
-    git, machine, run_id = git_info(), machine_info(), uuid.uuid4().hex
-    reference = {"start_ms": reference_ms()}
-    readings = [reference["start_ms"]]
-    runs: dict[tuple[int, str, str], list[Run]] = {}
-    started = time.perf_counter()
+    run = SweepRun(sweep, envs, results_dir, timeout_s, say)
     pairs = [(i, v) for i in range(len(sweep.parts)) for v in sweep.versions if envs[i, v][1]]
     if not pairs:  # a misspelt package, an index out of reach: an error, not a page of NA results
         reasons = "; ".join(f"{v}: {envs[i, v][0].reason}" for i in range(len(sweep.parts)) for v in sweep.versions)
@@ -122,21 +120,58 @@ def run_sweep(
                          f"the package's name right, and its index reachable?): {reasons[:800]}")
     rule = sweep.rule
     say(f"processes: {rule.describe()}")
-    probe = dict(reference)
+    stopped: KeyboardInterrupt | None = None
+    open_pairs = list(pairs)
+    try:
+        repeat = 0
+        while open_pairs:
+            turn = repeat % len(open_pairs)
+            for index, version in open_pairs[turn:] + open_pairs[:turn]:
+                run.measure(index, version, repeat)
+            repeat += 1
+            if repeat >= rule.cap:
+                break
+            if repeat < rule.first:
+                continue
+            open_pairs = run.still_undecided(pairs)
+    except KeyboardInterrupt as e:  # Ctrl-C or a signal: the processes finished so far are written, then it ends
+        stopped = e
+        say("stopped: writing the processes finished so far")
+    written = run.write_all(stopped is not None)
+    say(f"{len(written)} sweep results in {time.perf_counter() - run.started:.0f} s")
+    if stopped:
+        raise stopped
+    return written
 
-    def result_of(index: int, version: str, key: str) -> SweepResult:
-        part, (derivation, _) = sweep.parts[index], envs[index, version]
-        found = runs.get((index, version, key)) or [Run(status="unsupported", message=derivation.reason)]
-        record_noise(found, readings)
+
+class SweepRun:
+    """A sweep under way: each (part, version)'s processes in turn, a drift probe after each, and each (part,
+    version, key)'s result made from the processes so far."""
+
+    def __init__(self, sweep: Sweep, envs: dict[tuple[int, str], tuple[Derivation, str | None]], results_dir: Path,
+                 timeout_s: float, say) -> None:  # fmt: skip
+        self.sweep, self.envs, self.results_dir, self.timeout_s, self.say = sweep, envs, results_dir, timeout_s, say
+        self.git, self.machine, self.run_id = git_info(), machine_info(), uuid.uuid4().hex
+        self.probe = {"start_ms": reference_ms()}
+        self.readings = [self.probe["start_ms"]]
+        self.runs: dict[tuple[int, str, str], list[Run]] = {}
+        self.started = time.perf_counter()
+
+    def result_of(self, index: int, version: str, key: str) -> SweepResult:
+        sweep = self.sweep
+        part, (derivation, _) = sweep.parts[index], self.envs[index, version]
+        found = self.runs.get((index, version, key)) or [Run(status="unsupported", message=derivation.reason)]
+        record_noise(found, self.readings)
         return SweepResult(
             cell=part.target.result_cell(key),
             runs=found,
             unit=part.target.unit(key),
             provenance={
-                **study_provenance(git, machine, sweep.command, f"release sweep {sweep.name}", {}, probe),
-                "run_id": run_id,
+                **study_provenance(self.git, self.machine, sweep.command, f"release sweep {sweep.name}", {},
+                                   self.probe),
+                "run_id": self.run_id,
                 "repeats_planned": sweep.processes,
-                "replication": rule.to_dict(),
+                "replication": sweep.rule.to_dict(),
                 "sweep": {
                     "name": sweep.name,
                     "package": sweep.package,
@@ -150,87 +185,73 @@ def run_sweep(
             created_at=now_utc(),
         )
 
-    stopped: KeyboardInterrupt | None = None
-    open_pairs = list(pairs)
-    try:
-        repeat = 0
-        while open_pairs:
-            turn = repeat % len(open_pairs)
-            for index, version in open_pairs[turn:] + open_pairs[:turn]:
-                part, python = sweep.parts[index], envs[index, version][1]
-                label = f"{part.target.backend} {sweep.package}=={version}"
-                count = f"{repeat + 1}/{rule.first}" if repeat < rule.first else f"{repeat + 1} of up to {rule.cap}"
-                say(f"[{count}] {label} (elapsed {time.perf_counter() - started:.0f} s)")
-                log = (
-                    results_dir
-                    / "logs"
-                    / STUDY_DIR
-                    / sweep.name
-                    / f"{part.target.backend}__{slug(sweep.package, version)}__{repeat}.log"
+    def measure(self, index: int, version: str, repeat: int) -> None:
+        """One process of a (part, version): each of its keys' runs, with the drift probe around it."""
+        sweep, rule, say = self.sweep, self.sweep.rule, self.say
+        part, python = sweep.parts[index], self.envs[index, version][1]
+        label = f"{part.target.backend} {sweep.package}=={version}"
+        count = f"{repeat + 1}/{rule.first}" if repeat < rule.first else f"{repeat + 1} of up to {rule.cap}"
+        say(f"[{count}] {label} (elapsed {time.perf_counter() - self.started:.0f} s)")
+        log = (
+            self.results_dir
+            / "logs"
+            / STUDY_DIR
+            / sweep.name
+            / f"{part.target.backend}__{slug(sweep.package, version)}__{repeat}.log"
+        )
+        with tempfile.TemporaryDirectory(prefix="sweep-") as scratch:
+            out = Path(scratch)
+            env = child_environment(part.target.environment(), self.git, BENCH_ORCHESTRATOR_PID=str(os.getpid()))
+            failed = run_logged(part.target.command(python, out), env, log, self.timeout_s)
+            got = {} if failed else part.target.read(out)
+        before = self.readings[-1]
+        self.readings.append(reference_ms())
+        load = round(os.getloadavg()[0], 2)
+        for key in part.target.keys():
+            run = got.get(key) or Run(
+                status=failed[0] if failed else "error",
+                message=failed[1] if failed else f"the process wrote no run for {key}",
+            )
+            run.reference = {"before_ms": before, "after_ms": self.readings[-1]}
+            run.settings = {**run.settings, "load_average_1m": load, "log": str(log.relative_to(self.results_dir))}
+            self.runs.setdefault((index, version, key), []).append(run)
+            say(
+                f"    {key}: {run.status}"
+                + (
+                    f" median {sorted(run.timed_ms)[len(run.timed_ms) // 2]:.4g} ms"
+                    if run.timed_ms
+                    else f": {run.message}"
                 )
-                with tempfile.TemporaryDirectory(prefix="sweep-") as scratch:
-                    out = Path(scratch)
-                    env = {
-                        **os.environ,
-                        **part.target.environment(),
-                        "PYTHONUNBUFFERED": "1",
-                        "BENCH_GIT_COMMIT": git.get("commit") or "",
-                        "BENCH_ORCHESTRATOR_PID": str(os.getpid()),
-                    }
-                    failed = run_logged(part.target.command(python, out), env, log, timeout_s)
-                    got = {} if failed else part.target.read(out)
-                before = readings[-1]
-                readings.append(reference_ms())
-                load = round(os.getloadavg()[0], 2)
+            )
+
+    def still_undecided(self, pairs: list[tuple[int, str]]) -> list[tuple[int, str]]:
+        """A look: the versions of each comparison still undecided, that the cap could still decide, go on."""
+        sweep = self.sweep
+        provisional = [self.result_of(i, v, key) for i, v in pairs for key in sweep.parts[i].target.keys()]
+        wanted = undecided_versions(provisional, sweep.rule, self.results_dir)
+        open_pairs = [(i, v) for i, v in pairs if (sweep.parts[i].target.backend, v) in wanted]
+        for i, v in open_pairs:
+            self.say(f"    {sweep.parts[i].target.backend} {sweep.package}=={v}: one more process, for "
+                     f"{wanted[sweep.parts[i].target.backend, v]} (undecided)")
+        return open_pairs
+
+    def write_all(self, stopped: bool) -> list[SweepResult]:
+        """Every (part, version, key)'s result written; after a stop, only those a process reached."""
+        written = []
+        self.probe["at_write_ms"] = reference_ms()
+        for index, part in enumerate(self.sweep.parts):
+            for version in self.sweep.versions:
                 for key in part.target.keys():
-                    run = got.get(key) or Run(
-                        status=failed[0] if failed else "error",
-                        message=failed[1] if failed else f"the process wrote no run for {key}",
+                    if stopped and (index, version, key) not in self.runs:
+                        continue  # never reached: nothing measured, nothing to say about it
+                    result = self.result_of(index, version, key)
+                    path = result.write(self.results_dir)
+                    written.append(result)
+                    self.say(
+                        f"  {part.target.backend} {key} {self.sweep.package}=={version}: {result.describe()}  "
+                        f"[{path.relative_to(self.results_dir)}]"
                     )
-                    run.reference = {"before_ms": before, "after_ms": readings[-1]}
-                    run.settings = {**run.settings, "load_average_1m": load, "log": str(log.relative_to(results_dir))}
-                    runs.setdefault((index, version, key), []).append(run)
-                    say(
-                        f"    {key}: {run.status}"
-                        + (
-                            f" median {sorted(run.timed_ms)[len(run.timed_ms) // 2]:.4g} ms"
-                            if run.timed_ms
-                            else f": {run.message}"
-                        )
-                    )
-            repeat += 1
-            if repeat >= rule.cap:
-                break
-            if repeat < rule.first:
-                continue
-            # a look: the versions of each comparison still undecided, that the cap could still decide, go on
-            provisional = [result_of(i, v, key) for i, v in pairs for key in sweep.parts[i].target.keys()]
-            wanted = undecided_versions(provisional, rule, results_dir)
-            open_pairs = [(i, v) for i, v in pairs if (sweep.parts[i].target.backend, v) in wanted]
-            for i, v in open_pairs:
-                say(f"    {sweep.parts[i].target.backend} {sweep.package}=={v}: one more process, for "
-                    f"{wanted[sweep.parts[i].target.backend, v]} (undecided)")
-    except KeyboardInterrupt as e:  # Ctrl-C or a signal: the processes finished so far are written, then it ends
-        stopped = e
-        say("stopped: writing the processes finished so far")
-    written = []
-    probe["at_write_ms"] = reference_ms()
-    for index, part in enumerate(sweep.parts):
-        for version in sweep.versions:
-            for key in part.target.keys():
-                if stopped and (index, version, key) not in runs:
-                    continue  # never reached: nothing measured, nothing to say about it
-                result = result_of(index, version, key)
-                path = result.write(results_dir)
-                written.append(result)
-                say(
-                    f"  {part.target.backend} {key} {sweep.package}=={version}: {result.describe()}  "
-                    f"[{path.relative_to(results_dir)}]"
-                )
-    say(f"{len(written)} sweep results in {time.perf_counter() - started:.0f} s")
-    if stopped:
-        raise stopped
-    return written
+        return written
 
 
 def undecided_versions(

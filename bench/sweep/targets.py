@@ -13,7 +13,8 @@ from typing import Any
 from bench.backends import cell_environment
 from bench.errors import BenchError
 from bench.registry import Cell
-from bench.results import Run, check_cell_schema, task_unit
+from bench.result_checks import check_cell_schema
+from bench.results import Run, task_unit
 
 
 @dataclass
