@@ -21,10 +21,11 @@ def probability(text: str) -> float:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from bench.cli import OneLineErrors
     from bench.history.changes import THRESHOLD
     from bench.history.triage import STATES
 
-    parser = argparse.ArgumentParser(prog="python -m bench.history", description=__doc__)
+    parser = OneLineErrors(prog="python -m bench.history", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
     show = commands.add_parser("show", help="a key's series by processor and stack, and its change points")
     show.add_argument("--cell", required=True, help="a cell key, a sweep key, or two sweep keys A/B (paired ratio)")
