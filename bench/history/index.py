@@ -16,10 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bench import stats
 from bench.provenance import machine_label
 
 INDEX_NAME = ".history-index.sqlite"  # beside the results it indexes; derived, so git ignores it
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: figures computed for files that store none
 # Folders under a results folder that hold no result file (logs, pages, machine files), not walked
 SKIPPED = {"logs", "figures", "site", "quarantine", "ceilings", "slurm", ".git"}
 
@@ -113,7 +114,7 @@ def row_of(relative: str, stat: os.stat_result, data: Any) -> tuple | None:
             versions[framework["framework"]] = framework["version"]
     if sweep.get("package") and sweep.get("version"):
         versions[sweep["package"]] = sweep["version"]
-    interval = data.get("interval") or {}
+    interval = data.get("interval") or figure_of(data)
     medians = [run["stats"]["median"] for run in data["runs"] if run.get("status") == "ok" and run.get("stats")]
     git = provenance.get("git") or {}
     return (
@@ -126,6 +127,15 @@ def row_of(relative: str, stat: os.stat_result, data: Any) -> tuple | None:
         interval.get("high"), interval.get("basis"), interval.get("processes"), json.dumps(medians),
         sweep.get("name"), sweep.get("key"),
     )  # fmt: skip
+
+
+def figure_of(data: dict) -> dict:
+    """The figure and interval of a file written before results stored them: from its raw steps, as Result.estimate
+    computes it (bench/stats.py)."""
+    if data.get("status") != "ok":
+        return {}
+    found = stats.estimate([run.get("timed_ms") or [] for run in data["runs"] if run.get("status") == "ok"])
+    return found.to_dict() if found else {}
 
 
 def refresh(results_dir: Path, say=lambda line: print(line, file=sys.stderr)) -> Refresh:

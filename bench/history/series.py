@@ -1,5 +1,5 @@
-"""A cell's series from the history index: one per (profile, machine, processor, stack) for a cell, ordered by date
-with each point's commit; one per (machine, backend) for a release sweep's key, ordered by release, each release's
+"""A cell's series from the history index: one per (profile, machine, stack) for a cell, ordered by date, with each
+point's commit and processor; one per (machine, backend) for a release sweep's key, ordered by release, each release's
 measurements (the sweep's, its bisects' steps', earlier runs' in history/) pooled into one point. Every point has its
 95% interval; a key `A/B` of a sweep is A's figure over B's, paired within each process (as the bisect judges it)."""
 from __future__ import annotations
@@ -29,6 +29,7 @@ class Point:
     created_at: str = ""
     processes: int = 0
     basis: str = ""
+    processor: str = ""  # its processor's fingerprint (or name, where none was recorded), shortened
 
 
 @dataclass
@@ -52,15 +53,17 @@ def cell_series(results_dir: Path, key: str) -> list[Series]:
     """The cell's series: every result of it but a sweep's, current, earlier (history/) and the noise study's rounds."""
     found: dict[tuple, Series] = {}
     for row in index.rows(results_dir, "cell_key = ? AND source != 'sweep'", (key,)):
-        where = (row["profile"], row["machine"], row["processor"][:12], row["stack"])
-        series = found.setdefault(where, Series(key, f"{where[0]} profile, {where[1]} (processor {where[2]}), "
-                                                     f"{where[3]} stack", DATE, unit_of(row)))
+        where = (row["profile"], row["machine"], row["stack"])  # each point names its processor: the Judge
+        # refuses to compare across two, and a change where the processor changed is worth seeing, not hiding
+        series = found.setdefault(where, Series(key, f"{where[0]} profile, {where[1]}, {where[2]} stack", DATE,
+                                                unit_of(row)))
         label = stamp(row["created_at"] or "")
         if row["status"] != "ok" or row["center"] is None:
             series.missing.append(f"{label}: {row['status']}")
             continue
         series.points.append(Point(label, row["center"], row["low"], row["high"], [row["path"]],
-                                   row["commit_sha"], row["created_at"], row["processes"] or 0, row["basis"] or ""))
+                                   row["commit_sha"], row["created_at"], row["processes"] or 0, row["basis"] or "",
+                                   row["processor"][:12]))
     return list(found.values())
 
 
