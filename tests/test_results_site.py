@@ -101,6 +101,17 @@ def severe(driver) -> list[str]:
     return [entry["message"] for entry in driver.get_log("browser") if entry["level"] == "SEVERE"]
 
 
+def keep_screenshot(driver, shot) -> None:
+    """The page as drawn, copied to BENCH_ARTIFACTS where set (what a reviewer of a CI run looks at)."""
+    driver.save_screenshot(str(shot))
+    artifacts = os.environ.get("BENCH_ARTIFACTS")
+    if artifacts:
+        os.makedirs(artifacts, exist_ok=True)
+        shot = shutil.copy(shot, artifacts)
+    print(f"results page screenshot: {shot}")
+    assert os.path.getsize(shot) > 10_000
+
+
 def headless_chromium():
     """A selenium driver of the installed chromium, headless, keeping the page's console log (skips or fails as
     browser_paths says)."""
@@ -146,13 +157,6 @@ def test_the_page_works_in_a_headless_browser(site, tmp_path):
         assert traces >= 1 and drill.find_elements(By.CSS_SELECTOR, ".windows-plot .scatterlayer .trace")
         assert "provenance" in drill.text and "config" in drill.text
         assert severe(driver) == []
-        shot = tmp_path / "results-page.png"
-        driver.save_screenshot(str(shot))
-        artifacts = os.environ.get("BENCH_ARTIFACTS")
-        if artifacts:
-            os.makedirs(artifacts, exist_ok=True)
-            shot = shutil.copy(shot, artifacts)
-        print(f"results page screenshot: {shot}")
-        assert os.path.getsize(shot) > 10_000
+        keep_screenshot(driver, tmp_path / "results-page.png")
     finally:
         driver.quit()

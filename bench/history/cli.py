@@ -95,9 +95,13 @@ def rerun(results_dir: Path, series, found) -> str:
 
     from bench.history.confirm import judged
     from bench.history.series import series_of
+    from bench.lifetime import stop_on_signals
     from bench.sweep.cli import load_study, study_path
+    from bench.sweep.index import use_configured_index
     from bench.sweep.run import run_sweep
 
+    use_configured_index()  # the envs resolve from the index the user configured, as make sweep's do
+    stop_on_signals()  # TERM, HUP, INT end the processes it runs too
     sweep = load_study(study_path(series.sweep), [before.label, after.label])
     sweep = replace(sweep, name=f"history-confirm-{series.sweep}-{before.label}-{after.label}")
     run_sweep(sweep, results_dir)
