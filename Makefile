@@ -45,7 +45,7 @@ PROFILES = $(subst $(comma),|,$(word 3,$(REGISTRY)))
 # (a space, a quote, ; or $) would reach a recipe's shell unquoted. Refused in one line before any recipe runs.
 NAME_VARIABLES := BACKEND MODEL TASK PROFILE VARIANT STEPS BATCH REPEATS JOBS STACK ENV GRID CELLS ROUNDS PAIRS \
 	SLOWDOWNS LOAD SIZE JOB WAIT PYTHON_VERSION BUDGET PACKAGE VERSIONS GOOD BAD PROCESSES MAX_PROCESSES CHANGE \
-	DELAYS DELAY_CELLS PARTS THRESHOLD AT STATE
+	DELAYS DELAY_CELLS PARTS THRESHOLD AT STATE BY
 NAME_CHARACTERS := a b c d e f g h i j k l m n o p q r s t u v w x y z A B C D E F G H I J K L M N O P Q R S T U V W \
 	X Y Z 0 1 2 3 4 5 6 7 8 9 . _ -
 without = $(if $(2),$(call without,$(subst $(firstword $(2)),,$(1)),$(wordlist 2,$(words $(2)),$(2))),$(1))
@@ -125,7 +125,7 @@ help: ## List every target with one line each, then every variable
 	@echo "  slurm      FORCE=1 CONTAINER=1 (each cell in its image) SUBMIT_ARGS=\"<more bench submit options>\" (submit); JOB=<name or id> WAIT=<seconds> (submit-status)"
 	@echo "  containers CONTAINER_ENGINE=<podman|docker> (default: podman if present) IMAGE_NAME=$(IMAGE_NAME) CONTAINER_SHM=$(CONTAINER_SHM) BENCH_ARGS=\"<more bench run options>\" (bench-container)"
 	@echo "  envs       LOCK_ENVS=<env names> (lock); PYTHON_VERSION=$(PYTHON_VERSION) (wheelhouse); KEEP_RESULTS=<dir> (test-extended, test-stack2024)"
-	@echo "  history    CELL=<cell key | sweep key | A/B sweep keys> THRESHOLD=0.001 CONFIRM=1 (history); CELL= AT=<label> STATE=<acknowledged|expected|noise> REASON= (history-triage)"
+	@echo "  history    CELL=<cell key | sweep key | A/B sweep keys> BY=<date|commit> THRESHOLD=0.001 CONFIRM=1 (history); CELL= AT=<label> STATE=<acknowledged|expected|noise> REASON= (history-triage)"
 	@echo "  sweeps     make sweep / bisect: PACKAGE= VERSIONS=a,b,c BACKEND= MODEL= TASK= (or CALL=module:function, or STUDY=keras-overhead) GOOD= BAD= KEY= CHANGE=faster PROCESSES= MAX_PROCESSES="
 
 # The doctor compares RAM with the plan of the profile about to run (<results>/plan-<profile>.json).

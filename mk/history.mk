@@ -5,6 +5,8 @@
 # CELL=: a cell key (jax__bert__fit__bs2__default), a release sweep's key, or two sweep keys A/B (A over B, paired
 # within each process); quoted into the recipe, checked by the command (an unknown one is refused naming the nearest)
 CELL ?=
+# BY=commit: a cell's points one per commit (its results pooled) instead of one per result file (BY=date, default)
+BY ?=
 # THRESHOLD=: the t-test's p-value a change point must pass (default 0.001, Apache Otava's)
 THRESHOLD ?=
 # CONFIRM=1: re-measure the releases either side of each change of a release series (a sweep of the two)
@@ -17,9 +19,9 @@ REASON ?=
 
 .PHONY: history history-triage
 
-history: env-tools ## CELL='s series per processor and stack, with its change points found, judged and bisected: make history CELL=<key> [THRESHOLD= CONFIRM=1]
-	@test -n $(call shell_quote,$(value CELL)) || { echo "usage: make history CELL=<cell key, sweep key, or A/B sweep keys> [THRESHOLD=0.001 CONFIRM=1] (python -m bench.history keys lists them)" >&2; exit 2; }
-	$(TOOLS_PY) -m bench.history show --cell $(call shell_quote,$(value CELL)) $(if $(THRESHOLD),--threshold $(THRESHOLD)) \
+history: env-tools ## CELL='s series per processor and stack, with its change points found, judged and bisected: make history CELL=<key> [BY=commit THRESHOLD= CONFIRM=1]
+	@test -n $(call shell_quote,$(value CELL)) || { echo "usage: make history CELL=<cell key, sweep key, or A/B sweep keys> [BY=commit THRESHOLD=0.001 CONFIRM=1] (python -m bench.history keys lists them)" >&2; exit 2; }
+	$(TOOLS_PY) -m bench.history show --cell $(call shell_quote,$(value CELL)) $(if $(BY),--by $(BY)) $(if $(THRESHOLD),--threshold $(THRESHOLD)) \
 		$(call flag,CONFIRM,--confirm) --results-dir "$(RESULTS)"
 
 history-triage: env-tools ## Mark CELL='s change at AT= acknowledged, expected or noise (STATE=) with REASON=, kept beside the results

@@ -88,6 +88,9 @@ def test_make_history_shows_each_point_and_the_change_with_the_judges_word_and_k
     assert "change between 20260106T000000Z and 20260107T000000Z: 1.3" in line
     # separate runs, and no noise study to give the machine's run-to-run spread: the Judge cannot decide
     assert "judge: inconclusive" in line and "status: candidate" in line and "not bisectable by release" in line
+    pooled = run_history("show", "--cell", "jax__bert__fit__bs2__default", "--by", "commit",
+                         "--results-dir", str(results))
+    assert "12 points by commit" in pooled.stdout and "change between c0006 and c0007: 1.3" in pooled.stdout
     confirmed = run_history("show", "--cell", "jax__bert__fit__bs2__default", "--confirm",
                             "--results-dir", str(results))
     assert "confirm: a series by date cannot be re-run from here: check out c0006 and c0007" in confirmed.stdout
@@ -129,3 +132,12 @@ def test_the_keras_sweeps_paired_overhead_series_and_its_bisected_changes(tmp_pa
                for ln in changes), changes
     assert any("3.14.1 and 3.15.0" in ln and "first faster release 3.15.0" in ln and "status: change" in ln
                for ln in changes), changes
+
+
+def test_a_file_where_the_index_goes_that_is_no_index_is_kept_and_refused_in_one_line(tmp_path):
+    results = tmp_path / "results"
+    write_series(results, [10.0])
+    (results / index.INDEX_NAME).write_text("a user's notes")
+    out = run_history("keys", "--results-dir", str(results))
+    assert out.returncode == 2 and len(out.stderr.splitlines()) == 1 and "not a database" in out.stderr, out.stderr
+    assert (results / index.INDEX_NAME).read_text() == "a user's notes"

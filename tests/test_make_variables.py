@@ -49,7 +49,8 @@ CASES = [
     ("submit", BENCH, "FORCE", "1"),
     ("submit", BENCH, "CONTAINER", "1"),
     *(("history", {"CELL": "jax__bert__fit__bs2__default"}, name, valid)
-      for name, valid in (("CELL", "jax__bert__fit__bs2__default"), ("THRESHOLD", "0.001"), ("RESULTS", "{results}"))),
+      for name, valid in (("CELL", "jax__bert__fit__bs2__default"), ("THRESHOLD", "0.001"), ("BY", "commit"),
+                          ("RESULTS", "{results}"))),
 ]
 # Named, but not tried here: their targets run the test suite, a study of minutes, need the network or a container
 # engine (no dry run to stop them at), or they are options passed on as written

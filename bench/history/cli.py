@@ -29,6 +29,8 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     show = commands.add_parser("show", help="a key's series by processor and stack, and its change points")
     show.add_argument("--cell", required=True, help="a cell key, a sweep key, or two sweep keys A/B (paired ratio)")
+    show.add_argument("--by", choices=("date", "commit"), default="date",
+                      help="a cell's points: one per result file (date), or a commit's results pooled (commit)")
     show.add_argument("--threshold", type=probability, default=THRESHOLD, help=f"the t-test's p (default {THRESHOLD})")
     show.add_argument("--confirm", action="store_true",
                       help="re-run the releases either side of each unconfirmed change of a release series")
@@ -75,7 +77,7 @@ def show_command(args) -> int:
     from bench.history.report import series_text
     from bench.history.series import series_of
 
-    for series in series_of(args.results_dir, args.cell):
+    for series in series_of(args.results_dir, args.cell, args.by):
         lines, found = series_text(args.results_dir, series, args.threshold)
         print("\n".join(lines))
         if args.confirm:
@@ -89,7 +91,7 @@ def rerun(results_dir: Path, series, found) -> str:
     two, as a bisect's first step), and judged; a series by date names the commits to check out instead."""
     before, after = series.points[found.split.at - 1], series.points[found.split.at]
     if series.ordered_by != "release" or not series.sweep:
-        return (f"  confirm: a series by date cannot be re-run from here: check out {before.commit} and "
+        return (f"  confirm: a series by {series.ordered_by} cannot be re-run from here: check out {before.commit} and "
                 f"{after.commit} and run the cell at each (make bench), then make history again")
     from dataclasses import replace
 
@@ -108,7 +110,7 @@ def rerun(results_dir: Path, series, found) -> str:
     from bench.history import index
 
     index.refresh(results_dir)
-    again = [s for s in series_of(results_dir, series.cell) if s.where == series.where][0]
+    again = [s for s in series_of(results_dir, series.cell) if s.where == series.where][0]  # by release
     labels = [p.label for p in again.points]
     split = replace(found.split, at=labels.index(after.label))
     verdict, ratio = judged(results_dir, again, split)

@@ -62,7 +62,8 @@ def bisected(results_dir: Path, series: Series, split: Split) -> tuple[str, bool
     """What the bisects under <results>/sweep/ said of the releases between the two points, and whether one named
     the first changed release there; else the command that would search them."""
     if series.ordered_by != RELEASE:
-        return "not bisectable by release (a series by date: the commits between the points are the range)", False
+        return (f"not bisectable by release (a series by {series.ordered_by}: the commits between the points are "
+                "the range)"), False
     good, bad = series.points[split.at - 1].label, series.points[split.at].label
     change = expected_verdict(split)
     key = series.cell if "/" in series.cell else None

@@ -8,6 +8,7 @@ is not read again; a file gone is dropped; each refresh is one transaction (a re
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sqlite3
@@ -17,17 +18,18 @@ from pathlib import Path
 from typing import Any
 
 from bench import stats
+from bench.errors import BenchError
 from bench.provenance import machine_label
 
 INDEX_NAME = ".history-index.sqlite"  # beside the results it indexes; derived, so git ignores it
-SCHEMA_VERSION = 2  # 2: figures computed for files that store none
+SCHEMA_VERSION = 3  # 2: figures computed for files that store none; 3: the unit
 # Folders under a results folder that hold no result file (logs, pages, machine files), not walked
 SKIPPED = {"logs", "figures", "site", "quarantine", "ceilings", "slurm", ".git"}
 
 COLUMNS = (
     "path", "size", "mtime_ns", "source", "cell_key", "backend", "model", "task", "batch_size", "variant", "profile",
     "stack", "machine", "processor", "commit_sha", "dirty", "created_at", "run_id", "release", "versions", "status",
-    "center", "low", "high", "basis", "processes", "medians", "sweep", "sweep_key",
+    "center", "low", "high", "basis", "processes", "medians", "sweep", "sweep_key", "unit",
 )
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT);
@@ -35,7 +37,8 @@ CREATE TABLE IF NOT EXISTS result (
     path TEXT PRIMARY KEY, size INTEGER, mtime_ns INTEGER, source TEXT, cell_key TEXT, backend TEXT, model TEXT,
     task TEXT, batch_size INTEGER, variant TEXT, profile TEXT, stack TEXT, machine TEXT, processor TEXT,
     commit_sha TEXT, dirty INTEGER, created_at TEXT, run_id TEXT, release TEXT, versions TEXT, status TEXT,
-    center REAL, low REAL, high REAL, basis TEXT, processes INTEGER, medians TEXT, sweep TEXT, sweep_key TEXT
+    center REAL, low REAL, high REAL, basis TEXT, processes INTEGER, medians TEXT, sweep TEXT, sweep_key TEXT,
+    unit TEXT
 );
 -- files that are no result (a plan, a study's record), remembered so that a refresh does not read them again
 CREATE TABLE IF NOT EXISTS other (path TEXT PRIMARY KEY, size INTEGER, mtime_ns INTEGER);
@@ -58,8 +61,23 @@ def index_path(results_dir: Path) -> Path:
     return Path(results_dir) / INDEX_NAME
 
 
+@contextlib.contextmanager
+def sqlite_errors(results_dir: Path):
+    """SQLite's errors (a file there that is no index, a folder it cannot write, a full disk) as one line."""
+    try:
+        yield
+    except sqlite3.Error as e:
+        raise BenchError(f"{index_path(results_dir)}: {e} (the history index, rebuilt from the result files: move "
+                         "away what is there, or make the folder writable)") from None
+
+
 def connect(results_dir: Path) -> sqlite3.Connection:
     """The folder's index, created where there is none; one of another schema version is emptied and rebuilt."""
+    with sqlite_errors(results_dir):
+        return open_index(results_dir)
+
+
+def open_index(results_dir: Path) -> sqlite3.Connection:
     db = sqlite3.connect(index_path(results_dir))
     db.row_factory = sqlite3.Row
     found = db.execute("SELECT name FROM sqlite_master WHERE type='table' AND name='meta'").fetchone()
@@ -125,7 +143,7 @@ def row_of(relative: str, stat: os.stat_result, data: Any) -> tuple | None:
         f"{sweep['package']}=={sweep['version']}" if sweep.get("package") and sweep.get("version") else None,
         json.dumps(versions, sort_keys=True), data.get("status"), interval.get("center"), interval.get("low"),
         interval.get("high"), interval.get("basis"), interval.get("processes"), json.dumps(medians),
-        sweep.get("name"), sweep.get("key"),
+        sweep.get("name"), sweep.get("key"), data.get("unit"),
     )  # fmt: skip
 
 
@@ -164,7 +182,7 @@ def refresh(results_dir: Path, say=lambda line: print(line, file=sys.stderr)) ->
                 others.append((relative, stat.st_size, stat.st_mtime_ns))
             else:
                 rows.append(row)
-        with db:
+        with db, sqlite_errors(results_dir):
             for table in ("result", "other"):
                 db.executemany(f"DELETE FROM {table} WHERE path = ?", [(p,) for p in gone + stale])
             db.executemany(f"INSERT INTO result VALUES ({','.join('?' * len(COLUMNS))})", rows)

@@ -34,7 +34,8 @@ def find_changes(results_dir: Path, series: Series, threshold: float) -> list[Fo
 def point_line(series: Series, i: int) -> str:
     p = series.points[i]
     interval = f"{p.low:.4g}–{p.high:.4g}" if p.low is not None and p.high is not None else "no interval"
-    commit = (p.commit or "?")[:10] if series.ordered_by != "release" else f"commit {(p.commit or '?')[:10]}"
+    commit = {"date": (p.commit or "?")[:10], "commit": p.created_at[:16]}.get(series.ordered_by,
+                                                                               f"commit {(p.commit or '?')[:10]}")
     on = f", processor {p.processor}" if series.ordered_by != "release" else ""
     return (f"  {p.label:<18} {commit:<17} {p.center:.4g} {series.unit} ({interval}, {p.processes} processes, "
             f"{p.basis}{on})")

@@ -15,7 +15,7 @@ from bench.errors import BenchError
 from bench.history import index
 from bench.sweep.derive import version_key
 
-DATE, RELEASE = "date", "release"
+DATE, COMMIT, RELEASE = "date", "commit", "release"
 
 
 @dataclass
@@ -30,6 +30,7 @@ class Point:
     processes: int = 0
     basis: str = ""
     processor: str = ""  # its processor's fingerprint (or name, where none was recorded), shortened
+    medians: list[float] = field(default_factory=list)  # its processes' medians, which a point by commit pools
 
 
 @dataclass
@@ -49,26 +50,42 @@ def stamp(created_at: str) -> str:
     return created_at[:19].replace("-", "").replace(":", "") + "Z"
 
 
-def cell_series(results_dir: Path, key: str) -> list[Series]:
-    """The cell's series: every result of it but a sweep's, current, earlier (history/) and the noise study's rounds."""
+def cell_series(results_dir: Path, key: str, by: str = DATE) -> list[Series]:
+    """The cell's series: every result of it but a sweep's, current, earlier (history/) and the noise study's rounds;
+    by date (a point per result file) or by commit (BY=commit: a commit's results pooled into one point)."""
     found: dict[tuple, Series] = {}
     for row in index.rows(results_dir, "cell_key = ? AND source != 'sweep'", (key,)):
         where = (row["profile"], row["machine"], row["stack"])  # each point names its processor: the Judge
         # refuses to compare across two, and a change where the processor changed is worth seeing, not hiding
         series = found.setdefault(where, Series(key, f"{where[0]} profile, {where[1]}, {where[2]} stack", DATE,
-                                                unit_of(row)))
+                                                row["unit"] or ""))
         label = stamp(row["created_at"] or "")
         if row["status"] != "ok" or row["center"] is None:
             series.missing.append(f"{label}: {row['status']}")
             continue
         series.points.append(Point(label, row["center"], row["low"], row["high"], [row["path"]],
                                    row["commit_sha"], row["created_at"], row["processes"] or 0, row["basis"] or "",
-                                   row["processor"][:12]))
-    return list(found.values())
+                                   row["processor"][:12], json.loads(row["medians"])))
+    return [by_commit(s) for s in found.values()] if by == COMMIT else list(found.values())
 
 
-def unit_of(row: dict) -> str:
-    return "ms/call" if row["task"] in ("generate", "forward") else "ms/step"
+def by_commit(series: Series) -> Series:
+    """The series with each commit's points pooled into one (its processes' medians, their geometric mean and t
+    interval), in the order each commit was first measured; labelled by the commit's first 10 hex digits."""
+    groups: dict[str, list[Point]] = {}
+    for point in series.points:
+        groups.setdefault(point.commit or "unknown", []).append(point)
+    pooled = []
+    for commit, points in groups.items():
+        medians = [m for p in points for m in p.medians]
+        found = stats.estimate([[m] for m in medians]) if medians else None
+        if found is None:
+            continue
+        interval = found.interval()
+        pooled.append(Point(commit[:10], found.center, interval[0] if interval else None,
+                            interval[1] if interval else None, [path for p in points for path in p.paths], commit,
+                            points[-1].created_at, found.processes, found.basis, points[-1].processor, medians))
+    return Series(series.cell, series.where, COMMIT, series.unit, pooled, series.missing)
 
 
 def sweep_series(results_dir: Path, key: str) -> list[Series]:
@@ -84,7 +101,8 @@ def sweep_series(results_dir: Path, key: str) -> list[Series]:
         names = {r["sweep"] for rows in by_version.values() for r in rows}
         sweeps = sorted(n for n in names if not n.startswith(("bisect-", "history-confirm-")))  # the study's own
         series = Series(key, f"{machine}, {backend} backend, by {package} release", RELEASE,
-                        "ratio" if len(parts) == 2 else unit_of(rows[0]), sweep=(sweeps or [None])[0], package=package)
+                        "ratio" if len(parts) == 2 else rows[0]["unit"] or "", sweep=(sweeps or [None])[0],
+                        package=package)
         for version in sorted(by_version, key=version_key):
             samples = per_process(by_version[version], parts)
             found = stats.estimate([[v] for v in samples]) if samples else None
@@ -115,12 +133,12 @@ def per_process(rows: list[dict], parts: list[str]) -> list[float]:
     return out
 
 
-def series_of(results_dir: Path, key: str) -> list[Series]:
-    """The series a CELL= names: a cell key, a sweep's key, or two sweep keys `A/B`; else an error naming the
-    nearest keys."""
+def series_of(results_dir: Path, key: str, by: str = DATE) -> list[Series]:
+    """The series a CELL= names: a cell key (by date or by commit), a sweep's key, or two sweep keys `A/B` (by
+    release); else an error naming the nearest keys."""
     cells, sweep_keys = index.known_keys(results_dir)
     if key in cells:
-        found = cell_series(results_dir, key)
+        found = cell_series(results_dir, key, by)
         if found:
             return found
     parts = key.split("/")

@@ -15,6 +15,7 @@ from bench.report.text import write_text_atomic
 
 PAGE = "history.html"
 DATA = "history.js"
+TITLE = "<title>Benchmark results: matrix, A vs B, history</title>"  # what marks the page as ours (bench table)
 
 STYLE = """
 body { font-family: sans-serif; font-size: 13px; margin: 1em 2em; }
@@ -153,7 +154,7 @@ def write_history_page(report: Report, results_dir: Path, site: Path) -> Path:
     runs, pairs = runs_and_pairs(results_dir)
     data = {"matrix": matrix(report), "runs": runs, "pairs": pairs, "series": series, "searched": searched}
     page = f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>Benchmark results: matrix, A vs B, history</title>
+<html lang="en"><head><meta charset="utf-8">{TITLE}
 <style>{STYLE}</style>
 <script src="{PLOTLY}"></script><script src="{DATA}"></script></head>
 <body><h1>Benchmark results: matrix, A vs B, history</h1>
