@@ -141,3 +141,28 @@ def test_a_file_where_the_index_goes_that_is_no_index_is_kept_and_refused_in_one
     out = run_history("keys", "--results-dir", str(results))
     assert out.returncode == 2 and len(out.stderr.splitlines()) == 1 and "not a database" in out.stderr, out.stderr
     assert (results / index.INDEX_NAME).read_text() == "a user's notes"
+
+
+def test_confirm_re_measures_the_two_releases_either_side_on_the_series_backend_and_judges_them(tmp_path, monkeypatch,
+                                                                                                  capsys):
+    from bench.history import cli
+
+    results = tmp_path / "results"
+    shutil.copytree(REPO / "results" / "sweep", results / "sweep")
+    asked = []
+
+    def measured(sweep, results_dir, **options):  # stands for the sweep's processes: the bisect step's files again
+        asked.append((sweep.name, sweep.versions, [part.target.backend for part in sweep.parts]))
+        step = results_dir / "sweep" / "bisect-keras-overhead-torch-forward-3.14.1-3.15.1-faster-p5-step2"
+        if sweep.versions == ["3.14.1", "3.15.0"]:
+            shutil.copytree(step, results_dir / "sweep" / sweep.name)
+        return []
+
+    monkeypatch.setattr("bench.sweep.run.run_sweep", measured)
+    monkeypatch.setattr("bench.sweep.index.use_configured_index", lambda: None)
+    monkeypatch.setattr("bench.lifetime.stop_on_signals", lambda: None)
+    key = "llm_forward__keras_torch_eager/llm_forward__pure_torch_eager"
+    assert cli.main(["show", "--cell", key, "--threshold", "0.01", "--confirm", "--results-dir", str(results)]) == 0
+    said = capsys.readouterr().out
+    assert ("history-confirm-keras-overhead-torch-3.14.1-3.15.0", ["3.14.1", "3.15.0"], ["torch"]) in asked
+    assert "confirm: re-measured 3.14.1 and 3.15.0: faster" in said

@@ -105,7 +105,8 @@ def rerun(results_dir: Path, series, found) -> str:
     use_configured_index()  # the envs resolve from the index the user configured, as make sweep's do
     stop_on_signals()  # TERM, HUP, INT end the processes it runs too
     sweep = load_study(study_path(series.sweep), [before.label, after.label])
-    sweep = replace(sweep, name=f"history-confirm-{series.sweep}-{before.label}-{after.label}")
+    sweep = replace(sweep, name=f"history-confirm-{series.sweep}-{series.backend}-{before.label}-{after.label}",
+                    parts=[part for part in sweep.parts if part.target.backend == series.backend])  # this series' own
     run_sweep(sweep, results_dir)
     from bench.history import index
 

@@ -43,6 +43,7 @@ class Series:
     missing: list[str] = field(default_factory=list)  # results without a figure: "label: status"
     sweep: str | None = None  # the sweep (study) name a release series comes from
     package: str | None = None
+    backend: str | None = None  # the backend (the env its versions derive from) of a release series
 
 
 def stamp(created_at: str) -> str:
@@ -102,7 +103,7 @@ def sweep_series(results_dir: Path, key: str) -> list[Series]:
         sweeps = sorted(n for n in names if not n.startswith(("bisect-", "history-confirm-")))  # the study's own
         series = Series(key, f"{machine}, {backend} backend, by {package} release", RELEASE,
                         "ratio" if len(parts) == 2 else rows[0]["unit"] or "", sweep=(sweeps or [None])[0],
-                        package=package)
+                        package=package, backend=backend)
         for version in sorted(by_version, key=version_key):
             samples = per_process(by_version[version], parts)
             found = stats.estimate([[v] for v in samples]) if samples else None
