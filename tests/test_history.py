@@ -10,6 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from committed import committed_results
 from test_export import make_result
 
 from bench.history import index, triage
@@ -122,7 +123,7 @@ def test_bad_input_is_refused_in_one_line(tmp_path, args, words):
 
 def test_the_keras_sweeps_paired_overhead_series_and_its_bisected_changes(tmp_path):
     results = tmp_path / "results"
-    shutil.copytree(REPO / "results" / "sweep", results / "sweep")
+    shutil.copytree(committed_results() / "sweep", results / "sweep")
     key = "llm_forward__keras_torch_eager/llm_forward__pure_torch_eager"
     shown = run_history("show", "--cell", key, "--threshold", "0.01", "--results-dir", str(results))
     assert shown.returncode == 0, shown.stderr
@@ -148,7 +149,7 @@ def test_confirm_re_measures_the_two_releases_either_side_on_the_series_backend_
     from bench.history import cli
 
     results = tmp_path / "results"
-    shutil.copytree(REPO / "results" / "sweep", results / "sweep")
+    shutil.copytree(committed_results() / "sweep", results / "sweep")
     asked = []
 
     def measured(sweep, results_dir, **options):  # stands for the sweep's processes: the bisect step's files again
