@@ -101,6 +101,7 @@ def test_make_history_shows_each_point_and_the_change_with_the_judges_word_and_k
     assert [t.state for t in triage.read(results)] == ["expected"]
     shown = run_history("show", "--cell", "jax__bert__fit__bs2__default", "--results-dir", str(results))
     assert "triaged expected" in shown.stdout and "a slower kernel on purpose" in shown.stdout
+    assert "1 (0 new, 1 triaged: not new)" in shown.stdout
 
 
 @pytest.mark.parametrize("args,words", [

@@ -64,6 +64,8 @@ def series_text(results_dir: Path, series: Series, threshold: float) -> tuple[li
     elif not found:
         lines.append(f"  change points ({rule}): none")
     else:
-        lines.append(f"  change points ({rule}): {len(found)}")
+        triaged = sum(1 for f in found if f.triage)
+        lines.append(f"  change points ({rule}): {len(found)}" + (f" ({len(found) - triaged} new, {triaged} triaged: "
+                                                                  "not new)" if triaged else ""))
         lines += [change_line(series, f) for f in found]
     return lines, found
