@@ -168,3 +168,11 @@ def test_confirm_re_measures_the_two_releases_either_side_on_the_series_backend_
     said = capsys.readouterr().out
     assert ("history-confirm-keras-overhead-torch-3.14.1-3.15.0", ["3.14.1", "3.15.0"], ["torch"]) in asked
     assert "confirm: re-measured 3.14.1 and 3.15.0: faster" in said
+
+
+def test_without_ruptures_the_search_is_a_one_line_error_naming_the_fix(monkeypatch):
+    from bench.errors import BenchError
+
+    monkeypatch.setitem(sys.modules, "ruptures", None)  # what an own Python without it gives: ImportError
+    with pytest.raises(BenchError, match="make env-tools installs it"):
+        change_points([0.0, 0.1, 0.0, 0.1, 1.0, 1.1])

@@ -9,6 +9,7 @@ import math
 from dataclasses import dataclass
 
 from bench import stats
+from bench.errors import BenchError
 from bench.stats import Ratio
 
 THRESHOLD = 0.001  # Otava's default p-value: a flat series of noise calls a change rarely (tests/test_history.py)
@@ -48,7 +49,12 @@ def change_points(logs: list[float], threshold: float = THRESHOLD, min_size: int
     if len(logs) < 2 * min_size:
         return []
     import numpy as np
-    import ruptures  # imported here: only make history needs it (not the cells, nor the wheel bundle)
+
+    try:
+        import ruptures  # imported here: only make history needs it (not the cells, nor the wheel bundle)
+    except ImportError:
+        raise BenchError("ruptures, which finds the change points, is not installed in this Python: make env-tools "
+                         "installs it (envs/tools)") from None
 
     # the candidates: ruptures' PELT, the exact least-squares segmentation under a BIC penalty (each split costs
     # PENALTY log n times the point-to-point noise variance, read robustly from the median successive difference)
