@@ -50,7 +50,7 @@ PROFILES = $(subst $(comma),|,$(word 3,$(REGISTRY)))
 # (a space, a quote, ; or $) would reach a recipe's shell unquoted. Refused in one line before any recipe runs.
 NAME_VARIABLES := BACKEND MODEL TASK PROFILE VARIANT STEPS BATCH REPEATS JOBS STACK ENV GRID CELLS ROUNDS PAIRS \
 	SLOWDOWNS LOAD SIZE JOB WAIT PYTHON_VERSION BUDGET PACKAGE VERSIONS GOOD BAD PROCESSES MAX_PROCESSES CHANGE \
-	DELAYS DELAY_CELLS PARTS
+	DELAYS DELAY_CELLS PARTS THRESHOLD AT STATE BY
 NAME_CHARACTERS := a b c d e f g h i j k l m n o p q r s t u v w x y z A B C D E F G H I J K L M N O P Q R S T U V W \
 	X Y Z 0 1 2 3 4 5 6 7 8 9 . _ -
 # each digit of $(1) followed by a space: $(words ...) of it counts the digits (a leading x is dropped)
@@ -91,7 +91,7 @@ RUN_ARGS = $(if $(TASK),--task $(TASK)) $(if $(VARIANT),--variant $(VARIANT)) $(
 # A yes/no variable: 1, yes or true (any case) gives its option; empty, 0, no or false leaves it off (ACROSS=0 once
 # turned the option on); anything else stops make in one line as it reads this file, before any target (an env
 # build) runs. The environment's values too: make uses them as it does the command line's.
-YES_NO_VARIABLES := RESUME IGNORE_PLAN EXACT QUARANTINE ACROSS FORCE CONTAINER
+YES_NO_VARIABLES := RESUME IGNORE_PLAN EXACT QUARANTINE ACROSS FORCE CONTAINER CONFIRM
 lowercase = $(subst A,a,$(subst B,b,$(subst C,c,$(subst D,d,$(subst E,e,$(subst F,f,$(subst G,g,$(subst H,h,$(subst \
 	I,i,$(subst L,l,$(subst N,n,$(subst O,o,$(subst R,r,$(subst S,s,$(subst T,t,$(subst U,u,$(subst Y,y,$(1))))))))))))))))))
 answer = $(call lowercase,$(strip $($(1))))
@@ -108,6 +108,7 @@ export UV
 include mk/envs.mk
 include mk/containers.mk
 include mk/sweep.mk
+include mk/history.mk
 
 env envs env-tools env-ci-stack lock check-locks env-info: $(UV)
 
@@ -131,6 +132,7 @@ help: ## List every target with one line each, then every variable
 	@echo "  slurm      FORCE=1 CONTAINER=1 (each cell in its image) SUBMIT_ARGS=\"<more bench submit options>\" (submit); JOB=<name or id> WAIT=<seconds> (submit-status)"
 	@echo "  containers CONTAINER_ENGINE=<podman|docker> (default: podman if present) IMAGE_NAME=$(IMAGE_NAME) CONTAINER_SHM=$(CONTAINER_SHM) BENCH_ARGS=\"<more bench run options>\" (bench-container)"
 	@echo "  envs       LOCK_ENVS=<env names> (lock); PYTHON_VERSION=$(PYTHON_VERSION) (wheelhouse); KEEP_RESULTS=<dir> (test-extended, test-stack2024)"
+	@echo "  history    CELL=<cell key | sweep key | A/B sweep keys> BY=<date|commit> THRESHOLD=0.001 CONFIRM=1 (history); CELL= AT=<label> STATE=<acknowledged|expected|noise> REASON= (history-triage)"
 	@echo "  sweeps     make sweep / bisect: PACKAGE= VERSIONS=a,b,c BACKEND= MODEL= TASK= (or CALL=module:function, or STUDY=keras-overhead) GOOD= BAD= KEY= CHANGE=faster PROCESSES= MAX_PROCESSES="
 
 # The doctor compares RAM with the plan of the profile about to run (<results>/plan-<profile>.json).

@@ -289,13 +289,16 @@ def cmd_table(args: argparse.Namespace) -> int:
     from bench.atomic import refuse_to_replace
 
     refuse_to_replace(out, lambda head: head.startswith(b"# Benchmark results"), "the table's output")
-    if args.site:  # the results page's three files, each only over an earlier results page's
+    if args.site:  # the results page's files, each only over an earlier results page's
+        from bench.report import history_page
         from bench.report.site import DATA, INDEX, PLOTLY, VENDORED_PLOTLY
 
         plotly_head = VENDORED_PLOTLY.read_bytes()[:4096]
         for name, ours in ((INDEX, lambda head: b"<title>Benchmark results</title>" in head),
                            (DATA, lambda head: head.startswith(b"const BENCH_CELLS = ")),
-                           (PLOTLY, lambda head: head == plotly_head[: len(head)])):  # fmt: skip
+                           (PLOTLY, lambda head: head == plotly_head[: len(head)]),
+                           (history_page.PAGE, lambda head: history_page.TITLE.encode() in head),
+                           (history_page.DATA, lambda head: head.startswith(b"const BENCH_HISTORY = "))):  # fmt: skip
             refuse_to_replace(args.site / name, ours, f"the results page's {name} (--site)")
     render(args.results_dir, out, readme=args.readme, site=args.site)
     print(f"wrote {out}" + (f" and the results section of {args.readme}" if args.readme else ""))

@@ -48,6 +48,9 @@ CASES = [
     ("compare", COMPARE, "ACROSS", "1"),
     ("submit", BENCH, "FORCE", "1"),
     ("submit", BENCH, "CONTAINER", "1"),
+    *(("history", {"CELL": "jax__bert__fit__bs2__default"}, name, valid)
+      for name, valid in (("CELL", "jax__bert__fit__bs2__default"), ("THRESHOLD", "0.001"), ("BY", "commit"),
+                          ("RESULTS", "{results}"))),
 ]
 # Named, but not tried here: their targets run the test suite, a study of minutes, need the network or a container
 # engine (no dry run to stop them at), or they are options passed on as written
@@ -72,6 +75,8 @@ NOT_RUN = {
     "BENCH_ARGS": "make bench-container: more `bench run` options, passed on as written",
     "SUBMIT_ARGS": "make submit: more `bench submit` options, passed on as written",
     "PYTHON": "every case sets it (the dry-run interpreter)",
+    "CONFIRM": "make history CONFIRM=1 measures releases (its values: the yes/no test below)",
+    **dict.fromkeys(("AT", "STATE", "REASON"), "make history-triage writes the triage file (tests/test_history.py)"),
     **dict.fromkeys(
         ("PACKAGE", "VERSIONS", "CALL", "STUDY", "GOOD", "BAD", "KEY", "PROCESSES", "MAX_PROCESSES", "CHANGE"),
         "make sweep / bisect (PyPI)",
@@ -212,6 +217,7 @@ YES_NO = [
     ("compare", {"A": "a", "B": "b"}, "ACROSS", "--across-processors"),
     ("submit", BENCH, "FORCE", "--force"),
     ("submit", BENCH, "CONTAINER", "--container"),
+    ("history", {"CELL": "x"}, "CONFIRM", "--confirm"),
 ]
 
 

@@ -101,21 +101,39 @@ def severe(driver) -> list[str]:
     return [entry["message"] for entry in driver.get_log("browser") if entry["level"] == "SEVERE"]
 
 
-def test_the_page_works_in_a_headless_browser(site, tmp_path):
+def keep_screenshot(driver, shot) -> None:
+    """The page as drawn, copied to BENCH_ARTIFACTS where set (what a reviewer of a CI run looks at)."""
+    driver.save_screenshot(str(shot))
+    artifacts = os.environ.get("BENCH_ARTIFACTS")
+    if artifacts:
+        os.makedirs(artifacts, exist_ok=True)
+        shot = shutil.copy(shot, artifacts)
+    print(f"results page screenshot: {shot}")
+    assert os.path.getsize(shot) > 10_000
+
+
+def headless_chromium():
+    """A selenium driver of the installed chromium, headless, keeping the page's console log (skips or fails as
+    browser_paths says)."""
     browser, chromedriver = browser_paths()
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support.ui import Select, WebDriverWait
 
-    _, page = site
     options = webdriver.ChromeOptions()
     options.binary_location = browser
     flags = ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1400,1000")
     for flag in flags:
         options.add_argument(flag)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(service=Service(executable_path=chromedriver), options=options)
+    return webdriver.Chrome(service=Service(executable_path=chromedriver), options=options)
+
+
+def test_the_page_works_in_a_headless_browser(site, tmp_path):
+    driver = headless_chromium()
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select, WebDriverWait
+
+    _, page = site
     try:
         driver.get(page.as_uri())
         WebDriverWait(driver, 30).until(lambda d: d.execute_script("return document.readyState") == "complete")
@@ -139,13 +157,6 @@ def test_the_page_works_in_a_headless_browser(site, tmp_path):
         assert traces >= 1 and drill.find_elements(By.CSS_SELECTOR, ".windows-plot .scatterlayer .trace")
         assert "provenance" in drill.text and "config" in drill.text
         assert severe(driver) == []
-        shot = tmp_path / "results-page.png"
-        driver.save_screenshot(str(shot))
-        artifacts = os.environ.get("BENCH_ARTIFACTS")
-        if artifacts:
-            os.makedirs(artifacts, exist_ok=True)
-            shot = shutil.copy(shot, artifacts)
-        print(f"results page screenshot: {shot}")
-        assert os.path.getsize(shot) > 10_000
+        keep_screenshot(driver, tmp_path / "results-page.png")
     finally:
         driver.quit()

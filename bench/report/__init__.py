@@ -41,6 +41,7 @@ from bench.report.generate import generate_section
 from bench.report.gpu_beside_a100 import TITLE as GPU_BESIDE_A100_TITLE
 from bench.report.gpu_beside_a100 import gpu_beside_a100_section
 from bench.report.grid import grid_section
+from bench.report.history_page import write_history_page
 from bench.report.markdown import LEGEND, details_section, head_section
 from bench.report.noise import TITLE as NOISE_TITLE
 from bench.report.noise import noise_section
@@ -165,6 +166,7 @@ def render(
         update_readme(readme, out, report.tables[0], pages[0])
     if site is not None:
         write_site(report, site, fig_dir)
+        write_history_page(report, results_dir, Path(site))
     return report
 
 

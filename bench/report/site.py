@@ -275,7 +275,9 @@ def write_site(report: Report, site: Path, fig_dir: Path | None = None) -> Path:
 <style>{STYLE}</style>
 <script src="{PLOTLY}"></script><script src="{DATA}"></script></head>
 <body><h1>Benchmark results</h1>
-<p>Every table of <a href="../RESULTS.md">RESULTS.md</a>, one row per cell; <b id="shown">{n}</b> of {n} cells shown.
+<p>Every table of <a href="../RESULTS.md">RESULTS.md</a>, one row per cell (as a matrix, two runs side by side, and
+each cell's history with its change points: <a href="history.html">history.html</a>); <b id="shown">{n}</b> of {n}
+cells shown.
 Open a cell to see its raw windows, its warm-up and compile events, its config and its provenance.</p>
 <div class="filters">{filters}</div>
 <details><summary>How to read a cell</summary><ul>{legend}</ul></details>

@@ -1,0 +1,5 @@
+import sys
+
+from bench.history.cli import main
+
+sys.exit(main())

@@ -1,0 +1,30 @@
+# A key's results across commits, releases and machines (bench/history/, docs/HISTORY.md): its series per processor
+# and stack with each point's interval, its change points, the Judge's verdict and the bisects' word on each.
+# Included by the top-level Makefile.
+
+# CELL=: a cell key (jax__bert__fit__bs2__default), a release sweep's key, or two sweep keys A/B (A over B, paired
+# within each process); quoted into the recipe, checked by the command (an unknown one is refused naming the nearest)
+CELL ?=
+# BY=commit: a cell's points one per commit (its results pooled) instead of one per result file (BY=date, default)
+BY ?=
+# THRESHOLD=: the t-test's p-value a change point must pass (default 0.001, Apache Otava's)
+THRESHOLD ?=
+# CONFIRM=1: re-measure the releases either side of each change of a release series (a sweep of the two)
+CONFIRM ?=
+# history-triage: AT= the label of the first point after the change (a release, or a stamp such as 20261125T211853Z),
+# STATE=acknowledged|expected|noise, REASON= why (kept in $(RESULTS)/history-triage.json)
+AT ?=
+STATE ?=
+REASON ?=
+
+.PHONY: history history-triage
+
+history: env-tools ## CELL='s series per processor and stack, with its change points found, judged and bisected: make history CELL=<key> [BY=commit THRESHOLD= CONFIRM=1]
+	@test -n $(call shell_quote,$(value CELL)) || { echo "usage: make history CELL=<cell key, sweep key, or A/B sweep keys> [BY=commit THRESHOLD=0.001 CONFIRM=1] (python -m bench.history keys lists them)" >&2; exit 2; }
+	$(TOOLS_PY) -m bench.history show --cell $(call shell_quote,$(value CELL)) $(if $(BY),--by $(BY)) $(if $(THRESHOLD),--threshold $(THRESHOLD)) \
+		$(call flag,CONFIRM,--confirm) --results-dir "$(RESULTS)"
+
+history-triage: env-tools ## Mark CELL='s change at AT= acknowledged, expected or noise (STATE=) with REASON=, kept beside the results
+	@test -n $(call shell_quote,$(value CELL)) -a -n "$(AT)" -a -n "$(STATE)" -a -n $(call shell_quote,$(value REASON)) || { echo "usage: make history-triage CELL=<key> AT=<label> STATE=<acknowledged|expected|noise> REASON='<why>'" >&2; exit 2; }
+	$(TOOLS_PY) -m bench.history triage --cell $(call shell_quote,$(value CELL)) --at $(AT) --state $(STATE) \
+		--reason $(call shell_quote,$(value REASON)) --results-dir "$(RESULTS)"
