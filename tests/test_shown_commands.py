@@ -61,7 +61,7 @@ def help_targets() -> set[str]:
 def filled(words: tuple[str, ...], tmp: Path) -> list[str]:
     """The placeholders a user replaces (<dir>, <minutes>, x ...) with what they stand for, here."""
     values = {"A": str(tmp / "a"), "B": str(tmp / "b"), "BUDGET": "1", "FOR": sys.executable, "BACKEND": "jax",
-              "MODEL": "bert"}  # fmt: skip
+              "MODEL": "bert", "CELL": "jax__bert__predict__bs2__default"}  # fmt: skip
     out = []
     for word in words:
         name, _, value = word.partition("=")
@@ -97,7 +97,7 @@ def test_every_long_command_shown_reads_as_make_would_run_it(tmp_path):
 
 
 CHEAP = {"doctor", "table", "export", "validate", "plan", "compare", "help", "gpu-check", "env-info", "clean-results",
-         "docs", "check-locks"}  # fmt: skip
+         "docs", "check-locks", "history", "history-triage"}  # fmt: skip
 
 
 @pytest.mark.envs

@@ -21,7 +21,7 @@ def probability(text: str) -> float:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from bench.cli import OneLineErrors
+    from bench.argtypes import OneLineErrors
     from bench.history.changes import THRESHOLD
     from bench.history.triage import STATES
 
