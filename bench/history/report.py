@@ -38,7 +38,7 @@ def point_line(series: Series, i: int) -> str:
                                                                                f"commit {(p.commit or '?')[:10]}")
     on = f", processor {p.processor}" if series.ordered_by != "release" else ""
     return (f"  {p.label:<18} {commit:<17} {p.center:.4g} {series.unit} ({interval}, {p.processes} processes, "
-            f"{p.basis}{on})")
+            f"interval from its {p.basis}{on})")
 
 
 def change_line(series: Series, found: Found) -> str:
