@@ -178,9 +178,9 @@ def prepare(
     if repeats < 1:
         raise BenchError(f"repeats must be a positive integer, got {repeats}")
     machine = machine_info()
-    if not machine.get("gpus"):
-        for why in {why for c in cells if (why := why_not_without_a_gpu(c.profile))}:
-            raise BenchError(why)
+    why = None if machine.get("gpus") else next(filter(None, map(why_not_without_a_gpu, {c.profile for c in cells})), None)
+    if why:
+        raise BenchError(why)
     check_results_readable(cells, results_dir, machine)
     skipped, rerun = 0, {}
     if resume:
