@@ -9,6 +9,8 @@ import sys
 import sysconfig
 
 import pytest
+
+from make_output import said_lines
 from conftest import REPO
 from fakes import a100, install_fake_nvidia_smi, make_interpreter, site_packages
 
@@ -117,7 +119,7 @@ def test_resuming_from_a_report_that_cannot_be_read_is_one_line_naming_it(machin
     for text in ('{"machine": {"gpus": [', '{"env": "current"}', "[]"):  # cut off mid-write, a field missing, a list
         report.write_text(text)
         out = make_gpu_check(machine_python, results, tmp_path, "RESUME=1")
-        errors = [line for line in out.stderr.splitlines() if not line.startswith("make: *** [")]
+        errors = said_lines(out.stderr)
         assert out.returncode == 2 and "Traceback" not in out.stderr, out.stdout[-2000:] + out.stderr[-2000:]
         assert len(errors) == 1 and f"cannot resume from {report}" in errors[0], out.stderr
         assert report.read_text() == text  # left as it was, for the user to look at

@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from make_output import said_lines
 from fakes import bench_env
 
 REPO = Path(__file__).resolve().parent.parent
@@ -107,10 +109,6 @@ def snapshot(folder: Path) -> dict[str, str]:
 REFUSAL = re.compile(r"^(error|usage): |^(Makefile|mk/\w+\.mk):\d+: \*\*\* ")
 
 
-def refusal_lines(stderr: str) -> list[str]:
-    """What make and the CLI said, less make's own trailer for a failed recipe ("make: *** [Makefile:N: t] Error 2")."""
-    trailer = ("make: *** [", "make[1]: *** [")
-    return [line for line in stderr.splitlines() if line.strip() and not line.startswith(trailer)]
 
 
 @pytest.mark.skipif(not shutil.which("make"), reason="GNU make is not installed")
@@ -148,7 +146,7 @@ def test_every_make_variable_is_refused_in_one_line_or_works_and_moves_nothing(
         said = f"{target} {name}={variables[name]!r} ({kind}): exit {out.returncode}\n{out.stdout}{out.stderr}"
         assert "Traceback" not in out.stdout + out.stderr, said
         if out.returncode != 0:
-            lines = refusal_lines(out.stderr)
+            lines = said_lines(out.stderr)
             doctor = [line for line in out.stdout.splitlines() if line.startswith("FAIL")]  # the preflight's one FAIL
             one_line = len(lines) == 1 and REFUSAL.match(lines[0]) or not lines and len(doctor) == 1
             assert out.returncode == 2 and one_line, said
@@ -244,7 +242,7 @@ def test_a_yes_no_variable_takes_1_0_yes_no_true_false_in_any_case_and_refuses_t
         assert out.returncode == 0 and option not in out.stdout.split(), f"{name}={value}: {out.stdout}{out.stderr}"
     for value in ("2", "on", "y", "maybe", "yes no"):
         out = make_dry(target, {**base, name: value}, dry_run=False)  # refused before anything is built
-        lines = refusal_lines(out.stderr)
+        lines = said_lines(out.stderr)
         assert out.returncode == 2 and len(lines) == 1 and "yes/no" in lines[0], f"{name}={value}: {out.stderr}"
         assert not built.exists()
 
@@ -273,7 +271,7 @@ def test_a_count_that_is_not_a_whole_number_above_0_is_refused_before_anything_i
              f"TOOLS_PY=touch {built}; {sys.executable}", f"RESULTS={tmp_path / 'results'}"],
             cwd=REPO, capture_output=True, text=True, timeout=60,
         )  # fmt: skip
-        lines = refusal_lines(out.stderr)
+        lines = said_lines(out.stderr)
         assert out.returncode == 2 and len(lines) == 1 and f"{name}={value}" in lines[0], (value, out.stderr)
         assert not built.exists(), value
 
@@ -290,6 +288,6 @@ def test_a_misspelt_backend_model_or_profile_is_refused_before_any_env_is_built(
              f"RESULTS={tmp_path / 'results'}"],
             cwd=REPO, capture_output=True, text=True, timeout=60,
         )  # fmt: skip
-        lines = refusal_lines(out.stderr)
+        lines = said_lines(out.stderr)
         assert out.returncode == 2 and len(lines) == 1 and f"{name}={typo}: " in lines[0], out.stdout + out.stderr
         assert not built.exists(), name

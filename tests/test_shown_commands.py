@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from make_output import said_lines
+
 REPO = Path(__file__).resolve().parent.parent
 COMMAND = re.compile(r"\bmake ([a-z][a-z0-9-]*)((?: +[A-Z_]+=[^\s`|;()\]\[]*)*)")
 CODE = re.compile(r"```.*?```|`[^`\n]+`", re.S)  # the README's code: fenced blocks and inline spans
@@ -122,7 +124,7 @@ def test_every_cheap_command_shown_runs_as_shown(tmp_path):
             args.append("TASK=predict")  # one task of the model: the example's form, at a test's cost
         out = subprocess.run(["make", "--no-print-directory", target, *args, f"RESULTS={tmp_path / 'results'}"],
                              cwd=REPO, capture_output=True, text=True, timeout=900)  # fmt: skip
-        said = [line for line in out.stderr.splitlines() if line.strip() and not line.startswith("make: *** [")]
+        said = said_lines(out.stderr)
         doctor = [line for line in out.stdout.splitlines() if line.startswith("FAIL")]  # the preflight's refusal
         refused = len(said) == 1 or (doctor and "fix: " in out.stdout)
         assert out.returncode == 0 or refused, (target, args, out.stdout[-3000:], out.stderr[-3000:])
