@@ -16,9 +16,11 @@ if TYPE_CHECKING:
     from bench.results import Result
 
 NOT_MEASURED = "not measured"
-MAKE_NOISE = "run `make noise` to measure this machine's process spread"
-ONE_PROCESS_CELL = f"one process per cell; {MAKE_NOISE}, or re-run the cells with REPEATS=3"
-ONE_PROCESS_COLUMN = f"one process per column; {MAKE_NOISE}"
+# a one-process cell borrows a process spread only from a noise study of its own profile (bench/noise_file.py)
+ONE_PROCESS_CELL = ("one process per cell, and no process spread measured for its profile on this machine; re-run the "
+                    "cells with REPEATS=3, or `make noise PROFILE=<their profile>`")
+ONE_PROCESS_COLUMN = ("one process per column, and no process spread measured for this workload on this machine (a "
+                      "noise study of other cells lends none)")
 
 
 def label(result: Result) -> str:

@@ -176,6 +176,7 @@ class Pair:
             "verdict_text": stats.verdict_text(self.judged) if self.comparable else None,
             "reason": self.reason if self.comparable else f"A {status_text(self.a)} / B {status_text(self.b)}",
             "mfu_ratio": self.mfu_ratio,
+            "note": self.judged.note if self.judged is not None else "",
         }
 
 
@@ -343,6 +344,7 @@ def markdown(comparison: Comparison, figure: str | None = None) -> str:
         heading = f"## {profile} profile" + ("" if stack == DEFAULT_STACK else f", stack {stack}")
         lines += ["", heading, "", github_table(body, headers)]
     lines += inconclusive_lines(comparison)
+    lines += note_lines(comparison)
     lines += split_lines(comparison)
     if comparison.ceilings_notes:
         lines += ["", "Ceilings files: " + "; ".join(comparison.ceilings_notes) + "."]
@@ -370,6 +372,22 @@ def inconclusive_lines(comparison: Comparison) -> list[str]:
         named = ", ".join(k.text() for k in keys[:LISTED_CELLS])
         more = f" and {len(keys) - LISTED_CELLS} more" if len(keys) > LISTED_CELLS else ""
         lines.append(f"- {reason} ({len(keys)} cell{'s' if len(keys) != 1 else ''}: {named}{more})")
+    return lines
+
+
+LISTED_NOTES = 20  # notes printed in the page; the JSON holds every pair's
+
+
+def note_lines(comparison: Comparison) -> list[str]:
+    """What each verdict stands on beyond its processes (a process set aside, processes in two groups, the runs'
+    spread carried, the machine's own speed), one line per cell that has any."""
+    noted = [pair for pair in comparison.pairs if pair.judged is not None and pair.judged.note]
+    if not noted:
+        return []
+    lines = ["", "## Beside the verdicts", ""]
+    lines += [f"- {pair.key.text()}: {pair.judged.note}" for pair in noted[:LISTED_NOTES]]
+    if len(noted) > LISTED_NOTES:
+        lines.append(f"- and {len(noted) - LISTED_NOTES} more cells (each pair's `note` in the JSON)")
     return lines
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import statistics
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -89,8 +90,9 @@ class Judge:
         return self._machine_figures[key]
 
     def spread(self, result: Result) -> ProcessSpread | None:
-        """The process-to-process spread of the result's machine, which a cell of one process borrows."""
-        return self._per_machine(machine_spread, result)
+        """The process-to-process spread a cell of one process borrows: measured on its machine, for its profile
+        (bench/noise_file.py machine_spread)."""
+        return self._per_machine(machine_spread, result, result.cell.profile, result.cell.key)
 
     def run_spread(self, result: Result) -> ProcessSpread | None:
         """The run-to-run spread of the result's machine (its noise studies' rounds), None where unmeasured."""
@@ -164,6 +166,10 @@ class Judge:
         runs, _ = self.kept_runs(result)
         return stats.estimate([r.timed_ms for r in runs], self.spread(result) if len(runs) == 1 else None)
 
+    def process_groups(self, result: Result) -> tuple[list[float], list[float]] | None:
+        """The judged processes' medians in two groups, where they fall so (stats.process_groups)."""
+        return stats.process_groups([statistics.median(run.timed_ms) for run in self.kept_runs(result)[0]])
+
     def quiet_reference_ms(self, result: Result) -> float | None:
         """The lowest drift-probe reading of the run the result was measured in (None: no reading)."""
         return self._quiet.get(run_of(result))
@@ -214,6 +220,8 @@ class Judge:
             elif noise.noisy:
                 found = found.undecided(f"{side} noisy: {'; '.join(noise.reasons)}")
         aside = [f"{side}: {why}" for side, result in (("A", a), ("B", b)) for why in self.set_aside(result)]
+        aside += [f"{side}: {stats.groups_text(groups, result.unit)}" for side, result in (("A", a), ("B", b))
+                  if (groups := self.process_groups(result))]  # fmt: skip
         if aside:
             found = dataclasses.replace(found, note="; ".join(filter(None, [found.note, *aside])))
         if (why := self.speed_difference(a, b)) is not None:

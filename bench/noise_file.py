@@ -64,18 +64,41 @@ def read_noise_file(path: Path) -> dict[str, Any]:
     return data
 
 
-def machine_spread(results_dir: Path | None, machine: dict[str, Any]) -> ProcessSpread | None:
-    """The machine's process-to-process spread from its noise study, for cells of one process; None without one."""
+def machine_spread(
+    results_dir: Path | None, machine: dict[str, Any], profile: str | None = None, key: str | None = None
+) -> ProcessSpread | None:
+    """The process-to-process spread a cell of one process borrows, from the machine's noise studies (the latest
+    first, then its earlier ones): only from a study of the cell's own profile, since a smoke cell's spread says
+    nothing of a full-size one's; the cell's own spread where the study measured that cell (its model, task and batch),
+    else the widest of the study's cells. None: no study of this profile on this machine (the cell decides nothing).
+    `profile` None: the latest study's, whatever its profile."""
     found = find_noise_file(results_dir, machine)
     if found is None:
         return None
     path, exact = found
-    try:
-        spread = read_noise_file(path)["process_spread"]
-        source = f"make noise, {path.name}" + ("" if exact else "; matched by machine label, processor not recorded")
-        return ProcessSpread(float(spread["log_sd"]), float(spread["dof"]), source)
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
+    for study_path in study_files(path):
+        try:
+            study = read_noise_file(study_path)
+            if profile is not None and (study.get("settings") or {}).get("profile") != profile:
+                continue
+            return borrowed_spread(study, key, study_path.name, exact)
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+    return None
+
+
+def borrowed_spread(study: dict[str, Any], key: str | None, name: str, exact: bool) -> ProcessSpread:
+    """The spread a one-process cell borrows from `study`: the cell's own where the study measured it (with two
+    processes or more a round), else the study's widest."""
+    label = "" if exact else "; matched by machine label, processor not recorded"
+    profile = (study.get("settings") or {}).get("profile")
+    own = next((c for c in study.get("cells") or [] if key and c.get("key") == key and c.get("dof")), None)
+    if own is not None:
+        return ProcessSpread(float(own["log_sd"]), float(own["dof"]), f"make noise, {name}: this cell's own, {profile}"
+                             f" profile{label}")  # fmt: skip
+    spread = study["process_spread"]
+    return ProcessSpread(float(spread["log_sd"]), float(spread["dof"]),
+                         f"make noise, {name}: the widest of its {profile} cells{label}")  # fmt: skip
 
 
 def study_files(path: Path) -> list[Path]:

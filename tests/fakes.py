@@ -4,6 +4,7 @@ FAKE_MODE_<BACKEND> picks the behaviour (ok, leaves-child, sleep, sigkill, segv,
 crash); FAKE_SCALE_<BACKEND> and FAKE_JITTER make processes' figures differ, FAKE_DISTURB_<BACKEND> some disturbed; FAKE_PID_FILE, if set, gets
 each cell's pid when it starts; FAKE_ORDER_FILE, if set, gets one "<backend> <task>" line per cell process.
 """
+
 import hashlib
 import json
 import os
@@ -217,3 +218,15 @@ def make_interpreter(root: Path, distributions: dict[str, str]) -> Path:
         info.mkdir(parents=True)
         (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
     return python
+
+
+def write_noise_study(results_dir: Path, machine: dict, profile: str, log_sd: float = 0.02, dof: float = 30) -> Path:
+    """A machine's noise study as `make noise PROFILE=<profile>` leaves it, reduced to what a one-process cell of that
+    profile borrows: its process-to-process spread."""
+    from bench.noise_file import NOISE_DIR, NOISE_FORMAT, noise_file_name
+
+    path = Path(results_dir) / NOISE_DIR / noise_file_name(machine)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"format": NOISE_FORMAT, "settings": {"profile": profile},
+                                "process_spread": {"log_sd": log_sd, "dof": dof}}))  # fmt: skip
+    return path

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 from committed import committed_results
+from fakes import write_noise_study
 
-from bench import compare
+from bench import compare, stats
 from bench.errors import BenchError
-from bench.noise_file import NOISE_DIR, NOISE_FORMAT, noise_file_name
 from bench.registry import Cell
 from bench.report.load import COLUMNS
 from bench.results import Result, Run, load_all
@@ -145,9 +145,7 @@ def test_one_process_cells_are_inconclusive_without_a_noise_study_and_decided_wi
     assert verdicts_of(alone) == ["inconclusive"] * len(CELLS)
     assert all("one process" in p.reason for p in alone.pairs)
     # the machine's noise study, in A's folder: its process-to-process spread stands in for the unmeasured one
-    study = a / NOISE_DIR / noise_file_name(MACHINE)
-    study.parent.mkdir()
-    study.write_text(json.dumps({"format": NOISE_FORMAT, "process_spread": {"log_sd": 0.02, "dof": 30}}))
+    write_noise_study(a, MACHINE, "smoke")
     decided = compare.compare(a, b)
     assert verdicts_of(decided) == ["slower"] * len(CELLS)
     # another processor's study does not stand in for this one's
@@ -402,3 +400,19 @@ def test_comparing_a_folder_with_itself_is_refused_saying_so(tmp_path, capsys):
     a = folder(tmp_path / "a")
     assert cli.main(["compare", str(a), str(tmp_path / "." / "a"), "--out", str(tmp_path / "c.md")]) == 2
     assert "A and B are one folder" in capsys.readouterr().err and not (tmp_path / "c.md").exists()
+
+
+def test_processes_in_two_groups_are_named_beside_the_verdict(tmp_path):
+    """A slow minority (one process of three at 1.45x, as native compiled BERT predict once ran) is named in the
+    comparison's page and JSON, not only folded into a wider interval; one group is not."""
+    assert stats.process_groups([0.22, 0.22, 0.32]) == ([0.22, 0.22], [0.32])
+    assert stats.process_groups([10.0, 11.0, 12.0]) is None and stats.process_groups([1.0, 2.0]) is None
+    a = write(tmp_path / "a", [cell_result("jax", "bert", "fit", [10.0, 10.1, 9.9])])
+    b = write(tmp_path / "b", [cell_result("jax", "bert", "fit", [10.0, 10.1, 14.5])])
+    found = compare.compare(a, b)
+    (pair,) = found.pairs
+    said = pair.to_dict()["note"]
+    named = r"B: processes in two groups, 2 near 10\.\d+ ms/step and 1 near 14\.\d+ ms/step \(1\.4\dx apart\)"
+    assert re.fullmatch(named, said), said
+    assert f"- {pair.key.text()}: {said}" in compare.markdown(found)
+    assert compare.compare(a, a).pairs[0].to_dict()["note"] == ""

@@ -6,7 +6,9 @@ import re
 from types import SimpleNamespace
 
 import pytest
+from fakes import write_noise_study
 
+from bench import claims
 from bench.drivers import drive_generate
 from bench.generate_split import TOLERANCE, result_split, split_lengths, split_record
 from bench.timing import HostDevice, StepTimer, WindowPlan
@@ -137,17 +139,6 @@ def no_repo_noise_study(monkeypatch, tmp_path):
     monkeypatch.setattr(bench.noise_file, "REPO_ROOT", tmp_path / "no-checkout")
 
 
-def write_noise_study(results_dir, machine, log_sd=0.02, dof=30):
-    """A machine's noise study as `make noise` leaves it: its process-to-process spread."""
-    import json
-
-    from bench.noise_file import NOISE_DIR, NOISE_FORMAT, noise_file_name
-
-    path = results_dir / NOISE_DIR / noise_file_name(machine)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"format": NOISE_FORMAT, "process_spread": {"log_sd": log_sd, "dof": dof}}))
-
-
 def rendered_split(tmp_path, keras_torch_ttft, repeats=3, noise_study=False):
     """Keras-on-torch (100 ms a call) beside native eager (20 ms, TTFT 5) and Keras-on-JAX (5 ms), every one split,
     each cell in `repeats` processes."""
@@ -169,7 +160,7 @@ def rendered_split(tmp_path, keras_torch_ttft, repeats=3, noise_study=False):
             run.generate_split = split
     write_all(tmp_path, [r for r, _ in cells])
     if noise_study:
-        write_noise_study(tmp_path, CPU)
+        write_noise_study(tmp_path, CPU, "smoke")
     render(tmp_path, tmp_path / "RESULTS.md")
     return re.sub(" +", " ", whole(tmp_path))  # table cells without their padding
 
@@ -202,7 +193,7 @@ def test_results_show_the_split_and_say_where_keras_torch_loses(tmp_path, no_rep
 
 def test_one_process_cells_are_inconclusive_without_the_machines_process_spread(tmp_path, no_repo_noise_study):
     page = rendered_split(tmp_path / "alone", keras_torch_ttft=10.0, repeats=1)
-    reason = "inconclusive (one process per cell; run `make noise` to measure this machine's process spread"
+    reason = f"inconclusive ({claims.ONE_PROCESS_CELL}"
     table2 = finding_row(page, "| Table 2: Keras-torch / Keras-JAX generate, mistral batch 1 (A100)")
     assert table2[2] == "20.0×" and table2[3].startswith(reason), table2  # no interval shown that covers steps only
     assert re.search(r"native eager's [0-9.]+, 5.00× as long; its prefill", page)  # 100 / 20, the value alone

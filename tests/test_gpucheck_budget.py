@@ -9,10 +9,9 @@ import sys
 import sysconfig
 
 import pytest
-
-from make_output import said_lines
 from conftest import REPO
 from fakes import a100, install_fake_nvidia_smi, make_interpreter, site_packages
+from make_output import said_lines
 
 NO_GPU = {"CUDA_VISIBLE_DEVICES": "", "PATH": "/usr/bin:/bin", "HOME": "/tmp"}
 SLOW_IMPORT = (

@@ -7,7 +7,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 from committed import committed_results
+from fakes import write_noise_study
 
+from bench import claims
 from bench.errors import BenchError
 from bench.grid import findings as F
 from bench.grid.run import TOLERANCE, ColumnState, GridResult, check_parity, finish_point, grid_cell, run_point
@@ -191,7 +193,7 @@ def test_keras_xlnet_without_a_converter_must_match_the_parameter_count():
 
 
 SPREAD = ProcessSpread(0.02, 30, "a test's noise study")  # the machine's process-to-process spread
-ONE_PROCESS = "inconclusive (one process per column; run `make noise` to measure this machine's process spread)"
+ONE_PROCESS = f"inconclusive ({claims.ONE_PROCESS_COLUMN})"
 
 
 def point(model, column, n, ms, status="ok", log_se=0.01, noise="", batch=1):
@@ -369,14 +371,6 @@ def write_synthetic(results_dir: Path, machine: dict) -> None:
     ).write(results_dir)
 
 
-def write_noise_study(results_dir: Path, machine: dict, log_sd=0.02, dof=30) -> None:
-    from bench.noise_file import NOISE_DIR, NOISE_FORMAT, noise_file_name
-
-    path = results_dir / NOISE_DIR / noise_file_name(machine)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"format": NOISE_FORMAT, "process_spread": {"log_sd": log_sd, "dof": dof}}))
-
-
 def test_grid_page_has_then_and_now_tables_and_figures(tmp_path, monkeypatch):
     pytest.importorskip("matplotlib")
     import bench.noise_file
@@ -387,8 +381,10 @@ def test_grid_page_has_then_and_now_tables_and_figures(tmp_path, monkeypatch):
     write_synthetic(tmp_path, machine)
     page = render_grid(tmp_path).read_text()
     assert "Then and now" in page and "**holds**" not in page and "not tested on this hardware" in page
-    assert "**inconclusive** (one process per column; run `make noise`" in page  # no noise study yet
-    write_noise_study(tmp_path, machine)
+    assert f"**inconclusive** ({claims.ONE_PROCESS_COLUMN})" in page  # no noise study yet
+    write_noise_study(tmp_path, machine, "smoke")  # the benchmark cells' spread lends nothing to the grid's points
+    assert f"**inconclusive** ({claims.ONE_PROCESS_COLUMN})" in render_grid(tmp_path).read_text()
+    write_noise_study(tmp_path, machine, f"grid-{GRIDS['cpu'].name}")
     out = render_grid(tmp_path)
     page = out.read_text()
     then = page.split("### Then and now", 1)[1].split("###", 1)[0]

@@ -9,9 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from make_output import said_lines
 from fakes import bench_env
+from make_output import said_lines
 
 REPO = Path(__file__).resolve().parent.parent
 

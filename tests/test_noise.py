@@ -16,6 +16,7 @@ from conftest import env_python
 
 from bench import stats
 from bench.errors import BenchError
+from bench.judge import Judge
 from bench.noise import conditions as machine
 from bench.noise import detection, figures, interleaved_sides, settings, study, study_file
 from bench.noise import probe as calibration
@@ -253,6 +254,28 @@ def fake_study(log_sd: float, created: str) -> dict:
         "mde": {"calibration": figures.calibration_mde([{"slowdown": 0.1, "pairs": 8, "slower": 8}], 8),
                 "per_cell": {"c": {"mde": figures.analytic_mde(log_sd, 3)}}, "per_cell_how": "formula"},
     }
+
+
+def test_a_one_process_cell_borrows_only_a_spread_of_its_own_profile_and_its_own_cell_first(tmp_path):
+    machine = fake_study(0, "")["machine"]
+    full = fake_study(0.2, "2026-01-01T00:00:00+00:00")
+    full["settings"]["profile"] = "cpu"
+    study_file.write_study(tmp_path, full)
+    smoke = fake_study(0.3, "2026-01-02T00:00:00+00:00")  # the latest study; its cell c measured 0.05
+    smoke["cells"][0].update(log_sd=0.05, dof=7)
+    study_file.write_study(tmp_path, smoke)
+    own = machine_spread(tmp_path, machine, "smoke", "c")
+    assert (own.log_sd, own.dof) == (0.05, 7) and "this cell's own" in own.source
+    widest = machine_spread(tmp_path, machine, "smoke", "jax__bert__fit__bs2__default")
+    assert (widest.log_sd, widest.dof) == (0.3, 5) and "widest" in widest.source
+    earlier = machine_spread(tmp_path, machine, "cpu", "c")  # an earlier study (noise/history/) of that profile
+    assert earlier.log_sd == 0.2 and "cpu profile" in earlier.source
+    assert machine_spread(tmp_path, machine, "paper", "c") is None  # no study of it: the cell decides nothing
+    one = SimpleNamespace(provenance={"machine": machine}, status="ok", runs=[SimpleNamespace(status="ok",
+                          timed_ms=[10.0, 10.2, 9.9, 10.1, 10.0, 10.3], reference=None)])  # fmt: skip
+    for profile, basis in (("smoke", stats.MACHINE_SPREAD), ("paper", stats.STEPS_ONLY)):
+        one.cell = SimpleNamespace(profile=profile, key="c")
+        assert Judge([one], tmp_path).estimate(one).basis == basis
 
 
 def test_a_new_study_moves_the_earlier_to_history_and_is_read_back(tmp_path):

@@ -11,7 +11,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from make_output import said_lines
 
 REPO = Path(__file__).resolve().parent.parent

@@ -16,6 +16,8 @@ import bench.noise_file
 pytest.importorskip("tabulate")
 pytest.importorskip("matplotlib")
 
+from fakes import write_noise_study
+
 from bench import cli, stats
 from bench.errors import BenchError
 from bench.profiles import get_profile
@@ -774,12 +776,10 @@ def test_a_row_of_one_process_per_cell_without_a_noise_study_names_no_winner(tmp
 
 
 def test_a_one_process_cell_borrows_the_machines_noise_study_spread(tmp_path):
-    import json
 
     results = tmp_path / "results"
     (results / "noise").mkdir(parents=True)
-    study = {"format": "noise-1", "process_spread": {"log_sd": 0.02, "dof": 20}}
-    (results / "noise" / "cpu-amd-epyc-2-cores.json").write_text(json.dumps(study))
+    write_noise_study(results, CPU, "smoke", dof=20)
     kw = dict(profile="smoke", machine=CPU)
     text = rendered_table(
         tmp_path, [make("jax", "bert", "fit", 2, 1.0, **kw), make("tensorflow", "bert", "fit", 2, 1.5, **kw)]

@@ -7,9 +7,9 @@ import sys
 
 import pytest
 from conftest import REPO, env_python
-from fakes import smoke_run
+from fakes import smoke_run, write_noise_study
 
-from bench import variants
+from bench import claims, variants
 from bench.backends import cell_environment
 from bench.errors import BenchError
 from bench.published import published_rows
@@ -129,11 +129,9 @@ def test_the_tuning_section_shows_ratios_to_the_reference_and_no_vit_row_in_the_
 def test_one_process_cells_say_why_their_verdict_is_inconclusive(tmp_path, no_repo_noise_study):
     pytest.importorskip("tabulate")
     pytest.importorskip("matplotlib")
-    import json
 
     from test_table import CPU, make, write_all
 
-    from bench.noise_file import NOISE_DIR, NOISE_FORMAT, noise_file_name
     from bench.report import render
 
     write_all(tmp_path, [make("torch", "vit", "fit", 2, 150.0, profile="cpu", machine=CPU),
@@ -141,11 +139,9 @@ def test_one_process_cells_say_why_their_verdict_is_inconclusive(tmp_path, no_re
     render(tmp_path, tmp_path / "RESULTS.md")
     sdpa = table_row((tmp_path / "TUNING.md").read_text(), "sdpa")
     assert sdpa[6] == "1.25×" and sdpa[7].startswith(  # no interval that covers steps only
-        "inconclusive (one process per cell; run `make noise` to measure this machine's process spread"
+        f"inconclusive ({claims.ONE_PROCESS_CELL}"
     ), sdpa
-    noise = tmp_path / NOISE_DIR / noise_file_name(CPU)
-    noise.parent.mkdir()
-    noise.write_text(json.dumps({"format": NOISE_FORMAT, "process_spread": {"log_sd": 0.03, "dof": 20}}))
+    write_noise_study(tmp_path, CPU, "cpu", log_sd=0.03, dof=20)
     render(tmp_path, tmp_path / "RESULTS.md")
     sdpa = table_row((tmp_path / "TUNING.md").read_text(), "sdpa")
     assert sdpa[6].startswith("1.25× (") and sdpa[7] == "faster", sdpa

@@ -147,7 +147,8 @@ LEGEND = [
     f"but {NOISY_MARK}\": a Keras 3 cell with a lower figure was set aside as noisy.",
     f"Marks: ˢ steps only, a cell of one process whose interval covers its steps only (the process-to-process "
     f"spread, usually the larger part, is not known: it decides nothing); ᵐ machine spread, a cell of one process "
-    f"whose interval borrows the machine's process-to-process spread from its noise study (`make noise`); "
+    f"whose interval borrows the machine's process-to-process spread from its noise study of the same profile "
+    f"(`make noise`); "
     f"{NOISY_MARK}: measured while the machine was disturbed (the drift probe far from its quiet value, a step "
     f"spread beyond the bound, or a jump between the first and second half of its steps), shown with its "
     f"figures and not ranked; {UNSTEADY_MARK} unsteady: a compile inside the timed steps, warm-up stopped at its "
