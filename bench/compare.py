@@ -56,8 +56,9 @@ METHOD = (
     f"holds 1 and lies wholly within ±{stats.EQUIVALENCE_BAND:.0%} (1/{1 + stats.EQUIVALENCE_BAND:g} to "
     f"{1 + stats.EQUIVALENCE_BAND:g}), **inconclusive** otherwise, or where the comparison cannot decide: a side "
     "measured while the machine was disturbed (a noise gate), a cell of one process whose process-to-process spread "
-    "is not measured (a cell of one process borrows its machine's spread from its noise study, `make noise`, where "
-    "there is one), separate runs on a machine whose run-to-run spread is unmeasured, or two different processors. "
+    "is not measured (a cell of one process borrows its machine's spread from a noise study of its own profile, "
+    "`make noise PROFILE=`, where there is one), separate runs on a machine whose run-to-run spread is unmeasured, "
+    "or two different processors. "
     "docs/METHOD.md says how and why."
 )
 

@@ -188,8 +188,9 @@ METHOD = [
     "- **Verdicts**: a finding about means or speed-ups is decided by a ratio with its 95% interval, the geometric "
     "mean over the paired points of one column's median over the other's (bench/grid/findings.py). Each column is one"
     " worker process that measured every point, so a worker's offset is shared by all its points and averaging points"
-    " does not shrink it: the interval adds the two workers' offsets once, from this machine's process spread (its "
-    "noise study, `make noise`); without one such a finding is inconclusive. A point a noise gate flagged is left out"
+    " does not shrink it: the interval adds the two workers' offsets once, from a process spread measured for this grid on this "
+    "machine (a noise study of the grid's own profile; the benchmark cells' spread lends none); without one such a "
+    "finding is inconclusive. A point a noise gate flagged is left out"
     " of the verdicts, and said so. The published way's arithmetic figures stay beside.",
 ]
 
