@@ -40,6 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     mark.add_argument("--state", required=True, choices=STATES)
     mark.add_argument("--reason", required=True)
     commands.add_parser("keys", help="every cell key and sweep key indexed")
+    commands.add_parser("runs", help="every run of the history, with its id (make compare A=<run id> B=<run id>)")
     commands.add_parser("refresh", help="bring the index up to date with the result files")
     for command in commands.choices.values():
         command.add_argument("--results-dir", type=results_folder, default=Path("results"))
@@ -60,6 +61,10 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "keys":
             cells, sweeps = index.known_keys(args.results_dir)
             print("\n".join(cells + sweeps))
+        elif args.command == "runs":
+            from bench.history.runs import history_runs
+
+            print("\n".join(f"{run.id}  {run.label()}" for run in history_runs(args.results_dir)))
         elif args.command == "triage":
             return triage_command(args)
         else:
