@@ -94,7 +94,8 @@ def test_make_history_shows_each_point_and_the_change_with_the_judges_word_and_k
     assert "12 points by commit" in pooled.stdout and "change between c0006 and c0007: 1.3" in pooled.stdout
     confirmed = run_history("show", "--cell", "jax__bert__fit__bs2__default", "--confirm",
                             "--results-dir", str(results))
-    assert "confirm: a series by date cannot be re-run from here: check out c0006 and c0007" in confirmed.stdout
+    assert ("confirm: a series by date cannot be re-run from here: check out c0006 and c0007 and run the cell at each"
+            in confirmed.stdout)
     marked = run_history("triage", "--cell", "jax__bert__fit__bs2__default", "--at", "20260107T000000Z",
                          "--state", "expected", "--reason", "a slower kernel on purpose", "--results-dir", str(results))
     assert marked.returncode == 0, marked.stderr
