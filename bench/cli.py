@@ -345,13 +345,34 @@ def cmd_export(args: argparse.Namespace) -> int:
 def cmd_compare(args: argparse.Namespace) -> int:
     from bench.compare import run
 
-    if args.a.resolve() == args.b.resolve():  # every cell against itself: "33 same" says nothing
-        raise BenchError(f"A and B are one folder ({args.a}): name the two results folders to compare")
+    a, b = (compared_side(text, args.results_dir) for text in (args.a, args.b))
+    folders = isinstance(args.a, Path) and isinstance(args.b, Path)
+    if a.folder.resolve() == b.folder.resolve() if folders else a.name == b.name:  # every cell against itself
+        raise BenchError(f"A and B are one {'folder' if folders else 'run'} ({args.a}): name the two results folders, "
+                         "or runs, to compare")
 
-    written = run(args.a, args.b, args.out or args.out_dir / "compare.md", args.across_processors)
+    written = run(a, b, args.out or args.out_dir / "compare.md", args.across_processors)
     print(written.text, end="")
     print(f"wrote {written.markdown}, {written.json}" + (f" and {written.png}" if written.png else ""), file=sys.stderr)
     return 0
+
+
+def compared_side(given: Path | str, results_dir: Path):
+    """A side of `make compare`: a results folder, or else a run of RESULTS's history by its id (the results page's
+    A-vs-B view and `python -m bench.history runs` list them)."""
+    from bench.compare import folder_side, run_side
+    from bench.history import index
+    from bench.history.runs import find_run
+
+    if isinstance(given, Path):
+        return folder_side(given)
+    text = given
+    if results_dir.is_dir():
+        index.refresh(results_dir)
+        if (found := find_run(results_dir, text)) is not None:
+            return run_side(results_dir, found)
+    raise BenchError(f"{text} is neither a results folder nor a run of {results_dir}'s history (python -m "
+                     f"bench.history runs --results-dir {results_dir} lists the runs)")
 
 
 def cmd_gpu_check(args: argparse.Namespace) -> int:

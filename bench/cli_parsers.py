@@ -206,6 +206,12 @@ def add_export_parser(sub) -> None:
     export.add_argument("--out", type=Path, help="CSV file (default: <results-dir>/results.csv)")
 
 
+def folder_or_run(text: str) -> Path | str:
+    """A side of compare: a results folder (checked as every results folder is), or else a run's id (looked up
+    by the command, in --results-dir's history)."""
+    return results_folder(text) if Path(text).is_dir() else text
+
+
 def add_compare_parser(sub) -> None:
     comp = sub.add_parser(
         "compare",
@@ -213,9 +219,11 @@ def add_compare_parser(sub) -> None:
         "Markdown + PNG + JSON",
     )
     comp.add_argument(
-        "a", type=results_folder, help="results folder A (the baseline; its noise/ holds the noise studies used)"
+        "a", type=folder_or_run, help="results folder A (the baseline; its noise/ holds the noise studies used), or "
+        "the id of a run of --results-dir's history (python -m bench.history runs lists them)"
     )
-    comp.add_argument("b", type=results_folder, help="results folder B")
+    comp.add_argument("b", type=folder_or_run, help="results folder B, or a run's id")
+    add_results_dir(comp, help="the results folder whose history's runs A and B may name (default: results)")
     comp.add_argument(
         "--out-dir",
         type=Path,

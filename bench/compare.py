@@ -139,6 +139,11 @@ class Pair:
         return TOO_WIDE if self.interval else "no interval"
 
     @property
+    def why(self) -> str:
+        """The reason as the JSON gives it: for a pair not compared, each side's status."""
+        return self.reason if self.comparable else f"A {status_text(self.a)} / B {status_text(self.b)}"
+
+    @property
     def mfu_ratio(self) -> float | None:
         """A's MFU / B's MFU, each against its own machine's ceilings; None where either has none."""
         if not self.comparable:
@@ -175,7 +180,7 @@ class Pair:
             "confidence": self.judged.confidence if self.judged is not None else stats.CONFIDENCE,
             "verdict": self.verdict,
             "verdict_text": stats.verdict_text(self.judged) if self.comparable else None,
-            "reason": self.reason if self.comparable else f"A {status_text(self.a)} / B {status_text(self.b)}",
+            "reason": self.why,
             "mfu_ratio": self.mfu_ratio,
             "note": self.judged.note if self.judged is not None else "",
         }
@@ -187,8 +192,8 @@ def status_text(result: Result) -> str:
 
 @dataclass
 class Comparison:
-    a_dir: Path
-    b_dir: Path
+    a_dir: Path | str  # a folder, or the name of a run of a folder's history (Side.name)
+    b_dir: Path | str
     pairs: list[Pair]
     only_a: list[CellKey]
     only_b: list[CellKey]
@@ -226,16 +231,37 @@ class Comparison:
         }
 
 
-def newest_by_cell(results_dir: Path) -> dict[CellKey, Result]:
+@dataclass(frozen=True)
+class Side:
+    """One side of a comparison: a results folder's current files, or one run of a folder's history (bench/history/
+    runs.py); `folder` is where its ceilings files (and, for A, the noise studies) are looked up."""
+
+    name: str  # what the output calls it
+    folder: Path
+    results: list[Result]
+
+
+def folder_side(results_dir: Path) -> Side:
     if not results_dir.is_dir():
         raise BenchError(f"no results folder {results_dir}")
+    return Side(str(results_dir), results_dir, [loaded.result for loaded in load_results(results_dir)])
+
+
+def run_side(results_dir: Path, run) -> Side:
+    """A run of the folder's history (a HistoryRun): its files, read as a folder's are (bench/results.py load)."""
+    from bench.results import load
+
+    return Side(f"run {run.id} of {results_dir}", results_dir, [load(results_dir / path) for path in run.paths])
+
+
+def newest_by_cell(side: Side) -> dict[CellKey, Result]:
     cells: dict[CellKey, Result] = {}
-    for loaded in load_results(results_dir):
-        key = CellKey.of(loaded.result)
-        if key not in cells or loaded.result.created_at > cells[key].created_at:
-            cells[key] = loaded.result
+    for result in side.results:
+        key = CellKey.of(result)
+        if key not in cells or result.created_at > cells[key].created_at:
+            cells[key] = result
     if not cells:
-        raise BenchError(f"no result files under {results_dir}")
+        raise BenchError(f"no result files in {side.name}")
     return cells
 
 
@@ -255,11 +281,16 @@ def machine_of(result: Result) -> dict:
 def compare(a_dir: Path, b_dir: Path, across_processors: bool = False) -> Comparison:
     """Every cell of both folders paired and judged by one Judge over both (its noise studies looked up in A's
     folder, then the repository's results/)."""
-    a, b = newest_by_cell(a_dir), newest_by_cell(b_dir)
-    judge = Judge([*a.values(), *b.values()], a_dir, across_processors=across_processors)
+    return compare_sides(folder_side(a_dir), folder_side(b_dir), across_processors)
+
+
+def compare_sides(side_a: Side, side_b: Side, across_processors: bool = False) -> Comparison:
+    """Two folders, two runs of a history, or one of each, compared as `compare` compares two folders."""
+    a, b = newest_by_cell(side_a), newest_by_cell(side_b)
+    judge = Judge([*a.values(), *b.values()], side_a.folder, across_processors=across_processors)
     notes: list[str] = []
     pairs = [
-        Pair(k, a[k], b[k], folder_ceilings(a_dir, a[k], notes), folder_ceilings(b_dir, b[k], notes),
+        Pair(k, a[k], b[k], folder_ceilings(side_a.folder, a[k], notes), folder_ceilings(side_b.folder, b[k], notes),
              judge.ratio(a[k], b[k]))
         for k in sorted(a.keys() & b.keys())
     ]
@@ -270,7 +301,7 @@ def compare(a_dir: Path, b_dir: Path, across_processors: bool = False) -> Compar
     differences = list(
         dict.fromkeys(d for p in pairs for d in processor_differences(machine_of(p.a), machine_of(p.b)))
     )
-    return Comparison(a_dir, b_dir, pairs, sorted(a.keys() - b.keys()), sorted(b.keys() - a.keys()),
+    return Comparison(side_a.name, side_b.name, pairs, sorted(a.keys() - b.keys()), sorted(b.keys() - a.keys()),
                       across_processors, differences, notes, together, threshold)
 
 
@@ -518,7 +549,7 @@ class Written:
     png: Path | None
 
 
-def run(a_dir: Path, b_dir: Path, out: Path, across_processors: bool = False) -> Written:
+def run(a: Path | Side, b: Path | Side, out: Path, across_processors: bool = False) -> Written:
     """Write <out> (Markdown), the PNG and the JSON beside it; refused, before anything is written, where any of the
     three would replace a file that is not an earlier comparison's (a result file, say)."""
     refuse_to_replace(out, lambda head: head.startswith(MARKDOWN_MARK), "the comparison's output")
@@ -526,7 +557,8 @@ def run(a_dir: Path, b_dir: Path, out: Path, across_processors: bool = False) ->
                       f"the comparison's JSON (beside {out.name})")
     refuse_to_replace(out.with_suffix(".png"), lambda head: head.startswith(b"\x89PNG") and PNG_MARK.encode() in head,
                       f"the comparison's figure (beside {out.name})")
-    comparison = compare(a_dir, b_dir, across_processors)
+    a, b = (side if isinstance(side, Side) else folder_side(side) for side in (a, b))  # a folder: its current files
+    comparison = compare_sides(a, b, across_processors)
     png = draw(comparison, out.with_suffix(".png"))
     text = markdown(comparison, png.name if png else None)
     write_text_atomic(out, text)

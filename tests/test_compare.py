@@ -357,7 +357,7 @@ def test_make_compare_passes_across_on(tmp_path):
     out = subprocess.run(["make", "-n", "compare", "A=x", "B=y", "ACROSS=1"], cwd=REPO, capture_output=True,
                          text=True, timeout=60)
     assert out.returncode == 0, out.stderr
-    assert re.search(r'-m bench compare "x" "y" +--across-processors', out.stdout), out.stdout
+    assert re.search(r'-m bench compare "x" "y" --results-dir "results" +--across-processors', out.stdout), out.stdout
 
 
 def test_an_empty_or_missing_folder_is_an_error(tmp_path):

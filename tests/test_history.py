@@ -94,7 +94,8 @@ def test_make_history_shows_each_point_and_the_change_with_the_judges_word_and_k
     assert "12 points by commit" in pooled.stdout and "change between c0006 and c0007: 1.3" in pooled.stdout
     confirmed = run_history("show", "--cell", "jax__bert__fit__bs2__default", "--confirm",
                             "--results-dir", str(results))
-    assert "confirm: a series by date cannot be re-run from here: check out c0006 and c0007" in confirmed.stdout
+    assert ("confirm: a series by date cannot be re-run from here: check out c0006 and c0007 and run the cell at each"
+            in confirmed.stdout)
     marked = run_history("triage", "--cell", "jax__bert__fit__bs2__default", "--at", "20260107T000000Z",
                          "--state", "expected", "--reason", "a slower kernel on purpose", "--results-dir", str(results))
     assert marked.returncode == 0, marked.stderr
@@ -176,3 +177,12 @@ def test_without_ruptures_the_search_is_a_one_line_error_naming_the_fix(monkeypa
     monkeypatch.setitem(sys.modules, "ruptures", None)  # what an own Python without it gives: ImportError
     with pytest.raises(BenchError, match="make env-tools installs it"):
         change_points([0.0, 0.1, 0.0, 0.1, 1.0, 1.1])
+
+
+def test_confirm_on_a_series_by_date_names_the_commits_or_says_that_none_changed():
+    from bench.history.cli import commits_to_rerun
+
+    assert "check out c0006 and c0007" in commits_to_rerun("date", "c0006", "c0007")
+    same = commits_to_rerun("date", "f221d07eb859d9", "f221d07eb859d9")  # the smoke BERT predict cell's two changes
+    assert "both points were measured at commit f221d07eb8: no code changed" in same and "check out" not in same
+    assert "was not recorded" in commits_to_rerun("commit", None, "c0007")

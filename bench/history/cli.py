@@ -40,6 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     mark.add_argument("--state", required=True, choices=STATES)
     mark.add_argument("--reason", required=True)
     commands.add_parser("keys", help="every cell key and sweep key indexed")
+    commands.add_parser("runs", help="every run of the history, with its id (make compare A=<run id> B=<run id>)")
     commands.add_parser("refresh", help="bring the index up to date with the result files")
     for command in commands.choices.values():
         command.add_argument("--results-dir", type=results_folder, default=Path("results"))
@@ -60,6 +61,10 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "keys":
             cells, sweeps = index.known_keys(args.results_dir)
             print("\n".join(cells + sweeps))
+        elif args.command == "runs":
+            from bench.history.runs import history_runs
+
+            print("\n".join(f"{run.id}  {run.label()}" for run in history_runs(args.results_dir)))
         elif args.command == "triage":
             return triage_command(args)
         else:
@@ -91,8 +96,7 @@ def rerun(results_dir: Path, series, found) -> str:
     two, as a bisect's first step), and judged; a series by date names the commits to check out instead."""
     before, after = series.points[found.split.at - 1], series.points[found.split.at]
     if series.ordered_by != "release" or not series.sweep:
-        return (f"  confirm: a series by {series.ordered_by} cannot be re-run from here: check out {before.commit} and "
-                f"{after.commit} and run the cell at each (make bench), then make history again")
+        return "  confirm: " + commits_to_rerun(series.ordered_by, before.commit, after.commit)
     from dataclasses import replace
 
     from bench.history.confirm import judged
@@ -118,6 +122,22 @@ def rerun(results_dir: Path, series, found) -> str:
     from bench import stats
 
     return f"  confirm: re-measured {before.label} and {after.label}: {verdict} {stats.fmt_ratio(ratio)}"
+
+
+def commits_to_rerun(ordered_by: str, before: str | None, after: str | None) -> str:
+    """What confirms a change of a series by date or commit: the cell run at the commits either side. Where both
+    points were measured at one commit, no code changed between them (the first real CONFIRM=1 run, on the smoke
+    BERT predict cell, asked to check out one commit twice): the move is the machine's or the measurement's."""
+    if before is None or after is None:
+        return (f"a series by {ordered_by}: the commit of {'the point before' if before is None else 'the point after'}"
+                " the change was not recorded, so there is no code to check out and re-run; re-run the cell at this "
+                "checkout (make bench) and make history again to see which side it repeats")
+    if before == after:
+        return (f"both points were measured at commit {before[:10]}: no code changed between them, so re-running "
+                "either side runs the same code; what moved is the machine or the measurement (make noise measures "
+                "this machine's run-to-run spread, which the Judge then carries)")
+    return (f"a series by {ordered_by} cannot be re-run from here: check out {before[:10]} and {after[:10]} and run "
+            f"the cell at each (make bench), then make history again (git log {before[:10]}..{after[:10]}: the range)")
 
 
 def triage_command(args) -> int:

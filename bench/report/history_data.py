@@ -1,6 +1,6 @@
 """What the results page's history views show, as plain data: each table as a matrix (rows by backends, each cell
-its figure, interval and verdict), the recent runs judged two by two (A against B, by the Judge), and every key's
-series with its change points (bench/history/). bench/report/history_page.py draws them."""
+its figure, interval and verdict), every two runs of the history compared as `make compare` compares them, and every
+key's series with its change points (bench/history/). bench/report/history_page.py draws them."""
 from __future__ import annotations
 
 import itertools
@@ -9,16 +9,13 @@ from pathlib import Path
 
 from bench import stats
 from bench.history import index
-from bench.judge import Judge
+from bench.history.runs import history_runs
 from bench.report.analysis import Report
 from bench.report.load import COLUMNS
 from bench.report.markdown import measured_text
 from bench.report.site import verdict
 from bench.report.text import status_label
-from bench.results import CorruptResult, load
-
-RUNS_PER_TABLE = 4  # the newest runs of each table offered to the A-vs-B view: each pair of them is judged once
-MIN_RUN_CELLS = 3  # a run with fewer ok cells (a single re-run) is no run to compare
+from bench.results import CorruptResult, NewerSchema
 
 
 def matrix(report: Report) -> list[dict]:
@@ -49,58 +46,54 @@ def matrix(report: Report) -> list[dict]:
     return out
 
 
-def runs_and_pairs(results_dir: Path) -> tuple[list[dict], dict[str, list[dict]]]:
-    """The newest runs of each table among the current and earlier results (not the studies'), and each pair of
-    one table's runs that measured a cell in common, judged cell by cell (B against A, A the earlier)."""
-    rows = index.rows(results_dir, "source IN ('results', 'history') AND status = 'ok' AND run_id IS NOT NULL", ())
-    by_run: dict[str, list[dict]] = defaultdict(list)
-    for row in rows:
-        by_run[row["run_id"]].append(row)
-    by_table: dict[tuple, list[str]] = defaultdict(list)
-    for run, found in by_run.items():
-        if len(found) >= MIN_RUN_CELLS:
-            by_table[table_of(found[0])].append(run)
-    runs, pairs, loaded = [], {}, {}
-    for table in sorted(by_table):
-        newest = sorted(by_table[table], key=lambda run: max(r["created_at"] for r in by_run[run]))[-RUNS_PER_TABLE:]
-        for run in newest:
-            first = min(by_run[run], key=lambda r: r["created_at"])
-            runs.append({"id": run, "label": f"{first['created_at'][:16]} {first['profile']} {first['machine']} "
-                                             f"{first['stack']} (commit {(first['commit_sha'] or '?')[:8]}, "
-                                             f"{len(by_run[run])} cells)"})
-        for a, b in itertools.combinations(newest, 2):  # oldest first: A the earlier run
-            cells_a = {r["cell_key"]: r for r in by_run[a]}
-            common = [(cells_a[r["cell_key"]], r) for r in by_run[b] if r["cell_key"] in cells_a]
-            if common:
-                pairs[f"{a}|{b}"] = judged_pairs(results_dir, common, loaded)
-    return runs, pairs
+def runs_and_pairs(results_dir: Path) -> dict:
+    """Every run of the history (bench/history/runs.py) for the A-vs-B view's two selectors, and each two runs
+    that measured a cell in common compared as `make compare A=<the earlier> B=<the later>` compares them (one
+    Comparison, so the same Judge, the same family of pairs and the same words). Each pair is held one way round
+    only, A the earlier, which halves the file; the page says so. Strings repeat across pairs (a cell's name, a
+    figure, a reason), so each is stored once in `words` and the rows hold their indices."""
+    from bench.compare import Side, compare_sides, counts_text, run_side  # (it imports bench.report)
 
+    found = history_runs(results_dir)
+    rows = index.rows(results_dir, "cell_key IS NOT NULL", ())
+    cells_of: dict[str, set] = defaultdict(set)  # each file's (cell, profile): what compare pairs on
+    by_path = {r["path"]: (r["cell_key"], r["profile"]) for r in rows}
+    for run in found:
+        cells_of[run.id] = {by_path[p] for p in run.paths if p in by_path}
+    words: dict[str, int] = {}
 
-def table_of(row: dict) -> tuple:
-    return row["profile"], row["machine"], row["stack"]
+    def word(text: str) -> int:
+        return words.setdefault(text, len(words))
 
+    sides: dict[str, Side] = {}
 
-def judged_pairs(results_dir: Path, common: list[tuple[dict, dict]], loaded: dict) -> list[dict]:
-    def result(row):
-        if row["path"] not in loaded:
+    def side(run) -> Side | None:
+        if run.id not in sides:
             try:
-                loaded[row["path"]] = load(results_dir / row["path"])
-            except CorruptResult:
-                loaded[row["path"]] = None
-        return loaded[row["path"]]
+                sides[run.id] = run_side(results_dir, run)
+            except (CorruptResult, NewerSchema):  # the index read it; a result file no longer readable is left out
+                sides[run.id] = None
+        return sides[run.id]
 
-    sides = [(ra, rb, result(ra), result(rb)) for ra, rb in common]
-    sides = [s for s in sides if s[2] is not None and s[3] is not None]
-    judge = Judge([r for s in sides for r in s[2:]], results_dir)
-    out = []
-    for ra, rb, a, b in sorted(sides, key=lambda s: s[0]["cell_key"]):
-        ratio = judge.ratio(a, b)
-        interval = ratio.interval() if ratio else None
-        out.append({"cell": ra["cell_key"], "a": f"{ra['center']:.4g}", "b": f"{rb['center']:.4g}",
-                    "ratio": stats.fmt_ratio(ratio), "verdict": stats.verdict(ratio),
-                    "why": ratio.reason if ratio is not None and not ratio.decidable else "",
-                    "low": interval[0] if interval else None, "high": interval[1] if interval else None})
-    return out
+    pairs = {}
+    for (i, a), (j, b) in itertools.combinations(enumerate(found), 2):  # oldest first: A the earlier run
+        if not cells_of[a.id] & cells_of[b.id] or side(a) is None or side(b) is None:
+            continue
+        comparison = compare_sides(side(a), side(b))
+        pairs[f"{i}|{j}"] = {
+            "counts": word(counts_text(comparison)),
+            "rows": [[word(p.key.text()), word(figure_text(p.a)), word(figure_text(p.b)), word(p.text()),
+                      word(p.verdict or "not compared"),
+                      word(p.why)]
+                     for p in comparison.pairs],
+        }  # fmt: skip
+    return {"runs": [{"id": r.id, "label": r.label(), "table": f"{r.profile}, stack {r.stack}"} for r in found],
+            "pairs": pairs, "words": list(words)}
+
+
+def figure_text(result) -> str:
+    figure = result.figure()
+    return f"{figure:.4g} {result.unit}" if figure is not None else status_label(result.status)
 
 
 def every_series(results_dir: Path) -> tuple[dict[str, list[dict]], str]:

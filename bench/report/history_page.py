@@ -1,8 +1,9 @@
 """The results page's history views, <site>/history.html beside index.html: each table as a matrix (rows by
-backends, coloured by verdict, the interval on hover), two runs side by side (B against A, the Judge's verdict per
-cell), and a key's series with its change points (make history's). Static, local files only: the data in
-history.js, plotly.js's bundle the main page already has. The view and its choices are in the URL's hash
-(#view=series&cell=<key>, #view=ab&a=<run>&b=<run>, #view=matrix&table=<n>), so a link or a test opens one."""
+backends, coloured by verdict, the interval on hover), any two runs of the history side by side (B against A, as
+`make compare A=<run> B=<run>` prints it), and a key's series with its change points (make history's). Static,
+local files only: the data in history.js, plotly.js's bundle the main page already has. The view and its choices
+are in the URL's hash (#view=series&cell=<key>, #view=ab&a=<run>&b=<run>, #view=matrix&table=<n>), so a link or a
+test opens one."""
 from __future__ import annotations
 
 import json
@@ -44,7 +45,7 @@ function verdictClass(v) {
   if (/^same/.test(v)) return "v-same";
   if (/inconclusive/.test(v)) return "v-inconclusive";
   if (/^noisy/.test(v)) return "v-noisy";
-  if (/^not ranked|^alone/.test(v)) return "";
+  if (/^not ranked|^alone|^not compar/.test(v)) return "";
   return "v-failed";
 }
 function cell(tr, text, title, cls) {
@@ -67,30 +68,54 @@ function showMatrix(p) {
   table.replaceChildren();
   if (!t) return;
   header(table, ["row", ...t.columns]);
-  t.rows.forEach(r => {
+  const filter = document.getElementById("matrix-filter").value.toLowerCase();
+  const rows = t.rows.filter(r => r.label.toLowerCase().includes(filter) ||
+                                  r.cells.some(c => c && c.key.toLowerCase().includes(filter)));
+  document.getElementById("matrix-count").textContent = rows.length + " of " + t.rows.length + " rows";
+  rows.forEach(r => {
     const tr = document.createElement("tr"); tr.className = "matrix-row";
     cell(tr, r.label);
     r.cells.forEach(c => c ? cell(tr, c.text, c.interval + " — " + c.verdict, verdictClass(c.verdict)) : cell(tr, ""));
     table.appendChild(tr);
   });
 }
+function pairIndex() {  // the default pair: the newest two runs that measured a cell in common
+  return Object.keys(H.ab.pairs).map(k => k.split("|").map(Number)).sort((x, y) => y[1] - x[1] || y[0] - x[0])[0];
+}
+function bold(td, text) {  // make compare's Markdown: **slower** is bold there
+  td.replaceChildren(...text.split("**").map((part, i) => {
+    if (i % 2 === 0) return document.createTextNode(part);
+    const b = document.createElement("b"); b.textContent = part; return b;
+  }));
+}
 function showAB(p) {
-  const first = (Object.keys(H.pairs).sort()[0] || "|").split("|");
-  const a = p.a || first[0], b = p.b || first[1];
-  if (!H.pairs[a + "|" + b] && H.pairs[b + "|" + a]) { go({a: b, b: a}); return; }  // A is always the earlier run
-  options(document.getElementById("run-a"), H.runs.map(r => [r.id, r.label]), a);
-  options(document.getElementById("run-b"), H.runs.map(r => [r.id, r.label]), b);
-  const table = document.getElementById("ab");
-  table.replaceChildren();
-  const pairs = H.pairs[a + "|" + b];
-  const note = document.getElementById("ab-note");
-  if (!pairs) { note.textContent = "These two runs measured no cell in common (or are one run)."; return; }
-  note.textContent = pairs.length + " cells measured in both; B over A by the suite's Judge (hover a verdict: why).";
-  header(table, ["cell", "A", "B", "B / A (95% interval)", "verdict"]);
-  pairs.forEach(x => {
+  const runs = H.ab.runs, W = H.ab.words, at = Object.fromEntries(runs.map((r, i) => [r.id, i]));
+  const first = pairIndex() || [0, 1];
+  let i = p.a in at ? at[p.a] : first[0], j = p.b in at ? at[p.b] : first[1];
+  if (i > j) { go({a: runs[j].id, b: runs[i].id}); return; }  // A is the earlier run: each pair is held so
+  options(document.getElementById("run-a"), runs.map(r => [r.id, r.label]), runs[i] && runs[i].id);
+  options(document.getElementById("run-b"), runs.map(r => [r.id, r.label]), runs[j] && runs[j].id);
+  const table = document.getElementById("ab"), note = document.getElementById("ab-note");
+  const command = document.getElementById("ab-command");
+  table.replaceChildren(); command.textContent = "";
+  if (!runs[i] || !runs[j]) { note.textContent = "The history holds fewer than two runs."; return; }
+  if (i === j) { note.textContent = "A and B are one run: choose two."; return; }
+  command.textContent = "make compare A=" + runs[i].id + " B=" + runs[j].id;
+  const pair = H.ab.pairs[i + "|" + j];
+  if (!pair) {
+    note.textContent = runs[i].table !== runs[j].table
+      ? "Not compared: A is " + runs[i].table + ", B is " + runs[j].table + "; cells pair only within one " +
+        "profile and stack, so make compare finds no cell in both."
+      : "Not compared: these two runs measured no cell in common.";
+    return;
+  }
+  note.textContent = W[pair.counts] + " A is the earlier run of the two; B / A and the verdicts are make " +
+    "compare's, word for word.";
+  header(table, ["cell", "A", "B", "B / A (make compare)", "verdict", "why"]);
+  pair.rows.forEach(x => {
     const tr = document.createElement("tr"); tr.className = "ab-row";
-    cell(tr, x.cell); cell(tr, x.a); cell(tr, x.b); cell(tr, x.ratio);
-    cell(tr, x.verdict, x.why, verdictClass(x.verdict));
+    cell(tr, W[x[0]]); cell(tr, W[x[1]]); cell(tr, W[x[2]]); bold(cell(tr, ""), W[x[3]]);
+    cell(tr, W[x[4]], W[x[5]], verdictClass(W[x[4]])); cell(tr, W[x[5]]);
     table.appendChild(tr);
   });
 }
@@ -136,6 +161,7 @@ function show() {
 document.querySelectorAll("nav a").forEach(a => a.addEventListener("click", e => {
   e.preventDefault(); go({view: a.dataset.view}); }));
 document.getElementById("matrix-table").addEventListener("change", e => go({table: e.target.value}));
+document.getElementById("matrix-filter").addEventListener("input", () => showMatrix(params()));
 document.getElementById("run-a").addEventListener("change", e => go({a: e.target.value}));
 document.getElementById("run-b").addEventListener("change", e => go({b: e.target.value}));
 document.getElementById("series-key").addEventListener("change", e => go({cell: e.target.value}));
@@ -151,8 +177,7 @@ def write_history_page(report: Report, results_dir: Path, site: Path) -> Path:
 
     index.refresh(results_dir)
     series, searched = every_series(results_dir)
-    runs, pairs = runs_and_pairs(results_dir)
-    data = {"matrix": matrix(report), "runs": runs, "pairs": pairs, "series": series, "searched": searched}
+    data = {"matrix": matrix(report), "ab": runs_and_pairs(results_dir), "series": series, "searched": searched}
     page = f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">{TITLE}
 <style>{STYLE}</style>
@@ -163,10 +188,15 @@ their history (<code>make history CELL=&lt;key&gt;</code> prints the same series
 <nav><a href="#view=matrix" data-view="matrix">matrix</a><a href="#view=ab" data-view="ab">A vs B</a>
 <a href="#view=series" data-view="series">series</a></nav>
 <section class="view" id="matrix-view"><h2>Matrix</h2><label>table <select id="matrix-table"></select></label>
+<label>filter <input id="matrix-filter" placeholder="part of a row or cell key"></label> <span id="matrix-count"></span>
 <p>Each row's cells coloured by their verdict in the row (hover: the 95% interval and the verdict).</p>
 <table id="matrix"></table></section>
-<section class="view" id="ab-view" hidden><h2>A vs B</h2><label>A <select id="run-a"></select></label>
-<label>B <select id="run-b"></select></label><p id="ab-note"></p><table id="ab"></table></section>
+<section class="view" id="ab-view" hidden><h2>A vs B</h2>
+<p>Any two runs of the history (a run: one invocation, or, before runs had ids, one commit's files of a profile on a
+machine; a release sweep's are in the series view), compared as <code>make compare</code> compares them.</p>
+<label>A <select id="run-a"></select></label>
+<label>B <select id="run-b"></select></label><p id="ab-note"></p><p><code id="ab-command"></code></p>
+<table id="ab"></table></section>
 <section class="view" id="series-view" hidden><h2>Series</h2>
 <label>filter <input id="series-filter" placeholder="part of a key"></label>
 <label>key (<span id="series-count"></span>) <select id="series-key"></select></label>
