@@ -1,5 +1,9 @@
 """How sure a figure is, and what a comparison of two figures says: the one place the suite's intervals and verdicts
-are computed. Pure functions of numbers, standard library only (it runs in every env, a cell process's included).
+are computed. Pure functions of numbers. Student's t and the Benjamini-Hochberg adjustment come from scipy.stats
+where the interpreter has it (the tools env, where the suite judges); a cell process and a user's own Python
+without scipy (the lean bundle carries no scipy: its wheel alone is half the hand-over) use the standard-library
+forms below, which tests/test_stats.py holds to scipy's. A cell process never asks for them: it needs only the
+median's distribution-free interval.
 
 The model (Kalibera & Jones, "Rigorous benchmarking in reasonable time", 2013): a cell's steps vary within its
 process, and its processes vary from one another (memory layout, the moment of a shared machine, what the
@@ -54,6 +58,17 @@ GROUP_GAP = 1.25
 # -- distributions (the standard library has the normal, not Student's t)
 
 
+@functools.cache
+def scipy_stats():
+    """scipy.stats where this interpreter has it, imported on first use only (a cell process never pays for it);
+    None without it."""
+    try:
+        from scipy import stats as found
+    except ImportError:
+        return None
+    return found
+
+
 def _beta_continued_fraction(a: float, b: float, x: float) -> float:
     """Lentz's continued fraction for the regularized incomplete beta function (Numerical Recipes' betacf)."""
     tiny, eps = 1e-300, 3e-16
@@ -95,10 +110,13 @@ def regularized_beta(a: float, b: float, x: float) -> float:
 def t_cdf(t: float, dof: float) -> float:
     if math.isinf(dof):
         return statistics.NormalDist().cdf(t)
+    if (library := scipy_stats()) is not None:
+        return float(library.t.cdf(t, dof))
     tail = 0.5 * regularized_beta(dof / 2, 0.5, dof / (dof + t * t))
     return 1 - tail if t >= 0 else tail
 
 
+@functools.lru_cache(maxsize=4096)  # every interval asks for one, a table's thousands of them for a few dozen
 def t_quantile(p: float, dof: float) -> float:
     """Student's t quantile (dof may be fractional, as Welch's is; infinite: the normal's)."""
     if not 0 < p < 1:
@@ -107,6 +125,8 @@ def t_quantile(p: float, dof: float) -> float:
         raise ValueError(f"degrees of freedom must be positive, got {dof}")
     if math.isinf(dof) or dof > 1e7:
         return statistics.NormalDist().inv_cdf(p)
+    if (library := scipy_stats()) is not None:
+        return float(library.t.ppf(p, dof))
     if p < 0.5:
         return -t_quantile(1 - p, dof)
     low, high = 0.0, 1.0
@@ -448,9 +468,12 @@ def benjamini_hochberg(pvalues: list[float], q: float = 1 - CONFIDENCE) -> float
     m = len(pvalues)
     if not m:
         return q
-    ranked = sorted(pvalues)
-    passing = [k for k in range(1, m + 1) if ranked[k - 1] <= k / m * q]
-    return (max(passing) if passing else 1) / m * q
+    if (library := scipy_stats()) is not None:
+        rejected = int((library.false_discovery_control(pvalues, method="bh") <= q).sum())
+    else:
+        ranked = sorted(pvalues)
+        rejected = max((k for k in range(1, m + 1) if ranked[k - 1] <= k / m * q), default=0)
+    return max(rejected, 1) / m * q
 
 
 def family_judged(r: Ratio, threshold: float) -> Ratio:
