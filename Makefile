@@ -28,7 +28,7 @@ endif
 # A path reaches the shell inside double quotes, where ", \, ` or $ would end the quotes or run something: refused.
 UNQUOTABLE := " \ ` $$
 unquotable = $(strip $(foreach c,$(UNQUOTABLE),$(if $(findstring $(c),$(value $(1))),$(c))))
-$(foreach v,RESULTS A B OUT KEEP_RESULTS,$(if $(call unquotable,$(v)),$(error $(v)=$(value $(v)): a path holding \
+$(foreach v,RESULTS A B OUT KEEP_RESULTS AGAINST,$(if $(call unquotable,$(v)),$(error $(v)=$(value $(v)): a path holding \
   $(call unquotable,$(v)) cannot reach the shell quoted; name a folder without it)))
 # The software stack: today (envs/<backend>/) or 2024 (keras-benchmarks v0.0.5's pins, envs/<backend>-2024/).
 STACK ?= today
@@ -87,6 +87,7 @@ endif
 RUN_ARGS = $(if $(TASK),--task $(TASK)) $(if $(VARIANT),--variant $(VARIANT)) $(if $(PROFILE),--profile $(PROFILE)) $(if $(STEPS),--steps $(STEPS)) \
            $(if $(BATCH),--batch-size $(BATCH)) \
            $(if $(REPEATS),--repeats $(REPEATS)) $(call flag,RESUME,--resume) $(if $(JOBS),--jobs $(JOBS)) \
+           $(if $(MAX_PROCESSES),--max-processes $(MAX_PROCESSES)) $(if $(AGAINST),--against "$(AGAINST)") \
            $(call flag,IGNORE_PLAN,--ignore-plan) $(call flag,EXACT,--exact) --stack $(STACK) --results-dir "$(RESULTS)"
 # A yes/no variable: 1, yes or true (any case) gives its option; empty, 0, no or false leaves it off (ACROSS=0 once
 # turned the option on); anything else stops make in one line as it reads this file, before any target (an env
@@ -122,6 +123,7 @@ help: ## List every target with one line each, then every variable
 	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | sort -u | awk 'BEGIN{FS=":.*## "}{printf "  %-18s %s\n", $$1, $$2}'
 	@echo "Variables, each given on the command line (make bench MODEL=bert):"
 	@echo "  cells      BACKEND=<$(BACKENDS)> MODEL=<$(MODELS)> STACK=<today|2024> ENV=current TASK= PROFILE=<$(PROFILES)> VARIANT= STEPS= BATCH= REPEATS= RESUME=1 IGNORE_PLAN=1 EXACT=1 JOBS= RESULTS=$(RESULTS)"
+	@echo "             AGAINST=<an earlier results folder> MAX_PROCESSES=<n>: each cell compared with its twin there, as make compare does, and given processes up to n while undecided"
 	@echo "  own Python (docs/OWN_ENVIRONMENT.md): make wheelhouse FOR=<python>; make gpu-check BUDGET=<minutes> [ENV=current RESUME=1]; make bench-all BUDGET=<minutes> [ENV=current RESUME=1]"
 	@echo "  python     PYTHON=$(PYTHON): the interpreter that runs the doctor, the env builds and, with ENV=current, the cells"
 	@echo "  2024 stack (keras-benchmarks v0.0.5's pins): make envs STACK=2024; make bench BACKEND=jax MODEL=bert STACK=2024"

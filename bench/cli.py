@@ -34,6 +34,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     profile, choice = chosen_profile(args.profile, machine_info)
     rule = processes_rule(args, profile)
     stack, results_dir = run_target(args)
+    check_against(args.against, results_dir)
+    if args.against is not None and not rule.sequential:
+        print(f"against {args.against}: judged at the end; no process added while undecided (a fixed count: "
+              "MAX_PROCESSES= adds them)", flush=True)  # fmt: skip
     cells = plan_cells(
         profile,
         backends=args.backend,
@@ -66,6 +70,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         deadline=deadline,
         interleave=deadline is None,  # under a budget, whole cells in the budget's order
         rule=rule,
+        against=args.against,
     )
     if args.jobs > 1:  # one GPU per cell, or a one-line refusal (bench/cluster/parallel.py)
         from bench.cluster.parallel import run_cells_parallel
@@ -80,7 +85,22 @@ def cmd_run(args: argparse.Namespace) -> int:
     from bench.report.comparisons import say_decided
 
     say_decided(cells, results_dir)
+    if args.against is not None:
+        from bench.compare import compare, counts_text
+
+        print(f"against {args.against}: {counts_text(compare(args.against, results_dir))} "
+              f"(make compare A={args.against} B={results_dir} shows each)")  # fmt: skip
     return 0 if all(r.status in ("ok", "unsupported") for r in results) else 1
+
+
+def check_against(against: Path | None, results_dir: Path) -> None:
+    """--against names another results folder that exists: the run's own would compare each cell with itself."""
+    if against is None:
+        return
+    if not against.is_dir():
+        raise BenchError(f"--against {against}: no such results folder")
+    if against.resolve() == Path(results_dir).resolve():
+        raise BenchError(f"--against {against} is this run's own results folder: name the earlier run's")
 
 
 def chosen_profile(asked: str | None, machine_info) -> tuple[str, str]:
@@ -111,6 +131,11 @@ def processes_rule(args: argparse.Namespace, profile: str) -> SequentialRule:
             raise BenchError("--exact runs one process a cell, as published: leave out --repeats")
         args.repeats = PUBLISHED_PROCESSES
     rule = rule_of(get_profile(profile)) if args.repeats is None else SequentialRule(args.repeats, args.repeats)
+    if args.max_processes is not None:
+        if args.max_processes < rule.first:
+            raise BenchError(f"--max-processes {args.max_processes} is below the {rule.first} processes a cell starts "
+                             "with (--repeats, or the profile's)")  # fmt: skip
+        rule = SequentialRule(rule.first, args.max_processes)
     if rule.sequential and (args.budget_minutes is not None or args.jobs > 1):
         print(f"processes: {rule.first} a cell, none added (a budget's and --jobs' cells run apart, not row by row)")
         rule = SequentialRule(rule.first, rule.first)

@@ -76,6 +76,16 @@ def add_run_parser(sub) -> None:
     run.add_argument(
         "--repeats", type=positive_int, help="processes per cell, interleaved across the cells (default: the profile's)"
     )
+    run.add_argument(
+        "--max-processes", type=positive_int, metavar="N",
+        help="processes until decided: after the first --repeats, one more a round for a cell whose comparison is "
+        "undecided, up to N (default: the profile's max_repeats; smoke and cpu: none added)",
+    )  # fmt: skip
+    run.add_argument(
+        "--against", type=Path, metavar="DIR",
+        help="a results folder (an earlier run, a reviewer's) whose cells this run's are compared with, as make "
+        "compare compares them: one still undecided gets processes up to --max-processes",
+    )  # fmt: skip
     run.add_argument("--timeout", type=positive_int, help="seconds per cell process (default: the profile's)")
     add_results_dir(run)
     run.add_argument(

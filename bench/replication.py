@@ -103,6 +103,29 @@ def spread_of(found: Estimate | None) -> float | None:
     return found.log_se * math.sqrt(found.processes)
 
 
+def undecided_against(judge: Judge, a: Result, b: Result, rule: SequentialRule) -> bool:
+    """Whether one more process of B, this run's cell, could help decide B / A, where A is the same cell in another
+    folder (an earlier run, a reviewer's): the comparison is undecided, decidable (no gate, one processor, like work),
+    B is below the cap, and at the cap it would be decided (PLANNING_POWER of the time) at the ratio measured so far,
+    A's processes as they are and the runs' spread the Judge carries between separate runs, which more processes of B
+    do not shrink."""
+    ratio = judge.ratio(a, b)
+    if ratio is None or not ratio.decidable or not ratio.comparable or ratio.value <= 0 or ratio.log_se is None:
+        return False
+    ea, eb = judge.estimate(a), judge.estimate(b)
+    spread = spread_of(eb)
+    if verdict(ratio) != INCONCLUSIVE or spread is None or ea.log_se is None or eb.processes >= rule.cap:
+        return False
+    runs = judge.run_spread(b)  # the part between the runs, where the Judge carried one
+    variances = [ea.log_se**2, spread**2 / rule.cap, max(ratio.log_se**2 - ea.log_se**2 - eb.log_se**2, 0.0)]
+    dof = welch_dof(variances, [ea.dof, rule.cap - 1, runs.dof if runs else math.inf])
+    reach = (t_quantile(1 - (1 - rule.confidence) / 2, dof) + t_quantile(PLANNING_POWER, dof)) * math.sqrt(
+        sum(variances)
+    )
+    log_ratio = abs(math.log(ratio.value))
+    return log_ratio >= reach or log_ratio + reach <= math.log(1 + EQUIVALENCE_BAND)
+
+
 def undecided_sides(judge: Judge, a: Result, b: Result, rule: SequentialRule) -> list[Result]:
     """The sides of B / A that one more process could help decide: none where the comparison is decided, kept out of
     any verdict (a noisy side, two processors, unlike work), or undecidable even at the rule's cap at the ratio and

@@ -26,7 +26,7 @@ from bench.progress import Progress, closing_line, hms, probe_line
 from bench.provenance import git_info, machine_info, now_utc, unlocked_environment
 from bench.registry import Cell, get_model
 from bench.replication import SequentialRule
-from bench.results import Result, Run, task_unit
+from bench.results import CorruptResult, Result, Run, load, result_path, task_unit
 from bench.results_folder import (
     RunStopped,
     check_free_space,
@@ -216,6 +216,7 @@ class RunOptions:
     deadline: float | None = None  # time.monotonic() after which no cell starts
     interleave: bool = True  # a row's cells round-robin; False: each cell's processes in turn, in the order given
     rule: SequentialRule | None = None  # processes until decided (bench/replication.py); None: exactly `repeats`
+    against: Path | None = None  # a results folder whose cells this run's are compared with, until decided
 
 
 def run_cells(cells: list[Cell], results_dir: Path, options: RunOptions | None = None) -> list[Result]:
@@ -224,6 +225,8 @@ def run_cells(cells: list[Cell], results_dir: Path, options: RunOptions | None =
     With a sequential `rule` (bench/replication.py), `repeats` is its first count: after each round from then on the
     row's comparisons are judged, and the cells of an undecided one that the cap could still decide get one more
     process, up to the cap (bench/report/comparisons.py wanting_more); each result records the rule it ran under.
+    With `against` (a results folder: yesterday's run, a reviewer's), each cell's comparison with the same cell there
+    is judged too, as `make compare` judges it, and one still undecided gets processes the same way.
 
     Progress goes to `echo` as plain lines when one is given, else to bench.progress.Progress: a live bar with an
     ETA on a terminal, the same plain lines otherwise. A cell that <results_dir>/plan-<profile>.json says cannot fit
@@ -370,6 +373,11 @@ class Rounds:
             {c.key: self.written.get(c.key) or self.provisional(c, runs[c.key]) for c in row if runs[c.key]},
             self.rule, self.results_dir,
         )  # fmt: skip
+        if self.options.against is not None:
+            wanted.update(look_against(
+                {c.key: self.provisional(c, runs[c.key]) for c in open_cells if runs[c.key]},
+                self.rule, self.options.against,
+            ))  # fmt: skip
         for cell in list(open_cells):
             if cell.key in wanted:
                 self.phase(f"{cell.key}: one more process, for {wanted[cell.key]} (undecided)")
@@ -402,7 +410,29 @@ def repeat_label(repeat: int, rule: SequentialRule) -> str:
         return ""
     if repeat < rule.first:
         return f" repeat {repeat + 1}/{rule.first}"
+    if repeat >= rule.cap:  # only a disturbed process's replacement runs past the cap (to_replace)
+        return f" repeat {repeat + 1} (past the cap of {rule.cap}: in place of a disturbed one)"
     return f" repeat {repeat + 1} (up to {rule.cap}, while undecided)"
+
+
+def look_against(results: dict[str, Result], rule: SequentialRule, against: Path) -> dict[str, str]:
+    """After a round: the cells whose comparison with the same cell in `against` (on this machine) one more process
+    could help decide (bench/replication.py undecided_against)."""
+    if not rule.sequential:
+        return {}
+    from bench.judge import Judge
+    from bench.replication import undecided_against
+
+    wanted: dict[str, str] = {}
+    for key, result in results.items():
+        earlier = result_path(against, result.cell, result.provenance.get("machine") or {})
+        try:
+            a = load(earlier) if earlier.is_file() else None
+        except CorruptResult:
+            a = None
+        if a is not None and undecided_against(Judge([a, result], against), a, result, rule):  # as make compare
+            wanted[key] = f"its comparison with {earlier}"
+    return wanted
 
 
 def look(results: dict[str, Result], rule: SequentialRule, results_dir: Path) -> dict[str, str]:

@@ -36,6 +36,8 @@ CASES = [
         ("STACK", "today"),
         ("ENV", "locked"),
         ("RESULTS", "{results}"),
+        ("AGAINST", "{tmp}/beside"),
+        ("MAX_PROCESSES", "4"),
     ]
 ] + [
     ("bench", {**BENCH, "PROFILE": "paper"}, "EXACT", "1"),  # the published procedure: the paper profile's
@@ -86,7 +88,7 @@ NOT_RUN = {
 KINDS = ["empty", "garbage", "duplicate", "spaced-non-ascii-path", "a-file", "shell-quote-path"]
 
 
-PATHS = {"RESULTS", "A", "B", "OUT"}
+PATHS = {"RESULTS", "A", "B", "OUT", "AGAINST"}
 
 
 def value_of(kind: str, name: str, valid: str, tmp: Path) -> str:
@@ -106,8 +108,6 @@ def snapshot(folder: Path) -> dict[str, str]:
 
 # A refusal is the CLI's or a target's one line, or make's own $(error): not a shell's syntax error or a make rule
 REFUSAL = re.compile(r"^(error|usage): |^(Makefile|mk/\w+\.mk):\d+: \*\*\* ")
-
-
 
 
 @pytest.mark.skipif(not shutil.which("make"), reason="GNU make is not installed")

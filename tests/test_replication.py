@@ -129,3 +129,59 @@ def test_a_cell_disturbed_throughout_on_one_side_is_a_possible_change_not_noise(
     assert stats.verdict(found) == stats.INCONCLUSIVE
     assert found.reason.startswith("possible change on B, or noise: process 1: its second half"), found.reason
     assert found.reason.endswith("A steady")
+
+
+def run_against(tmp_path, monkeypatch, scale: float, jitter: float) -> tuple[list, list[str]]:
+    """A: the torch BERT fit cell at scale 1 (6 processes: B's added ones can narrow only B's part of the interval);
+    then B at `scale`, run against A's folder under RULE.
+    A's folder holds a noise study of this machine whose rounds agree (no run-to-run spread), so that the two runs
+    are judged as `make compare` judges them and nothing else keeps them apart."""
+    import json
+
+    from bench import runner
+    from bench.noise_file import NOISE_DIR, NOISE_FORMAT, noise_file_name
+    from bench.provenance import machine_info
+
+    cells = plan_cells("smoke", backends=["torch"], models=["bert"], tasks=["fit"], timed_steps=60)
+    monkeypatch.setattr("bench.env_lookup.VENVS_DIR", make_fake_envs(tmp_path / "venvs", ["torch"]))
+    monkeypatch.setattr(runner, "reference_ms", lambda: 1.0)
+    monkeypatch.setenv("FAKE_JITTER", str(jitter))
+    monkeypatch.setenv("FAKE_SCALE_TORCH", "1.0")
+    runner.run_cells(cells, tmp_path / "a", runner.RunOptions(repeats=6, echo=lambda line: None))
+    study = tmp_path / "a" / NOISE_DIR / noise_file_name(machine_info())
+    study.parent.mkdir(parents=True)
+    rounds = [{"medians_ms": {"A": [10.0, 10.2, 9.8], "B": [10.1, 9.9, 10.0]}} for _ in range(3)]
+    study.write_text(json.dumps({"format": NOISE_FORMAT, "settings": {"profile": "smoke"},
+                                 "process_spread": {"log_sd": 0.03, "dof": 20},
+                                 "cells": [{"key": cells[0].key, "rounds": rounds}]}))  # fmt: skip
+    monkeypatch.setenv("FAKE_SCALE_TORCH", str(scale))
+    lines: list[str] = []
+    options = runner.RunOptions(repeats=RULE.first, echo=lines.append, rule=RULE, against=tmp_path / "a")
+    runner.run_cells(cells, tmp_path / "b", options)
+    return load_all(tmp_path / "b"), lines
+
+
+def test_a_cell_compared_with_an_earlier_run_gets_processes_while_that_comparison_is_undecided(tmp_path, monkeypatch):
+    # 4% slower than the earlier run's 6 processes, processes 2% apart: undecided with B's 3, decided before its cap
+    (b,), lines = run_against(tmp_path, monkeypatch, scale=1.04, jitter=0.02)
+    assert 3 < len(b.runs) <= RULE.cap, lines
+    assert any(f"one more process, for its comparison with {tmp_path / 'a'}" in line for line in lines), lines
+    (a,) = load_all(tmp_path / "a")
+    found = Judge([a, b], tmp_path / "a").ratio(a, b)
+    assert stats.verdict(found) == stats.SLOWER and "separate runs" in found.note, found
+
+
+def test_a_comparison_with_an_earlier_run_that_the_cap_cannot_decide_adds_nothing(tmp_path, monkeypatch):
+    (b,), lines = run_against(tmp_path, monkeypatch, scale=1.02, jitter=0.04)
+    assert len(b.runs) == RULE.first and not any("one more process" in line for line in lines), lines
+
+
+def test_against_refuses_a_missing_folder_and_the_runs_own_in_one_line(tmp_path):
+    from fakes import bench_env, run_bench, smoke_run
+
+    venvs = make_fake_envs(tmp_path / "venvs", ["torch"])
+    for against, said in ((tmp_path / "nowhere", "no such results folder"), (tmp_path / "r", "own results folder")):
+        (tmp_path / "r").mkdir(exist_ok=True)
+        out = run_bench(smoke_run("--backend", "torch", "--model", "bert", "--against", str(against),
+                                  results=tmp_path / "r"), bench_env(venvs))  # fmt: skip
+        assert out.returncode == 2 and said in out.stderr and len(out.stderr.strip().splitlines()) == 1, out.stderr
