@@ -483,13 +483,19 @@ def family_judged(r: Ratio, threshold: float) -> Ratio:
     return dataclasses.replace(r.judged_at(1 - threshold * (1 - r.confidence) / (1 - CONFIDENCE)), same_confidence=own)
 
 
-def judged_as_family(ratios: list[Ratio | None]) -> tuple[list[Ratio | None], int, float]:
-    """Each ratio judged as one of the family they make (benjamini_hochberg over those with a p-value), with how many
-    were judged together and the threshold; a ratio without a p-value as it was."""
+def family_threshold(ratios: list[Ratio | None]) -> tuple[int, float]:
+    """How many of the ratios can be judged (those with a p-value) and the Benjamini-Hochberg threshold each is judged
+    at as one of that family."""
     pvalues = [p for r in ratios if r is not None and (p := p_value(r)) is not None]
-    threshold = benjamini_hochberg(pvalues)
+    return len(pvalues), benjamini_hochberg(pvalues)
+
+
+def judged_as_family(ratios: list[Ratio | None]) -> tuple[list[Ratio | None], int, float]:
+    """Each ratio judged as one of the family they make (family_threshold), with how many were judged together and
+    the threshold; a ratio without a p-value as it was."""
+    together, threshold = family_threshold(ratios)
     judged = [family_judged(r, threshold) if r is not None and p_value(r) is not None else r for r in ratios]
-    return judged, len(pvalues), threshold
+    return judged, together, threshold
 
 
 def verdict(r: Ratio | None, band: float = EQUIVALENCE_BAND) -> str:

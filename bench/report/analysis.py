@@ -361,8 +361,7 @@ def analyse_group(group: Group, results_dir: Path | None = None) -> TableAnalysi
     cells = CellJudge(judge)
     grid = [(key, row) for key, row in group.grid().items() if not get_model(key.model).study]  # studies: own pages
     rows = [row_facts(group.profile, key, row, cells) for key, row in grid]
-    pvalues = [p for r in family(rows, cells) if (p := stats.p_value(r)) is not None]
-    judged = Family(len(pvalues), stats.benjamini_hochberg(pvalues))
+    judged = Family(*stats.family_threshold(family(rows, cells)))
     cells.judge_as_family(judged.threshold)  # the verdicts again, each at the family's threshold
     rows = [row_facts(group.profile, key, row, cells) for key, row in grid]
     notes, refs = status_notes(rows)
