@@ -6,6 +6,7 @@ the processor was not recorded). This module only finds and reads it; the noise 
 """
 from __future__ import annotations
 
+import functools
 import json
 import math
 import statistics
@@ -64,6 +65,18 @@ def read_noise_file(path: Path) -> dict[str, Any]:
     return data
 
 
+def read_study(path: Path) -> dict[str, Any]:
+    """A noise study as the judge's readers take it (read only: the same dict each time): parsed once while the file
+    is unchanged, since a table asks each machine's spread, run spread and quiet reading of the same files."""
+    stat = Path(path).stat()
+    return _parsed(str(Path(path).resolve()), stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=64)
+def _parsed(path: str, mtime_ns: int, size: int) -> dict[str, Any]:
+    return read_noise_file(Path(path))
+
+
 def machine_spread(
     results_dir: Path | None, machine: dict[str, Any], profile: str | None = None, key: str | None = None
 ) -> ProcessSpread | None:
@@ -78,7 +91,7 @@ def machine_spread(
     path, exact = found
     for study_path in study_files(path):
         try:
-            study = read_noise_file(study_path)
+            study = read_study(study_path)
             if profile is not None and (study.get("settings") or {}).get("profile") != profile:
                 continue
             return borrowed_spread(study, key, study_path.name, exact)
@@ -145,7 +158,7 @@ def machine_run_spread(results_dir: Path | None, machine: dict[str, Any]) -> Pro
     studies = []
     for study in study_files(path):
         try:
-            studies.append(read_noise_file(study))
+            studies.append(read_study(study))
         except (OSError, ValueError):
             continue
     spread = run_spread_of(studies)
@@ -166,7 +179,7 @@ def machine_quiet_reference(results_dir: Path | None, machine: dict[str, Any]) -
     readings = []
     for study in study_files(found[0]):
         try:
-            quietest = ((read_noise_file(study).get("conditions") or {}).get("drift_probe_ms") or {}).get("quietest")
+            quietest = ((read_study(study).get("conditions") or {}).get("drift_probe_ms") or {}).get("quietest")
         except (OSError, ValueError, AttributeError):
             continue
         if isinstance(quietest, (int, float)) and quietest > 0:
