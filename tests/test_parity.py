@@ -156,20 +156,26 @@ def test_a_speed_up_joining_models_parity_found_to_differ_is_marked_and_an_expla
     assert "ᵖ BERT" not in text
 
 
-def test_bfloat16_is_refused_in_one_line_without_a_gpu(tmp_path, capsys, monkeypatch):
-    why = parity_run.refusal(parity_run.Settings(dtype="bfloat16"), {"gpus": []})
-    assert why and "GPU only" in why and "\n" not in why
-    assert parity_run.refusal(parity_run.Settings(dtype="bfloat16"), {"gpus": [{"name": "H100"}]}) is None
-    assert parity_run.refusal(parity_run.Settings(profile="paper"), {"gpus": []}) is None  # float32: the CPU's
-    monkeypatch.setattr(parity_run, "machine_info", lambda: {"gpus": []})
+def test_bfloat16_without_a_gpu_or_a_bfloat16_cpu_is_refused_in_one_line(tmp_path, capsys, monkeypatch):
+    plain, amx = {"gpus": [], "processor": {"flags": ["avx2"]}}, {"gpus": [], "processor": {"flags": ["amx_bf16"]}}
+    bfloat16 = parity_run.Settings.on(plain, dtype="bfloat16")
+    why = parity_run.refusal(bfloat16, plain)
+    assert why and "needs a GPU or a CPU with bfloat16 matrix instructions" in why and "\n" not in why
+    assert parity_run.refusal(parity_run.Settings.on(amx, dtype="bfloat16"), amx) is None  # this CPU: AMX
+    gpu = {"gpus": [{"name": "H100"}], "processor": {"flags": ["avx2"]}}
+    assert parity_run.Settings.on(gpu, dtype="bfloat16").device == "gpu"
+    assert parity_run.Settings.on(gpu, profile="paper").device == "cpu"  # float32 stays the CPU's (no TF32)
+    assert parity_run.refusal(parity_run.Settings.on(plain, profile="paper"), plain) is None
+    monkeypatch.setattr(parity_run, "machine_info", lambda: plain)
     assert parity_run.main(["--results-dir", str(tmp_path), "--dtype", "bfloat16"]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and err.startswith("error: DTYPE=bfloat16 runs on a GPU only"), err
+    assert err.count("\n") == 1 and err.startswith("error: DTYPE=bfloat16 needs a GPU"), err
     assert not (tmp_path / "PARITY-smoke-bfloat16.md").exists()
 
 
 def test_a_model_the_machine_cannot_hold_at_paper_shapes_is_a_not_checked_line_naming_why(tmp_path, monkeypatch):
-    counts = {("gemma", "keras"): {"backbone": 8_537_680_896}, ("bert", "keras"): {"backbone": 108_310_272}}
+    counts = {("gemma", "keras"): {"backbone": 8_537_680_896, "counted_in": "jax"},
+              ("bert", "keras"): {"backbone": 108_310_272, "counted_in": "jax"}}  # as bench/plan/counts.py gives them
     monkeypatch.setattr(parity_run, "counts_for", lambda pairs, profile, echo: {p: counts[p] for p in pairs})
     monkeypatch.setattr(parity_run, "COUNTED_PARTS", {})  # no parameter-count processes: only the refusal is asked
     paper, machine = parity_run.Settings(profile="paper"), {"memory_gib": 23.5, "gpus": []}

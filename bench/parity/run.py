@@ -54,7 +54,9 @@ NOT_CHECKED = [
      "jit-compiled: the suite's cells time Keras 3's default step, and only the overhead study times eager beside it"),
 ]
 TIMEOUT_S = 600
-GPU_DTYPES = ("bfloat16",)  # the paper's LM dtype: checked on a GPU, where the suite times it
+GPU_DTYPES = ("bfloat16",)  # the paper's LM dtype: on a GPU where the machine has one, where the suite times it
+# A CPU's bfloat16 matrix instructions (/proc/cpuinfo's names, x86 then Arm): without one, no bfloat16 check on it.
+BFLOAT16_CPU_FLAGS = ("avx512_bf16", "amx_bf16", "bf16", "svebf16")
 # What a Keras parity step holds at once: the weights, their gradients (the fit step) and the weights file's copy as
 # it is saved or loaded. A model whose float32 parameters times this exceed the device's memory is refused by name.
 HELD_COPIES = 3
@@ -62,18 +64,24 @@ HELD_COPIES = 3
 
 @dataclass(frozen=True)
 class Settings:
-    """What a run checks at: a profile's shapes, a dtype, and (a test's smaller check) StableDiffusion's piece."""
+    """What a run checks at: a profile's shapes, a dtype, the device (float32: the CPU; bfloat16: a GPU where there is
+    one), and (a test's smaller check) StableDiffusion's piece."""
 
     profile: str = "smoke"
     dtype: str = "float32"
     piece: str | None = None
+    device: str = "cpu"
+
+    @classmethod
+    def on(cls, machine: dict, profile: str = "smoke", dtype: str = "float32") -> Settings:
+        return cls(profile, dtype, device="gpu" if dtype in GPU_DTYPES and machine.get("gpus") else "cpu")
 
     @property
     def on_gpu(self) -> bool:
-        return self.dtype in GPU_DTYPES
+        return self.device == "gpu"
 
     def worker_args(self) -> list[str]:
-        return ["--profile", self.profile, "--dtype", self.dtype, "--device", "gpu" if self.on_gpu else "cpu",
+        return ["--profile", self.profile, "--dtype", self.dtype, "--device", self.device,
                 *(["--piece", self.piece] if self.piece else [])]
 
     def tolerance(self, key: str) -> Tolerance:
@@ -253,7 +261,8 @@ def too_large(model: str, settings: Settings, machine: dict) -> str | None:
     counts = counts_for({(model, "keras")}, settings.profile, echo=lambda *_: None).get((model, "keras"))
     if not isinstance(counts, dict) or not counts:
         return None
-    parameters = counts["sam"] if model == "sam" else sum(counts.values())  # SAM's image encoder is inside "sam"
+    parts = {part: n for part, n in counts.items() if isinstance(n, int)}  # less "counted_in": the env's name
+    parameters = parts["sam"] if model == "sam" else sum(parts.values())  # SAM's image encoder is inside "sam"
     need = parameters * 4 * HELD_COPIES / 2**30
     held, what = available_device(machine) if settings.on_gpu else (machine.get("memory_gib"), "RAM")
     if held is None or need <= held:
@@ -264,10 +273,11 @@ def too_large(model: str, settings: Settings, machine: dict) -> str | None:
 
 def refusal(settings: Settings, machine: dict) -> str | None:
     """Why this machine cannot run the checks at this dtype at all (one line), else None."""
-    if settings.on_gpu and not machine.get("gpus"):
-        return (f"DTYPE={settings.dtype} runs on a GPU only and this machine has none: on a CPU the three backends "
-                f"compute {settings.dtype} by other means (XLA's CPU backend widens it to float32, oneDNN uses AMX "
-                "where the CPU has it), so their agreement would not be the GPU's")
+    flags = set((machine.get("processor") or {}).get("flags") or ())
+    if settings.dtype == "bfloat16" and not settings.on_gpu and not flags & set(BFLOAT16_CPU_FLAGS):
+        named = ", ".join(BFLOAT16_CPU_FLAGS)
+        return (f"DTYPE=bfloat16 needs a GPU or a CPU with bfloat16 matrix instructions ({named}): this machine "
+                "has neither, so its bfloat16 would be emulated, not the kernels a bfloat16 cell runs")
     return None
 
 
@@ -301,8 +311,9 @@ def run_all(models: tuple[str, ...], timeout_s: float, logs: Path, settings: Set
     return lines
 
 
-NOT_AT_OTHER_DTYPES = ("keras-vs-native, torch-compile", "bert, gemma, mistral", "at float32 only: the native side "
-                       "runs on the CPU, where the suite's native cells are float32 (bfloat16 only on a GPU)")
+NOT_AT_OTHER_DTYPES = ("keras-vs-native, torch-compile", "bert, gemma, mistral", "float32 only: the other dtype is "
+                       "checked across Keras 3's backends and Keras 3 eager against jit; the native side's is not "
+                       "wired")
 
 
 def number(value) -> str:
@@ -363,11 +374,11 @@ def main(argv: list[str] | None = None) -> int:
     # comparisons; a parity check's outputs do not depend on the device's speed, only on the machine holding the model.
     parser.add_argument("--profile", default="smoke", choices=sorted(profiles()), help="whose shapes (default smoke)")
     parser.add_argument("--dtype", default="float32", choices=("float32", *GPU_DTYPES),
-                        help="float32 (CPU) or bfloat16 (a GPU only, looser tolerance)")
+                        help="float32 (the CPU) or bfloat16 (a GPU where there is one, looser tolerance)")
     args = parser.parse_args(argv)
     results = args.results_dir
-    settings = Settings(args.profile, args.dtype)
     machine = machine_info()
+    settings = Settings.on(machine, args.profile, args.dtype)
     if why := refusal(settings, machine):
         print(f"error: {why}", file=sys.stderr)
         return 2
@@ -408,7 +419,7 @@ def write_pages(results: Path, lines: list[dict], took_s: float, argv: list[str]
             ["python", "-m", "bench.parity.run", *(sys.argv[1:] if argv is None else argv)]),
         "date": now_utc(), "git": git_info(),  # as a result file records its code: provenance.git
         "machine": machine_label(machine), "load": f"Took {took_s / 60:.1f} min. {load_note()}",
-        "profile": settings.profile, "dtype": settings.dtype, "device": "GPU" if settings.on_gpu else "CPU",
+        "profile": settings.profile, "dtype": settings.dtype, "device": settings.device.upper(),
         "tolerances": {"outputs": vars(settings.tolerance("outputs")),
                        "gradient_norm": vars(settings.tolerance("gradient_norm"))},
     }
