@@ -278,10 +278,20 @@ def native_export(model: str, folder: Path, profile: str = "smoke") -> None:
     if model == "bert":
         native = native_bert(s)
         native.bert.save_pretrained(folder / f"{model}-transformers")
+        from transformers.activations import ACT2FN
+
         with torch.no_grad():
             out = native.bert(**torch_inputs(data))
+            # The same weights with GELU's tanh approximation, keras-hub 0.32's BertBackbone's (its encoder layers'
+            # activation=gelu_approximate) where transformers' "gelu" is the exact erf form: tells that difference
+            # from any other.
+            for layer in native.bert.encoder.layer:
+                layer.intermediate.intermediate_act_fn = ACT2FN["gelu_pytorch_tanh"]
+            tanh = native.bert(**torch_inputs(data))
         save_outputs(folder / f"{model}__native-torch.npz",
-                     {"sequence_output": out.last_hidden_state.numpy(), "pooled_output": out.pooler_output.numpy()})
+                     {"sequence_output": out.last_hidden_state.numpy(), "pooled_output": out.pooler_output.numpy(),
+                      "sequence_output_tanh_gelu": tanh.last_hidden_state.numpy(),
+                      "pooled_output_tanh_gelu": tanh.pooler_output.numpy()})
         return
     native = native_lm(model, s)
     native.save_pretrained(folder / f"{model}-transformers")
