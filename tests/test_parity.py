@@ -263,3 +263,31 @@ def changed(keras, model, s, piece=None):
 worker.keras_case = changed
 worker.keras_side("stable_diffusion", Path(sys.argv[1]), piece="vae")
 """
+
+
+def test_berts_gelu_form_is_named_and_stays_a_difference_of_the_models(tmp_path, monkeypatch):
+    """Keras 3's BERT (keras-hub: GELU's tanh form) against native BERT (exact GELU): the failed lines name the cause,
+    the re-check against native BERT with the tanh form passes, and the report still counts it as a difference of the
+    models (a different activation), unlike Mistral's float16-rounded weights."""
+    import json
+
+    from bench.report.parity import keras_native_differences
+
+    class Ran:  # the worker processes, as if each wrote its outputs
+        def __init__(self, *args, **kwargs):
+            self.failure = None
+
+    r = np.random.default_rng(0)
+    keras_side = {"sequence_output": r.standard_normal((2, 8, 16)), "pooled_output": r.standard_normal((2, 16))}
+    exact = {key: value + 1e-3 for key, value in keras_side.items()}  # what another activation moves them by
+    np.savez(tmp_path / "bert__keras-import.npz", **keras_side)
+    np.savez(tmp_path / "bert__native-torch.npz", **exact,
+             **{f"{key}_tanh_gelu": value for key, value in keras_side.items()})
+    monkeypatch.setattr(parity_run, "Step", Ran)
+    lines = parity_run.keras_vs_native("bert", tmp_path, tmp_path / "logs", 60)
+    status = {line["output"]: (line["status"], line["why"]) for line in lines}
+    assert status["sequence_output"] == ("fail", parity_run.BERT_GELU)
+    assert status["native with tanh-approximate GELU: sequence_output"] == ("pass", "")
+    (tmp_path / "results" / "parity").mkdir(parents=True)
+    (tmp_path / "results" / "parity" / "parity.json").write_text(json.dumps({"provenance": {}, "checks": lines}))
+    assert keras_native_differences(tmp_path / "results") == {"bert": [parity_run.BERT_GELU] * 2}
