@@ -192,6 +192,8 @@ def test_a_narrowed_run_keeps_the_other_models_lines_marked_with_their_run(tmp_p
 
     old = [{"check": "keras-backends", "model": "bert", "pair": "p", "output": "logits", "status": "pass", "why": "",
             "max_abs": 1e-8, "max_rel": 1e-7, "tolerance": "t"},
+           {"check": "keras-backends", "model": "gemma", "pair": "p", "output": "logits", "status": "pass", "why": "",
+            "max_abs": 1e-8, "max_rel": 1e-7, "tolerance": "t", "run": {"date": "2026-11-27", "commit": "abc"}},
            {"check": "keras-backends", "model": "stable_diffusion", "pair": "", "output": "", "status": "not checked",
             "why": "too large", "max_abs": None, "max_rel": None, "tolerance": ""}]  # fmt: skip
     earlier = {"provenance": {"command": "make parity", "date": "2026-11-28", "git": {"commit": "878ee5f" + "0" * 33}},
@@ -203,11 +205,14 @@ def test_a_narrowed_run_keeps_the_other_models_lines_marked_with_their_run(tmp_p
     monkeypatch.setattr(parity_run, "machine_label", lambda machine: "m")
     parity_run.write_pages(tmp_path, new, 60.0, ["--model", "stable_diffusion"], narrowed=True)
     checks = json.loads((tmp_path / "parity" / "parity.json").read_text())["checks"]
-    # SD's new line replaces its earlier "not checked"; BERT's is kept, with the run that measured it
+    # SD's new line replaces its earlier "not checked"; BERT's and Gemma's are kept, each with the run that measured
+    # it (Gemma's kept once already: its own run, not the one that kept it)
     assert [(c["model"], c["status"], c.get("run", {}).get("commit", "")[:7]) for c in checks] == [
-        ("stable_diffusion", "pass", ""), ("bert", "pass", "878ee5f")]
+        ("stable_diffusion", "pass", ""), ("bert", "pass", "878ee5f"), ("gemma", "pass", "abc")]
     page = (tmp_path / "PARITY.md").read_text()
-    assert "| pass (earlier run) |" in page and "the other models' 1 lines are kept" in page
+    assert "the other models' 2 lines are kept from earlier runs" in page
+    assert "1 from 2026-11-28, commit 878ee5f00000; 1 from 2026-11-27, commit abc)" in page
+    assert "| pass (earlier run) |" in page
 
 
 @pytest.mark.envs

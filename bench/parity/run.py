@@ -363,9 +363,10 @@ def page(lines: list[dict], provenance: dict) -> str:
 def kept_note(kept: dict | None) -> list[str]:
     if not kept:
         return []
-    return [f"MODEL= narrowed that run: the other models' {kept['lines']} lines are kept from the run before it "
-            f"(`{kept['command']}`; {kept['date']}; commit {(kept['commit'] or '?')[:12]}), each marked "
-            "\"(earlier run)\" in its status; their JSON lines carry that run's date and commit.", ""]
+    runs = "; ".join(f"{run['lines']} from {run['date']}, commit {(run['commit'] or '?')[:12]}" for run in kept["runs"])
+    return [f"MODEL= narrowed that run: the other models' {kept['lines']} lines are kept from earlier runs of "
+            f"`make parity` ({runs}), each marked \"(earlier run)\" in its status; their JSON lines carry their run's "
+            "date and commit.", ""]
 
 
 def load_note() -> str:
@@ -423,7 +424,7 @@ def write_pages(results: Path, lines: list[dict], took_s: float, argv: list[str]
                 machine: dict | None = None, narrowed: bool = False) -> int:
     machine = machine_info() if machine is None else machine
     path = results / "parity" / f"parity{settings.suffix}.json"
-    kept, earlier = kept_lines(path, lines) if narrowed else ([], None)
+    kept, _ = kept_lines(path, lines) if narrowed else ([], None)
     provenance = {
         "command": ("make parity: " if os.environ.get("MAKELEVEL") else "") + shlex.join(
             ["python", "-m", "bench.parity.run", *(sys.argv[1:] if argv is None else argv)]),
@@ -434,8 +435,12 @@ def write_pages(results: Path, lines: list[dict], took_s: float, argv: list[str]
                        "gradient_norm": vars(settings.tolerance("gradient_norm"))},
     }
     if kept:
-        provenance["kept"] = {"lines": len(kept), "command": earlier.get("command"), "date": earlier.get("date"),
-                              "commit": (earlier.get("git") or {}).get("commit")}
+        runs: dict[tuple, int] = {}  # a line kept twice keeps the run that measured it, not the one that kept it
+        for line in kept:
+            key = (line["run"].get("date"), line["run"].get("commit"))
+            runs[key] = runs.get(key, 0) + 1
+        provenance["kept"] = {"lines": len(kept), "runs": [{"date": date, "commit": commit, "lines": n}
+                                                           for (date, commit), n in runs.items()]}
         lines = lines + kept
     write_json_atomic(path, {"provenance": provenance, "checks": lines})
     write_text_atomic(results / f"PARITY{settings.suffix}.md", page(lines, provenance))

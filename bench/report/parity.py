@@ -47,7 +47,9 @@ def parity_lines(results_dir: Path, out_dir: Path) -> list[str]:
     link = Path(os.path.relpath(results_dir / "PARITY.md", out_dir)).as_posix()
     kept = provenance.get("kept")  # a run narrowed by MODEL= keeps the other models' lines of the run before it
     when = provenance.get("date") or "undated"
-    when += f"; {kept['lines']} of its lines from the run of {kept.get('date') or 'an undated run'}" if kept else ""
+    if kept:
+        dates = " and ".join(str(run.get("date") or "an undated run") for run in kept.get("runs") or [])
+        when += f"; {kept['lines']} of its lines from earlier runs: {dates}"
     lines = [
         f"Whether the sides compute the same function, shown by their outputs on shared weights (`make parity`, "
         f"{when}): {tally}. All lines, tolerances and what is unchecked: "
