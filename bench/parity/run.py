@@ -385,7 +385,7 @@ def main(argv: list[str] | None = None) -> int:
     # comparisons; a parity check's outputs do not depend on the device's speed, only on the machine holding the model.
     parser.add_argument("--profile", default="smoke", choices=sorted(profiles()), help="whose shapes (default smoke)")
     parser.add_argument("--dtype", default="float32", choices=("float32", *GPU_DTYPES),
-                        help="float32 (the CPU) or bfloat16 (a GPU where there is one, looser tolerance)")
+                        help="float32 (the CPU) or bfloat16 (a GPU, else a bfloat16 CPU; looser tolerance)")
     args = parser.parse_args(argv)
     results = args.results_dir
     machine = machine_info()
