@@ -129,7 +129,7 @@ help: ## List every target with one line each, then every variable
 	@echo "  2024 stack (keras-benchmarks v0.0.5's pins): make envs STACK=2024; make bench BACKEND=jax MODEL=bert STACK=2024"
 	@echo "  grid       GRID=<cpu|full|lengths|sample|smoke> MODEL=<bert,distilbert,gpt2,distilgpt2,roberta,xlnet,xlm> BACKEND=<native-torch,tf-transformers,jax,tensorflow,torch or a column>"
 	@echo "  studies    SIZE=default|smoke (overhead); CELLS=<cell keys> ROUNDS= PAIRS= SLOWDOWNS=0,0.05,... LOAD=N DELAYS=0.2 DELAY_CELLS= PARTS=aa,probe,delay (noise)"
-	@echo "  parity     MODEL=<bert,gemma,mistral,sam> (default all) RESULTS=$(RESULTS)"
+	@echo "  parity     MODEL=<bert,gemma,mistral,sam,stable_diffusion> (default all) PROFILE=<smoke|paper|...> DTYPE=<float32|bfloat16> (bfloat16: a GPU, or a CPU with bfloat16 instructions) RESULTS=$(RESULTS)"
 	@echo "  results    OUT=<file> (export, compare); A=<dir or run id> B=<dir or run id> ACROSS=1 (compare); QUARANTINE=1 (validate)"
 	@echo "  slurm      FORCE=1 CONTAINER=1 (each cell in its image) SUBMIT_ARGS=\"<more bench submit options>\" (submit); JOB=<name or id> WAIT=<seconds> (submit-status)"
 	@echo "  containers CONTAINER_ENGINE=<podman|docker> (default: podman if present) IMAGE_NAME=$(IMAGE_NAME) CONTAINER_SHM=$(CONTAINER_SHM) BENCH_ARGS=\"<more bench run options>\" (bench-container)"
@@ -301,8 +301,9 @@ flops-check: ## The FLOP formulas against torch's FlopCounterMode (PROFILE=paper
 	$(VENVS)/native-torch/bin/python -m bench.roofline.counter $(or $(PROFILE),paper)
 	$(VENVS)/jax/bin/python -m bench.roofline.xla_counter smoke
 
-parity: env-tools ## Output parity on shared weights at smoke on the CPU (Keras 3 TF/JAX/torch, Keras 3 vs native PyTorch, eager vs torch.compile) -> $(RESULTS)/PARITY.md; MODEL= narrows it
-	$(TOOLS_PY) -m bench.parity.run --results-dir "$(RESULTS)" $(foreach m,$(subst $(comma), ,$(MODEL)),--model $(m))
+parity: env-tools ## Output parity on shared weights at smoke on the CPU (Keras 3 TF/JAX/torch, Keras 3 vs native PyTorch, eager vs torch.compile) -> $(RESULTS)/PARITY.md; MODEL= narrows it, PROFILE=paper / DTYPE=bfloat16 (GPU) write PARITY-<profile>[-<dtype>].md
+	$(TOOLS_PY) -m bench.parity.run --results-dir "$(RESULTS)" $(foreach m,$(subst $(comma), ,$(MODEL)),--model $(m)) \
+		$(if $(PROFILE),--profile $(PROFILE)) $(if $(DTYPE),--dtype $(DTYPE))
 
 bench-overhead: env-tools ## Measure the harness's own per-step overhead on a trivial step
 	$(TOOLS_PY) scripts/harness_overhead.py

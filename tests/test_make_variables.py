@@ -68,6 +68,7 @@ NOT_RUN = {
     "DELAY_CELLS": "make noise",
     "PARTS": "make noise",
     "SIZE": "make overhead",
+    "DTYPE": "make parity (minutes of framework processes; tests/test_parity.py checks bfloat16's refusal)",
     "LOCK_ENVS": "make lock (PyPI)",
     "PYTHON_VERSION": "make wheelhouse (PyPI)",
     "FOR": "make wheelhouse (PyPI; tests/test_wheelhouse_for.py)",

@@ -154,3 +154,145 @@ def test_a_speed_up_joining_models_parity_found_to_differ_is_marked_and_an_expla
     assert "ᵖ" in speedups["SegmentAnything"] and "ᵖ" not in speedups["BERT"]
     assert "ᵖ SegmentAnything: `make parity` found Keras 3 and native PyTorch to differ at smoke shapes (96,524" in text
     assert "ᵖ BERT" not in text
+
+
+def test_bfloat16_without_a_gpu_or_a_bfloat16_cpu_is_refused_in_one_line(tmp_path, capsys, monkeypatch):
+    plain, amx = {"gpus": [], "processor": {"flags": ["avx2"]}}, {"gpus": [], "processor": {"flags": ["amx_bf16"]}}
+    bfloat16 = parity_run.Settings.on(plain, dtype="bfloat16")
+    why = parity_run.refusal(bfloat16, plain)
+    assert why and "needs a GPU or a CPU with bfloat16 matrix instructions" in why and "\n" not in why
+    assert parity_run.refusal(parity_run.Settings.on(amx, dtype="bfloat16"), amx) is None  # this CPU: AMX
+    gpu = {"gpus": [{"name": "H100"}], "processor": {"flags": ["avx2"]}}
+    assert parity_run.Settings.on(gpu, dtype="bfloat16").device == "gpu"
+    assert parity_run.Settings.on(gpu, profile="paper").device == "cpu"  # float32 stays the CPU's (no TF32)
+    assert parity_run.refusal(parity_run.Settings.on(plain, profile="paper"), plain) is None
+    monkeypatch.setattr(parity_run, "machine_info", lambda: plain)
+    assert parity_run.main(["--results-dir", str(tmp_path), "--dtype", "bfloat16"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("error: DTYPE=bfloat16 needs a GPU"), err
+    assert not (tmp_path / "PARITY-smoke-bfloat16.md").exists()
+
+
+def test_a_model_the_machine_cannot_hold_at_paper_shapes_is_a_not_checked_line_naming_why(tmp_path, monkeypatch):
+    counts = {("gemma", "keras"): {"backbone": 8_537_680_896, "counted_in": "jax"},
+              ("bert", "keras"): {"backbone": 108_310_272, "counted_in": "jax"}}  # as bench/plan/counts.py gives them
+    monkeypatch.setattr(parity_run, "counts_for", lambda pairs, profile, echo: {p: counts[p] for p in pairs})
+    monkeypatch.setattr(parity_run, "COUNTED_PARTS", {})  # no parameter-count processes: only the refusal is asked
+    paper, machine = parity_run.Settings(profile="paper"), {"memory_gib": 23.5, "gpus": []}
+    assert parity_run.too_large("bert", paper, machine) is None
+    lines = parity_run.run_all(("gemma",), 60, tmp_path / "logs", paper, machine)
+    refused = [line for line in lines if line["model"] == "gemma" and line["check"] == "keras-backends"]
+    assert [line["status"] for line in refused] == ["not checked"]
+    assert "8.54B parameters at paper shapes" in refused[0]["why"] and "23.5 GiB RAM" in refused[0]["why"]
+    assert not (tmp_path / "logs").exists()  # no worker started for it
+
+
+def test_a_narrowed_run_keeps_the_other_models_lines_marked_with_their_run(tmp_path, monkeypatch):
+    import json
+
+    old = [{"check": "keras-backends", "model": "bert", "pair": "p", "output": "logits", "status": "pass", "why": "",
+            "max_abs": 1e-8, "max_rel": 1e-7, "tolerance": "t"},
+           {"check": "keras-backends", "model": "gemma", "pair": "p", "output": "logits", "status": "pass", "why": "",
+            "max_abs": 1e-8, "max_rel": 1e-7, "tolerance": "t", "run": {"date": "2026-11-27", "commit": "abc"}},
+           {"check": "keras-backends", "model": "stable_diffusion", "pair": "", "output": "", "status": "not checked",
+            "why": "too large", "max_abs": None, "max_rel": None, "tolerance": ""}]  # fmt: skip
+    earlier = {"provenance": {"command": "make parity", "date": "2026-11-28", "git": {"commit": "878ee5f" + "0" * 33}},
+               "checks": old}
+    (tmp_path / "parity").mkdir()
+    (tmp_path / "parity" / "parity.json").write_text(json.dumps(earlier))
+    new = [{**old[0], "model": "stable_diffusion", "output": "decoded", "max_abs": 1e-5}]
+    monkeypatch.setattr(parity_run, "machine_info", lambda: {"gpus": []})
+    monkeypatch.setattr(parity_run, "machine_label", lambda machine: "m")
+    parity_run.write_pages(tmp_path, new, 60.0, ["--model", "stable_diffusion"], narrowed=True)
+    checks = json.loads((tmp_path / "parity" / "parity.json").read_text())["checks"]
+    # SD's new line replaces its earlier "not checked"; BERT's and Gemma's are kept, each with the run that measured
+    # it (Gemma's kept once already: its own run, not the one that kept it)
+    assert [(c["model"], c["status"], c.get("run", {}).get("commit", "")[:7]) for c in checks] == [
+        ("stable_diffusion", "pass", ""), ("bert", "pass", "878ee5f"), ("gemma", "pass", "abc")]
+    page = (tmp_path / "PARITY.md").read_text()
+    assert "the other models' 2 lines are kept from earlier runs" in page
+    assert "1 from 2026-11-28, commit 878ee5f00000; 1 from 2026-11-27, commit abc)" in page
+    assert "| pass (earlier run) |" in page
+
+
+@pytest.mark.envs
+@pytest.mark.slow
+@pytest.mark.keras_cv_sd
+@pytest.mark.duration_s(120)  # measured: 91 to 117 s
+def test_stable_diffusion_vae_weights_from_jax_match_on_torch_and_not_with_a_layer_or_epsilon_changed(tmp_path,
+                                                                                                       monkeypatch):
+    """The smaller StableDiffusion piece (`make parity` runs the whole step): keras-cv's decoder and the VAE encoder's
+    fit step, saved on JAX and loaded on PyTorch, agree; one decoder layer's weights not carried, or the encoder's
+    group norms' epsilon changed, each moves its own output beyond the tolerance."""
+    env_python("jax"), env_python("torch")
+    monkeypatch.setattr(parity_run, "KERAS_BACKENDS", ("jax", "torch"))
+    lines = parity_run.keras_backends("stable_diffusion", tmp_path, tmp_path / "logs", 600,
+                                      parity_run.Settings(piece="vae"))
+    assert {line["output"]: line["status"] for line in lines} == dict.fromkeys(
+        ["decoded", "loss", "gradient_norm"], "pass"), lines
+    changed = subprocess.run(
+        [str(env_python("torch")), "-c", SD_CHANGED, str(tmp_path)], cwd=REPO, capture_output=True, text=True,
+        env={**os.environ, **cell_environment("torch")}, timeout=600)
+    assert changed.returncode == 0, changed.stderr[-3000:]
+    reference, candidate = np.load(tmp_path / "stable_diffusion__keras-jax.npz"), np.load(
+        tmp_path / "stable_diffusion__keras-torch.npz")
+    assert np.abs(reference["decoded"]).max() > 0.1  # a real output, not zeros compared with zeros
+    for key, tolerance in (("decoded", OUTPUT_TOLERANCE), ("loss", OUTPUT_TOLERANCE),
+                           ("gradient_norm", GRADIENT_NORM_TOLERANCE)):
+        moved = difference(candidate[key], reference[key], tolerance)
+        assert not moved["passed"], (key, moved)
+
+
+# The VAE piece as the parity worker runs it on PyTorch, with two faults a loader or a port could make: the decoder's
+# last convolution keeps its own initial kernel (its weights not carried), and the image encoder's group norms use
+# epsilon 1e-3 instead of keras-cv's 1e-5 (the fit step's loss and gradients).
+SD_CHANGED = r"""
+import sys
+from pathlib import Path
+import keras
+from bench.parity import worker
+
+case = worker.keras_case
+
+def changed(keras, model, s, piece=None):
+    parts, outputs, fit_step = case(keras, model, s, piece)
+    for layer in parts["image_encoder"]._flatten_layers():
+        if isinstance(layer, keras.layers.GroupNormalization):
+            layer.epsilon = 1e-3
+    def outputs_with_a_kernel_not_carried():
+        convs = [l for l in parts["decoder"]._flatten_layers() if isinstance(l, keras.layers.Conv2D)]
+        convs[-1].kernel.assign(keras.initializers.GlorotUniform(seed=1)(convs[-1].kernel.shape))
+        return outputs()
+    return parts, outputs_with_a_kernel_not_carried, fit_step
+
+worker.keras_case = changed
+worker.keras_side("stable_diffusion", Path(sys.argv[1]), piece="vae")
+"""
+
+
+def test_berts_gelu_form_is_named_and_stays_a_difference_of_the_models(tmp_path, monkeypatch):
+    """Keras 3's BERT (keras-hub: GELU's tanh form) against native BERT (exact GELU): the failed lines name the cause,
+    the re-check against native BERT with the tanh form passes, and the report still counts it as a difference of the
+    models (a different activation), unlike Mistral's float16-rounded weights."""
+    import json
+
+    from bench.report.parity import keras_native_differences
+
+    class Ran:  # the worker processes, as if each wrote its outputs
+        def __init__(self, *args, **kwargs):
+            self.failure = None
+
+    r = np.random.default_rng(0)
+    keras_side = {"sequence_output": r.standard_normal((2, 8, 16)), "pooled_output": r.standard_normal((2, 16))}
+    exact = {key: value + 1e-3 for key, value in keras_side.items()}  # what another activation moves them by
+    np.savez(tmp_path / "bert__keras-import.npz", **keras_side)
+    np.savez(tmp_path / "bert__native-torch.npz", **exact,
+             **{f"{key}_tanh_gelu": value for key, value in keras_side.items()})
+    monkeypatch.setattr(parity_run, "Step", Ran)
+    lines = parity_run.keras_vs_native("bert", tmp_path, tmp_path / "logs", 60)
+    status = {line["output"]: (line["status"], line["why"]) for line in lines}
+    assert status["sequence_output"] == ("fail", parity_run.BERT_GELU)
+    assert status["native with tanh-approximate GELU: sequence_output"] == ("pass", "")
+    (tmp_path / "results" / "parity").mkdir(parents=True)
+    (tmp_path / "results" / "parity" / "parity.json").write_text(json.dumps({"provenance": {}, "checks": lines}))
+    assert keras_native_differences(tmp_path / "results") == {"bert": [parity_run.BERT_GELU] * 2}

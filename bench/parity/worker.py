@@ -8,7 +8,9 @@ weights and save them there), `native-export` (native PyTorch, random weights sa
 where no converter carries weights across)."""
 from __future__ import annotations
 
+import os
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -34,6 +36,18 @@ def inputs_for(model: str, s) -> dict[str, np.ndarray]:
     ids = r.integers(1, s.vocabulary_size, (BATCH, s.fit_sequence_length + 1), dtype="int32")
     return {"token_ids": ids[:, :-1], "padding_mask": np.ones((BATCH, s.fit_sequence_length), dtype=bool),
             "labels": ids[:, 1:]}
+
+
+class Stages:
+    """Prints each stage's seconds to the step's log (results/logs/parity/): where a slow check spends its time."""
+
+    def __init__(self):
+        self.last = time.monotonic()
+
+    def __call__(self, name: str) -> None:
+        now = time.monotonic()
+        print(f"parity stage: {name} in {now - self.last:.1f} s", file=sys.stderr, flush=True)
+        self.last = now
 
 
 def save_outputs(path: Path, arrays: dict) -> None:
@@ -123,20 +137,97 @@ def text_case(keras, model: str, s):
     return built, outputs, (built, data, labels, keras.losses.SparseCategoricalCrossentropy(from_logits=True))
 
 
-def keras_side(model: str, folder: Path) -> None:
+class Recorder:
+    """Stands in for one of the pipeline's sub-models: runs it exactly as the pipeline asks (predict_on_batch) and
+    keeps each call's input and output, so the step's float32 intermediates are compared, not its uint8 image."""
+
+    def __init__(self, model):
+        self.model, self.calls = model, []
+
+    def predict_on_batch(self, x):
+        y = self.model.predict_on_batch(x)
+        self.calls.append((x, y))
+        return y
+
+
+def stable_diffusion_case(keras, s, piece: str | None = None):
+    """StableDiffusion as the benchmark builds it (bench/models/stable_diffusion/keras.py: keras-cv's pipeline, XLA
+    except on torch). Predict: the prompt's text encoding, then generate_image's one denoising step (the unconditional
+    and conditional UNet calls, guidance, the DDIM update) on seeded noise, then the decoder: the pipeline's own code,
+    each sub-model's call recorded. Fit: the VAE image encoder to its 8-channel moments, MSE against a seeded random
+    latent (the benchmark's fit model). piece "vae": the decoder alone on the seeded latent, and the same fit step
+    (the text encoder and the UNet, 982M of the 1.07B parameters, left out: the test's minutes)."""
+    from bench.models.keras_common import reference_jit_compile
+    from bench.models.stable_diffusion.keras import PROMPT, build_fit_encoder, build_pipeline, pipeline_models
+
+    class Cell:  # what reference_jit_compile reads: the benchmark's choice of XLA on this backend
+        backend = keras.backend.backend()
+
+    image_encoder, fit_model = build_fit_encoder(s, keras)
+    r = np.random.default_rng(SEED)
+    noise = r.standard_normal((BATCH, s.latent_size, s.latent_size, 4), dtype="float32")
+    images = r.random((BATCH, s.resolution, s.resolution, 3), dtype="float32")
+    target = r.random((BATCH, s.latent_size, s.latent_size, 8), dtype="float32")
+    fit_step = (fit_model, images, target, keras.losses.MeanSquaredError())
+    if piece == "vae":
+        decoder = pipeline_models(s, ("decoder",))["decoder"]
+        decoder.compile(jit_compile=reference_jit_compile(Cell))  # as build_pipeline compiles it
+        return ({"decoder": decoder, "image_encoder": image_encoder},
+                lambda: {"decoded": keras.ops.convert_to_numpy(decoder.predict_on_batch(noise))}, fit_step)
+    pipeline = build_pipeline(s, reference_jit_compile(Cell))
+    parts = {"text_encoder": pipeline.text_encoder, "diffusion_model": pipeline.diffusion_model,
+             "decoder": pipeline.decoder, "image_encoder": image_encoder}
+
+    def outputs():
+        recorders = {name: Recorder(parts[name]) for name in ("text_encoder", "diffusion_model", "decoder")}
+        for name, recorder in recorders.items():
+            setattr(pipeline, f"_{name}", recorder)
+        context = pipeline.encode_text(PROMPT)
+        pipeline.generate_image(context, batch_size=BATCH, num_steps=1, diffusion_noise=noise)
+        (_, conditional), (_, unconditional) = recorders["text_encoder"].calls
+        (_, eps_unconditional), (_, eps_conditional) = recorders["diffusion_model"].calls
+        ((latent, decoded),) = recorders["decoder"].calls
+        named = {"context": conditional, "unconditional_context": unconditional,
+                 "noise_prediction_unconditional": eps_unconditional, "noise_prediction": eps_conditional,
+                 "denoised_latent": latent, "decoded": decoded}
+        return {key: keras.ops.convert_to_numpy(value) for key, value in named.items()}
+
+    return parts, outputs, fit_step
+
+
+def keras_case(keras, model: str, s, piece: str | None = None):
+    """(the models whose weights are carried, by name; the outputs on the shared inputs; the fit step's arguments)."""
+    if model == "stable_diffusion":
+        return stable_diffusion_case(keras, s, piece)
+    built, outputs, fit_step = sam_case(keras, s) if model == "sam" else text_case(keras, model, s)
+    return {"": built}, outputs, fit_step
+
+
+def weights_path(folder: Path, model: str, part: str) -> Path:
+    return folder / f"{model}{'-' + part if part else ''}.weights.h5"
+
+
+def keras_side(model: str, folder: Path, profile: str = "smoke", dtype: str = "float32",
+               piece: str | None = None) -> None:
     import keras
 
-    s = get_model(model).shape("smoke")
-    keras.config.set_dtype_policy("float32")
+    s = get_model(model).shape(profile)
+    keras.config.set_dtype_policy(dtype)
     keras.utils.set_random_seed(SEED)
-    built, outputs, fit_step = sam_case(keras, s) if model == "sam" else text_case(keras, model, s)
-    weights = folder / f"{model}.weights.h5"
-    if weights.exists():
-        built.load_weights(str(weights))
-    else:  # the first backend: its random weights are the ones every other backend loads
-        built.save_weights(str(weights))
+    stage = Stages()
+    parts, outputs, fit_step = keras_case(keras, model, s, piece)
+    stage("built")
+    for part, built in parts.items():
+        weights = weights_path(folder, model, part)
+        if weights.exists():
+            built.load_weights(str(weights))
+        else:  # the first backend: its random weights are the ones every other backend loads
+            built.save_weights(str(weights))
+    stage("weights loaded or saved")
     out = outputs()
+    stage("outputs")
     out["loss"], out["gradient_norm"] = loss_and_gradient_norm(keras, *fit_step)
+    stage("fit step's loss and gradients")
     save_outputs(folder / f"{model}__keras-{keras.backend.backend()}.npz", out)
 
 
@@ -178,19 +269,29 @@ def native_lm(model: str, s):
     return native
 
 
-def native_export(model: str, folder: Path) -> None:
+def native_export(model: str, folder: Path, profile: str = "smoke") -> None:
     """Native random weights saved in transformers' format (save_pretrained), and the native outputs on them."""
     import torch
 
-    s = get_model(model).shape("smoke")
+    s = get_model(model).shape(profile)
     data = inputs_for(model, s)
     if model == "bert":
         native = native_bert(s)
         native.bert.save_pretrained(folder / f"{model}-transformers")
+        from transformers.activations import ACT2FN
+
         with torch.no_grad():
             out = native.bert(**torch_inputs(data))
+            # The same weights with GELU's tanh approximation, keras-hub 0.32's BertBackbone's (its encoder layers'
+            # activation=gelu_approximate) where transformers' "gelu" is the exact erf form: tells that difference
+            # from any other.
+            for layer in native.bert.encoder.layer:
+                layer.intermediate.intermediate_act_fn = ACT2FN["gelu_pytorch_tanh"]
+            tanh = native.bert(**torch_inputs(data))
         save_outputs(folder / f"{model}__native-torch.npz",
-                     {"sequence_output": out.last_hidden_state.numpy(), "pooled_output": out.pooler_output.numpy()})
+                     {"sequence_output": out.last_hidden_state.numpy(), "pooled_output": out.pooler_output.numpy(),
+                      "sequence_output_tanh_gelu": tanh.last_hidden_state.numpy(),
+                      "pooled_output_tanh_gelu": tanh.pooler_output.numpy()})
         return
     native = native_lm(model, s)
     native.save_pretrained(folder / f"{model}-transformers")
@@ -209,13 +310,13 @@ def native_export(model: str, folder: Path) -> None:
                                                          "greedy_tokens": tokens[:, PROMPT_LENGTH:].numpy()})
 
 
-def keras_import(model: str, folder: Path) -> None:
+def keras_import(model: str, folder: Path, profile: str = "smoke") -> None:
     """keras-hub's own converter loads the transformers folder (offline: a local path, no hub)."""
     import keras
     import keras_hub
 
     keras.config.set_dtype_policy("float32")
-    s = get_model(model).shape("smoke")
+    s = get_model(model).shape(profile)
     data = inputs_for(model, s)
     data.pop("labels")
     preset = str(folder / f"{model}-transformers")
@@ -244,11 +345,11 @@ def keras_import(model: str, folder: Path) -> None:
                  {"logits": logits, "greedy_tokens": np.asarray(generated["token_ids"])[:, PROMPT_LENGTH:total]})
 
 
-def native_compile(model: str, folder: Path) -> None:
+def native_compile(model: str, folder: Path, profile: str = "smoke") -> None:
     """The same native module, eager and through torch.compile (inductor), on the same inputs."""
     import torch
 
-    s = get_model(model).shape("smoke")
+    s = get_model(model).shape(profile)
     native = native_bert(s)
     inputs = torch_inputs(inputs_for(model, s))
     with torch.no_grad():
@@ -257,14 +358,14 @@ def native_compile(model: str, folder: Path) -> None:
     save_outputs(folder / f"{model}__torch-compile.npz", {"eager": eager, "compiled": compiled})
 
 
-def keras_jit(model: str, folder: Path) -> None:
+def keras_jit(model: str, folder: Path, profile: str = "smoke", dtype: str = "float32") -> None:
     """The same Keras 3 model (the shared weights where the folder has them) on the same inputs, its predict step run
     eagerly and jit-compiled (XLA on JAX and TensorFlow, torch.compile on PyTorch): what the suite times as Keras 3's
     step against the eager step the overhead study times beside it."""
     import keras
 
-    s = get_model(model).shape("smoke")
-    keras.config.set_dtype_policy("float32")
+    s = get_model(model).shape(profile)
+    keras.config.set_dtype_policy(dtype)
     keras.utils.set_random_seed(SEED)
     built = build_keras(keras, model, s)
     data = inputs_for(model, s)
@@ -284,12 +385,12 @@ def keras_jit(model: str, folder: Path) -> None:
     save_outputs(folder / f"{model}__keras-jit-{keras.backend.backend()}.npz", out)
 
 
-def parameter_counts(model: str, folder: Path, env: str) -> None:
-    """The parameters per submodule at the smoke shape, as the benchmark builds the model in this env (built
+def parameter_counts(model: str, folder: Path, env: str, profile: str = "smoke") -> None:
+    """The parameters per submodule at the profile's shape, as the benchmark builds the model in this env (built
     abstractly or on the meta device: no weights allocated)."""
     import importlib
 
-    s = get_model(model).shape("smoke")
+    s = get_model(model).shape(profile)
     if env == "native-torch":
         counts = importlib.import_module(f"bench.models.{model}.native_torch").parameter_counts(s)
     else:
@@ -297,17 +398,33 @@ def parameter_counts(model: str, folder: Path, env: str) -> None:
     write_json_atomic(folder / f"{model}__counts-{env}.json", counts)
 
 
-ACTIONS = {"keras": keras_side, "native-export": native_export, "keras-import": keras_import,
-           "native-compile": native_compile, "keras-jit": keras_jit}
+ACTIONS = {
+    "keras": lambda model, folder, env, a: keras_side(model, folder, a.profile, a.dtype, a.piece),
+    "native-export": lambda model, folder, env, a: native_export(model, folder, a.profile),
+    "keras-import": lambda model, folder, env, a: keras_import(model, folder, a.profile),
+    "native-compile": lambda model, folder, env, a: native_compile(model, folder, a.profile),
+    "keras-jit": lambda model, folder, env, a: keras_jit(model, folder, a.profile, a.dtype),
+    "parameter-counts": lambda model, folder, env, a: parameter_counts(model, folder, env, a.profile),
+}
 
 
 def main(argv: list[str]) -> None:
-    action, model, folder, env = argv
-    enter_env(env, uses_jax=env == "jax", on_gpu=False)
-    if action == "parameter-counts":
-        parameter_counts(model, Path(folder), env)
-    else:
-        ACTIONS[action](model, Path(folder))
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m bench.parity.worker")
+    parser.add_argument("action", choices=ACTIONS)
+    parser.add_argument("model")
+    parser.add_argument("folder", type=Path)
+    parser.add_argument("env")
+    parser.add_argument("--profile", default="smoke")
+    parser.add_argument("--dtype", default="float32")
+    parser.add_argument("--device", choices=("cpu", "gpu"), default="cpu", help="gpu: bfloat16's (run.py's choice)")
+    parser.add_argument("--piece", choices=("vae",), help="StableDiffusion's smaller piece (the test's)")
+    args = parser.parse_args(argv)
+    if args.device == "cpu":  # float32 is the CPU's: a GPU's TF32 matmuls would not compute float32
+        os.environ["CUDA_VISIBLE_DEVICES"] = ""
+    enter_env(args.env, uses_jax=args.env == "jax", on_gpu=args.device == "gpu")
+    ACTIONS[args.action](args.model, args.folder, args.env, args)
 
 
 if __name__ == "__main__":

@@ -45,9 +45,14 @@ def parity_lines(results_dir: Path, out_dir: Path) -> list[str]:
     checks, provenance = data.get("checks") or [], data.get("provenance") or {}
     tally = ", ".join(f"{sum(c.get('status') == s for c in checks)} {s}" for s in ("pass", "fail", "not checked"))
     link = Path(os.path.relpath(results_dir / "PARITY.md", out_dir)).as_posix()
+    kept = provenance.get("kept")  # a run narrowed by MODEL= keeps the other models' lines of the run before it
+    when = provenance.get("date") or "undated"
+    if kept:
+        dates = " and ".join(str(run.get("date") or "an undated run") for run in kept.get("runs") or [])
+        when += f"; {kept['lines']} of its lines from earlier runs: {dates}"
     lines = [
         f"Whether the sides compute the same function, shown by their outputs on shared weights (`make parity`, "
-        f"{provenance.get('date') or 'undated'}): {tally}. All lines, tolerances and what is unchecked: "
+        f"{when}): {tally}. All lines, tolerances and what is unchecked: "
         f"[PARITY.md]({link}).",
         "",
     ]

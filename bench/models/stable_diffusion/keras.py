@@ -48,15 +48,21 @@ def clip_bpe_path() -> str:
     return str(path)
 
 
-def pipeline_models(s) -> dict[str, Any]:
-    """keras-cv's fixed-width SD v1 models at the shape's resolution, random weights, by the pipeline's names."""
+PIPELINE_MODELS = ("text_encoder", "diffusion_model", "decoder")
+
+
+def pipeline_models(s, names: tuple[str, ...] = PIPELINE_MODELS) -> dict[str, Any]:
+    """keras-cv's fixed-width SD v1 models at the shape's resolution, random weights, by the pipeline's names (those
+    asked: the parity test builds the decoder alone)."""
     from keras_cv.models import stable_diffusion as sd
 
-    return {
-        "text_encoder": sd.TextEncoder(MAX_PROMPT_LENGTH, download_weights=False),
-        "diffusion_model": sd.DiffusionModel(s.resolution, s.resolution, MAX_PROMPT_LENGTH, download_weights=False),
-        "decoder": sd.Decoder(s.resolution, s.resolution, download_weights=False),
+    builders = {
+        "text_encoder": lambda: sd.TextEncoder(MAX_PROMPT_LENGTH, download_weights=False),
+        "diffusion_model": lambda: sd.DiffusionModel(s.resolution, s.resolution, MAX_PROMPT_LENGTH,
+                                                     download_weights=False),
+        "decoder": lambda: sd.Decoder(s.resolution, s.resolution, download_weights=False),
     }
+    return {name: builders[name]() for name in names}
 
 
 def build_pipeline(s, jit_compile: bool):
