@@ -152,7 +152,8 @@ def test_a_speed_up_joining_models_parity_found_to_differ_is_marked_and_an_expla
     ])  # fmt: skip
     speedups = {line.split("|")[1].strip(): line for line in text.splitlines() if line.startswith("| ")}
     assert "ᵖ" in speedups["SegmentAnything"] and "ᵖ" not in speedups["BERT"]
-    assert "ᵖ SegmentAnything: `make parity` found Keras 3 and native PyTorch to differ at smoke shapes (96,524" in text
+    said = "ᵖ SegmentAnything: `make parity` found Keras 3 and native PyTorch to differ (at smoke shapes: 96,524"
+    assert said in text
     assert "ᵖ BERT" not in text
 
 
@@ -295,4 +296,14 @@ def test_berts_gelu_form_is_named_and_stays_a_difference_of_the_models(tmp_path,
     assert status["native with tanh-approximate GELU: sequence_output"] == ("pass", "")
     (tmp_path / "results" / "parity").mkdir(parents=True)
     (tmp_path / "results" / "parity" / "parity.json").write_text(json.dumps({"provenance": {}, "checks": lines}))
-    assert keras_native_differences(tmp_path / "results") == {"bert": [parity_run.BERT_GELU] * 2}
+    found = {"bert": [f"at smoke shapes: {parity_run.BERT_GELU}"]}  # one difference, however many outputs show it
+    assert keras_native_differences(tmp_path / "results") == found
+    # a paper-shape run's difference counts for every table (a function differs at every shape); a bfloat16 run's
+    # failures are its precision's
+    paper = {"provenance": {"profile": "paper", "dtype": "float32"}, "checks": lines}
+    (tmp_path / "results" / "parity" / "parity-paper.json").write_text(json.dumps(paper))
+    rounded = {"check": "keras-vs-native", "model": "mistral", "output": "logits", "status": "fail", "why": "bf16"}
+    low = {"provenance": {"profile": "smoke", "dtype": "bfloat16"}, "checks": [rounded]}
+    (tmp_path / "results" / "parity" / "parity-smoke-bfloat16.json").write_text(json.dumps(low))
+    both = {"bert": [f"at paper shapes: {parity_run.BERT_GELU}", f"at smoke shapes: {parity_run.BERT_GELU}"]}
+    assert keras_native_differences(tmp_path / "results") == both

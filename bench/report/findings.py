@@ -168,8 +168,8 @@ def findings(table: TableAnalysis) -> list[str]:
 def parity_notes(differ: dict[str, list[str]], models: list[str]) -> list[str]:
     """Under the speed-ups: each model whose Keras 3 and native PyTorch sides `make parity` found to differ."""
     lines = [
-        f"{PARITY_MARK} {get_model(m).display}: `make parity` found Keras 3 and native PyTorch to differ at smoke "
-        f"shapes ({'; '.join(differ[m])}), so this speed-up compares models that are not exactly the same (PARITY.md)."
+        f"{PARITY_MARK} {get_model(m).display}: `make parity` found Keras 3 and native PyTorch to differ "
+        f"({'; '.join(differ[m])}), so this speed-up compares models that are not exactly the same (PARITY.md)."
         for m in models
         if m in differ
     ]

@@ -20,20 +20,34 @@ def load_parity(results_dir: Path | None) -> dict[str, Any] | None:
     return json.loads(found.read_text())
 
 
+def float32_parity_runs(results_dir: Path | None) -> list[dict[str, Any]]:
+    """Every float32 run of `make parity` kept in a results folder (parity.json, parity-<profile>.json): a function
+    that differs at one profile's shapes differs at every one (at smoke widths some differences are too small to
+    show). A bfloat16 run's failures are its precision's, not the functions'."""
+    folder = Path(results_dir) / "parity" if results_dir is not None else None
+    if folder is None or not folder.is_dir():
+        return []
+    runs = [json.loads(path.read_text()) for path in sorted(folder.glob("parity*.json"))]
+    return [run for run in runs if (run.get("provenance") or {}).get("dtype", "float32") == "float32"]
+
+
 def keras_native_differences(results_dir: Path | None) -> dict[str, list[str]]:
-    """Per model, why `make parity` found its Keras 3 and native PyTorch sides to differ (empty: none found). A failed
-    output that passes when checked again under its stated cause (a check of the same model and output named
-    "<output> ...", as Mistral's logits against float16-rounded weights: the converter's rounding, not another
-    function) is explained, not a difference of the models."""
-    checks = (load_parity(results_dir) or {}).get("checks") or []
-    rechecked = {(c.get("check"), c.get("model"), c.get("output")) for c in checks if c.get("status") == "pass"}
+    """Per model, why `make parity` found its Keras 3 and native PyTorch sides to differ, at which profile's shapes
+    (empty: none found). A failed output that passes when checked again under its stated cause (a check of the same
+    model and output named "<output> ...", as Mistral's logits against float16-rounded weights: the converter's
+    rounding, not another function) is explained, not a difference of the models."""
     out: dict[str, list[str]] = {}
-    for check in checks:
-        kind, model, output = check.get("check"), check.get("model"), str(check.get("output") or "")
-        explained = any(k == kind and m == model and str(o).startswith(output + " ") for k, m, o in rechecked)
-        if kind in KERAS_VS_NATIVE and check.get("status") == "fail" and not explained:
-            why = check.get("why") or f"{check.get('output')} outside {check.get('tolerance')}"
-            out.setdefault(check.get("model"), []).append(why)
+    for run in float32_parity_runs(results_dir):
+        checks, profile = run.get("checks") or [], (run.get("provenance") or {}).get("profile", "smoke")
+        rechecked = {(c.get("check"), c.get("model"), c.get("output")) for c in checks if c.get("status") == "pass"}
+        for check in checks:
+            kind, model, output = check.get("check"), check.get("model"), str(check.get("output") or "")
+            explained = any(k == kind and m == model and str(o).startswith(output + " ") for k, m, o in rechecked)
+            if kind in KERAS_VS_NATIVE and check.get("status") == "fail" and not explained:
+                why = check.get("why") or f"{check.get('output')} outside {check.get('tolerance')}"
+                said = f"at {profile} shapes: {why}"
+                if said not in out.setdefault(model, []):
+                    out[model].append(said)
     return out
 
 
