@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from bench.judge import Judge
 from bench.results import Result
-from bench.stats import CONFIDENCE, EQUIVALENCE_BAND, INCONCLUSIVE, Estimate, t_quantile, verdict, welch_dof
+from bench.stats import CONFIDENCE, EQUIVALENCE_BAND, INCONCLUSIVE, Estimate, Ratio, t_quantile, verdict, welch_dof
 
 PLANNING_POWER = 0.8  # a comparison counts as decided at the processes where it is decided this often
 
@@ -77,11 +77,23 @@ def decided_at(
     n = processes
     if n < 2:
         return False  # one process: no spread of its own, no verdict
-    variances = [s * s / n for s in spreads]
+    return decided_with(log_ratio, [s * s / n for s in spreads], [n - 1, n - 1], confidence, power, band)
+
+
+def decided_with(
+    log_ratio: float,
+    variances: list[float],
+    dofs: list[float],
+    confidence: float,
+    power: float = PLANNING_POWER,
+    band: float = EQUIVALENCE_BAND,
+) -> bool:
+    """Whether a comparison whose true ratio is exp(log_ratio) is decided, `power` of the time, by an interval whose
+    log variance is the sum of `variances`, each estimated with its `dofs` (Welch-Satterthwaite)."""
     se = math.sqrt(sum(variances))
     if se == 0:
         return True
-    dof = welch_dof(variances, [n - 1, n - 1])
+    dof = welch_dof(variances, dofs)
     reach = (t_quantile(1 - (1 - confidence) / 2, dof) + t_quantile(power, dof)) * se
     return abs(log_ratio) >= reach or abs(log_ratio) + reach <= math.log(1 + band)
 
@@ -109,31 +121,34 @@ def undecided_against(judge: Judge, a: Result, b: Result, rule: SequentialRule) 
     B is below the cap, and at the cap it would be decided (PLANNING_POWER of the time) at the ratio measured so far,
     A's processes as they are and the runs' spread the Judge carries between separate runs, which more processes of B
     do not shrink."""
-    ratio = judge.ratio(a, b)
-    if ratio is None or not ratio.decidable or not ratio.comparable or ratio.value <= 0 or ratio.log_se is None:
+    ratio = open_ratio(judge, a, b)
+    if ratio is None or ratio.log_se is None:
         return False
     ea, eb = judge.estimate(a), judge.estimate(b)
     spread = spread_of(eb)
-    if verdict(ratio) != INCONCLUSIVE or spread is None or ea.log_se is None or eb.processes >= rule.cap:
+    if spread is None or ea.log_se is None or eb.processes >= rule.cap:
         return False
     runs = judge.run_spread(b)  # the part between the runs, where the Judge carried one
     variances = [ea.log_se**2, spread**2 / rule.cap, max(ratio.log_se**2 - ea.log_se**2 - eb.log_se**2, 0.0)]
-    dof = welch_dof(variances, [ea.dof, rule.cap - 1, runs.dof if runs else math.inf])
-    reach = (t_quantile(1 - (1 - rule.confidence) / 2, dof) + t_quantile(PLANNING_POWER, dof)) * math.sqrt(
-        sum(variances)
-    )
-    log_ratio = abs(math.log(ratio.value))
-    return log_ratio >= reach or log_ratio + reach <= math.log(1 + EQUIVALENCE_BAND)
+    return decided_with(math.log(ratio.value), variances, [ea.dof, rule.cap - 1, runs.dof if runs else math.inf],
+                        rule.confidence)  # fmt: skip
+
+
+def open_ratio(judge: Judge, a: Result, b: Result) -> Ratio | None:
+    """B / A where more processes could still change its verdict: judged inconclusive, yet decidable (no noisy side,
+    one processor, like work); None otherwise."""
+    ratio = judge.ratio(a, b)
+    if ratio is None or not ratio.decidable or not ratio.comparable or ratio.value <= 0:
+        return None
+    return ratio if verdict(ratio) == INCONCLUSIVE else None
 
 
 def undecided_sides(judge: Judge, a: Result, b: Result, rule: SequentialRule) -> list[Result]:
     """The sides of B / A that one more process could help decide: none where the comparison is decided, kept out of
     any verdict (a noisy side, two processors, unlike work), or undecidable even at the rule's cap at the ratio and
     spreads measured so far; else each side still below the cap."""
-    ratio = judge.ratio(a, b)
-    if ratio is None or not ratio.decidable or not ratio.comparable or ratio.value <= 0:
-        return []
-    if verdict(ratio) != INCONCLUSIVE:
+    ratio = open_ratio(judge, a, b)
+    if ratio is None:
         return []
     spreads = (spread_of(judge.estimate(a)), spread_of(judge.estimate(b)))
     if None in spreads or processes_needed(math.log(ratio.value), spreads, rule) is None:

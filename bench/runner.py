@@ -369,15 +369,11 @@ class Rounds:
     def close_decided(self, row: list[Cell], open_cells: list[Cell], runs: dict[str, list[Run]]) -> None:
         """After a round past the rule's first count: a cell goes on where one more process could decide its row's
         comparison or replace a disturbed one; every other open cell is finished."""
-        wanted = look(
-            {c.key: self.written.get(c.key) or self.provisional(c, runs[c.key]) for c in row if runs[c.key]},
-            self.rule, self.results_dir,
-        )  # fmt: skip
+        current = {c.key: self.written.get(c.key) or self.provisional(c, runs[c.key]) for c in row if runs[c.key]}
+        wanted = look(current, self.rule, self.results_dir)
         if self.options.against is not None:
-            wanted.update(look_against(
-                {c.key: self.provisional(c, runs[c.key]) for c in open_cells if runs[c.key]},
-                self.rule, self.options.against,
-            ))  # fmt: skip
+            still_open = {c.key: current[c.key] for c in open_cells if c.key in current}
+            wanted.update(look_against(still_open, self.rule, self.options.against))
         for cell in list(open_cells):
             if cell.key in wanted:
                 self.phase(f"{cell.key}: one more process, for {wanted[cell.key]} (undecided)")
