@@ -134,7 +134,7 @@ help: ## List every target with one line each, then every variable
 	@echo "  slurm      FORCE=1 CONTAINER=1 (each cell in its image) SUBMIT_ARGS=\"<more bench submit options>\" (submit); JOB=<name or id> WAIT=<seconds> (submit-status)"
 	@echo "  containers CONTAINER_ENGINE=<podman|docker> (default: podman if present) IMAGE_NAME=$(IMAGE_NAME) CONTAINER_SHM=$(CONTAINER_SHM) BENCH_ARGS=\"<more bench run options>\" (bench-container)"
 	@echo "  envs       LOCK_ENVS=<env names> (lock); PYTHON_VERSION=$(PYTHON_VERSION) (wheelhouse); KEEP_RESULTS=<dir> (test-extended, test-stack2024)"
-	@echo "  history    CELL=<cell key | sweep key | A/B sweep keys> BY=<date|commit> THRESHOLD=0.001 CONFIRM=1 (history); CELL= AT=<label> STATE=<acknowledged|expected|noise> REASON= (history-triage)"
+	@echo "  history    CELL=<cell key | sweep key | A/B sweep keys> BY=<date|commit> THRESHOLD=0.001 CONFIRM=1 PROCESSES= MAX_PROCESSES= (history); CELL= AT=<label> STATE=<acknowledged|expected|noise> REASON= (history-triage); CELL= GOOD=<commit> BAD=<commit> PROFILE= CHANGE= (bisect-commits)"
 	@echo "  sweeps     make sweep / bisect: PACKAGE= VERSIONS=a,b,c BACKEND= MODEL= TASK= (or CALL=module:function, or STUDY=keras-overhead) GOOD= BAD= KEY= CHANGE=faster PROCESSES= MAX_PROCESSES="
 
 # The doctor compares RAM with the plan of the profile about to run (<results>/plan-<profile>.json).

@@ -27,7 +27,9 @@ LOCK_NAME = ".bench-run.lock"
 # The sub-folders a results folder keeps its studies in, each written by its own command (`make tuning` runs its
 # cells into <results>/tuning): a run into one holds the results folder too, so that no other run or clean-up of
 # the results folder goes on beside it.
-STUDY_FOLDERS = frozenset({"tuning", "grid", "overhead", "noise", "sweep", "gpu-check", "parity", "ceilings"})
+STUDY_FOLDERS = frozenset(
+    {"tuning", "grid", "overhead", "noise", "sweep", "gpu-check", "parity", "ceilings", "confirm"}
+)
 
 
 def alive(pid: int) -> bool:

@@ -1,7 +1,7 @@
 """A fake backend environment for orchestrator tests: its `python` plays a cell with a chosen behaviour.
 
 FAKE_MODE_<BACKEND> picks the behaviour (ok, leaves-child, sleep, sigkill, segv, oomkill, ramkill, oom,
-crash); FAKE_SCALE_<BACKEND> and FAKE_JITTER make processes' figures differ, FAKE_DISTURB_<BACKEND> some disturbed; FAKE_PID_FILE, if set, gets
+crash); FAKE_SCALE_<BACKEND>, FAKE_JITTER and a file fake-scale in the checkout make processes' figures differ, FAKE_DISTURB_<BACKEND> some disturbed; FAKE_PID_FILE, if set, gets
 each cell's pid when it starts; FAKE_ORDER_FILE, if set, gets one "<backend> <task>" line per cell process.
 """
 
@@ -56,6 +56,8 @@ if mode == "ok":
     open(counter, "w").write(str(k + 1))
     scale = float(os.environ.get("FAKE_SCALE_" + cell["backend"].replace("-", "_").upper(), "1"))
     scale *= math.exp(float(os.environ.get("FAKE_JITTER", "0")) * SPREAD[k % len(SPREAD)])
+    if os.path.exists("fake-scale"):  # in the checkout the cell runs from: a commit whose code is that much slower
+        scale *= float(open("fake-scale").read())
     # FAKE_DISTURB_<BACKEND>=1,3: those processes of a cell (counting from 0) take half again as long in the second
     # half of their steps (a disturbed machine: their noise gate trips)
     disturbed = [int(v) for v in os.environ.get("FAKE_DISTURB_" + cell["backend"].replace("-", "_").upper(), "").split(",") if v]

@@ -83,7 +83,7 @@ NOT_RUN = {
     **dict.fromkeys(("AT", "STATE", "REASON"), "make history-triage writes the triage file (tests/test_history.py)"),
     **dict.fromkeys(
         ("PACKAGE", "VERSIONS", "CALL", "STUDY", "GOOD", "BAD", "KEY", "PROCESSES", "MAX_PROCESSES", "CHANGE"),
-        "make sweep / bisect (PyPI)",
+        "make sweep / bisect (PyPI); make bisect-commits, history CONFIRM=1 (tests/test_history_commits.py)",
     ),
 }
 KINDS = ["empty", "garbage", "duplicate", "spaced-non-ascii-path", "a-file", "shell-quote-path"]

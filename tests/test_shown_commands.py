@@ -30,6 +30,7 @@ NOT_RUN_HERE = {
     "tuning": "hours: the tuning study's cells are run by tests/test_tuning.py",
     "sweep": "builds an env per release from PyPI: tests/test_sweep.py",
     "bisect": "builds an env per release from PyPI: tests/test_sweep.py",
+    "bisect-commits": "re-runs a cell at commits, each in a worktree: tests/test_history_commits.py",
     "wheelhouse": "downloads from PyPI: tests/test_wheelhouse_for.py",
     "lock": "re-resolves every lock from PyPI",
     "envs": "builds the five envs: .ci/run does before the tests",

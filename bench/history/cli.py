@@ -33,7 +33,17 @@ def build_parser() -> argparse.ArgumentParser:
                       help="a cell's points: one per result file (date), or a commit's results pooled (commit)")
     show.add_argument("--threshold", type=probability, default=THRESHOLD, help=f"the t-test's p (default {THRESHOLD})")
     show.add_argument("--confirm", action="store_true",
-                      help="re-run the releases either side of each unconfirmed change of a release series")
+                      help="re-run each change's two sides: the releases of a release series (a sweep of the two), "
+                      "the commits of a series by date or commit (each in a worktree of its own), then bisect between")
+    add_rule_arguments(show)
+    commits = commands.add_parser("commits", help="re-run a cell at two commits, then bisect the commits between")
+    commits.add_argument("--cell", required=True, help="a cell key (python -m bench.history keys lists them)")
+    commits.add_argument("--good", required=True, help="the earlier commit")
+    commits.add_argument("--bad", required=True, help="the later commit")
+    commits.add_argument("--profile", help="the cell's profile (default: that of its newest result here)")
+    commits.add_argument("--change", choices=("slower", "faster"),
+                         help="the change searched (default: whichever the two commits show)")
+    add_rule_arguments(commits)
     mark = commands.add_parser("triage", help="acknowledge a change, or mark it expected or noise, with a reason")
     mark.add_argument("--cell", required=True)
     mark.add_argument("--at", required=True, help="the label of the first point after the change")
@@ -47,11 +57,32 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def add_rule_arguments(parser: argparse.ArgumentParser) -> None:
+    from bench.argtypes import positive_int
+
+    parser.add_argument("--processes", type=positive_int, default=3,
+                        help="processes a commit starts with, each its own invocation (default 3)")
+    parser.add_argument("--max-processes", type=positive_int,
+                        help="more, up to this many, while a comparison is undecided (default twice --processes)")
+
+
+def rule_of(args):
+    from bench.errors import BenchError
+    from bench.replication import SequentialRule
+
+    cap = args.max_processes or 2 * args.processes
+    if cap < args.processes:
+        raise BenchError(f"MAX_PROCESSES={cap} is fewer than PROCESSES={args.processes}")
+    return SequentialRule(args.processes, cap)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from bench.history import index
 
     try:
+        if args.command == "commits" and args.profile:
+            args.results_dir.mkdir(parents=True, exist_ok=True)  # a re-run writes its results there
         if not args.results_dir.is_dir():
             raise BenchError(f"{args.results_dir} is no folder: name a results folder (RESULTS=)")
         done = index.refresh(args.results_dir)
@@ -67,6 +98,8 @@ def main(argv: list[str] | None = None) -> int:
             print("\n".join(f"{run.id}  {run.label()}" for run in history_runs(args.results_dir)))
         elif args.command == "triage":
             return triage_command(args)
+        elif args.command == "commits":
+            return commits_command(args)
         else:
             return show_command(args)
     except BenchError as e:
@@ -82,21 +115,44 @@ def show_command(args) -> int:
     from bench.history.report import series_text
     from bench.history.series import series_of
 
+    failed = 0
     for series in series_of(args.results_dir, args.cell, args.by):
         lines, found = series_text(args.results_dir, series, args.threshold)
         print("\n".join(lines))
         if args.confirm:
             for change in found:
-                print(rerun(args.results_dir, series, change))
-    return 0
+                try:
+                    print(rerun(args.results_dir, series, change, rule_of(args)))
+                except BenchError as e:  # one change that could not be re-run leaves the others to be
+                    print(f"  confirm: not re-run: {e}")
+                    failed += 1
+    return 1 if failed else 0
 
 
-def rerun(results_dir: Path, series, found) -> str:
+def rerun(results_dir: Path, series, found, rule) -> str:
     """CONFIRM=1: the releases either side of a change of a release series measured again, together (a sweep of the
-    two, as a bisect's first step), and judged; a series by date names the commits to check out instead."""
+    two, as a bisect's first step), and judged; a series by date or commit re-run at the commits either side, each
+    checked out in a worktree, and the commits between bisected."""
     before, after = series.points[found.split.at - 1], series.points[found.split.at]
     if series.ordered_by != "release" or not series.sweep:
-        return "  confirm: " + commits_to_rerun(series.ordered_by, before.commit, after.commit)
+        if not before.commit or not after.commit or before.commit == after.commit:
+            return "  confirm: " + commits_to_rerun(series.ordered_by, before.commit, after.commit)
+        from bench.history.commits import bisect_commits
+        from bench.history.confirm import expected_verdict
+        from bench.lifetime import stop_on_signals
+        from bench.provenance import machine_info, machine_label
+
+        stop_on_signals()
+        here = machine_label(machine_info())
+        if here not in series.where:  # a change can be one machine's: the re-run shows this one's
+            print(f"  note: the series was measured on another machine than this one ({here}): the re-run measures "
+                  "the commits' difference here")
+        record = bisect_commits(results_dir, series.cell, before.commit, after.commit, series.profile, rule,
+                                change=expected_verdict(found.split), say=lambda line: print("  " + line))
+        first = record["steps"][0] if record["steps"] else {}
+        return (f"  confirm: re-run at {before.commit[:10]} and {after.commit[:10]}: {first.get('verdict')}; "
+                + (f"first {record['change']} commit {record['answer'][:10]}" if record.get("answer")
+                   else f"stopped: {record.get('stopped')}"))
     from dataclasses import replace
 
     from bench.history.confirm import judged
@@ -125,19 +181,35 @@ def rerun(results_dir: Path, series, found) -> str:
 
 
 def commits_to_rerun(ordered_by: str, before: str | None, after: str | None) -> str:
-    """What confirms a change of a series by date or commit: the cell run at the commits either side. Where both
-    points were measured at one commit, no code changed between them (the first real CONFIRM=1 run, on the smoke
-    BERT predict cell, asked to check out one commit twice): the move is the machine's or the measurement's."""
+    """Why a change of a series by date or commit has no commits to re-run: one side's commit was not recorded, or
+    both points were measured at one commit, so that no code changed between them (the first real CONFIRM=1 run,
+    on the smoke BERT predict cell, asked to check out one commit twice): the move is the machine's or the
+    measurement's."""
     if before is None or after is None:
         return (f"a series by {ordered_by}: the commit of {'the point before' if before is None else 'the point after'}"
                 " the change was not recorded, so there is no code to check out and re-run; re-run the cell at this "
                 "checkout (make bench) and make history again to see which side it repeats")
-    if before == after:
-        return (f"both points were measured at commit {before[:10]}: no code changed between them, so re-running "
-                "either side runs the same code; what moved is the machine or the measurement (make noise measures "
-                "this machine's run-to-run spread, which the Judge then carries)")
-    return (f"a series by {ordered_by} cannot be re-run from here: check out {before[:10]} and {after[:10]} and run "
-            f"the cell at each (make bench), then make history again (git log {before[:10]}..{after[:10]}: the range)")
+    return (f"both points were measured at commit {before[:10]}: no code changed between them, so re-running "
+            "either side runs the same code; what moved is the machine or the measurement (make noise measures "
+            "this machine's run-to-run spread, which the Judge then carries)")
+
+
+def commits_command(args) -> int:
+    from bench.history.commits import bisect_commits
+    from bench.history.index import rows
+    from bench.lifetime import stop_on_signals
+
+    profile = args.profile
+    if profile is None:
+        found = rows(args.results_dir, "cell_key = ? AND source NOT IN ('sweep', 'confirm')", (args.cell,))
+        if not found:
+            raise BenchError(f"no result of {args.cell} under {args.results_dir} to take its profile from: name it "
+                             "(PROFILE=)")
+        profile = max(found, key=lambda row: row["created_at"] or "")["profile"]
+    stop_on_signals()
+    record = bisect_commits(args.results_dir, args.cell, args.good, args.bad, profile, rule_of(args),
+                            change=args.change)
+    return 0 if record.get("answer") or record.get("steps") else 1
 
 
 def triage_command(args) -> int:

@@ -58,12 +58,12 @@ def judged(results_dir: Path, series: Series, split: Split) -> tuple[str, stats.
     return stats.verdict(ratio), ratio
 
 
-def bisected(results_dir: Path, series: Series, split: Split) -> tuple[str, bool]:
+def bisected(results_dir: Path, series: Series, split: Split) -> tuple[str, bool, str | None]:
     """What the bisects under <results>/sweep/ said of the releases between the two points, and whether one named
-    the first changed release there; else the command that would search them."""
+    the first changed release there; else the command that would search them. A series by date or commit: what the
+    latest re-run at its commits said, whether it named the first changed commit, and its verdict."""
     if series.ordered_by != RELEASE:
-        return (f"not bisectable by release (a series by {series.ordered_by}: the commits between the points are "
-                "the range)"), False
+        return rerun_at_commits(results_dir, series, split)
     good, bad = series.points[split.at - 1].label, series.points[split.at].label
     change = expected_verdict(split)
     key = series.cell if "/" in series.cell else None
@@ -77,20 +77,42 @@ def bisected(results_dir: Path, series: Series, split: Split) -> tuple[str, bool
             continue
         answer = record.get("answer")
         if answer and version_key(good) < version_key(answer) <= version_key(bad):
-            return f"bisected: first {change} release {answer} ({path.name})", True
+            return f"bisected: first {change} release {answer} ({path.name})", True, None
         if version_key(record.get("good", "0")) <= version_key(good) and version_key(bad) <= version_key(
             record.get("bad", "0")
         ) and record.get("stopped"):
             said.append(f"{path.name} stopped: {record['stopped']}")
     ask = (f"make bisect STUDY={series.sweep} GOOD={good} BAD={bad} KEY={series.cell}"
            + (" CHANGE=faster" if change == stats.FASTER else ""))
-    return ("; ".join(said) + "; " if said else "") + f"not bisected: {ask}", False
+    return ("; ".join(said) + "; " if said else "") + f"not bisected: {ask}", False, None
+
+
+def rerun_at_commits(results_dir: Path, series: Series, split: Split) -> tuple[str, bool, str | None]:
+    """What the latest re-run of the cell at the commits either side said (<results>/confirm/*.confirm.json), whether
+    its bisect named the first changed commit, and its verdict of the two; else the command that would ask."""
+    from bench.history.commits import SHORT, records
+
+    before, after = series.points[split.at - 1].commit, series.points[split.at].commit
+    if not before or not after or before == after:
+        return "no commits to re-run (make history CONFIRM=1 says why)", False, None
+    change = expected_verdict(split)
+    for path, record in reversed(records(results_dir, series.cell, before, after)):
+        if record.get("change") not in (change, None) or not record.get("steps"):
+            continue
+        first = record["steps"][0].get("verdict")
+        if record.get("answer"):
+            return f"re-run and bisected: first {change} commit {record['answer'][:SHORT]} ({path.name})", True, first
+        said = record.get("stopped") or "not finished"
+        return f"re-run at both commits: {first} ({path.name}); {said}", False, first
+    return (f"not re-run: make bisect-commits CELL={series.cell} PROFILE={series.profile} GOOD={before[:SHORT]} "
+            f"BAD={after[:SHORT]}"), False, None
 
 
 def confirm(results_dir: Path, series: Series, split: Split) -> Confirmation:
     verdict, ratio = judged(results_dir, series, split)
-    bisect, named = bisected(results_dir, series, split)
-    agrees = verdict == expected_verdict(split)
+    bisect, named, rerun = bisected(results_dir, series, split)
+    # a re-run of both sides interleaved in one session decides what separate runs often cannot
+    agrees = expected_verdict(split) in (verdict, rerun)
     status = CANDIDATE if not agrees else CHANGE if named else JUDGED
     reason = "" if agrees else (ratio.reason if ratio is not None and ratio.reason else "")
     return Confirmation(verdict, ratio, reason, bisect, status)

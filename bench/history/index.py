@@ -22,7 +22,7 @@ from bench.errors import BenchError
 from bench.provenance import machine_label
 
 INDEX_NAME = ".history-index.sqlite"  # beside the results it indexes; derived, so git ignores it
-SCHEMA_VERSION = 3  # 2: figures computed for files that store none; 3: the unit
+SCHEMA_VERSION = 4  # 2: figures computed for files that store none; 3: the unit; 4: re-runs at commits (confirm/)
 # Folders under a results folder that hold no result file (logs, pages, machine files), not walked
 SKIPPED = {"logs", "figures", "site", "quarantine", "ceilings", "slurm", ".git"}
 
@@ -108,9 +108,10 @@ def json_files(results_dir: Path) -> dict[str, os.stat_result]:
 
 
 def source_of(relative: str) -> str:
-    """Where in the folder a result was found: a sweep's, the noise study's, an earlier one (history/), or current."""
+    """Where in the folder a result was found: a sweep's, the noise study's, a re-run at commits (confirm/), an
+    earlier one (history/), or current."""
     parts = relative.split("/")
-    if parts[0] in ("sweep", "noise"):
+    if parts[0] in ("sweep", "noise", "confirm"):
         return parts[0]
     return "history" if "history" in parts else "results"
 

@@ -44,6 +44,7 @@ class Series:
     sweep: str | None = None  # the sweep (study) name a release series comes from
     package: str | None = None
     backend: str | None = None  # the backend (the env its versions derive from) of a release series
+    profile: str | None = None  # a cell series' profile (what a re-run of it runs)
 
 
 def stamp(created_at: str) -> str:
@@ -55,11 +56,12 @@ def cell_series(results_dir: Path, key: str, by: str = DATE) -> list[Series]:
     """The cell's series: every result of it but a sweep's, current, earlier (history/) and the noise study's rounds;
     by date (a point per result file) or by commit (BY=commit: a commit's results pooled into one point)."""
     found: dict[tuple, Series] = {}
-    for row in index.rows(results_dir, "cell_key = ? AND source != 'sweep'", (key,)):
+    # a re-run at two commits (confirm/) is judged in its own record, not a point of the series
+    for row in index.rows(results_dir, "cell_key = ? AND source NOT IN ('sweep', 'confirm')", (key,)):
         where = (row["profile"], row["machine"], row["stack"])  # each point names its processor: the Judge
         # refuses to compare across two, and a change where the processor changed is worth seeing, not hiding
         series = found.setdefault(where, Series(key, f"{where[0]} profile, {where[1]}, {where[2]} stack", DATE,
-                                                row["unit"] or ""))
+                                                row["unit"] or "", profile=row["profile"]))
         label = stamp(row["created_at"] or "")
         if row["status"] != "ok" or row["center"] is None:
             series.missing.append(f"{label}: {row['status']}")
@@ -86,7 +88,7 @@ def by_commit(series: Series) -> Series:
         pooled.append(Point(commit[:10], found.center, interval[0] if interval else None,
                             interval[1] if interval else None, [path for p in points for path in p.paths], commit,
                             points[-1].created_at, found.processes, found.basis, points[-1].processor, medians))
-    return Series(series.cell, series.where, COMMIT, series.unit, pooled, series.missing)
+    return Series(series.cell, series.where, COMMIT, series.unit, pooled, series.missing, profile=series.profile)
 
 
 def sweep_series(results_dir: Path, key: str) -> list[Series]:

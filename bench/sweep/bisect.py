@@ -12,6 +12,7 @@ and <name>.bisect.json lists the steps, their verdicts and ratios, and the answe
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -88,6 +89,43 @@ def compare(
     return stats.verdict(ratio), ratio.to_dict() if ratio else None
 
 
+def first_changed(
+    items: list[str],
+    measure: Callable[[int, str, str, str | None], tuple[str, str | None]],
+    change: str | None,
+    noun: str,
+) -> tuple[str | None, str | None]:
+    """The first of items[1:] (releases, commits) that is `change` against items[0], by halves; returns it, or None and
+    why the search stopped. measure(step, low, candidate, high) judges the candidate against the low end and, where
+    high is given, the high end against the candidate. Step 1 measures the two ends alone and goes on only when the
+    last is `change` with confidence (change None: slower or faster, whichever step 1 finds); a middle `change`
+    against the low end makes it the high end, the high end `change` against it (or it the same as the low end) the
+    low end, and neither stops the search, naming the range still open."""
+    low, high = 0, len(items) - 1
+    first = measure(1, items[low], items[high], None)[0]
+    if change is None and first in (stats.SLOWER, stats.FASTER):
+        change = first
+    if first != change:
+        said = change or "slower or faster"
+        return None, f"{items[high]} is not {said} than {items[low]} with confidence (step 1: {first})"
+    unchanged = (stats.SAME, stats.FASTER if change == stats.SLOWER else stats.SLOWER)
+    number = 1
+    while high - low > 1:
+        number += 1
+        middle = (low + high) // 2
+        verdict, bad_verdict = measure(number, items[low], items[middle], items[high])
+        if verdict == change:
+            high = middle
+        elif bad_verdict == change or verdict in unchanged:
+            low = middle
+        else:
+            return None, (
+                f"step {number} was inconclusive ({items[middle]} against {items[low]} and {items[high]} against "
+                f"it): the first {change} {noun} is one of {', '.join(items[low + 1 : high + 1])}"
+            )
+    return items[high], None
+
+
 @holds_results_folder
 def run_bisect(
     sweep: Sweep,
@@ -104,7 +142,6 @@ def run_bisect(
     improvement came); returns (and writes as <name>.bisect.json) the steps and the answer."""
     if change not in (stats.SLOWER, stats.FASTER):
         raise ValueError(f"a bisect looks for a slower or a faster release, not {change!r}")
-    unchanged = (stats.SAME, stats.FASTER if change == stats.SLOWER else stats.SLOWER)
     releases = between(versions or released_versions(sweep.package), good, bad)
     name = sweep.name
     record_path = results_dir / STUDY_DIR / f"{name}.bisect.json"
@@ -148,30 +185,9 @@ def run_bisect(
         )
         return verdict, step.bad_verdict
 
-    low, high = 0, len(releases) - 1
-    if measure(1, releases[low], releases[high])[0] != change:
-        record["answer"] = None
-        record["stopped"] = (
-            f"{bad} is not {change} than {good} with confidence (step 1: {record['steps'][-1]['verdict']})"
-        )
-    else:
-        number = 1
-        while high - low > 1:
-            number += 1
-            middle = (low + high) // 2
-            verdict, bad_verdict = measure(number, releases[low], releases[middle], releases[high])
-            if verdict == change:
-                high = middle
-            elif bad_verdict == change or verdict in unchanged:
-                low = middle
-            else:
-                record["stopped"] = (
-                    f"step {number} was inconclusive ({releases[middle]} against {releases[low]} and "
-                    f"{releases[high]} against it): the first {change} release is one of "
-                    f"{', '.join(releases[low + 1 : high + 1])}"
-                )
-                break
-        record["answer"] = releases[high] if "stopped" not in record else None
+    record["answer"], stopped = first_changed(releases, measure, change, "release")
+    if stopped:
+        record["stopped"] = stopped
     write_json_atomic(record_path, record)
     say(
         f"bisect: first {change} release {record['answer']}"
