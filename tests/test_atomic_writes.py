@@ -36,6 +36,9 @@ ALLOWED = {
     ("bench/envs/build.py", "os.rename"): "a built env folder swapped in whole by renames; its stamp, written last "
     "through atomic.py, is what says it is complete",
     ("bench/results_folder.py", "tempfile.mkstemp"): "the results folder's write probe, removed at once",
+    ("bench/history/commits.py", "open('w')"): LOG,
+    ("bench/history/commits.py", ".symlink_to"): "a commit's worktree's link to the built envs, in a temporary "
+    "folder removed with the worktree",
     ("bench/models/stable_diffusion/native_torch.py", ".write_text"): "the tokenizer's files in a private temporary "
     "folder, read back by the same call",
     ("bench/envs/wheelhouse.py", ".write_text"): "pip's requirement list, read by the pip this process starts next",
