@@ -117,3 +117,20 @@ def test_a_commit_whose_env_lock_differs_is_refused_before_anything_runs(repo, t
     assert done.returncode == 2
     assert f"envs/native-torch/requirements.txt at {first[:10]} differs from this checkout's" in done.stderr
     assert not (tmp_path / "results" / "confirm").exists() or not any((tmp_path / "results" / "confirm").iterdir())
+
+
+def test_a_commit_whose_cell_fails_stops_the_search_with_its_log_and_a_record(repo, tmp_path):
+    repo, (first, slower, last) = repo
+    venvs = make_fake_envs(tmp_path / "venvs", ["native-torch"])
+    results = tmp_path / "results"
+    env_mode = {"FAKE_MODE_NATIVE_TORCH": "crash"}
+    done = subprocess.run([sys.executable, "-m", "bench.history", "commits", "--cell", KEY, "--profile", "smoke",
+                           "--good", first, "--bad", last, "--results-dir", str(results)], cwd=repo,
+                          env={**os.environ, "BENCH_VENVS_DIR": str(venvs), **env_mode}, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 2
+    (said,) = done.stderr.strip().splitlines()
+    assert f"did not run at {first[:10]}" in said and "Segmentation fault" in said and ".log" in said
+    (path,) = (results / "confirm").glob("*.confirm.json")
+    record = json.loads(path.read_text())
+    assert record["answer"] is None and "did not run" in record["stopped"]

@@ -294,7 +294,12 @@ def _search(results_dir: Path, cell: CellArgs, good: str, bad: str, commits: lis
             return step["verdict"], step.get("bad_verdict")
 
         items = [c[:SHORT] for c in (commits if commits and bisect else [good, bad])]
-        answer, stopped = first_changed(items, measure, change, "commit")
+        try:
+            answer, stopped = first_changed(items, measure, change, "commit")
+        except BenchError as e:  # a commit whose cell did not run: the record says where it stopped, and it fails
+            record["answer"], record["stopped"], record["ended_at"] = None, str(e), now_utc()
+            write_json_atomic(path, record)
+            raise
     if answer and not commits:
         answer, stopped = None, (f"{bad[:SHORT]} is {record['change']} than {good[:SHORT]}, and does not descend "
                                  "from it: no range of commits to name the change in")
