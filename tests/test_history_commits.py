@@ -67,8 +67,10 @@ def test_confirm_re_runs_a_change_at_its_commits_and_bisects_to_the_first_slower
     venvs = make_fake_envs(tmp_path / "venvs", ["native-torch"])
     results = tmp_path / "results"
     write_series(results, [first] * 3 + [last] * 3, [10.0, 10.1, 9.9, 15.0, 15.2, 14.9])
+    # a cap above the first count: a process the machine disturbed (its drift probe) is replaced, not left to
+    # make a side noisy
     done = history(repo, venvs, results, "show", "--cell", KEY, "--confirm", "--processes", "3",
-                   "--max-processes", "3")
+                   "--max-processes", "4")
     assert done.returncode == 0, done.stdout + done.stderr
     assert f"first slower commit: {slower[:10]} (a slower cell)" in done.stdout
     assert f"confirm: re-run at {first[:10]} and {last[:10]}: slower; first slower commit {slower[:10]}" in done.stdout
@@ -83,7 +85,7 @@ def test_confirm_re_runs_a_change_at_its_commits_and_bisects_to_the_first_slower
     # every process ran its own commit's code, one invocation each, from a clean checkout
     folder = path.with_name(path.name.removesuffix(".confirm.json"))
     runs = sorted(folder.glob(f"step1/{last[:10]}/process*/**/{KEY}.json"))
-    assert len(runs) == 3
+    assert 3 <= len(runs) <= 4
     gits = [json.loads(p.read_text())["provenance"]["git"] for p in runs]
     assert {g["commit"] for g in gits} == {last} and not any(g["dirty"] for g in gits)
     assert "bench-commits-" not in git(repo, "worktree", "list")  # the checkouts are gone

@@ -31,11 +31,12 @@ from bench.atomic import write_json_atomic
 from bench.backends import env_name
 from bench.cell_process import kill_group
 from bench.errors import BenchError
-from bench.judge import Judge
+from bench.judge import Judge, reference_readings
 from bench.provenance import REPO_ROOT, git_info, machine_info, machine_label, now_utc, venvs_dir
 from bench.replication import SequentialRule, undecided_sides
 from bench.results import Result, load, result_files
 from bench.runlock import holding
+from bench.runner import to_replace
 from bench.sweep.bisect import first_changed
 
 CONFIRM_DIR = "confirm"  # <results>/confirm/<name>/: each commit's invocations; <name>.confirm.json: the record
@@ -207,7 +208,9 @@ def measure_together(commits: list[str], pairs: list[tuple[str, str]], cell: Cel
         if number < rule.first:
             continue
         more = {id(side) for a, b in pairs for side in undecided_sides(judge, sides[a], sides[b], rule)}
-        wanted = [c for c in commits if id(sides[c]) in more]
+        # a disturbed process is replaced under a sequential rule, as make bench-all replaces one (runner.to_replace)
+        readings = reference_readings(list(sides.values()))
+        wanted = [c for c in commits if id(sides[c]) in more or to_replace(sides[c].runs, rule, readings)]
         if not wanted:
             return Measured(sides, judge)
 
