@@ -197,11 +197,12 @@ def commits_to_rerun(ordered_by: str, before: str | None, after: str | None) -> 
 def commits_command(args) -> int:
     from bench.history.commits import bisect_commits
     from bench.history.index import rows
+    from bench.history.series import CELL_ROWS
     from bench.lifetime import stop_on_signals
 
     profile = args.profile
     if profile is None:
-        found = rows(args.results_dir, "cell_key = ? AND source NOT IN ('sweep', 'confirm')", (args.cell,))
+        found = rows(args.results_dir, CELL_ROWS, (args.cell,))
         if not found:
             raise BenchError(f"no result of {args.cell} under {args.results_dir} to take its profile from: name it "
                              "(PROFILE=)")

@@ -14,6 +14,7 @@ refused, since what it measured ran in another env (the release sweep measures p
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import subprocess
@@ -202,11 +203,11 @@ def measure_together(commits: list[str], pairs: list[tuple[str, str]], cell: Cel
             paths[commit].append(str(path.relative_to(results_dir.resolve())))
             say(f"  {commit[:SHORT]} process {len(done[commit])}: median {median(result.runs[0].timed_ms):.4g} "
                 f"{result.unit} ({time.monotonic() - started:.0f} s)")
+        if number < rule.first:
+            continue
         sides = {c: pooled(done[c], run_id, c, rule, paths[c]) for c in commits}
         # one machine, one session: a processor recorded differently by another commit's code is still this one
         judge = Judge(list(sides.values()), results_dir, across_processors=True)
-        if number < rule.first:
-            continue
         more = {id(side) for a, b in pairs for side in undecided_sides(judge, sides[a], sides[b], rule)}
         # a disturbed process is replaced under a sequential rule, as make bench-all replaces one (runner.to_replace)
         readings = reference_readings(list(sides.values()))
@@ -228,8 +229,6 @@ def record_name(key: str, good: str, bad: str) -> str:
 def records(results_dir: Path, key: str, good: str, bad: str) -> list[tuple[Path, dict]]:
     """Every search of key between these two commits on record, oldest first; an unreadable one is skipped (the
     history reads them as a hint, the files stay)."""
-    import json
-
     out = []
     for path in sorted((results_dir / CONFIRM_DIR).glob(f"{record_name(key, good, bad)}-*.confirm.json")):
         try:
@@ -240,7 +239,7 @@ def records(results_dir: Path, key: str, good: str, bad: str) -> list[tuple[Path
 
 
 def bisect_commits(results_dir: Path, key: str, good: str, bad: str, profile: str, rule: SequentialRule,
-                   change: str | None = None, bisect: bool = True, say=print) -> dict:
+                   change: str | None = None, say=print) -> dict:
     """Re-run `key` at good and bad; where bad is `change` against good (either way when change is None) and commits
     lie between, the first changed one searched by halves. Returns (and writes) the record."""
     cell = CellArgs.parse(key, profile)
@@ -254,11 +253,11 @@ def bisect_commits(results_dir: Path, key: str, good: str, bad: str, profile: st
                          + (f" (and {len(problems) - 3} more)" if len(problems) > 3 else "")
                          + ": what changed may be the env's, which make sweep / make bisect measure by release")
     with holding(results_dir / CONFIRM_DIR):
-        return _search(results_dir, cell, good, bad, commits, rule, change, bisect, say)
+        return _search(results_dir, cell, good, bad, commits, rule, change, say)
 
 
 def _search(results_dir: Path, cell: CellArgs, good: str, bad: str, commits: list[str] | None, rule: SequentialRule,
-            change: str | None, bisect: bool, say) -> dict:
+            change: str | None, say) -> dict:
     folder = results_dir / CONFIRM_DIR / f"{record_name(cell.key, good, bad)}-{now_utc()[:19].replace(':', '')}"
     path = folder.with_name(folder.name + ".confirm.json")
     machine = machine_label(machine_info())
@@ -296,7 +295,7 @@ def _search(results_dir: Path, cell: CellArgs, good: str, bad: str, commits: lis
             say(f"step {number}: " + "; ".join(texts))
             return step["verdict"], step.get("bad_verdict")
 
-        items = [c[:SHORT] for c in (commits if commits and bisect else [good, bad])]
+        items = [c[:SHORT] for c in commits or [good, bad]]
         try:
             answer, stopped = first_changed(items, measure, change, "commit")
         except BenchError as e:  # a commit whose cell did not run: the record says where it stopped, and it fails
@@ -306,9 +305,6 @@ def _search(results_dir: Path, cell: CellArgs, good: str, bad: str, commits: lis
     if answer and not commits:
         answer, stopped = None, (f"{bad[:SHORT]} is {record['change']} than {good[:SHORT]}, and does not descend "
                                  "from it: no range of commits to name the change in")
-    elif answer and len(items) < len(commits):
-        answer, stopped = None, (f"{bad[:SHORT]} is {record['change']} than {good[:SHORT]}; the {len(commits) - 2} "
-                                 "commits between were not bisected")
     record["answer"], record["stopped"] = (names[answer] if answer else None), stopped
     record["ended_at"] = now_utc()
     write_json_atomic(path, record)

@@ -16,6 +16,9 @@ from bench.history import index
 from bench.sweep.derive import version_key
 
 DATE, COMMIT, RELEASE = "date", "commit", "release"
+# A cell's own results: a sweep's are a release series', and a re-run at two commits (confirm/) is judged in its own
+# record, not a point of the series
+CELL_ROWS = "cell_key = ? AND source NOT IN ('sweep', 'confirm')"
 
 
 @dataclass
@@ -56,8 +59,7 @@ def cell_series(results_dir: Path, key: str, by: str = DATE) -> list[Series]:
     """The cell's series: every result of it but a sweep's, current, earlier (history/) and the noise study's rounds;
     by date (a point per result file) or by commit (BY=commit: a commit's results pooled into one point)."""
     found: dict[tuple, Series] = {}
-    # a re-run at two commits (confirm/) is judged in its own record, not a point of the series
-    for row in index.rows(results_dir, "cell_key = ? AND source NOT IN ('sweep', 'confirm')", (key,)):
+    for row in index.rows(results_dir, CELL_ROWS, (key,)):
         where = (row["profile"], row["machine"], row["stack"])  # each point names its processor: the Judge
         # refuses to compare across two, and a change where the processor changed is worth seeing, not hiding
         series = found.setdefault(where, Series(key, f"{where[0]} profile, {where[1]}, {where[2]} stack", DATE,
