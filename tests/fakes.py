@@ -107,6 +107,43 @@ def make_fake_envs(root: Path, backends) -> Path:
     return root
 
 
+QUIET_PROBE = '''"""Every Python started with this folder on PYTHONPATH reads the drift probe (bench/drift.py) as a quiet 1 ms."""
+import importlib.abc
+import importlib.util
+import sys
+
+
+class QuietProbe(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name != "bench.drift":
+            return None
+        sys.meta_path.remove(self)  # the module as it would load without this finder
+        try:
+            spec = importlib.util.find_spec(name)
+        finally:
+            sys.meta_path.insert(0, self)
+        load = spec.loader.exec_module
+
+        def exec_module(module):
+            load(module)
+            module.reference_ms = lambda budget_s=None: 1.0
+
+        spec.loader.exec_module = exec_module
+        return spec
+
+
+sys.meta_path.insert(0, QuietProbe())
+'''
+
+
+def quiet_probe_path(root: Path) -> str:
+    """A PYTHONPATH under which every bench process, however deep it is started, reads the drift probe as quiet: a
+    loaded test machine's disturbed-process gate is not what a test of the processes' own figures tests."""
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "sitecustomize.py").write_text(QUIET_PROBE)
+    return os.pathsep.join(p for p in (str(root), os.environ.get("PYTHONPATH", "")) if p)
+
+
 def lock_sha256(backend: str) -> str:
     """What scripts/envs.py stamps an env with: the sha256 of the requirements file it was built from."""
     return hashlib.sha256((REPO / "envs" / backend / "requirements.txt").read_bytes()).hexdigest()
