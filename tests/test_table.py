@@ -97,6 +97,24 @@ LOCKS = {
 }
 
 
+TENSORFLOW_XLA_ERROR = (  # the shape of what TensorFlow 2.16's XLA JIT raised on a CPU it could not name
+    "InternalError: Graph execution error:\n\nDetected at node StatefulPartitionedCall defined at (most recent call "
+    "last):\n  File \"<frozen runpy>\", line 198, in _run_module_as_main\n\n"
+    + "".join(f'  File "/venv/site-packages/keras/trainer.py", line {n}, in fit\n\n' for n in range(40))
+    + 'TargetRegistry::lookupTarget failed: No available targets are compatible with triple "unknown"\n'
+    "\t [[{{node StatefulPartitionedCall}}]] [Op:__inference_one_step_on_iterator_8356]"
+)
+
+
+def test_a_notes_error_keeps_its_cause_and_leaves_its_traceback_out(tmp_path):
+    results = write_all(tmp_path, [make("tensorflow", "bert", "fit", 32, status="error", message=TENSORFLOW_XLA_ERROR),
+                                   make("jax", "bert", "fit", 32, 222.37)])
+    render(results, results / "RESULTS.md")
+    notes = paper(whole(results)).split("Notes:")[1]
+    assert "1. InternalError: Graph execution error: TargetRegistry::lookupTarget failed" in notes
+    assert "(42 traceback lines left out)" in notes and "trainer.py" not in notes
+
+
 def spread(value, n=5):
     """n steps whose median and mean are `value`, with a 2% symmetric spread."""
     half = [value * (1 - 0.02 * (i + 1)) for i in range(n // 2)]

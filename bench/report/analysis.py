@@ -7,6 +7,7 @@ tables decide a winner exactly as `make compare` decides a difference.
 """
 from __future__ import annotations
 
+import re
 import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -36,6 +37,9 @@ from bench.stats import Estimate, Noise, Ratio
 
 KERAS2 = Column("keras2", "default")
 MESSAGE_LIMIT = 400  # characters of a status message quoted in a note; the rest stays in the result file
+# a traceback's frame lines ("File ..., line N" and the source under it; TensorFlow's "Detected at node ... (most
+# recent call last):") stand between an error's first line and its cause at the end: a note leaves them out
+FRAME_LINE = re.compile(r'\s*(File ".*", line \d+|Traceback \(most recent call last\):|Detected at node .*:$)')
 
 # How a row's Keras 3 backends rank (RowFacts.outcome).
 WINNER = "winner"  # the fastest is faster than every other ranked backend with confidence
@@ -261,6 +265,26 @@ def geometric(values: list[float]) -> float:
     return statistics.geometric_mean(values)
 
 
+def brief_message(message: str) -> str:
+    """A status message without its traceback's frames (the error's first line and its cause kept), saying how many
+    lines it left out; a message without frames as it is."""
+    lines, kept, frame_indent = message.splitlines(), [], None
+    for line in lines:
+        indent = len(line) - len(line.lstrip())
+        if FRAME_LINE.match(line):
+            frame_indent = indent
+        elif frame_indent is not None and (not line.strip() or indent > frame_indent):
+            continue  # a frame's source line, or the blank between frames
+        else:
+            frame_indent = None
+            kept.append(line)
+    if frame_indent is None and len(kept) == len(lines):
+        return message
+    kept = [line for line in kept if line.strip()]
+    left_out = sum(1 for line in lines if line.strip()) - len(kept)
+    return "\n".join(kept) + f" ({left_out} traceback lines left out)"
+
+
 def status_notes(rows: list[RowFacts]) -> tuple[list[str], dict[tuple[RowKey, Column], int]]:
     """The numbered notes under a table (one per distinct status message, numbered in table order) and each
     not-ok cell's note number."""
@@ -271,7 +295,7 @@ def status_notes(rows: list[RowFacts]) -> tuple[list[str], dict[tuple[RowKey, Co
             loaded = facts.cells.get(column)
             if loaded is None or loaded.result.status == "ok":
                 continue
-            message = md(loaded.result.message or "no message recorded")
+            message = md(brief_message(loaded.result.message or "no message recorded"))
             if len(message) > MESSAGE_LIMIT:
                 message = message[:MESSAGE_LIMIT] + " … (the whole message is in the result file)"
             if message not in texts:
