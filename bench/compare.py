@@ -136,6 +136,11 @@ class Pair:
             return "no figure on a side"
         if self.judged.reason:
             return self.judged.reason
+        floor = self.judged.runs_floor()
+        if self.interval and floor is not None and floor > 1 + stats.EQUIVALENCE_BAND:
+            return (f"the interval holds 1 and reaches beyond ±{stats.EQUIVALENCE_BAND:.0%}: measured in separate "
+                    f"runs, whose spread ({self.judged.runs.log_sd:.1%} a run on this machine) alone keeps it to "
+                    f"±{floor - 1:.0%} or wider whatever the processes; more runs a side would narrow it")
         return TOO_WIDE if self.interval else "no interval"
 
     @property
@@ -280,7 +285,7 @@ def machine_of(result: Result) -> dict:
 
 def compare(a_dir: Path, b_dir: Path, across_processors: bool = False) -> Comparison:
     """Every cell of both folders paired and judged by one Judge over both (its noise studies looked up in A's
-    folder, then the repository's results/)."""
+    folder, then in the folders that hold it, then the repository's results/)."""
     return compare_sides(folder_side(a_dir), folder_side(b_dir), across_processors)
 
 

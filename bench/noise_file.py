@@ -32,10 +32,17 @@ def noise_file_name(machine: dict[str, Any]) -> str:
 
 
 def noise_folders(results_dir: Path | None) -> list[Path]:
-    """Where a machine's noise file is looked for: the results folder's own, then the repository's results/."""
-    folders = [Path(results_dir) / NOISE_DIR] if results_dir is not None else []
-    default = REPO_ROOT / "results" / NOISE_DIR
-    return folders + ([default] if default.resolve() not in {f.resolve() for f in folders} else [])
+    """Where a machine's noise file is looked for: the results folder's own, then those of the folders that hold it
+    (a folder inside a results folder, such as a study's runs or one side of a compare, is judged by that results
+    folder's studies, wherever it lies), then the repository's results/."""
+    folders: list[Path] = []
+    if results_dir is not None:
+        here = Path(results_dir).resolve()
+        folders = [folder / NOISE_DIR for folder in (here, *here.parents) if (folder / NOISE_DIR).is_dir()]
+        if not folders or folders[0] != here / NOISE_DIR:
+            folders.insert(0, here / NOISE_DIR)
+    default = (REPO_ROOT / "results" / NOISE_DIR).resolve()
+    return folders + ([default] if default not in folders else [])
 
 
 def find_noise_file(results_dir: Path | None, machine: dict[str, Any]) -> tuple[Path, bool] | None:

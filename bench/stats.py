@@ -346,6 +346,15 @@ class Ratio:
     # threshold guards against differences called by chance; an equivalence keeps its own comparison's level
     same_confidence: float | None = None
     comparable: bool = True  # False: the sides did different work a step, and `reason` says how
+    runs: ProcessSpread | None = None  # separate runs: the machine's run-to-run spread each side carries
+
+    def runs_floor(self) -> float | None:
+        """Separate runs: the interval's upper end over the ratio that the runs' spread alone would leave, however many
+        processes a side (> 1 + the equivalence band: no number of processes decides "same", and only a change
+        beyond it can be called); None within one run."""
+        if self.runs is None:
+            return None
+        return math.exp(t_quantile((1 + self.confidence) / 2, self.runs.dof) * math.sqrt(2) * self.runs.log_sd)
 
     def interval(self, confidence: float | None = None) -> tuple[float, float] | None:
         if self.log_se is None or self.value <= 0:
@@ -373,6 +382,7 @@ class Ratio:
             log_se=math.sqrt(sum(variances)),
             dof=welch_dof(variances, [self.dof, spread.dof]),
             note="; ".join(filter(None, [self.note, held])),
+            runs=spread,
         )
 
     def judged_at(self, confidence: float) -> Ratio:

@@ -108,6 +108,19 @@ def test_a_judge_of_two_runs_carries_the_run_spread_or_decides_nothing(tmp_path,
         assert not across.decidable and "run-to-run spread is unmeasured" in across.reason
 
 
+def test_a_folder_inside_a_results_folder_is_judged_by_that_results_folders_noise_study(tmp_path, monkeypatch):
+    """One side of a compare, or a noise study's runs, inside a results folder kept anywhere (RESULTS=): the machine's
+    study in that results folder's noise/ gives the run-to-run spread, not only a study in the side's own folder."""
+    import bench.noise_file
+
+    a, b, folder = two_runs(tmp_path, noise=True)
+    monkeypatch.setattr(bench.noise_file, "REPO_ROOT", tmp_path / "elsewhere")
+    inner = folder / "noise" / "invocations" / "20261128T000000Z" / "1a"
+    inner.mkdir(parents=True)
+    found = Judge([a, b], inner).ratio(a, b)
+    assert "separate runs" in found.note and "run-to-run spread is unmeasured" not in found.reason
+
+
 def scaled(result, timed: float, probe: float):
     """The result as if its run's machine read the drift probe `probe` times slower and its steps took `timed`x."""
     import dataclasses
@@ -147,3 +160,21 @@ def test_a_run_that_found_the_machine_slow_throughout_decides_nothing(tmp_path, 
     b.provenance["run_id"] = "another run"
     found = Judge([a, b], folder).ratio(a, b)
     assert not found.decidable and "A's run found the machine slow throughout" in found.reason
+
+
+def test_a_comparison_the_runs_alone_keep_wide_says_more_runs_would_narrow_it_not_more_processes(tmp_path, monkeypatch):
+    """Identical figures from two runs of a machine whose runs move 6.5% (the committed study): the interval cannot
+    come within ±5% at any number of processes, and the reason says so instead of asking for processes."""
+    import bench.noise_file
+    from bench import compare
+
+    a, _, folder = two_runs(tmp_path, noise=True)
+    monkeypatch.setattr(bench.noise_file, "REPO_ROOT", tmp_path / "elsewhere")
+    b = scaled(a, 1.0, 1.0)
+    b.provenance["run_id"] = "another run"
+    a.write(folder / "A")
+    b.write(folder / "B")
+    (pair,) = compare.compare(folder / "A", folder / "B").pairs  # both inside the results folder holding the study
+    assert pair.verdict == stats.INCONCLUSIVE and pair.judged.runs_floor() > 1.15
+    assert "separate runs" in pair.reason and "more runs a side would narrow it" in pair.reason
+    assert "more processes would narrow it" not in pair.reason

@@ -53,34 +53,45 @@ def busy_seconds() -> float | None:
 
 def conditions(start: Snapshot, end: Snapshot, readings: list[float] | None = None, cpus: int | None = None
                ) -> dict[str, Any]:
-    """Whether the machine was quiet while the study ran. The 1-minute load average at the end counts the study's own
-    processes, so the load beside the study is the larger of the load at the start and the cores other processes
-    kept busy on average (all CPU time less this study's, over the wall time). Under load also where the drift
-    probe (bench/drift.py) read more than the noise gate's multiple of its quietest value at the end, or between
-    more than a tenth of the processes."""
-    cpus = cpus or os.cpu_count() or 1
+    """Whether the machine was quiet while the study ran. The load beside the study is the cores other processes kept
+    busy on average (all CPU time less this study's, over the wall time): the 1-minute load average at the end counts
+    the study's own processes, and the one at the start what ran in the minute before it, so they count only where
+    the CPU times are not readable (then the larger of the two). Under load also where the drift probe
+    (bench/drift.py) read more than the noise gate's multiple of its quietest value at the end, or between more than a
+    tenth of the processes."""
     wall = max(end.wall - start.wall, 1e-9)
     others = None
     if start.busy_s is not None and end.busy_s is not None:
         others = round(max(0.0, (end.busy_s - start.busy_s) - (end.own_s - start.own_s)) / wall, 2)
-    load = max(v for v in (start.load_1m, others if others is not None else end.load_1m, 0.0) if v is not None)
-    limit = LOAD_PER_CPU * cpus
     readings = [v for v in (readings or [start.reference_ms, end.reference_ms]) if v and v > 0]
     quietest = min(readings)
-    slow = [v for v in readings if v > stats.REFERENCE_FACTOR * quietest]
-    drifted = end.reference_ms > stats.REFERENCE_FACTOR * quietest or len(slow) > DRIFT_SHARE * len(readings)
+    found = {
+        "load_1m": {"start": start.load_1m, "end": end.load_1m},
+        "others_busy_cores": others,
+        "drift_probe_ms": {"start": start.reference_ms, "end": end.reference_ms, "quietest": quietest,
+                           "readings": len(readings),
+                           "above_limit": sum(v > stats.REFERENCE_FACTOR * quietest for v in readings)},
+        "wall_s": round(wall, 1),
+    }
+    return labelled({**found, "cpus": cpus or os.cpu_count() or 1})
+
+
+def labelled(found: dict[str, Any]) -> dict[str, Any]:
+    """The conditions' label (quiet, or under load and why) from what they recorded: taken as a study ends, and again
+    for a study written under an earlier rule (python -m bench.noise.detection)."""
+    others, loads = found.get("others_busy_cores"), found.get("load_1m") or {}
+    load = others if others is not None else max(v for v in (loads.get("start"), loads.get("end"), 0.0) if v is not None)
+    limit = LOAD_PER_CPU * found["cpus"]
+    probe = found["drift_probe_ms"]
+    quietest, slow, count = probe["quietest"], probe["above_limit"], probe["readings"]
+    drifted = probe["end"] > stats.REFERENCE_FACTOR * quietest or slow > DRIFT_SHARE * count
     why = ([f"load {load:.2f}"] if load > limit else []) + (
-        [f"drift probe above {stats.REFERENCE_FACTOR:g}x its quietest {quietest:.3g} ms in {len(slow)} of "
-         f"{len(readings)} readings, {end.reference_ms:.3g} ms at the end"] if drifted else [])
+        [f"drift probe above {stats.REFERENCE_FACTOR:g}x its quietest {quietest:.3g} ms in {slow} of "
+         f"{count} readings, {probe['end']:.3g} ms at the end"] if drifted else [])
     return {
+        **found,
         "label": f"under load ({'; '.join(why)})" if why else "quiet",
         "quiet": not why,
         "load": round(load, 2),
         "load_limit": limit,
-        "cpus": cpus,
-        "load_1m": {"start": start.load_1m, "end": end.load_1m},
-        "others_busy_cores": others,
-        "drift_probe_ms": {"start": start.reference_ms, "end": end.reference_ms, "quietest": quietest,
-                           "readings": len(readings), "above_limit": len(slow)},
-        "wall_s": round(wall, 1),
     }

@@ -112,12 +112,14 @@ def judge_across(data: dict[str, Any], runs_dir: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Judge a written study's across-run delay pairs again, against the machine's study as it stands now (a study
-    judged before its machine's run-to-run spread was on file), and render the page again."""
+    """Judge a written study again: its across-run delay pairs against the machine's study as it stands now (a study
+    judged before its machine's run-to-run spread was on file) and its machine's conditions under today's rule, and
+    render the page again."""
     import argparse
     import json
 
     from bench.atomic import write_json_atomic
+    from bench.noise.conditions import labelled
     from bench.noise_file import read_noise_file
     from bench.report.noise import render_noise
 
@@ -127,6 +129,8 @@ def main(argv: list[str] | None = None) -> int:
     data = read_noise_file(args.study)
     results_dir = args.study.resolve().parent.parent
     judge_across(data, results_dir / data["runs_dir"])
+    if data.get("conditions"):
+        data["conditions"] = labelled(data["conditions"])
     write_json_atomic(args.study, data)
     write_json_atomic(results_dir / data["runs_dir"] / "study.json", data)
     render_noise(results_dir)

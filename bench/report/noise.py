@@ -80,7 +80,8 @@ def conditions_text(data: dict[str, Any]) -> str:
         parts.append(f"drift probe {drift['start']:.3g} ms at the start, {drift['end']:.3g} ms at the end")
     limit = c.get("load_limit")
     if limit is not None:
-        parts.append(f"a load above {limit:g} counts as load")
+        parts.append(f"a load (the cores other processes kept busy; the load average where those are not "
+                     f"recorded) above {limit:g} counts as load")
     return "; ".join(parts)
 
 
