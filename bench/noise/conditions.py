@@ -80,7 +80,8 @@ def labelled(found: dict[str, Any]) -> dict[str, Any]:
     """The conditions' label (quiet, or under load and why) from what they recorded: taken as a study ends, and again
     for a study written under an earlier rule (python -m bench.noise.detection)."""
     others, loads = found.get("others_busy_cores"), found.get("load_1m") or {}
-    load = others if others is not None else max(v for v in (loads.get("start"), loads.get("end"), 0.0) if v is not None)
+    averages = [v for v in (loads.get("start"), loads.get("end")) if v is not None]
+    load = others if others is not None else max(averages, default=0.0)
     limit = LOAD_PER_CPU * found["cpus"]
     probe = found["drift_probe_ms"]
     quietest, slow, count = probe["quietest"], probe["above_limit"], probe["readings"]
