@@ -169,6 +169,18 @@ def check_config(cell: Cell, config: dict | None) -> None:
         )
 
 
+MESSAGE_HEAD, MESSAGE_TAIL = 500, 1500  # characters of a failure's message kept in its result: its start and its end
+
+
+def clipped(message: str) -> str:
+    """A long message's start and end: a framework's error (TensorFlow's graph errors) names its cause after the
+    frames that led to it, so the end is kept with the start; the whole traceback is in the cell's log."""
+    if len(message) <= MESSAGE_HEAD + MESSAGE_TAIL:
+        return message
+    left_out = len(message) - MESSAGE_HEAD - MESSAGE_TAIL
+    return f"{message[:MESSAGE_HEAD]}\n… ({left_out} characters left out: the cell's log has them)\n{message[-MESSAGE_TAIL:]}"
+
+
 def main(cell: Cell, out: Path, config: dict | None = None) -> int:
     pin_cpus()  # first: threads started later (the parent watch, the frameworks' pools) inherit the affinity
     die_with_parent(out)
@@ -184,7 +196,7 @@ def main(cell: Cell, out: Path, config: dict | None = None) -> int:
 
         run = Run(
             status=classify(exc),
-            message=f"{type(exc).__name__}: {exc}"[:2000],
+            message=clipped(f"{type(exc).__name__}: {exc}"),
             wall_s=round(time.perf_counter() - started, 3),
             process={**provenance.process_provenance(), "peak_rss_gib": provenance.peak_rss_gib()},
         )

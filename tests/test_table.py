@@ -112,7 +112,16 @@ def test_a_notes_error_keeps_its_cause_and_leaves_its_traceback_out(tmp_path):
     render(results, results / "RESULTS.md")
     notes = paper(whole(results)).split("Notes:")[1]
     assert "1. InternalError: Graph execution error: TargetRegistry::lookupTarget failed" in notes
-    assert "(42 traceback lines left out)" in notes and "trainer.py" not in notes
+    assert 'triple "unknown" (the traceback left out)' in notes and "trainer.py" not in notes and "[Op:" not in notes
+
+
+def test_a_failures_long_message_keeps_its_start_and_its_end_where_the_cause_is():
+    from bench.cell import MESSAGE_HEAD, MESSAGE_TAIL, clipped
+
+    assert clipped("short") == "short"
+    kept = clipped(TENSORFLOW_XLA_ERROR * 3)
+    assert kept.startswith("InternalError: Graph execution error:") and kept.endswith(TENSORFLOW_XLA_ERROR[-200:])
+    assert len(kept) < MESSAGE_HEAD + MESSAGE_TAIL + 100 and "characters left out: the cell's log has them" in kept
 
 
 def spread(value, n=5):

@@ -39,7 +39,10 @@ KERAS2 = Column("keras2", "default")
 MESSAGE_LIMIT = 400  # characters of a status message quoted in a note; the rest stays in the result file
 # a traceback's frame lines ("File ..., line N" and the source under it; TensorFlow's "Detected at node ... (most
 # recent call last):") stand between an error's first line and its cause at the end: a note leaves them out
-FRAME_LINE = re.compile(r'\s*(File ".*", line \d+|Traceback \(most recent call last\):|Detected at node .*:$)')
+FRAME_LINE = re.compile(r'\s*(File "|Traceback \(most recent call last\):|Detected at node .*:$)')
+# TensorFlow's locators of the failing node and op ("[[{{node X}}]]", "[Op:__inference_step_8356]"): numbered per
+# process, they would make one error a different note in every cell
+LOCATOR = re.compile(r"\s*(\[\[\{\{node [^}]*\}\}\]\]|\[Op:[^\]]*\])")
 
 # How a row's Keras 3 backends rank (RowFacts.outcome).
 WINNER = "winner"  # the fastest is faster than every other ranked backend with confidence
@@ -266,9 +269,9 @@ def geometric(values: list[float]) -> float:
 
 
 def brief_message(message: str) -> str:
-    """A status message without its traceback's frames (the error's first line and its cause kept), saying how many
-    lines it left out; a message without frames as it is."""
-    lines, kept, frame_indent = message.splitlines(), [], None
+    """A status message without its traceback's frames and TensorFlow's locators (the error's first line and its
+    cause kept), saying where frames were left out; a message without either as it is."""
+    lines, kept, frame_indent = LOCATOR.sub("", message).splitlines(), [], None
     for line in lines:
         indent = len(line) - len(line.lstrip())
         if FRAME_LINE.match(line):
@@ -279,10 +282,8 @@ def brief_message(message: str) -> str:
             frame_indent = None
             kept.append(line)
     if frame_indent is None and len(kept) == len(lines):
-        return message
-    kept = [line for line in kept if line.strip()]
-    left_out = sum(1 for line in lines if line.strip()) - len(kept)
-    return "\n".join(kept) + f" ({left_out} traceback lines left out)"
+        return "\n".join(lines)
+    return "\n".join(line for line in kept if line.strip()) + " (the traceback left out)"
 
 
 def status_notes(rows: list[RowFacts]) -> tuple[list[str], dict[tuple[RowKey, Column], int]]:
