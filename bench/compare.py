@@ -32,6 +32,7 @@ from bench.backends import DEFAULT_STACK
 from bench.errors import BenchError
 from bench.generate_split import result_split, run_split
 from bench.judge import Judge, processor_differences
+from bench.provenance import git_info, now_utc
 from bench.report.load import COLUMNS, Column, RowKey, load_results, order_rows
 from bench.report.text import md, status_label
 from bench.results import Result
@@ -568,6 +569,9 @@ def run(a: Path | Side, b: Path | Side, out: Path, across_processors: bool = Fal
     text = markdown(comparison, png.name if png else None)
     write_text_atomic(out, text)
     data = out.with_suffix(".json")
-    write_text_atomic(data, json.dumps(comparison.to_dict(), indent=1, allow_nan=False) + "\n")
+    # the code that judged it: its verdicts are that commit's rules, whatever commits the results themselves record
+    judged_by = {"git": git_info(), "created_at": now_utc()}
+    write_text_atomic(data, json.dumps({**comparison.to_dict(), "provenance": judged_by}, indent=1, allow_nan=False)
+                      + "\n")
     return Written(text, out, data, png)
 

@@ -169,6 +169,7 @@ def test_the_json_and_png_beside_the_markdown_hold_every_pair(tmp_path):
     written = compare.run(a, b, tmp_path / "cmp" / "compare.md")
     data = json.loads(written.json.read_text())
     assert written.json == tmp_path / "cmp" / "compare.json" and data["format"] == "compare-1"
+    assert len(data["provenance"]["git"]["commit"]) == 40 and data["provenance"]["created_at"]
     assert data["counts"] == {
         "faster": 0, "slower": len(CELLS), "same": 0, "inconclusive": 0, "not comparable": 0, "not compared": 0
     }
