@@ -38,9 +38,7 @@ def noise_folders(results_dir: Path | None) -> list[Path]:
     folders: list[Path] = []
     if results_dir is not None:
         here = Path(results_dir).resolve()
-        folders = [folder / NOISE_DIR for folder in (here, *here.parents) if (folder / NOISE_DIR).is_dir()]
-        if not folders or folders[0] != here / NOISE_DIR:
-            folders.insert(0, here / NOISE_DIR)
+        folders = [here / NOISE_DIR] + [folder / NOISE_DIR for folder in here.parents if (folder / NOISE_DIR).is_dir()]
     default = (REPO_ROOT / "results" / NOISE_DIR).resolve()
     return folders + ([default] if default not in folders else [])
 

@@ -281,7 +281,7 @@ def brief_message(message: str) -> str:
         else:
             frame_indent = None
             kept.append(line)
-    if frame_indent is None and len(kept) == len(lines):
+    if len(kept) == len(lines):
         return "\n".join(lines)
     return "\n".join(line for line in kept if line.strip()) + " (the traceback left out)"
 
