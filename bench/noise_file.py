@@ -124,29 +124,43 @@ def study_files(path: Path) -> list[Path]:
     return [path, *sorted((path.parent / "history").glob(f"{path.stem}.*.json"))]
 
 
-def run_spread_of(studies: list[dict[str, Any]]) -> tuple[float, int, int] | None:
-    """The run-to-run spread of a cell's figure beyond its processes': per cell, the variance of its rounds' mean
-    ln(median) (every round of every study is a separate stretch of the machine's time; the studies, separate
-    invocations) less the within-round process variance over the processes a round; pooled over cells by their
-    rounds less one, and floored at zero. Returns (log sd, degrees of freedom, the most rounds a cell had, cells);
-    None without two rounds of a cell."""
-    rounds: dict[str, list[list[float]]] = {}
+def run_groups(study: dict[str, Any]) -> dict[str, list[list[float]]]:
+    """Each cell's separate runs of identical code in a study, as lists of ln(a process's median): every A/A round
+    (both sides, one run), and the untouched side A of every delay pair (each pair its own run)."""
+    groups: dict[str, list[list[float]]] = {}
+
+    def add(key: str, medians: list[Any]) -> None:
+        logs = [math.log(m) for m in medians if isinstance(m, (int, float)) and m > 0]
+        if len(logs) >= 2:
+            groups.setdefault(key, []).append(logs)
+
+    for cell in study.get("cells") or []:
+        for found in cell.get("rounds") or []:
+            add(cell["key"], [m for side in ("A", "B") for m in (found.get("medians_ms") or {}).get(side, [])])
+    for row in study.get("detection") or []:
+        for pair in row.get("pairs") or []:
+            add(row["key"], (pair.get("medians_ms") or {}).get("A", []))
+    return groups
+
+
+def run_spread_of(studies: list[dict[str, Any]]) -> tuple[float, int, int, int] | None:
+    """The run-to-run spread of a cell's figure beyond its processes': per cell, the variance of its runs' mean
+    ln(median) (every A/A round and every delay pair's untouched side is a separate stretch of the machine's time;
+    the studies, separate invocations) less the mean of the within-run process variance over each run's processes;
+    pooled over cells by their runs less one, and floored at zero. Returns (log sd, degrees of freedom, the most runs
+    a cell had, cells); None without two runs of a cell."""
+    runs: dict[str, list[list[float]]] = {}
     for study in studies:
-        for cell in study.get("cells") or []:
-            for found in cell.get("rounds") or []:
-                logs = [math.log(m) for side in ("A", "B") for m in (found.get("medians_ms") or {}).get(side, [])
-                        if isinstance(m, (int, float)) and m > 0]  # fmt: skip
-                if len(logs) >= 2:
-                    rounds.setdefault(cell["key"], []).append(logs)
+        for key, groups in run_groups(study).items():
+            runs.setdefault(key, []).extend(groups)
     weighted, dof, most, cells = 0.0, 0, 0, 0
-    for groups in rounds.values():
+    for groups in runs.values():
         if len(groups) < 2:
             continue
         most, cells = max(most, len(groups)), cells + 1
         within = sum(statistics.variance(g) * (len(g) - 1) for g in groups) / sum(len(g) - 1 for g in groups)
         between = statistics.variance([statistics.fmean(g) for g in groups])
-        processes = statistics.fmean(len(g) for g in groups)
-        weighted += (between - within / processes) * (len(groups) - 1)
+        weighted += (between - statistics.fmean(within / len(g) for g in groups)) * (len(groups) - 1)
         dof += len(groups) - 1
     if not dof:
         return None
@@ -170,7 +184,7 @@ def machine_run_spread(results_dir: Path | None, machine: dict[str, Any]) -> Pro
     if spread is None:
         return None
     log_sd, dof, rounds, cells = spread
-    source = (f"make noise, {rounds} rounds of {cells} cells in {len(studies)} studies, {path.name}"
+    source = (f"make noise, up to {rounds} runs of each of {cells} cells in {len(studies)} studies, {path.name}"
               + ("" if exact else "; matched by machine label, processor not recorded"))  # fmt: skip
     return ProcessSpread(log_sd, float(dof), source)
 

@@ -161,6 +161,68 @@ def test_an_undecided_probe_pair_gets_processes_until_decided_and_no_more_than_i
     assert decided.verdict == stats.SLOWER and len(decided.a) == 3
 
 
+def fake_cell_processes(monkeypatch, rng, spread: float, slowdown: float) -> None:
+    """The study's cell processes replaced by seeded ones: side B `slowdown` slower, each process's median `spread`
+    from another's; the drift probe quiet. Everything else (the results folders, make compare's verdicts) is real."""
+    from bench.results import Run
+    from bench.runner import Prepared
+
+    monkeypatch.setattr(study, "reference_ms", lambda: 0.5)
+
+    def attempt(self, cell, repeat, results_dir, timeout_s, echo, env=None, gpu=True):
+        slow = 1 + (slowdown if env else 0.0)  # side B is the one started with added variables
+        offset = slow * math.exp(rng.gauss(0, spread))
+        return Run(status="ok", timed_ms=[10 * offset * math.exp(rng.gauss(0, 0.005)) for _ in range(30)],
+                   process={"log": "none"})
+
+    monkeypatch.setattr(Prepared, "attempt", attempt)
+
+
+def test_a_studys_undecided_pair_gets_processes_as_bench_all_adds_them_and_records_its_rule(tmp_path, monkeypatch):
+    """Under the profile's sequential rule a pair undecided at 3 + 3 and decidable by the cap gets one more process a
+    side after each look, each look judged at 1 - 5% / looks (the results record the rule); with --max-processes at the
+    first count it stays at 3."""
+    import random
+
+    from bench.runner import prepare
+
+    cells = settings.choose_cells(["native-torch__bert__predict__bs2__eager"])
+    (cell,) = cells
+    fake_cell_processes(monkeypatch, random.Random(5), spread=0.05, slowdown=0.2)
+    counts = {}
+    for cap in (3, 10):
+        noise_study = study.Study(cells, tmp_path / f"cap{cap}", repeats=3, max_processes=cap, echo=lambda line: None)
+        assert noise_study.rule.cap == cap and noise_study.rule.first == 3
+        sides = {s: noise_study.runs_dir / "pair" / s for s in ("A", "B")}
+        prepared = {s: prepare(cells, folder, 3) for s, folder in sides.items()}
+        prepared["B"].run_id = prepared["A"].run_id
+        pair, medians = noise_study.run_sides(cell, "pair", (1, 1), sides, prepared, {"pair": 1},
+                                              {"B": {"SLOWED": "1"}})
+        counts[cap] = (len(medians["A"]), len(medians["B"]), pair["verdict"])
+        (written,) = (sides["B"] / "smoke").rglob(f"{cell.key}.json")
+        replication = json.loads(written.read_text())["provenance"].get("replication")
+        assert (replication or {}).get("cap") == (cap if cap > 3 else None)
+    assert counts[3][:2] == (3, 3)
+    a, b, verdict = counts[10]
+    assert verdict == stats.SLOWER and 3 < a <= 10 and 3 < b <= 10 and abs(a - b) <= 1, counts
+    with pytest.raises(BenchError, match="below the 3 processes"):
+        study.Study(cells, tmp_path / "bad", repeats=3, max_processes=2)
+
+
+def test_an_identical_pair_the_cap_could_not_decide_gets_no_more_processes(tmp_path, monkeypatch):
+    import random
+
+    from bench.runner import prepare
+
+    cells = settings.choose_cells(["native-torch__bert__predict__bs2__eager"])
+    fake_cell_processes(monkeypatch, random.Random(2), spread=0.10, slowdown=0.0)
+    noise_study = study.Study(cells, tmp_path, repeats=3, max_processes=8, echo=lambda line: None)
+    sides = {s: noise_study.runs_dir / "round" / s for s in ("A", "B")}
+    prepared = {s: prepare(cells, folder, 3) for s, folder in sides.items()}
+    pair, medians = noise_study.run_sides(cells[0], "round", (1, 1), sides, prepared, {"round": 1})
+    assert (len(medians["A"]), len(medians["B"])) == (3, 3) and pair["verdict"] == stats.INCONCLUSIVE, pair
+
+
 # -- (d) the analytic minimum detectable effect
 
 
@@ -317,7 +379,7 @@ def test_tiny_study_end_to_end(tmp_path):
     lines = []
     cells = settings.choose_cells([key])
     path = study.Study(cells, tmp_path, rounds=1, repeats=2, pairs=2, slowdowns=[0, 0.5], echo=lines.append,
-                       delays=[1.0]).run()
+                       delays=[1.0], max_processes=2).run()  # a fixed count here; the added processes: above
     data = read_noise_file(path)
     assert data["complete"] and data["settings"]["repeats"] == 2 and data["settings"]["order"] == "ABBA"
     (cell,) = data["cells"]
@@ -414,7 +476,7 @@ def busy_children() -> list[int]:
 def test_under_load_the_pairs_run_again_beside_busy_loops_which_stop_after(tmp_path, monkeypatch):
     seen = []
 
-    def fake_pair(base, slowdown, repeats, rule, echo=None, latest_reference_ms=None):
+    def fake_pair(base, slowdown, repeats, rule, echo=None, latest_reference_ms=None, cap=None):
         seen.append(len(busy_children()))
         ratio = stats.Ratio(1.2, 0.2, 4)  # wide: inconclusive, as a loaded machine's interval is
         return calibration.PairOutcome(slowdown, [], [], ratio, stats.verdict(ratio)), 0.5

@@ -40,6 +40,7 @@ class DelayRecord:
     share: float
     within: list[dict[str, Any]] = field(default_factory=list)  # pair k: compare's pair for A(k) vs B(k)
     folders: list[dict[str, str]] = field(default_factory=list)  # pair k: side -> its folder, relative
+    medians: list[dict[str, list[float]]] = field(default_factory=list)  # pair k: side -> its ok processes' medians
 
     def to_dict(self) -> dict[str, Any]:
         c = self.cell
@@ -49,7 +50,8 @@ class DelayRecord:
             "share": self.share,
             "within": outcome_counts(self.within),
             "across": outcome_counts([]),  # judged once the machine's study is on file (judge_across)
-            "pairs": [{"within": pair_summary(w), "folders": f} for w, f in zip(self.within, self.folders)],
+            "pairs": [{"within": pair_summary(w), "folders": f, "medians_ms": m}
+                      for w, f, m in zip(self.within, self.folders, self.medians)],
             "across_pairs": [],
         }
 
@@ -111,10 +113,35 @@ def judge_across(data: dict[str, Any], runs_dir: Path) -> None:
         row["across"] = outcome_counts(pairs)
 
 
+def side_medians(folder: Path, key: str) -> list[float]:
+    """The medians of a side's ok processes of cell `key`, read from its results folder (an empty list: none)."""
+    import statistics
+
+    from bench.results import load, result_files
+
+    for path in result_files(folder) if folder.is_dir() else []:
+        result = load(path)
+        if result.cell.key == key:
+            return [statistics.median(r.timed_ms) for r in result.runs if r.status == "ok" and r.timed_ms]
+    return []
+
+
+def fill_medians(data: dict[str, Any], runs_dir: Path) -> int:
+    """Each delay pair's process medians read from its folders where the study file has none (a study written
+    before it recorded them); returns how many pairs were filled."""
+    filled = 0
+    for row in data.get("detection") or []:
+        for pair in row.get("pairs") or []:
+            if pair.get("medians_ms") is None and pair.get("folders"):
+                pair["medians_ms"] = {s: side_medians(runs_dir / f, row["key"]) for s, f in pair["folders"].items()}
+                filled += 1
+    return filled
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Judge a written study again: its across-run delay pairs against the machine's study as it stands now (a study
-    judged before its machine's run-to-run spread was on file) and its machine's conditions under today's rule, and
-    render the page again."""
+    """Judge a written study again: its delay pairs' process medians filled from their folders where it has none, its
+    across-run delay pairs against the machine's study as it stands now (a study judged before its machine's
+    run-to-run spread was on file) and its machine's conditions under today's rule, and render the page again."""
     import argparse
     import json
 
@@ -128,6 +155,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     data = read_noise_file(args.study)
     results_dir = args.study.resolve().parent.parent
+    fill_medians(data, results_dir / data["runs_dir"])
+    write_json_atomic(args.study, data)  # the run spread the pairs are judged with counts their runs too
     judge_across(data, results_dir / data["runs_dir"])
     if data.get("conditions"):
         data["conditions"] = labelled(data["conditions"])

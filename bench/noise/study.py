@@ -57,10 +57,12 @@ from bench.noise.settings import (
 )
 from bench.noise.study_file import summary_line, write_study
 from bench.noise_file import NOISE_DIR, NOISE_FORMAT
+from bench.profiles import get_profile
 from bench.progress import hms
 from bench.provenance import git_info, machine_info, now_utc
 from bench.registry import Cell
-from bench.results import Run
+from bench.replication import SequentialRule
+from bench.results import Result, Run
 from bench.resultsdir import results_folder
 
 PROFILE_CHOICE = "explicit (make noise)"
@@ -143,6 +145,7 @@ class Study:
         delays: list[float] | tuple[float, ...] = (),
         delay_cells: list[Cell] | None = None,
         parts: tuple[str, ...] | None = None,
+        max_processes: int | None = None,
     ):
         if not cells:
             raise BenchError("the noise study needs at least one cell")
@@ -153,6 +156,11 @@ class Study:
         self.repeats = repeats or default_repeats(self.profile)
         if self.repeats < 2:
             raise BenchError(f"the noise study needs at least 2 processes a side (repeats), got {self.repeats}")
+        cap = max_processes if max_processes is not None else max(get_profile(self.profile).max_repeats, self.repeats)
+        if cap < self.repeats:
+            raise BenchError(f"--max-processes {cap} is below the {self.repeats} processes a side starts with")
+        # the rule make bench-all replicates by: what a comparison here decides is what the product's decides
+        self.rule = SequentialRule(self.repeats, cap)
         parts = parts or tuple(p for p in PARTS if p != DELAY or delays)
         unknown = set(parts) - set(PARTS)
         if unknown or not parts:
@@ -252,7 +260,9 @@ class Study:
     ) -> tuple[dict[str, Any], dict[str, list[float]]]:
         """`repeats` processes of `cell` into each side's folder, interleaved A-B-B-A-A-B, the drift probe read
         between processes, each side written as a run writes it (`environment`: a side's added variables); returns
-        `make compare`'s pair for the cell and each side's ok processes' medians."""
+        `make compare`'s pair for the cell and each side's ok processes' medians. Under a sequential rule, one more
+        process a side after each look while the pair is undecided and its cap could decide it, or while a side's
+        disturbed processes leave it fewer than the first count undisturbed, as `make bench-all` replicates."""
         from bench.results_folder import write_or_show
         from bench.runner import record_noise
 
@@ -261,38 +271,51 @@ class Study:
         environment = environment or {}
         number, of = place
 
-        def write_sides() -> None:
+        replication = {"replication": self.rule.to_dict()} if self.rule.sequential else {}
+
+        def write_sides() -> dict[str, Result]:
+            written = {}
             for side, side_runs in runs.items():
                 if not side_runs:
                     continue
                 record_noise(side_runs, self.readings)  # the noise gates, as the runner judges them as it writes
-                result = prepared[side].result(
+                written[side] = prepared[side].result(
                     cell, side_runs, PROFILE_CHOICE, self.repeats,
                     reference={"start_ms": self.readings[0], "at_write_ms": latest},
-                    noise_study={"runs": self.runs_dir.name, **provenance, "side": side},
+                    noise_study={"runs": self.runs_dir.name, **provenance, "side": side}, **replication,
                 )
-                write_or_show(result, sides[side], self.echo, kept=number - 1, of=of)
+                write_or_show(written[side], sides[side], self.echo, kept=number - 1, of=of)
+            return written
+
+        def one(side: str) -> bool:
+            """One process of `side`; False where it failed (the pair stops there)."""
+            nonlocal latest
+            process = len(runs[side])
+            count = f"/{self.repeats}" if process < self.repeats else f" (up to {self.rule.cap}, while undecided)"
+            where = f"{label} · cell {number}/{of} · {side} {process + 1}{count}"
+            what = f"{cell.backend} {cell.model} {cell.task} batch={cell.batch_size} {cell.variant} ({cell.profile}"
+            self.echo(f"[{where}] {what}; elapsed {self.elapsed()})")
+            not_run = prepared[side].not_run(cell)
+            run = not_run or prepared[side].attempt(
+                cell, process, sides[side], self.timeout_s, lambda line: self.echo("    " + line),
+                env=environment.get(side),
+            )
+            runs[side].append(run)
+            if not_run is None:  # a process ran: probe the drift, as the runner does
+                before, latest = latest, reference_ms()
+                self.readings.append(latest)
+                run.reference = {"before_ms": before, "after_ms": latest}
+            if run.status != "ok":
+                self.echo(f"    {run.status}: {run.message}: this cell's {label} stops here")
+                return False
+            return True
 
         try:
-            per_side = self.repeats
-            for side in interleaved_sides(per_side):
-                process = len(runs[side])
-                where = f"{label} · cell {number}/{of} · {side} {process + 1}/{per_side}"
-                what = f"{cell.backend} {cell.model} {cell.task} batch={cell.batch_size} {cell.variant} ({cell.profile}"
-                self.echo(f"[{where}] {what}; elapsed {self.elapsed()})")
-                not_run = prepared[side].not_run(cell)
-                run = not_run or prepared[side].attempt(
-                    cell, process, sides[side], self.timeout_s, lambda line: self.echo("    " + line),
-                    env=environment.get(side),
-                )
-                runs[side].append(run)
-                if not_run is None:  # a process ran: probe the drift, as the runner does
-                    before, latest = latest, reference_ms()
-                    self.readings.append(latest)
-                    run.reference = {"before_ms": before, "after_ms": latest}
-                if run.status != "ok":
-                    self.echo(f"    {run.status}: {run.message}: this cell's {label} stops here")
-                    break
+            ok = all(one(side) for side in interleaved_sides(self.repeats))
+            looks = 0
+            while ok and (wanted := self.wanting(write_sides(), runs)):
+                looks += 1
+                ok = all(one(side) for side in (wanted if looks % 2 else wanted[::-1]))
         except KeyboardInterrupt:
             write_sides()  # the finished processes are kept, as a run keeps them
             raise
@@ -301,6 +324,19 @@ class Study:
                    for s, side_runs in runs.items()}
         pair = pair_of(cell, compare_verdicts(sides["A"], sides["B"])) or {"verdict": None, "reason": "no pair"}
         return pair, medians
+
+    def wanting(self, written: dict[str, Result], runs: dict[str, list[Run]]) -> list[str]:
+        """The sides that get one more process after a look (bench/replication.py undecided_sides, runner
+        to_replace): none under a fixed rule or where a side has no result."""
+        from bench.judge import Judge
+        from bench.replication import undecided_sides
+        from bench.runner import to_replace
+
+        if not self.rule.sequential or set(written) != {"A", "B"}:
+            return []
+        a, b = written["A"], written["B"]
+        more = {id(r) for r in undecided_sides(Judge([a, b], self.results_dir), a, b, self.rule)}
+        return [s for s in ("A", "B") if id(written[s]) in more or to_replace(runs[s], self.rule, self.readings)]
 
     # -- 3b. power on product cells: a real per-step delay on side B (bench/noise/detection.py)
 
@@ -327,10 +363,11 @@ class Study:
                     for number, cell in enumerate(self.delay_cells, 1):
                         label = f"delay +{share:.0%} · pair {k}/{self.pairs}"
                         place = (number, len(self.delay_cells))
-                        pair, _ = self.run_sides(cell, label, place, sides, prepared, {"delay": share, "pair": k},
-                                                 environment)
+                        pair, medians = self.run_sides(cell, label, place, sides, prepared,
+                                                       {"delay": share, "pair": k}, environment)
                         record = self.detection[share][cell.key]
                         record.within.append(pair)
+                        record.medians.append(medians)
                         record.folders.append({s: str(f.relative_to(self.runs_dir)) for s, f in sides.items()})
                         self.echo(f"    -> {pair_line(pair)}")
                 finally:
@@ -360,7 +397,8 @@ class Study:
                 self.echo(f"[{label} +{slowdown:.0%} · pair {p}/{self.pairs}] base vs +{slowdown:.0%} "
                           f"(elapsed {self.elapsed()})")
                 outcome, latest = calibration.probe_pair(
-                    self.base_iterations, slowdown, self.repeats, self.probe_rule, latest_reference_ms=latest
+                    self.base_iterations, slowdown, self.repeats, self.probe_rule, latest_reference_ms=latest,
+                    cap=self.rule.cap,
                 )
                 readings += [run.reference["after_ms"] for run in (*outcome.a, *outcome.b)]
                 store[slowdown].append(outcome)
@@ -455,6 +493,7 @@ class Study:
                 "rounds": self.rounds,
                 "repeats": self.repeats,
                 "order": "".join(interleaved_sides(self.repeats)),
+                "replication": self.rule.to_dict(),
                 "pairs": self.pairs,
                 "slowdowns": self.slowdowns,
                 "delays": self.delays,
@@ -553,6 +592,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help=f"A/A rounds over every cell (default: {DEFAULT_ROUNDS})")
     parser.add_argument("--repeats", type=positive_int,
                         help="processes per side (default: the profile's default repeats)")
+    parser.add_argument("--max-processes", type=positive_int,
+                        help="the most processes a side gets while its pair is undecided, under the rule make "
+                        "bench-all replicates by (default: the profile's max_repeats, or a fixed --repeats where it "
+                        "has none, as smoke)")
     parser.add_argument("--pairs", type=positive_int, default=DEFAULT_PAIRS,
                         help=f"calibration-probe pairs per slowdown (default: {DEFAULT_PAIRS})")
     parser.add_argument("--slowdowns", type=parse_slowdowns, default=list(DEFAULT_SLOWDOWNS),
@@ -588,7 +631,8 @@ def main(argv: list[str] | None = None) -> int:
         parts = tuple(args.parts) if args.parts else None
         delay_cells = choose_cells(args.delay_cells, args.profile) if args.delay_cells else None
         study = Study(cells, args.results_dir, args.rounds, args.repeats, args.pairs, args.slowdowns, args.timeout,
-                      busy_processes=args.under_load, delays=args.delays, delay_cells=delay_cells, parts=parts)
+                      busy_processes=args.under_load, delays=args.delays, delay_cells=delay_cells, parts=parts,
+                      max_processes=args.max_processes)
         with holding(args.results_dir):  # one run at a time into a results folder (bench/runlock.py)
             written.append(study.run())
         return 0

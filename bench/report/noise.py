@@ -94,9 +94,21 @@ def settings_text(data: dict[str, Any]) -> str:
                     f"{rule.get('max_steps')} steps or {rule.get('max_s')} s)")
     else:
         sampling = f"{rule.get('max_steps')} timed steps per process"
-    return (f"profile `{s.get('profile')}`, {s.get('repeats')} processes a side interleaved {s.get('order')}, "
-            f"{s.get('rounds')} round(s) over {len(s.get('cells') or [])} cell(s), {sampling}; verdicts at "
+    return (f"profile `{s.get('profile')}`, {s.get('repeats')} processes a side interleaved "
+            f"{s.get('order')}{added_processes(s)}, {s.get('rounds')} round(s) over {len(s.get('cells') or [])} "
+            f"cell(s), {sampling}; verdicts at "
             f"{s.get('confidence', 0.95):.0%} confidence, same within ±{s.get('equivalence_band', 0.05):.0%}")
+
+
+def added_processes(settings: dict[str, Any]) -> str:
+    """The sequential rule a study's pairs ran under (bench/replication.py), where it added processes; empty for a
+    fixed count (a study written before it was recorded, or a profile without one)."""
+    rule = settings.get("replication") or {}
+    if not rule or rule.get("cap", 0) <= rule.get("first", 0):
+        return ""
+    return (f", then one more a side after each look while the pair was undecided and its cap could decide it, up to "
+            f"{rule['cap']} (as `make bench-all MAX_PROCESSES={rule['cap']}` adds them; each of the {rule['looks']} "
+            f"looks judged at {rule['confidence']:.2%})")
 
 
 def aa_lines(data: dict[str, Any]) -> list[str]:
@@ -160,7 +172,8 @@ def power_lines(data: dict[str, Any]) -> list[str]:
     lines = [
         f"The calibration probe (bench/noise/probe.py): a pure-Python loop of {probe.get('base_iterations')} turns per "
         f"step (about {probe.get('target_step_ms')} ms), against itself with each step's work multiplied by 1 + the "
-        f"slowdown, {s.get('repeats')} processes a side interleaved; judged by the same statistics and noise gates. "
+        f"slowdown, {s.get('repeats')} processes a side interleaved{added_processes(s)}; "
+        f"judged by the same statistics and noise gates. "
         "At 0 the right verdict is same (or inconclusive); above 0 slower, or inconclusive under load; same or "
         "faster is wrong.",
         "",
@@ -224,7 +237,8 @@ def detection_lines(data: dict[str, Any]) -> list[str]:
         "",
         f"Side B's every timed step held for a share of its own length after its work (the test fixture "
         f"`tests/fixtures/step_delay`), against the same cell untouched; {settings.get('pairs')} pairs of "
-        f"{settings.get('repeats')} + {settings.get('repeats')} processes a cell, each pair its own run. Inside a "
+        f"{settings.get('repeats')} + {settings.get('repeats')} processes a cell{added_processes(settings)}, each pair "
+        "its own run. Inside a "
         "run: A and B of one pair, interleaved. Across runs: A of one pair against B of the next, minutes apart, "
         "judged as `make compare` judges separate runs (the machine's run-to-run spread added). Slower is right, "
         "inconclusive a miss, same or faster wrong.",
