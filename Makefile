@@ -117,7 +117,7 @@ $(UV): containers/uv-requirements.txt
 	@mkdir -p $(dir $(UV))
 	$(PYTHON) containers/install-uv.py containers/uv-requirements.txt $(dir $(UV))
 
-.PHONY: help wheelhouse gpu-check bench bench-all bench-cpu-full bench-cpu-mid grid tuning overhead plan table test test-extended test-stack2024 test-fast lint docs check ceilings flops-check bench-overhead parity clean-results doctor export validate compare noise submit submit-status
+.PHONY: help wheelhouse gpu-check bench bench-all bench-cpu-full bench-cpu-mid grid tuning overhead plan table test test-extended test-stack2024 test-fast lint docs check ceilings flops-check bench-overhead parity clean-results doctor export validate compare noise unpack submit submit-status
 
 help: ## List every target with one line each, then every variable
 	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | sort -u | awk 'BEGIN{FS=":.*## "}{printf "  %-18s %s\n", $$1, $$2}'
@@ -130,7 +130,7 @@ help: ## List every target with one line each, then every variable
 	@echo "  grid       GRID=<cpu|full|lengths|sample|smoke> MODEL=<bert,distilbert,gpt2,distilgpt2,roberta,xlnet,xlm> BACKEND=<native-torch,tf-transformers,jax,tensorflow,torch or a column>"
 	@echo "  studies    SIZE=default|smoke (overhead); CELLS=<cell keys> ROUNDS= PAIRS= SLOWDOWNS=0,0.05,... LOAD=N DELAYS=0.2 DELAY_CELLS= PARTS=aa,probe,delay MAX_PROCESSES= (noise)"
 	@echo "  parity     MODEL=<bert,gemma,mistral,sam,stable_diffusion> (default all) PROFILE=<smoke|paper|...> DTYPE=<float32|bfloat16> (bfloat16: a GPU, or a CPU with bfloat16 instructions) RESULTS=$(RESULTS)"
-	@echo "  results    OUT=<file> (export, compare); A=<dir or run id> B=<dir or run id> ACROSS=1 (compare); QUARANTINE=1 (validate)"
+	@echo "  results    OUT=<file> (export, compare); A=<dir, dir,dir,... (runs pooled) or run id> B=<the same> ACROSS=1 (compare); QUARANTINE=1 (validate)"
 	@echo "  slurm      FORCE=1 CONTAINER=1 (each cell in its image) SUBMIT_ARGS=\"<more bench submit options>\" (submit); JOB=<name or id> WAIT=<seconds> (submit-status)"
 	@echo "  containers CONTAINER_ENGINE=<podman|docker> (default: podman if present) IMAGE_NAME=$(IMAGE_NAME) CONTAINER_SHM=$(CONTAINER_SHM) BENCH_ARGS=\"<more bench run options>\" (bench-container)"
 	@echo "  envs       LOCK_ENVS=<env names> (lock); PYTHON_VERSION=$(PYTHON_VERSION) (wheelhouse); KEEP_RESULTS=<dir> (test-extended, test-stack2024)"
@@ -268,8 +268,8 @@ validate: env-tools ## Check every result file under RESULTS, naming each bad on
 export: env-tools ## Every current result under RESULTS as one CSV ($(RESULTS)/results.csv, or OUT=file)
 	$(TOOLS_PY) -m bench export --results-dir "$(RESULTS)" $(if $(OUT),--out "$(OUT)")
 
-compare: env-tools ## Per cell, B / A with its 95% interval and a verdict (faster/slower/same/inconclusive): make compare A=<dir or run id> B=<dir or run id> [OUT=file.md] [ACROSS=1]
-	@test -n "$(A)" -a -n "$(B)" || { echo "usage: make compare A=<results dir, or a run id of RESULTS's history> B=<the same> [OUT=compare/compare.md] [ACROSS=1: decide across different processors] (python -m bench.history runs lists the runs)" >&2; exit 2; }
+compare: env-tools ## Per cell, B / A with its 95% interval and a verdict (faster/slower/same/inconclusive): make compare A=<dir or run id> B=<dir or run id> [OUT=file.md] [ACROSS=1]; A=<dir>,<dir>,...: several runs a side, pooled
+	@test -n "$(A)" -a -n "$(B)" || { echo "usage: make compare A=<results dir, several separated by commas (runs pooled), or a run id of RESULTS's history> B=<the same> [OUT=compare/compare.md] [ACROSS=1: decide across different processors] (python -m bench.history runs lists the runs)" >&2; exit 2; }
 	$(TOOLS_PY) -m bench compare "$(A)" "$(B)" --results-dir "$(RESULTS)" $(if $(OUT),--out "$(OUT)") $(call flag,ACROSS,--across-processors)
 
 # The machine's noise study (bench/noise/study.py, docs/METHOD.md): identical code compared with itself on product
@@ -294,6 +294,9 @@ noise: doctor ## How small a difference this machine can show: A/A false positiv
 		$(if $(PROFILE),--profile $(PROFILE)) $(if $(LOAD),--under-load $(LOAD)) $(if $(DELAYS),--delays $(DELAYS)) \
 		$(if $(DELAY_CELLS),--delay-cells $(DELAY_CELLS)) $(if $(PARTS),--parts $(PARTS)) \
 		$(if $(MAX_PROCESSES),--max-processes $(MAX_PROCESSES)) --results-dir "$(RESULTS)"
+
+unpack: env-tools ## Unpack the noise studies' raw runs, kept packed (<folder>.tar.xz, bench/packed.py), into their folders (git ignores them); make compare, make history and a re-judge unpack what they read themselves
+	$(TOOLS_PY) -m bench.packed unpack "$(RESULTS)"
 
 ceilings: env-tools ## This machine's ceilings (matmul FLOP/s per dtype, triad GB/s) in every built env: $(RESULTS)/ceilings/<machine>.json (docs/ROOFLINE.md)
 	$(TOOLS_PY) -m bench.roofline.ceilings --results-dir "$(RESULTS)"

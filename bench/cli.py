@@ -371,10 +371,12 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from bench.compare import run
 
     a, b = (compared_side(text, args.results_dir) for text in (args.a, args.b))
-    folders = isinstance(args.a, Path) and isinstance(args.b, Path)
-    if a.folder.resolve() == b.folder.resolve() if folders else a.name == b.name:  # every cell against itself
-        raise BenchError(f"A and B are one {'folder' if folders else 'run'} ({args.a}): name the two results folders, "
-                         "or runs, to compare")
+    folders = not isinstance(args.a, str) and not isinstance(args.b, str)
+    shared = {f.resolve() for f in a.folders} & {f.resolve() for f in b.folders} if folders else set()
+    if shared if folders else a.name == b.name:  # cells against themselves
+        one = ", ".join(map(str, sorted(shared))) if folders else args.a
+        raise BenchError(f"A and B share {'a folder' if folders else 'a run'} ({one}): name the results folders, or "
+                         "runs, of each side")
 
     written = run(a, b, args.out or args.out_dir / "compare.md", args.across_processors)
     print(written.text, end="")
@@ -385,10 +387,12 @@ def cmd_compare(args: argparse.Namespace) -> int:
 def compared_side(given: Path | str, results_dir: Path):
     """A side of `make compare`: a results folder, or else a run of RESULTS's history by its id (the results page's
     A-vs-B view and `python -m bench.history runs` list them)."""
-    from bench.compare import folder_side, run_side
+    from bench.compare import folder_side, pooled_side, run_side
     from bench.history import index
     from bench.history.runs import find_run
 
+    if isinstance(given, list):
+        return pooled_side(given)
     if isinstance(given, Path):
         return folder_side(given)
     text = given

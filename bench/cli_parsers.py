@@ -216,10 +216,20 @@ def add_export_parser(sub) -> None:
     export.add_argument("--out", type=Path, help="CSV file (default: <results-dir>/results.csv)")
 
 
-def folder_or_run(text: str) -> Path | str:
-    """A side of compare: a results folder (checked as every results folder is), or else a run's id (looked up
-    by the command, in --results-dir's history)."""
-    return results_folder(text) if Path(text).is_dir() else text
+def folder_or_run(text: str) -> Path | str | list[Path]:
+    """A side of compare: a results folder (checked as every results folder is), several separated by commas (runs
+    of the same code pooled as one side), or else a run's id (looked up by the command, in --results-dir's history).
+    A folder of a packed study (bench/packed.py) is unpacked first."""
+    from bench.packed import unpacked
+
+    if "," in text:
+        folders = [part.strip() for part in text.split(",") if part.strip()]
+        missing = [f for f in folders if not unpacked(Path(f)).is_dir()]
+        if missing:
+            raise argparse.ArgumentTypeError(f"no results folder {', '.join(missing)} (several runs a side are "
+                                             "folders, separated by commas)")
+        return [results_folder(f) for f in folders]
+    return results_folder(text) if unpacked(Path(text)).is_dir() else text
 
 
 def add_compare_parser(sub) -> None:
@@ -229,10 +239,12 @@ def add_compare_parser(sub) -> None:
         "Markdown + PNG + JSON",
     )
     comp.add_argument(
-        "a", type=folder_or_run, help="results folder A (the baseline; its noise/ holds the noise studies used), or "
-        "the id of a run of --results-dir's history (python -m bench.history runs lists them)"
+        "a", type=folder_or_run, help="results folder A (the baseline; its noise/ holds the noise studies used), "
+        "several separated by commas (separate runs of the same code, pooled as one side: the run-to-run spread it "
+        "carries shrinks with their number), or the id of a run of --results-dir's history (python -m bench.history "
+        "runs lists them)"
     )
-    comp.add_argument("b", type=folder_or_run, help="results folder B, or a run's id")
+    comp.add_argument("b", type=folder_or_run, help="results folder B, several separated by commas, or a run's id")
     add_results_dir(comp, help="the results folder whose history's runs A and B may name (default: results)")
     comp.add_argument(
         "--out-dir",

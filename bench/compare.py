@@ -139,9 +139,12 @@ class Pair:
             return self.judged.reason
         floor = self.judged.runs_floor()
         if self.interval and floor is not None and floor > 1 + stats.EQUIVALENCE_BAND:
+            ka, kb = self.judged.run_counts
+            held = "one run a side" if ka == kb == 1 else f"{ka} and {kb} runs a side"
             return (f"the interval holds 1 and reaches beyond ±{stats.EQUIVALENCE_BAND:.0%}: measured in separate "
-                    f"runs, whose spread ({self.judged.runs.log_sd:.1%} a run on this machine) alone keeps it to "
-                    f"±{floor - 1:.0%} or wider whatever the processes; more runs a side would narrow it")
+                    f"runs ({held}), whose spread ({self.judged.runs.log_sd:.1%} a run on this machine) alone keeps "
+                    f"it to ±{floor - 1:.0%} or wider whatever the processes; more runs a side would narrow it "
+                    "(A=<run>,<run>,... B=...)")
         return TOO_WIDE if self.interval else "no interval"
 
     @property
@@ -245,12 +248,28 @@ class Side:
     name: str  # what the output calls it
     folder: Path
     results: list[Result]
+    folders: tuple[Path, ...] = ()  # every folder it was read from (several: runs pooled); () for a history's run
+
 
 
 def folder_side(results_dir: Path) -> Side:
     if not results_dir.is_dir():
         raise BenchError(f"no results folder {results_dir}")
-    return Side(str(results_dir), results_dir, [loaded.result for loaded in load_results(results_dir)])
+    return Side(str(results_dir), results_dir, [loaded.result for loaded in load_results(results_dir)], (results_dir,))
+
+
+def pooled_side(folders: list[Path]) -> Side:
+    """Several results folders, each a separate run of the same code, as one side: each cell's newest result of every
+    folder pooled (bench/judge.py pool_runs), so that its interval carries the run-to-run spread over that many runs.
+    Its noise studies and ceilings are looked up from the first folder."""
+    from bench.judge import pool_runs
+
+    by_cell: dict[CellKey, list[Result]] = {}
+    for folder in folders:
+        for key, result in newest_by_cell(folder_side(folder)).items():
+            by_cell.setdefault(key, []).append(result)
+    name = " + ".join(str(f) for f in folders) + f" ({len(folders)} runs)"
+    return Side(name, folders[0], [pool_runs(results) for results in by_cell.values()], tuple(folders))
 
 
 def run_side(results_dir: Path, run) -> Side:

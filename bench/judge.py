@@ -45,6 +45,40 @@ def run_of(result: Result) -> str | None:
     return result.provenance.get("run_id")
 
 
+def runs_in(result: Result) -> int:
+    """How many separate runs a result's processes came from: one, or the runs a side pooled (pool_runs)."""
+    return len(result.provenance.get("pooled_runs") or ()) or 1
+
+
+def pool_runs(results: list[Result]) -> Result:
+    """One cell measured in several separate runs, as one side of a comparison: every ok process of every run, its
+    figure the runs' processes together, and the runs it came from recorded (provenance.pooled_runs), so that the
+    Judge widens it by the run-to-run spread over that many runs, not one. Refused where the runs' cells or
+    processors differ, or two of them are one run. Where no run is ok, the newest (its failure stands)."""
+    from bench.errors import BenchError
+
+    if len(results) == 1:
+        return results[0]
+    newest = max(results, key=lambda r: r.created_at)
+    ok = [r for r in results if r.status == "ok"]
+    if not ok:
+        return newest
+    if len({r.cell.key for r in ok}) > 1:
+        raise BenchError(f"runs of different cells cannot be pooled: {', '.join(sorted({r.cell.key for r in ok}))}")
+    ids = [run_of(r) for r in ok]
+    if None not in ids and len(set(ids)) < len(ids):
+        raise BenchError(f"{ok[0].cell.key}: two of the pooled folders hold the same run ({', '.join(map(str, ids))})")
+    machines = {processor_fingerprint(r.provenance.get("machine") or {}) for r in ok}
+    if len(machines) > 1:
+        raise BenchError(f"{ok[0].cell.key}: the pooled runs ran on different processors: pool runs of one machine")
+    strictest = max(ok, key=judged_confidence)
+    pooled = [{"run_id": run_of(r), "created_at": r.created_at, "commit": (r.provenance.get("git") or {}).get("commit"),
+               "processes": len(r.runs)} for r in ok]  # fmt: skip
+    provenance = {**strictest.provenance, "run_id": "+".join(str(i) for i in ids), "pooled_runs": pooled}
+    return dataclasses.replace(newest if newest in ok else ok[-1], runs=[run for r in ok for run in r.runs],
+                               provenance=provenance)  # fmt: skip
+
+
 def judged_confidence(result: Result) -> float:
     """The confidence a comparison with this result is judged at: stricter than 95% where its processes were added
     until decided (provenance.replication, bench/replication.py), so that looking after each round keeps the false-call
@@ -109,7 +143,7 @@ class Judge:
                 "measured in separate runs, and this machine's run-to-run spread is unmeasured "
                 "(make noise: its rounds measure it)"
             )
-        return found.with_run_spread(max(spreads, key=lambda s: s.log_sd))
+        return found.with_run_spread(max(spreads, key=lambda s: s.log_sd), (runs_in(a), runs_in(b)))
 
     def machine_speed(self, found: Ratio, a: Result, b: Result) -> Ratio:
         """Across runs, whether the machine itself ran at another speed, read by the drift probe's quiet value in

@@ -347,6 +347,7 @@ class Ratio:
     same_confidence: float | None = None
     comparable: bool = True  # False: the sides did different work a step, and `reason` says how
     runs: ProcessSpread | None = None  # separate runs: the machine's run-to-run spread each side carries
+    run_counts: tuple[int, int] = (1, 1)  # separate runs: how many runs each side's processes came from (A, B)
 
     def runs_floor(self) -> float | None:
         """Separate runs: the interval's upper end over the ratio that the runs' spread alone would leave, however many
@@ -354,7 +355,8 @@ class Ratio:
         beyond it can be called); None within one run."""
         if self.runs is None:
             return None
-        return math.exp(t_quantile((1 + self.confidence) / 2, self.runs.dof) * math.sqrt(2) * self.runs.log_sd)
+        spread = math.sqrt(sum(1 / k for k in self.run_counts)) * self.runs.log_sd
+        return math.exp(t_quantile((1 + self.confidence) / 2, self.runs.dof) * spread)
 
     def interval(self, confidence: float | None = None) -> tuple[float, float] | None:
         if self.log_se is None or self.value <= 0:
@@ -370,19 +372,22 @@ class Ratio:
         """The same ratio, of two cells that did different work a step: never a verdict, `reason` says how."""
         return dataclasses.replace(self.undecided(reason), comparable=False)
 
-    def with_run_spread(self, spread: ProcessSpread) -> Ratio:
+    def with_run_spread(self, spread: ProcessSpread, run_counts: tuple[int, int] = (1, 1)) -> Ratio:
         """The same ratio of two cells measured in separate runs: each side's run moved its figure by the machine's
-        run-to-run spread (ln sd), beyond its processes' spread, and the interval carries both."""
+        run-to-run spread (ln sd), beyond its processes' spread, and the interval carries both. A side pooled from k
+        runs (`run_counts`, A then B) carries that spread over k: the mean of k runs moves by sd / sqrt(k)."""
         if self.log_se is None:
             return self
-        variances = [self.log_se**2, 2 * spread.log_sd**2]
-        held = f"separate runs: each side's run {spread.log_sd:.1%} ({spread.source})"
+        variances = [self.log_se**2, sum(1 / k for k in run_counts) * spread.log_sd**2]
+        sides = "" if run_counts == (1, 1) else f"; {run_counts[0]} and {run_counts[1]} runs a side"
+        held = f"separate runs: each side's run {spread.log_sd:.1%} ({spread.source}){sides}"
         return dataclasses.replace(
             self,
             log_se=math.sqrt(sum(variances)),
             dof=welch_dof(variances, [self.dof, spread.dof]),
             note="; ".join(filter(None, [self.note, held])),
             runs=spread,
+            run_counts=run_counts,
         )
 
     def judged_at(self, confidence: float) -> Ratio:

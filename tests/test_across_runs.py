@@ -1,6 +1,7 @@
 """Judging across runs: the run as a level of variance. The committed noise studies' processes (identical code, in
 rounds minutes apart and studies hours apart) re-split into A/A comparisons as `make compare` judges them; a Judge
 of cells from two runs widens by the machine's run-to-run spread, or decides nothing without one."""
+import json
 import math
 import random
 import shutil
@@ -9,6 +10,7 @@ import pytest
 from committed import committed_results
 
 from bench import stats
+from bench.errors import BenchError
 from bench.judge import Judge
 from bench.noise_file import read_noise_file, run_spread_of, study_files
 from bench.results import load
@@ -178,3 +180,58 @@ def test_a_comparison_the_runs_alone_keep_wide_says_more_runs_would_narrow_it_no
     assert pair.verdict == stats.INCONCLUSIVE and pair.judged.runs_floor() > 1.15
     assert "separate runs" in pair.reason and "more runs a side would narrow it" in pair.reason
     assert "more processes would narrow it" not in pair.reason
+
+
+def test_several_runs_a_side_carry_the_run_spread_over_their_number_and_decide_what_one_run_cannot(tmp_path,
+                                                                                                  monkeypatch):
+    """Four separate runs a side of a cell whose B is 1.2x slower, on a machine whose runs move 6.5% (the committed
+    study): one run a side cannot call it (the runs alone keep the interval about ±30% wide), four pooled a side call
+    it slower, their interval the runs' spread over four a side, and `make compare A=a1,a2,... B=...` reads them so."""
+    import dataclasses
+    import random
+
+    import bench.noise_file
+    from bench import compare
+    from bench.cli_parsers import folder_or_run
+    from bench.judge import pool_runs, runs_in
+
+    base, _, folder = two_runs(tmp_path, noise=True)
+    monkeypatch.setattr(bench.noise_file, "REPO_ROOT", tmp_path / "elsewhere")
+    rng = random.Random(11)
+
+    def a_run(name: str, factor: float):
+        shift = math.exp(rng.gauss(0, 0.03))  # this run's own level, as runs of the machine move
+        result = scaled(base, factor * shift, 1.0)
+        result.provenance["run_id"] = name
+        result.created_at = f"2026-11-29T00:00:0{len(name)}Z"
+        return dataclasses.replace(result, runs=[dataclasses.replace(run, timed_ms=[t * math.exp(rng.gauss(0, 0.02))
+                                                                                    for t in run.timed_ms])
+                                                 for run in result.runs])  # fmt: skip
+
+    sides = {side: [a_run(f"{side}{k}", 1.0 if side == "A" else 1.2) for k in range(4)] for side in "AB"}
+    for side, results in sides.items():
+        for k, result in enumerate(results):
+            result.write(folder / f"{side}{k}")
+    one = compare.compare(folder / "A0", folder / "B0").pairs[0]
+    assert one.verdict == stats.INCONCLUSIVE and "(one run a side)" in one.reason, one.reason
+    a, b = (pool_runs(sides[s]) for s in "AB")
+    assert runs_in(a) == runs_in(b) == 4 and len(a.runs) == 4 * len(base.runs)
+    found = Judge([a, b], folder).ratio(a, b)
+    spread = Judge([a, b], folder).run_spread(a).log_sd
+    within = stats.ratio(Judge([a, b], folder).estimate(a), Judge([a, b], folder).estimate(b))
+    assert math.isclose(found.log_se**2, within.log_se**2 + 2 * spread**2 / 4, rel_tol=1e-9)
+    assert found.run_counts == (4, 4) and "4 and 4 runs a side" in found.note
+    pooled = compare.compare_sides(compare.pooled_side([folder / f"A{k}" for k in range(4)]),
+                                   compare.pooled_side([folder / f"B{k}" for k in range(4)])).pairs[0]  # fmt: skip
+    assert pooled.verdict == stats.SLOWER and 1.1 < pooled.ratio < 1.3, (pooled.ratio, pooled.interval)
+    assert folder_or_run(f"{folder / 'A0'},{folder / 'A1'}") == [folder / "A0", folder / "A1"]
+    from bench.cli import main
+
+    out = tmp_path / "pooled.md"
+    given = [",".join(str(folder / f"{s}{k}") for k in range(4)) for s in "AB"]
+    assert main(["compare", *given, "--out", str(out)]) == 0
+    (written,) = json.loads(out.with_suffix(".json").read_text())["pairs"]
+    assert written["verdict"] == stats.SLOWER and "(4 runs)" in json.loads(out.with_suffix(".json").read_text())["a"]
+    assert main(["compare", given[0], f"{folder / 'B0'},{folder / 'A1'}", "--out", str(out)]) != 0  # A1 twice
+    with pytest.raises(BenchError, match="same run"):
+        pool_runs([sides["A"][0], sides["A"][0]])

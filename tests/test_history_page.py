@@ -21,6 +21,7 @@ pytest.importorskip("plotly")
 if os.environ.get("CI", "").lower() != "true":  # CI's tools env has it (envs/tools): there a missing one fails
     pytest.importorskip("ruptures")
 
+from committed import committed_results
 from test_export import make_result
 from test_reliability import make
 from test_results_site import headless_chromium, keep_screenshot, severe
@@ -32,7 +33,7 @@ from bench.results import Run, load
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NOISE = "results/noise/cpu-amd-epyc-2-cores--64dc9908f650.json"  # a committed study: the runs' run-to-run spread
 # a committed result measured on that study's machine: its provenance's machine is the fixture's
-MEASURED = ("results/noise/runs/20261125T180246Z/round-1/B/smoke/cpu-amd-epyc-2-cores--64dc9908f650/"
+MEASURED = ("noise/runs/20261125T180246Z/round-1/B/smoke/cpu-amd-epyc-2-cores--64dc9908f650/"
             "native-torch__bert__predict__bs2__eager.json")
 STEP = 2.0  # the machine's run-to-run spread (about 15%) leaves a 30% step between two runs of 3 processes undecided
 CELLS = (("jax", "fit"), ("jax", "predict"), ("torch", "fit"))
@@ -46,7 +47,7 @@ def page(tmp_path_factory):
     results = tmp_path_factory.mktemp("results")
     (results / "noise").mkdir()
     shutil.copy(os.path.join(REPO, NOISE), results / "noise")
-    machine = load(os.path.join(REPO, MEASURED)).provenance["machine"]
+    machine = load(committed_results() / MEASURED).provenance["machine"]
     rng = random.Random(5)
     for day in range(1, 13):
         for n, (backend, task) in enumerate(CELLS):

@@ -200,6 +200,7 @@ def test_a_studys_undecided_pair_gets_processes_as_bench_all_adds_them_and_recor
                                               {"B": {"SLOWED": "1"}})
         counts[cap] = (len(medians["A"]), len(medians["B"]), pair["verdict"])
         (written,) = (sides["B"] / "smoke").rglob(f"{cell.key}.json")
+        assert not list(noise_study.runs_dir.rglob("history"))  # written once, not at every look
         replication = json.loads(written.read_text())["provenance"].get("replication")
         assert (replication or {}).get("cap") == (cap if cap > 3 else None)
     assert counts[3][:2] == (3, 3)
@@ -394,6 +395,7 @@ def test_tiny_study_end_to_end(tmp_path):
         (result,) = list((runs / side / "smoke").rglob(f"{key}.json"))
         assert len(json.loads(result.read_text())["runs"]) == 2
     assert (Path(path).parent / PAGE).is_file()
+    assert (tmp_path / f"{data['runs_dir']}.tar.xz").is_file()  # what git keeps of the runs (bench/packed.py)
     assert any("[round 1/1 · cell 1/1 · B 2/2]" in line for line in lines)
     assert any("A/A so far" in line for line in lines) and any("+50% so far" in line for line in lines)
     # a real +100% per-step delay on side B of two pairs, each its own run

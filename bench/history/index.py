@@ -19,6 +19,7 @@ from typing import Any
 
 from bench import stats
 from bench.errors import BenchError
+from bench.packed import unpack_all
 from bench.provenance import machine_label
 
 INDEX_NAME = ".history-index.sqlite"  # beside the results it indexes; derived, so git ignores it
@@ -160,6 +161,7 @@ def figure_of(data: dict) -> dict:
 def refresh(results_dir: Path, say=lambda line: print(line, file=sys.stderr)) -> Refresh:
     """Bring the folder's index up to date with its files, in one transaction."""
     results_dir = Path(results_dir)
+    unpack_all(results_dir)  # a packed noise study's rounds are points of their cells' series too
     on_disk = json_files(results_dir)
     db = connect(results_dir)
     try:

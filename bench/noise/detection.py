@@ -16,6 +16,7 @@ from typing import Any
 
 from bench import stats
 from bench.errors import BenchError
+from bench.packed import unpacked
 from bench.provenance import REPO_ROOT
 from bench.registry import Cell
 
@@ -50,9 +51,11 @@ class DelayRecord:
             "share": self.share,
             "within": outcome_counts(self.within),
             "across": outcome_counts([]),  # judged once the machine's study is on file (judge_across)
+            "pooled": outcome_counts([]),
             "pairs": [{"within": pair_summary(w), "folders": f, "medians_ms": m}
                       for w, f, m in zip(self.within, self.folders, self.medians)],
             "across_pairs": [],
+            "pooled_pairs": [],
         }
 
 
@@ -111,6 +114,32 @@ def judge_across(data: dict[str, Any], runs_dir: Path) -> None:
         pairs = [judged(a, b, row["key"]) for a, b in sides]
         row["across_pairs"] = [pair_summary(p) for p in pairs]
         row["across"] = outcome_counts(pairs)
+        pooled = [pooled_judged(runs_dir, a, b, row["key"]) for a, b in pooled_halves(folders)]
+        row["pooled_pairs"] = [pair_summary(p) for p in pooled]
+        row["pooled"] = {**outcome_counts(pooled), "runs_a_side": len(folders) // 2}
+
+
+def pooled_halves(folders: list[dict[str, str]]) -> list[tuple[list[str], list[str]]]:
+    """Several runs a side: A of the first half of the pairs against B of the second half, and A of the second
+    against B of the first, each side its half's runs pooled (`make compare A=a1,a2,... B=b1,b2,...`); none with
+    fewer than four pairs (two runs a side)."""
+    k = len(folders) // 2
+    if k < 2:
+        return []
+    first, second = folders[:k], folders[k : 2 * k]
+    return [([f["A"] for f in first], [f["B"] for f in second]), ([f["A"] for f in second], [f["B"] for f in first])]
+
+
+def pooled_judged(runs_dir: Path, a: list[str], b: list[str], key: str) -> dict[str, Any]:
+    """`make compare`'s pair for cell `key` between two sides of several runs each."""
+    from bench.compare import compare_sides, pooled_side
+
+    try:
+        found = compare_sides(pooled_side([runs_dir / f for f in a]), pooled_side([runs_dir / f for f in b]))
+    except BenchError as e:
+        return {"verdict": None, "reason": str(e)}
+    pair = next((p.to_dict() for p in found.pairs if cell_key_of(p.to_dict()) == key), None)
+    return pair or {"verdict": None, "reason": "no pair"}
 
 
 def side_medians(folder: Path, key: str) -> list[float]:
@@ -155,6 +184,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     data = read_noise_file(args.study)
     results_dir = args.study.resolve().parent.parent
+    unpacked(results_dir / data["runs_dir"])
     fill_medians(data, results_dir / data["runs_dir"])
     write_json_atomic(args.study, data)  # the run spread the pairs are judged with counts their runs too
     judge_across(data, results_dir / data["runs_dir"])

@@ -273,19 +273,24 @@ class Study:
 
         replication = {"replication": self.rule.to_dict()} if self.rule.sequential else {}
 
-        def write_sides() -> dict[str, Result]:
-            written = {}
+        def results() -> dict[str, Result]:
+            """Each side's result so far, judged in memory after each look and written once (a result written at
+            every look would leave each earlier one in history/)."""
+            found = {}
             for side, side_runs in runs.items():
                 if not side_runs:
                     continue
                 record_noise(side_runs, self.readings)  # the noise gates, as the runner judges them as it writes
-                written[side] = prepared[side].result(
+                found[side] = prepared[side].result(
                     cell, side_runs, PROFILE_CHOICE, self.repeats,
                     reference={"start_ms": self.readings[0], "at_write_ms": latest},
                     noise_study={"runs": self.runs_dir.name, **provenance, "side": side}, **replication,
                 )
-                write_or_show(written[side], sides[side], self.echo, kept=number - 1, of=of)
-            return written
+            return found
+
+        def write_sides() -> None:
+            for side, result in results().items():
+                write_or_show(result, sides[side], self.echo, kept=number - 1, of=of)
 
         def one(side: str) -> bool:
             """One process of `side`; False where it failed (the pair stops there)."""
@@ -313,7 +318,7 @@ class Study:
         try:
             ok = all(one(side) for side in interleaved_sides(self.repeats))
             looks = 0
-            while ok and (wanted := self.wanting(write_sides(), runs)):
+            while ok and (wanted := self.wanting(results(), runs)):
                 looks += 1
                 ok = all(one(side) for side in (wanted if looks % 2 else wanted[::-1]))
         except KeyboardInterrupt:
@@ -557,6 +562,7 @@ class Study:
             write_json_atomic(partial, self.to_dict(start, Snapshot.take(), complete=False))
             self.echo(f"\ninterrupted after {self.elapsed()}: every finished side is kept under {self.runs_dir}, the "
                       f"figures so far in {partial} (not the machine's study)")
+            self.pack_runs()
             raise
         end = Snapshot.take()
         data = self.to_dict(start, end, complete=True)
@@ -577,8 +583,20 @@ class Study:
                 write_json_atomic(path, data)
                 write_json_atomic(self.runs_dir / "study.json", data)
                 render_noise(self.results_dir)
+        self.pack_runs()
         self.echo(summary_line(data))
         return path
+
+    def pack_runs(self) -> None:
+        """The runs folder also as one archive beside it (bench/packed.py), which is what git keeps of it."""
+        from bench.packed import pack
+
+        try:
+            archive = pack(self.runs_dir)
+            self.echo(f"packed the runs into {archive} ({archive.stat().st_size / 2**20:.2f} MiB; the folder stays)")
+        except (BenchError, OSError) as e:
+            self.echo(f"warning: the runs were not packed ({e}): they stay in {self.runs_dir}, which git ignores; "
+                      f"`python -m bench.packed pack {self.runs_dir}` packs them")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -49,10 +49,12 @@ def summary_line(data: dict[str, Any]) -> str:
         parts.append(f"minimum detectable slowdown +{mde['slowdown']:.0%}" if mde["slowdown"] is not None
                      else mde["note"])
     for row in data.get("detection") or []:
-        within, across = row["within"], row["across"]
+        within, across, pooled = row["within"], row["across"], row.get("pooled") or {}
+        several = (f", {pooled['detected']} of {pooled['pairs']} with {pooled['runs_a_side']} runs a side"
+                   if pooled.get("pairs") else "")
         parts.append(f"+{row['share']:.0%} on {row['key']}: slower in {within['detected']} of {within['pairs']} "
-                     f"pairs inside a run, {across['detected']} of {across['pairs']} across runs "
-                     f"({within['wrong'] + across['wrong']} wrong)")
+                     f"pairs inside a run, {across['detected']} of {across['pairs']} across runs{several} "
+                     f"({within['wrong'] + across['wrong'] + pooled.get('wrong', 0)} wrong)")
     parts.append(data["conditions"]["label"])
     if loaded := data.get("power_under_load"):
         rows = loaded["power"]

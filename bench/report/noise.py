@@ -240,20 +240,28 @@ def detection_lines(data: dict[str, Any]) -> list[str]:
         f"{settings.get('repeats')} + {settings.get('repeats')} processes a cell{added_processes(settings)}, each pair "
         "its own run. Inside a "
         "run: A and B of one pair, interleaved. Across runs: A of one pair against B of the next, minutes apart, "
-        "judged as `make compare` judges separate runs (the machine's run-to-run spread added). Slower is right, "
-        "inconclusive a miss, same or faster wrong.",
+        "judged as `make compare` judges separate runs (the machine's run-to-run spread added). Several runs a side: "
+        "A of the first half of the pairs against B of the second half and the other way round, each side its runs "
+        "pooled as `make compare A=a1,a2,... B=b1,b2,...` pools them (the runs' spread carried over their number). "
+        "Slower is right, inconclusive a miss, same or faster wrong.",
         "",
-        "| cell | delay | inside a run: slower / missed / wrong | across runs: slower / missed / wrong |",
-        "|---|---|---|---|",
+    ]
+    k = max((row.get("pooled") or {}).get("runs_a_side", 0) for row in rows)
+    pooled_head = f" across runs, {k} a side: slower / missed / wrong |" if k else ""
+    lines += [
+        "| cell | delay | inside a run: slower / missed / wrong | across runs: slower / missed / wrong |" + pooled_head,
+        "|---|---|---|---|" + ("---|" if k else ""),
     ]
     for row in rows:
-        w, a = row["within"], row["across"]
+        w, a, p = row["within"], row["across"], row.get("pooled") or {}
         lines.append(
             f"| {row['cell']} | +{row['share']:.0%} | {w['detected']} / {w['missed']} / {w['wrong']} of {w['pairs']} "
             f"| {a['detected']} / {a['missed']} / {a['wrong']} of {a['pairs']} |"
+            + (f" {p['detected']} / {p['missed']} / {p['wrong']} of {p['pairs']} |" if k else "")
         )
     misses = [(row, kind, p) for row in rows for kind, ps in (("inside", [x["within"] for x in row["pairs"]]),
-              ("across", row["across_pairs"])) for p in ps if p.get("verdict") != SLOWER]  # fmt: skip
+              ("across", row["across_pairs"]), (f"{k} runs a side", row.get("pooled_pairs") or []))
+              for p in ps if p.get("verdict") != SLOWER]  # fmt: skip
     if misses:
         lines += ["", "Each pair not called slower, and why:", ""]
         lines += [

@@ -1,0 +1,146 @@
+"""Packed folders: a finished study's raw runs kept as one compressed archive beside where the folder was
+(`<folder>.tar.xz`), unpacked on demand into the folder itself, which git ignores.
+
+The raw result files of a noise study's rounds and pairs are read again only to re-judge the study, to compare its
+sides by hand, or as points of a cell's history; kept as folders they were most of the checkout's megabytes (JSON of
+raw step times compresses about 7x), which a GPU machine's hand-over limits. The archive is deterministic (members
+sorted, times and owners fixed), so packing the same files again gives the same bytes and git sees no change.
+
+`python -m bench.packed pack <folder>...` packs (the folder stays, unpacked); `unpack [<results folder>]` unpacks
+every archive under it whose folder is missing. Readers call `unpacked` (one folder) or `unpack_all` (a tree).
+"""
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import sys
+import tarfile
+import tempfile
+from pathlib import Path
+
+from bench.errors import BenchError
+
+SUFFIX = ".tar.xz"
+# the folders whose archives are tracked in place of their files (.gitignore ignores them, unpacked)
+PACKED_UNDER = ("noise/runs", "noise/invocations")
+
+
+def archive_of(folder: Path) -> Path:
+    folder = Path(folder)
+    return folder.with_name(folder.name + SUFFIX)
+
+
+def folder_of(archive: Path) -> Path:
+    archive = Path(archive)
+    return archive.with_name(archive.name[: -len(SUFFIX)])
+
+
+def pack(folder: Path) -> Path:
+    """`folder` as `<folder>.tar.xz` beside it, written atomically and read back before it replaces an earlier one;
+    the folder stays. Its members are its files under the folder's own name, sorted, with times and owners fixed."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise BenchError(f"{folder}: no folder to pack")
+    files = sorted(p for p in folder.rglob("*") if p.is_file() and not p.is_symlink() and not p.name.endswith(".tmp"))
+    if not files:
+        raise BenchError(f"{folder}: nothing to pack (no files)")
+    archive = archive_of(folder)
+    fd, tmp = tempfile.mkstemp(prefix=f".{archive.name}.", suffix=".tmp", dir=folder.parent)
+    try:
+        with os.fdopen(fd, "wb") as raw, tarfile.open(fileobj=raw, mode="w:xz", format=tarfile.PAX_FORMAT) as tar:
+            for path in files:
+                data = path.read_bytes()
+                info = tarfile.TarInfo(f"{folder.name}/{path.relative_to(folder).as_posix()}")
+                info.size, info.mtime, info.mode = len(data), 0, 0o644
+                tar.addfile(info, io.BytesIO(data))
+        with tarfile.open(tmp, "r:xz") as tar:  # read back whole: a short disk or a bad write fails here, not later
+            packed = {m.name: m.size for m in tar.getmembers()}
+        expected = {f"{folder.name}/{p.relative_to(folder).as_posix()}": p.stat().st_size for p in files}
+        if packed != expected:
+            raise BenchError(f"{archive}: the archive read back differs from {folder}'s files")
+        os.replace(tmp, archive)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return archive
+
+
+def unpack(archive: Path) -> Path:
+    """The archive's folder, extracted beside it where it is missing (into a temporary folder first, moved into place
+    whole, so an interrupted extraction leaves no half folder); returns the folder."""
+    archive = Path(archive)
+    folder = folder_of(archive)
+    if folder.is_dir():
+        return folder
+    staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", suffix=".tmp", dir=archive.parent))
+    try:
+        with tarfile.open(archive, "r:xz") as tar:
+            names = {m.name.split("/", 1)[0] for m in tar.getmembers()}
+            if names != {folder.name}:
+                found = ", ".join(sorted(names))
+                raise BenchError(f"{archive}: its members are not all under {folder.name}/ ({found})")
+            tar.extractall(staging, filter="data")
+        os.replace(staging / folder.name, folder)
+    except (tarfile.TarError, EOFError, OSError) as e:
+        raise BenchError(f"{archive}: cannot unpack it ({e})") from None
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return folder
+
+
+def unpacked(path: Path) -> Path:
+    """`path` itself where it exists or has no archive; else its archive unpacked, or the archive of the folder that
+    holds it (a side inside a packed study: .../runs/<stamp>/round-1/A)."""
+    path = Path(path)
+    if path.exists():
+        return path
+    for folder in (path, *path.parents):
+        if archive_of(folder).is_file():
+            unpack(archive_of(folder))
+            return path
+        if folder.exists():
+            break
+    return path
+
+
+def unpack_all(results_dir: Path) -> list[Path]:
+    """Every archive under the results folder's packed places whose folder is missing, unpacked; returns those."""
+    done = []
+    for place in PACKED_UNDER:
+        parent = Path(results_dir) / place
+        for archive in sorted(parent.rglob(f"*{SUFFIX}")) if parent.is_dir() else []:
+            if not archive.name.startswith(".") and not folder_of(archive).is_dir():
+                done.append(unpack(archive))
+    return done
+
+
+def main(argv: list[str] | None = None) -> int:
+    from bench.argtypes import DEFAULT_RESULTS, OneLineErrors
+
+    parser = OneLineErrors(prog="python -m bench.packed", description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    packing = commands.add_parser("pack", help="pack folders into <folder>.tar.xz beside them (the folders stay)")
+    packing.add_argument("folders", type=Path, nargs="+")
+    unpacking = commands.add_parser("unpack", help="unpack every archive under a results folder's noise/ whose "
+                                    "folder is missing")
+    unpacking.add_argument("results_dir", type=Path, nargs="?", default=DEFAULT_RESULTS)
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "pack":
+            for folder in args.folders:
+                archive = pack(folder)
+                size = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
+                packed = archive.stat().st_size / 2**20
+                print(f"packed {folder} ({size / 2**20:.2f} MiB) into {archive} ({packed:.2f} MiB)")
+        else:
+            for folder in unpack_all(args.results_dir):
+                print(f"unpacked {folder}")
+    except BenchError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,112 @@
+"""Packed folders (bench/packed.py): a finished noise study's raw runs kept as one deterministic archive, unpacked
+where read (a compare of its sides, the history index, a re-judge, the tests' committed results), and nothing the
+committed studies name lost by packing."""
+import json
+import subprocess
+import tarfile
+from pathlib import Path
+
+import pytest
+from committed import committed_results
+
+from bench.cli_parsers import folder_or_run
+from bench.errors import BenchError
+from bench.history import index
+from bench.noise_file import read_noise_file
+from bench.packed import SUFFIX, archive_of, pack, unpack, unpack_all, unpacked
+
+REPO = Path(__file__).resolve().parent.parent
+SIDE = "round-1/B/smoke/cpu-amd-epyc-2-cores--64dc9908f650/native-torch__bert__predict__bs2__eager.json"
+
+
+def tree(folder: Path) -> dict[str, bytes]:
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def a_study(root: Path) -> Path:
+    """A copy of a committed study's runs folder under root/noise/runs."""
+    import shutil
+
+    folder = root / "noise" / "runs" / "20261125T180246Z"
+    shutil.copytree(committed_results() / "noise" / "runs" / "20261125T180246Z", folder)
+    return folder
+
+
+def test_pack_is_deterministic_and_unpack_gives_the_same_files(tmp_path):
+    folder = tmp_path / "runs" / "study"
+    (folder / "a" / "b").mkdir(parents=True)
+    (folder / "a" / "b" / "x.json").write_text('{"x": 1}')
+    (folder / "y.log").write_text("log\n")
+    (folder / "half.json.tmp").write_text("a write cut short")  # not packed
+    first = pack(folder).read_bytes()
+    assert pack(folder).read_bytes() == first and folder.is_dir()  # the same bytes: git sees no change
+    kept = tree(folder)
+    del kept["half.json.tmp"]
+    import shutil
+
+    shutil.rmtree(folder)
+    assert unpack(archive_of(folder)) == folder and tree(folder) == kept
+    assert not [p for p in folder.parent.iterdir() if p.name.startswith(".")]  # no staging folder left
+
+
+def test_a_path_inside_a_packed_folder_is_unpacked_on_demand_and_bad_archives_refused(tmp_path):
+    folder = tmp_path / "noise" / "runs" / "s"
+    (folder / "round-1" / "A").mkdir(parents=True)
+    (folder / "round-1" / "A" / "r.json").write_text("{}")
+    pack(folder)
+    import shutil
+
+    shutil.rmtree(folder)
+    inner = folder / "round-1" / "A"
+    assert unpacked(inner) == inner and (inner / "r.json").is_file()
+    assert unpacked(tmp_path / "elsewhere") == tmp_path / "elsewhere"  # no archive: left as given
+    with pytest.raises(BenchError, match="nothing to pack"):
+        (tmp_path / "empty").mkdir()
+        pack(tmp_path / "empty")
+    bad = tmp_path / "noise" / "runs" / f"t{SUFFIX}"
+    with tarfile.open(bad, "w:xz") as tar:  # a member outside the archive's own folder
+        info = tarfile.TarInfo("other/x.json")
+        tar.addfile(info)
+    with pytest.raises(BenchError, match="not all under t/"):
+        unpack(bad)
+    (tmp_path / "noise" / "runs" / f"u{SUFFIX}").write_bytes(b"not an archive")
+    with pytest.raises(BenchError, match="cannot unpack"):
+        unpack(tmp_path / "noise" / "runs" / f"u{SUFFIX}")
+
+
+def test_a_packed_studys_sides_are_compared_and_indexed_as_its_folders_were(tmp_path):
+    results = tmp_path / "results"
+    folder = a_study(results)
+    rows_unpacked = len(index.rows(results, "source = ?", ("noise",))) if index.refresh(results) else None
+    pack(folder)
+    import shutil
+
+    shutil.rmtree(folder)
+    (results / index.INDEX_NAME).unlink()
+    index.refresh(results)  # unpacks the study: its rounds stay points of their cells' history
+    assert len(index.rows(results, "source = ?", ("noise",))) == rows_unpacked > 0
+    shutil.rmtree(folder)
+    side = folder_or_run(str(folder / "round-1" / "A"))
+    assert isinstance(side, Path) and (folder / SIDE).is_file()  # make compare A=<a packed study's side>
+
+
+def test_every_committed_archive_stands_for_an_ignored_folder_and_holds_what_the_studies_name():
+    archives = subprocess.run(["git", "ls-files", f"*{SUFFIX}"], cwd=REPO, capture_output=True, text=True,
+                              check=True).stdout.split()  # fmt: skip
+    assert any(a.startswith("results/noise/runs/") for a in archives)
+    for archive in archives:
+        folder = archive[: -len(SUFFIX)]
+        # ignored, so that an unpacked copy is never committed twice
+        assert subprocess.run(["git", "check-ignore", "-q", f"{folder}/x.json"], cwd=REPO).returncode == 0, folder
+        assert not subprocess.run(["git", "ls-files", folder + "/"], cwd=REPO, capture_output=True,
+                                  text=True).stdout, folder  # fmt: skip
+    results = committed_results()
+    for path in sorted((results / "noise").glob("*.json")) + sorted((results / "noise" / "history").glob("*.json")):
+        study = read_noise_file(path)
+        runs = results / study["runs_dir"]
+        assert runs.is_dir() and (runs / "study.json").is_file(), path  # unpacked by committed_results
+        for row in study.get("detection") or []:
+            for pair in row["pairs"]:
+                assert all((runs / side).is_dir() for side in pair["folders"].values()), pair["folders"]
+    assert json.loads((results / "noise" / "runs" / "20261125T180246Z" / SIDE).read_text())["runs"]
+    assert unpack_all(results) == []  # nothing left packed
