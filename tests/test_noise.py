@@ -238,6 +238,14 @@ def test_analytic_mde_matches_a_hand_computed_value():
         figures.analytic_mde(0.02, 1)
 
 
+def test_the_mde_across_runs_is_the_processes_alone_without_a_run_spread_and_shrinks_with_runs_a_side():
+    assert figures.runs_mde(0.05, 0.0, math.inf, 3, 4) == pytest.approx(figures.analytic_mde(0.05, 12))
+    by_runs = [figures.runs_mde(0.05, 0.07, 32, 3, k) for k in (1, 2, 4, 8)]
+    assert by_runs == sorted(by_runs, reverse=True) and by_runs[0] > 0.3 > 0.2 > by_runs[2]
+    # the runs' part alone: more processes a run leave it where it is
+    assert figures.runs_mde(0.05, 0.07, 32, 100, 1) > figures.runs_mde(0.0, 0.07, 32, 3, 1) * 0.99
+
+
 def test_spread_is_pooled_within_rounds():
     # Two rounds whose means differ by 2x: the spread is about each round's own mean, not across rounds.
     r1 = [math.exp(x) for x in (0.0, 0.1, -0.1, 0.0)]
@@ -358,6 +366,13 @@ def test_a_new_study_moves_the_earlier_to_history_and_is_read_back(tmp_path):
     page = (tmp_path / "noise" / PAGE).read_text()
     assert "**0 of 1 pairs called different**" in page and "**Minimum detectable effect: +10%**" in page
     assert render_noise(tmp_path).read_text() == page  # deterministic
+    assert "### The run-to-run spread" in page and "the run-to-run spread is unmeasured" in page
+    third = fake_study(0.02, "2026-01-03T00:00:00+00:00")
+    third["cells"][0]["rounds"] = [{"round": k, "verdict": "same", "medians_ms": {"A": [1.0 * f, 1.02 * f, 0.99 * f],
+                                    "B": [1.01 * f, 0.98 * f, 1.0 * f]}} for k, f in ((1, 1.0), (2, 1.1))]  # fmt: skip
+    study_file.write_study(tmp_path, third)
+    page = (tmp_path / "noise" / PAGE).read_text()
+    assert "run-to-run spread, **" in page and "| 4 runs a side" in page and "up to 2 runs of each of 1 cell in" in page
     results_md = tmp_path / "RESULTS.md"
     table = SimpleNamespace(group=SimpleNamespace(items=[SimpleNamespace(
         result=SimpleNamespace(provenance={"machine": fake_study(0, "")["machine"]}))]))

@@ -24,6 +24,22 @@ def analytic_mde(log_sd: float, repeats: int, power: float = MDE_POWER, confiden
     return math.exp(factor * log_sd * math.sqrt(2 / repeats)) - 1
 
 
+def runs_mde(
+    log_sd: float, run_sd: float, run_dof: float, repeats: int, runs: int, power: float = MDE_POWER,
+    confidence: float = stats.CONFIDENCE,
+) -> float:
+    """The smallest slowdown a comparison of separate runs detects with `power`: `runs` runs a side of `repeats`
+    processes each, a process spread `log_sd` and the machine's run-to-run spread `run_sd` (estimated with `run_dof`):
+    exp((t(1 - alpha/2, dof) + t(power, dof)) * sqrt(2 (s^2 / (repeats runs) + s_run^2 / runs))) - 1, dof by
+    Welch-Satterthwaite over the two variance components."""
+    if repeats < 2 or runs < 1:
+        raise ValueError(f"the MDE across runs needs 2 processes a run and 1 run a side, got {repeats} and {runs}")
+    variances = [2 * log_sd**2 / (repeats * runs), 2 * run_sd**2 / runs]
+    dof = stats.welch_dof(variances, [2 * (repeats * runs - 1), run_dof])
+    factor = stats.t_quantile((1 + confidence) / 2, dof) + stats.t_quantile(power, dof)
+    return math.exp(factor * math.sqrt(sum(variances))) - 1
+
+
 def pooled_spread(groups: list[list[float]]) -> tuple[float, int] | None:
     """The standard deviation of ln(median) pooled over groups (rounds), each about its own mean, and its degrees of
     freedom (processes less groups); None without any degree of freedom."""

@@ -294,6 +294,48 @@ def render_partial(runs_dir: Path, data: dict[str, Any]) -> Path:
     return out
 
 
+RUNS_A_SIDE = (1, 2, 4)  # the runs a side the MDE across runs is given for
+
+
+def run_spread_lines(path: Path, data: dict[str, Any]) -> list[str]:
+    """The machine's run-to-run spread from its studies (this one and its history: what a comparison of separate
+    runs carries), and per cell the slowdown separate runs detect at 1, 2 and 4 runs a side."""
+    from bench.noise.figures import runs_mde
+    from bench.noise_file import read_noise_file, run_spread_of, study_files
+
+    studies = []
+    for study in study_files(path):
+        try:
+            studies.append(read_noise_file(study))
+        except (OSError, ValueError):
+            continue
+    found = run_spread_of(studies)
+    if found is None:
+        return ["No cell ran in two separate runs: the run-to-run spread is unmeasured, and a comparison of separate "
+                "runs on this machine decides nothing.", ""]
+    run_sd, dof, most, cells = found
+    repeats = (data.get("settings") or {}).get("repeats") or 3
+    where = (f"{cells} cell{'s' if cells != 1 else ''} in {len(studies)} "
+             f"{'study' if len(studies) == 1 else 'studies'}")
+    lines = [
+        f"The machine's run-to-run spread, **{pct(run_sd)}** a run ({dof} degrees of freedom): per cell, how far its "
+        f"separate runs of identical code (every A/A round, both sides; every delay pair's untouched side; up to "
+        f"{most} runs of each of {where}) move beyond what their processes explain, "
+        "pooled. A comparison of two separate runs carries it on each side (docs/METHOD.md); more processes do not "
+        "shrink it, more runs a side do (`make compare A=<run>,<run>,... B=...`). The slowdown such a comparison, "
+        f"judged alone at 95%, detects with 80% power at {repeats} processes a run, from each cell's process spread "
+        "and this run spread (bench/noise/figures.py runs_mde):",
+        "",
+    ]
+    body = [[text.md(cell["cell"]), pct(cell["log_sd"]),
+             *[pct(runs_mde(cell["log_sd"], run_sd, dof, repeats, k), sign=True) for k in RUNS_A_SIDE]]
+            for cell in data.get("cells") or [] if cell.get("log_sd") is not None]  # fmt: skip
+    if body:
+        headers = ["cell", "process spread", *[f"{k} run{'s' if k > 1 else ''} a side" for k in RUNS_A_SIDE]]
+        lines += [github_table(body, headers), ""]
+    return lines
+
+
 def study_lines(path: Path, data: dict[str, Any]) -> list[str]:
     machine = data.get("machine") or {}
     lines = [
@@ -308,6 +350,7 @@ def study_lines(path: Path, data: dict[str, Any]) -> list[str]:
         lines += ["**This study was interrupted**: its figures cover what had finished.", ""]
     lines += ["### A/A: the same code against itself", ""] + aa_lines(data)
     lines += ["### The process-to-process spread", ""] + spread_lines(data)
+    lines += ["### The run-to-run spread", ""] + run_spread_lines(path, data)
     lines += ["### Power: a known slowdown", ""] + power_lines(data)
     lines += loaded_power_lines(data)
     lines += detection_lines(data)
