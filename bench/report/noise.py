@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from bench.noise_file import NOISE_DIR, NOISE_FORMAT, find_noise_file, read_noise_file
+from bench.noise_file import NOISE_DIR, NOISE_FORMAT, find_noise_file, read_noise_file, run_spread_of, study_files
 from bench.provenance import machine_label
 from bench.report import text
 from bench.report.text import write_text_atomic
@@ -297,18 +297,27 @@ def render_partial(runs_dir: Path, data: dict[str, Any]) -> Path:
 RUNS_A_SIDE = (1, 2, 4)  # the runs a side the MDE across runs is given for
 
 
-def run_spread_lines(path: Path, data: dict[str, Any]) -> list[str]:
-    """The machine's run-to-run spread from its studies (this one and its history: what a comparison of separate
-    runs carries), and per cell the slowdown separate runs detect at 1, 2 and 4 runs a side."""
-    from bench.noise.figures import runs_mde
-    from bench.noise_file import read_noise_file, run_spread_of, study_files
-
+def machine_studies(path: Path) -> list[dict[str, Any]]:
+    """A machine's study and its earlier ones (history/), those that read."""
     studies = []
     for study in study_files(path):
         try:
             studies.append(read_noise_file(study))
         except (OSError, ValueError):
             continue
+    return studies
+
+
+def run_spread_of_machine(path: Path) -> tuple[float, int, int, int] | None:
+    return run_spread_of(machine_studies(path))
+
+
+def run_spread_lines(path: Path, data: dict[str, Any]) -> list[str]:
+    """The machine's run-to-run spread from its studies (this one and its history: what a comparison of separate
+    runs carries), and per cell the slowdown separate runs detect at 1, 2 and 4 runs a side."""
+    from bench.noise.figures import runs_mde
+
+    studies = machine_studies(path)
     found = run_spread_of(studies)
     if found is None:
         return ["No cell ran in two separate runs: the run-to-run spread is unmeasured, and a comparison of separate "
@@ -400,6 +409,9 @@ def section_lines(path: Path, data: dict[str, Any], link: str, exact: bool = Tru
     if per_cell:
         sentences.append(f"on the product cells a difference of {pct(min(per_cell), sign=True)} to "
                          f"{pct(max(per_cell), sign=True)} is detected with 80% power at {repeats} processes a side")
+    if (runs := run_spread_of_machine(path)) is not None:
+        sentences.append(f"separate runs of the same code move by {pct(runs[0])} a run beyond that, which more "
+                         "processes do not shrink (`make compare A=<run>,<run>,... B=...` pools runs)")
     note = "" if exact else " (matched by the machine's label: these results did not record their processor)"
     return ["; ".join(sentences) + f". All figures: [{PAGE}]({link}){note}.", ""]
 
