@@ -19,6 +19,7 @@ import tarfile
 import tempfile
 from pathlib import Path
 
+from bench.atomic import write_bytes_atomic
 from bench.errors import BenchError
 
 SUFFIX = ".tar.xz"
@@ -46,23 +47,19 @@ def pack(folder: Path) -> Path:
     if not files:
         raise BenchError(f"{folder}: nothing to pack (no files)")
     archive = archive_of(folder)
-    fd, tmp = tempfile.mkstemp(prefix=f".{archive.name}.", suffix=".tmp", dir=folder.parent)
-    try:
-        with os.fdopen(fd, "wb") as raw, tarfile.open(fileobj=raw, mode="w:xz", format=tarfile.PAX_FORMAT) as tar:
-            for path in files:
-                data = path.read_bytes()
-                info = tarfile.TarInfo(f"{folder.name}/{path.relative_to(folder).as_posix()}")
-                info.size, info.mtime, info.mode = len(data), 0, 0o644
-                tar.addfile(info, io.BytesIO(data))
-        with tarfile.open(tmp, "r:xz") as tar:  # read back whole: a short disk or a bad write fails here, not later
-            packed = {m.name: m.size for m in tar.getmembers()}
-        expected = {f"{folder.name}/{p.relative_to(folder).as_posix()}": p.stat().st_size for p in files}
-        if packed != expected:
-            raise BenchError(f"{archive}: the archive read back differs from {folder}'s files")
-        os.replace(tmp, archive)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    buffer = io.BytesIO()  # a study's runs are megabytes: built and checked in memory, then written atomically
+    with tarfile.open(fileobj=buffer, mode="w:xz", format=tarfile.PAX_FORMAT) as tar:
+        for path in files:
+            data = path.read_bytes()
+            info = tarfile.TarInfo(f"{folder.name}/{path.relative_to(folder).as_posix()}")
+            info.size, info.mtime, info.mode = len(data), 0, 0o644
+            tar.addfile(info, io.BytesIO(data))
+    with tarfile.open(fileobj=io.BytesIO(buffer.getvalue()), mode="r:xz") as tar:  # read back whole
+        packed = {m.name: m.size for m in tar.getmembers()}
+    expected = {f"{folder.name}/{p.relative_to(folder).as_posix()}": p.stat().st_size for p in files}
+    if packed != expected:
+        raise BenchError(f"{archive}: the archive read back differs from {folder}'s files")
+    write_bytes_atomic(archive, buffer.getvalue())
     return archive
 
 
@@ -75,7 +72,7 @@ def unpack(archive: Path) -> Path:
         return folder
     staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", suffix=".tmp", dir=archive.parent))
     try:
-        with tarfile.open(archive, "r:xz") as tar:
+        with tarfile.open(archive, mode="r:xz") as tar:
             names = {m.name.split("/", 1)[0] for m in tar.getmembers()}
             if names != {folder.name}:
                 found = ", ".join(sorted(names))

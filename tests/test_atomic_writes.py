@@ -44,6 +44,10 @@ ALLOWED = {
     ("bench/envs/wheelhouse.py", ".write_text"): "pip's requirement list, read by the pip this process starts next",
     ("bench/sweep/derive.py", ".write_text"): "uv's inputs in a private temporary folder, read by the uv this process "
     "starts next",
+    ("bench/packed.py", "os.replace"): "an archive's folder, extracted into a temporary folder beside it, moved into "
+    "place whole by a rename (an interrupted extraction leaves no half folder)",
+    ("bench/packed.py", "open('w:xz')"): "an archive built in memory (io.BytesIO), then written by atomic.py",
+    ("bench/packed.py", "open('r:xz')"): "reads an archive (xz's x is no exclusive create)",
     ("bench/sweep/targets.py", "shutil.copyfile"): "a worker's output copied as the reference inside the process's own "
     "scratch folder, read back by the same call",
 }
