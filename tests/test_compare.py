@@ -400,7 +400,7 @@ def test_comparing_a_folder_with_itself_is_refused_saying_so(tmp_path, capsys):
 
     a = folder(tmp_path / "a")
     assert cli.main(["compare", str(a), str(tmp_path / "." / "a"), "--out", str(tmp_path / "c.md")]) == 2
-    assert "A and B are one folder" in capsys.readouterr().err and not (tmp_path / "c.md").exists()
+    assert "A and B share a folder" in capsys.readouterr().err and not (tmp_path / "c.md").exists()
 
 
 def test_processes_in_two_groups_are_named_beside_the_verdict(tmp_path):
