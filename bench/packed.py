@@ -93,6 +93,8 @@ def unpacked(path: Path) -> Path:
     if path.exists():
         return path
     for folder in (path, *path.parents):
+        if not folder.name:  # "." or "/": no archive stands for it
+            break
         if archive_of(folder).is_file():
             unpack(archive_of(folder))
             return path

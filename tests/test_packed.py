@@ -60,6 +60,7 @@ def test_a_path_inside_a_packed_folder_is_unpacked_on_demand_and_bad_archives_re
     inner = folder / "round-1" / "A"
     assert unpacked(inner) == inner and (inner / "r.json").is_file()
     assert unpacked(tmp_path / "elsewhere") == tmp_path / "elsewhere"  # no archive: left as given
+    assert unpacked(Path("run03")) == Path("run03")  # a run's id, not a folder: left as given
     with pytest.raises(BenchError, match="nothing to pack"):
         (tmp_path / "empty").mkdir()
         pack(tmp_path / "empty")
