@@ -111,3 +111,19 @@ def test_every_committed_archive_stands_for_an_ignored_folder_and_holds_what_the
                 assert all((runs / side).is_dir() for side in pair["folders"].values()), pair["folders"]
     assert json.loads((results / "noise" / "runs" / "20261125T180246Z" / SIDE).read_text())["runs"]
     assert unpack_all(results) == []  # nothing left packed
+
+
+def test_a_side_slowed_on_purpose_is_no_point_of_its_cells_history(tmp_path):
+    """A noise study's delay pairs: side B ran with the step-delay fixture (each step held 20% longer), so it is no
+    measurement of the cell and the history index leaves it out; side A, untouched, is a point like any run."""
+    import shutil
+
+    results = tmp_path / "results"
+    stamp = read_noise_file(committed_results() / "noise" / "cpu-intel-r-xeon-r-processor-2-cores--9f54d01d90ed.json")[
+        "runs_dir"].rsplit("/", 1)[-1]  # fmt: skip
+    shutil.copytree(committed_results() / "noise" / "runs" / stamp, results / "noise" / "runs" / stamp)
+    index.refresh(results)
+    paths = [row["path"] for row in index.rows(results, "source = ?", ("noise",))]
+    delayed = [p for p in paths if "/delay-" in p]
+    assert delayed and all("/A/" in p for p in delayed), delayed[:3]
+    assert any("/round-1/B/" in p for p in paths)  # an A/A round's B side is the same code: a point

@@ -19,11 +19,14 @@ from typing import Any
 
 from bench import stats
 from bench.errors import BenchError
+from bench.noise.detection import DELAY_VARIABLE
 from bench.packed import unpack_all
 from bench.provenance import machine_label
 
 INDEX_NAME = ".history-index.sqlite"  # beside the results it indexes; derived, so git ignores it
-SCHEMA_VERSION = 4  # 2: figures computed for files that store none; 3: the unit; 4: re-runs at commits (confirm/)
+# 2: figures computed for files that store none; 3: the unit; 4: re-runs at commits (confirm/); 5: no side slowed on
+# purpose (make noise's delay pairs)
+SCHEMA_VERSION = 5
 # Folders under a results folder that hold no result file (logs, pages, machine files), not walked
 SKIPPED = {"logs", "figures", "site", "quarantine", "ceilings", "slurm", ".git"}
 
@@ -118,8 +121,11 @@ def source_of(relative: str) -> str:
 
 
 def row_of(relative: str, stat: os.stat_result, data: Any) -> tuple | None:
-    """The index's row of one parsed file; None where it is no result file (a plan, a study's record, a bisect's)."""
+    """The index's row of one parsed file; None where it is no result file (a plan, a study's record, a bisect's),
+    or no measurement of its cell: a noise study's side slowed on purpose by the step-delay fixture."""
     if not isinstance(data, dict) or not isinstance(data.get("cell"), dict) or "runs" not in data:
+        return None
+    if ((data.get("config") or {}).get("environment") or {}).get(DELAY_VARIABLE):
         return None
     cell, provenance = data["cell"], data.get("provenance") or {}
     machine = provenance.get("machine") or {}
