@@ -41,11 +41,23 @@ def test_a_failed_step_is_a_recorded_status_and_the_page_says_it(tmp_path):
         raise AssertionError("a failed step's outputs are never read")
 
     lines = parity_run.compared("keras-backends", "bert", "Keras 3 torch vs jax", {"logits": (missing, missing,
-                                OUTPUT_TOLERANCE)}, ("fail", "keras bert in torch: timeout: ran past 600 s"))
+                                OUTPUT_TOLERANCE)}, ("fail", "keras bert in torch: error: ValueError: shapes"))
     assert [(line["status"], line["max_abs"]) for line in lines] == [("fail", None)]
     provenance = {"command": "make parity", "date": "d", "git": {"commit": "c"}, "machine": "m", "load": ""}
     page = parity_run.page(lines, provenance)
-    assert "| fail: keras bert in torch: timeout: ran past 600 s |" in page and "0 pass, 1 fail" in page
+    assert "| fail: keras bert in torch: error: ValueError: shapes |" in page and "0 pass, 1 fail" in page
+
+
+@pytest.mark.parametrize("ended,status", [(("timeout", "ran past 600 s"), "not checked"),
+                                          (("killed", "killed by SIGKILL"), "not checked"),
+                                          (("oom", "out of memory"), "not checked"),
+                                          (("error", "ValueError: shapes"), "fail")])
+def test_a_step_the_machine_stopped_is_not_checked_and_one_that_broke_fails(tmp_path, monkeypatch, ended, status):
+    """A worker past its time or killed (out of memory at paper shapes on a small machine) compared nothing: its
+    checks are not checked, with how it ended, not failed as if its outputs differed; one that raised fails."""
+    monkeypatch.setattr(parity_run, "run_logged", lambda argv, env, log, timeout: ended)
+    step = parity_run.Step("keras", "sam", "jax", tmp_path, tmp_path, 60)
+    assert step.failure[0] == status and ended[1] in step.failure[1]
 
 
 def test_a_step_that_wrote_no_outputs_is_a_failed_line_not_a_crash(tmp_path):

@@ -100,6 +100,11 @@ class Settings:
 SMOKE = Settings()
 
 
+# How a worker that did not finish ended (bench/worker_process.py): past its time, or killed (out of memory, or by a
+# signal); its outputs were never made, so its checks are not checked rather than failed
+UNFINISHED = ("timeout", "oom", "killed")
+
+
 class Step:
     """One worker process: its status (None when it wrote its outputs) and how it ended."""
 
@@ -114,7 +119,12 @@ class Step:
             return
         variables = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
         ended = run_logged(argv, variables, logs / f"{action}__{model}__{env}.log", timeout_s)
-        self.failure = None if ended is None else ("fail", f"{self.name}: {ended[0]}: {ended[1]}")
+        if ended is None:
+            self.failure = None
+        elif ended[0] in UNFINISHED:  # the machine's limits stopped it: nothing was compared, nothing differs
+            self.failure = ("not checked", f"{self.name} did not finish here: {ended[0]}: {ended[1]}")
+        else:
+            self.failure = ("fail", f"{self.name}: {ended[0]}: {ended[1]}")
 
 
 def compared(check: str, model: str, pair: str, outputs: dict[str, tuple], step_failure) -> list[dict]:
