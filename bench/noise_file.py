@@ -124,6 +124,17 @@ def study_files(path: Path) -> list[Path]:
     return [path, *sorted((path.parent / "history").glob(f"{path.stem}.*.json"))]
 
 
+def readable_studies(path: Path) -> list[dict[str, Any]]:
+    """A machine's study and its earlier ones (study_files), those that read (read only: read_study's dicts)."""
+    studies = []
+    for study in study_files(path):
+        try:
+            studies.append(read_study(study))
+        except (OSError, ValueError):
+            continue
+    return studies
+
+
 def run_groups(study: dict[str, Any]) -> dict[str, list[list[float]]]:
     """Each cell's separate runs of identical code in a study, as lists of ln(a process's median): every A/A round
     (both sides, one run), and the untouched side A of every delay pair (each pair its own run)."""
@@ -174,12 +185,7 @@ def machine_run_spread(results_dir: Path | None, machine: dict[str, Any]) -> Pro
     if found is None:
         return None
     path, exact = found
-    studies = []
-    for study in study_files(path):
-        try:
-            studies.append(read_study(study))
-        except (OSError, ValueError):
-            continue
+    studies = readable_studies(path)
     spread = run_spread_of(studies)
     if spread is None:
         return None

@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from bench.noise_file import NOISE_DIR, NOISE_FORMAT, find_noise_file, read_noise_file, run_spread_of, study_files
+from bench.noise_file import NOISE_DIR, NOISE_FORMAT, find_noise_file, read_noise_file, readable_studies, run_spread_of
 from bench.provenance import machine_label
 from bench.report import text
 from bench.report.text import write_text_atomic
@@ -297,19 +297,8 @@ def render_partial(runs_dir: Path, data: dict[str, Any]) -> Path:
 RUNS_A_SIDE = (1, 2, 4)  # the runs a side the MDE across runs is given for
 
 
-def machine_studies(path: Path) -> list[dict[str, Any]]:
-    """A machine's study and its earlier ones (history/), those that read."""
-    studies = []
-    for study in study_files(path):
-        try:
-            studies.append(read_noise_file(study))
-        except (OSError, ValueError):
-            continue
-    return studies
-
-
 def run_spread_of_machine(path: Path) -> tuple[float, int, int, int] | None:
-    return run_spread_of(machine_studies(path))
+    return run_spread_of(readable_studies(path))
 
 
 def run_spread_lines(path: Path, data: dict[str, Any]) -> list[str]:
@@ -317,7 +306,7 @@ def run_spread_lines(path: Path, data: dict[str, Any]) -> list[str]:
     runs carries), and per cell the slowdown separate runs detect at 1, 2 and 4 runs a side."""
     from bench.noise.figures import runs_mde
 
-    studies = machine_studies(path)
+    studies = readable_studies(path)
     found = run_spread_of(studies)
     if found is None:
         return ["No cell ran in two separate runs: the run-to-run spread is unmeasured, and a comparison of separate "
