@@ -251,7 +251,6 @@ class Side:
     folders: tuple[Path, ...] = ()  # every folder it was read from (several: runs pooled); () for a history's run
 
 
-
 def folder_side(results_dir: Path) -> Side:
     if not results_dir.is_dir():
         raise BenchError(f"no results folder {results_dir}")

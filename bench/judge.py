@@ -53,8 +53,9 @@ def runs_in(result: Result) -> int:
 def pool_runs(results: list[Result]) -> Result:
     """One cell measured in several separate runs, as one side of a comparison: every ok process of every run, its
     figure the runs' processes together, and the runs it came from recorded (provenance.pooled_runs), so that the
-    Judge widens it by the run-to-run spread over that many runs, not one. Refused where the runs' cells or
-    processors differ, or two of them are one run. Where no run is ok, the newest (its failure stands)."""
+    Judge widens it by the run-to-run spread over that many runs, not one; a run whose cell did not end ok is left
+    out and named (provenance.pooled_left_out). Refused where the runs' cells or processors differ, or two of them
+    are one run. Where no run is ok, the newest (its failure stands)."""
     from bench.errors import BenchError
 
     if len(results) == 1:
@@ -74,8 +75,11 @@ def pool_runs(results: list[Result]) -> Result:
     strictest = max(ok, key=judged_confidence)
     pooled = [{"run_id": run_of(r), "created_at": r.created_at, "commit": (r.provenance.get("git") or {}).get("commit"),
                "processes": len(r.runs)} for r in ok]  # fmt: skip
-    provenance = {**strictest.provenance, "run_id": "+".join(str(i) for i in ids), "pooled_runs": pooled}
-    return dataclasses.replace(newest if newest in ok else ok[-1], runs=[run for r in ok for run in r.runs],
+    left_out = [{"run_id": run_of(r), "created_at": r.created_at, "status": r.status} for r in results
+                if r.status != "ok"]  # fmt: skip
+    provenance = {**strictest.provenance, "run_id": "+".join(str(i) for i in ids), "pooled_runs": pooled,
+                  **({"pooled_left_out": left_out} if left_out else {})}  # fmt: skip
+    return dataclasses.replace(newest if newest.status == "ok" else ok[-1], runs=[run for r in ok for run in r.runs],
                                provenance=provenance)  # fmt: skip
 
 

@@ -235,3 +235,6 @@ def test_several_runs_a_side_carry_the_run_spread_over_their_number_and_decide_w
     assert main(["compare", given[0], f"{folder / 'B0'},{folder / 'A1'}", "--out", str(out)]) != 0  # A1 twice
     with pytest.raises(BenchError, match="same run"):
         pool_runs([sides["A"][0], sides["A"][0]])
+    failed = dataclasses.replace(sides["A"][1], runs=[dataclasses.replace(sides["A"][1].runs[0], status="oom")])
+    kept = pool_runs([sides["A"][0], failed, sides["A"][2]])  # a run whose cell failed is left out, and named
+    assert runs_in(kept) == 2 and kept.status == "ok" and kept.provenance["pooled_left_out"][0]["status"] == "oom"
