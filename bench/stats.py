@@ -355,7 +355,7 @@ class Ratio:
         beyond it can be called); None within one run."""
         if self.runs is None:
             return None
-        spread = math.sqrt(sum(1 / k for k in self.run_counts)) * self.runs.log_sd
+        spread = math.sqrt(runs_weight(self.run_counts)) * self.runs.log_sd
         return math.exp(t_quantile((1 + self.confidence) / 2, self.runs.dof) * spread)
 
     def interval(self, confidence: float | None = None) -> tuple[float, float] | None:
@@ -378,7 +378,7 @@ class Ratio:
         runs (`run_counts`, A then B) carries that spread over k: the mean of k runs moves by sd / sqrt(k)."""
         if self.log_se is None:
             return self
-        variances = [self.log_se**2, sum(1 / k for k in run_counts) * spread.log_sd**2]
+        variances = [self.log_se**2, runs_weight(run_counts) * spread.log_sd**2]
         sides = "" if run_counts == (1, 1) else f"; {run_counts[0]} and {run_counts[1]} runs a side"
         held = f"separate runs: each side's run {spread.log_sd:.1%} ({spread.source}){sides}"
         return dataclasses.replace(
@@ -410,6 +410,11 @@ class Ratio:
             "reason": self.reason,
             "note": self.note,
         }
+
+
+def runs_weight(run_counts: tuple[int, int]) -> float:
+    """What the run-to-run variance is multiplied by in a ratio of sides pooled from (k_A, k_B) runs: 1/k_A + 1/k_B."""
+    return sum(1 / k for k in run_counts)
 
 
 def welch_dof(variances: list[float], dofs: list[float]) -> float:

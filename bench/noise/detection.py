@@ -10,6 +10,7 @@ inconclusive is a miss; same or faster is wrong.
 from __future__ import annotations
 
 import os
+import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from bench.errors import BenchError
 from bench.packed import unpacked
 from bench.provenance import REPO_ROOT
 from bench.registry import Cell
+from bench.results import Run
 
 FIXTURE = REPO_ROOT / "tests" / "fixtures" / "step_delay"
 DELAY_VARIABLE = "BENCH_TEST_STEP_DELAY"
@@ -142,16 +144,19 @@ def pooled_judged(runs_dir: Path, a: list[str], b: list[str], key: str) -> dict[
     return pair or {"verdict": None, "reason": "no pair"}
 
 
+def ok_medians(runs: list[Run]) -> list[float]:
+    """Each ok process's median step time: what a study keeps of a side."""
+    return [statistics.median(r.timed_ms) for r in runs if r.status == "ok" and r.timed_ms]
+
+
 def side_medians(folder: Path, key: str) -> list[float]:
     """The medians of a side's ok processes of cell `key`, read from its results folder (an empty list: none)."""
-    import statistics
-
     from bench.results import load, result_files
 
     for path in result_files(folder) if folder.is_dir() else []:
         result = load(path)
         if result.cell.key == key:
-            return [statistics.median(r.timed_ms) for r in result.runs if r.status == "ok" and r.timed_ms]
+            return ok_medians(result.runs)
     return []
 
 

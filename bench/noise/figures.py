@@ -19,9 +19,7 @@ def analytic_mde(log_sd: float, repeats: int, power: float = MDE_POWER, confiden
     dof = 2 * repeats - 2."""
     if repeats < 2:
         raise ValueError(f"the analytic MDE needs at least 2 processes a side, got {repeats}")
-    dof = 2 * repeats - 2
-    factor = stats.t_quantile((1 + confidence) / 2, dof) + stats.t_quantile(power, dof)
-    return math.exp(factor * log_sd * math.sqrt(2 / repeats)) - 1
+    return runs_mde(log_sd, 0.0, math.inf, repeats, 1, power, confidence)  # one run a side, no run spread
 
 
 def runs_mde(

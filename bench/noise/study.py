@@ -24,7 +24,6 @@ written to its runs folder (not as the machine's study).
 from __future__ import annotations
 
 import argparse
-import statistics
 import subprocess
 import sys
 import time
@@ -325,8 +324,7 @@ class Study:
             write_sides()  # the finished processes are kept, as a run keeps them
             raise
         write_sides()
-        medians = {s: [statistics.median(r.timed_ms) for r in side_runs if r.status == "ok" and r.timed_ms]
-                   for s, side_runs in runs.items()}
+        medians = {s: detection.ok_medians(side_runs) for s, side_runs in runs.items()}
         pair = pair_of(cell, compare_verdicts(sides["A"], sides["B"])) or {"verdict": None, "reason": "no pair"}
         return pair, medians
 

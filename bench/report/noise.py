@@ -297,10 +297,6 @@ def render_partial(runs_dir: Path, data: dict[str, Any]) -> Path:
 RUNS_A_SIDE = (1, 2, 4)  # the runs a side the MDE across runs is given for
 
 
-def run_spread_of_machine(path: Path) -> tuple[float, int, int, int] | None:
-    return run_spread_of(readable_studies(path))
-
-
 def run_spread_lines(path: Path, data: dict[str, Any]) -> list[str]:
     """The machine's run-to-run spread from its studies (this one and its history: what a comparison of separate
     runs carries), and per cell the slowdown separate runs detect at 1, 2 and 4 runs a side."""
@@ -398,7 +394,7 @@ def section_lines(path: Path, data: dict[str, Any], link: str, exact: bool = Tru
     if per_cell:
         sentences.append(f"on the product cells a difference of {pct(min(per_cell), sign=True)} to "
                          f"{pct(max(per_cell), sign=True)} is detected with 80% power at {repeats} processes a side")
-    if (runs := run_spread_of_machine(path)) is not None:
+    if (runs := run_spread_of(readable_studies(path))) is not None:
         sentences.append(f"separate runs of the same code move by {pct(runs[0])} a run beyond that, which more "
                          "processes do not shrink (`make compare A=<run>,<run>,... B=...` pools runs)")
     note = "" if exact else " (matched by the machine's label: these results did not record their processor)"
