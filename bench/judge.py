@@ -12,6 +12,7 @@ The statistics themselves are bench/stats.py's.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import math
 import statistics
@@ -81,6 +82,22 @@ def pool_runs(results: list[Result]) -> Result:
                   **({"pooled_left_out": left_out} if left_out else {})}  # fmt: skip
     return dataclasses.replace(newest if newest.status == "ok" else ok[-1], runs=[run for r in ok for run in r.runs],
                                provenance=provenance)  # fmt: skip
+
+
+def pooled_groups(result: Result, kept: list[Run]) -> list[list[list[float]]] | None:
+    """The kept processes' steps of a side pooled from several runs (pool_runs), one list per run, in the order
+    pool_runs joined them (provenance.pooled_runs' process counts); None for one run, or where the counts do not
+    match the processes."""
+    pooled = result.provenance.get("pooled_runs") or ()
+    counts = [p.get("processes") for p in pooled]
+    if len(counts) < 2 or not all(isinstance(c, int) for c in counts) or sum(counts) != len(result.runs):
+        return None
+    run_index = {id(run): next(i for i, end in enumerate(itertools.accumulate(counts)) if n < end)
+                 for n, run in enumerate(result.runs)}  # fmt: skip
+    groups: list[list[list[float]]] = [[] for _ in counts]
+    for run in kept:
+        groups[run_index[id(run)]].append(run.timed_ms)
+    return groups
 
 
 def judged_confidence(result: Result) -> float:
@@ -202,6 +219,8 @@ class Judge:
         if result.status != "ok":
             return None
         runs, _ = self.kept_runs(result)
+        if (by_run := pooled_groups(result, runs)) is not None:
+            return stats.estimate_across_runs(by_run)
         return stats.estimate([r.timed_ms for r in runs], self.spread(result) if len(runs) == 1 else None)
 
     def process_groups(self, result: Result) -> tuple[list[float], list[float]] | None:

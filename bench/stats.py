@@ -306,6 +306,30 @@ def estimate(samples: list[list[float]], spread: ProcessSpread | None = None) ->
                     "one process: its process-to-process spread is not measured")
 
 
+def estimate_across_runs(runs: list[list[list[float]]]) -> Estimate | None:
+    """A cell's figure from the processes of several separate runs (one list of processes' steps per run): the mean
+    of the runs' mean ln(median), its interval from the processes' spread within their runs only. The spread between
+    the runs' levels is the run-to-run spread, which the Judge adds over the number of runs (Ratio.with_run_spread);
+    taking the processes' spread across runs as well would count part of it twice. Falls back to estimate() over all
+    the processes where the runs give no spread within them (one run, or one process each)."""
+    runs = [[list(s) for s in processes if s] for processes in runs]
+    runs = [processes for processes in runs if processes]
+    everything = [s for processes in runs for s in processes]
+    medians = [[statistics.median(s) for s in processes] for processes in runs]
+    dof = len(everything) - len(runs)
+    if len(runs) < 2 or dof < 1 or min(m for ms in medians for m in ms) <= 0:
+        return estimate(everything)
+    logs = [[math.log(m) for m in ms] for ms in medians]
+    means = [statistics.fmean(ls) for ls in logs]
+    within = sum((x - mean) ** 2 for ls, mean in zip(logs, means) for x in ls) / dof
+    known = [w * w for s in everything if (w := median_log_se(s)) is not None]
+    floor = statistics.fmean(known) if known else 0.0  # as in estimate(): the steps bound how close medians can be
+    k = len(runs)
+    variance = max(within, floor) * sum(1 / len(ls) for ls in logs) / k**2
+    return Estimate(math.exp(statistics.fmean(means)), math.sqrt(variance), dof, len(everything),
+                    sum(len(s) for s in everything), PROCESSES, f"{k} runs' processes, their spread within the runs")
+
+
 def process_groups(medians: list[float]) -> tuple[list[float], list[float]] | None:
     """A cell's processes split in two groups (a slow minority, or two start-up states): its sorted process medians
     on either side of their largest gap, where that gap is beyond GROUP_GAP and there are three processes or more.

@@ -238,3 +238,48 @@ def test_several_runs_a_side_carry_the_run_spread_over_their_number_and_decide_w
     failed = dataclasses.replace(sides["A"][1], runs=[dataclasses.replace(sides["A"][1].runs[0], status="oom")])
     kept = pool_runs([sides["A"][0], failed, sides["A"][2]])  # a run whose cell failed is left out, and named
     assert runs_in(kept) == 2 and kept.status == "ok" and kept.provenance["pooled_left_out"][0]["status"] == "oom"
+
+
+def test_a_side_pooled_from_runs_takes_its_process_spread_within_the_runs_and_keeps_the_false_call_rate():
+    """Two runs a side, three processes a run, runs moving 10% and processes 5%: the side's interval holds the
+    processes' spread within their runs (not across, which already holds part of the run spread that the run level
+    adds), so it is narrower than over all processes together, and identical code is still called faster or slower
+    in at most 5% of pairs at 95%."""
+    rng = random.Random(5)
+    run = stats.ProcessSpread(0.10, 1000, "simulated")
+
+    def side() -> list[list[list[float]]]:
+        runs = []
+        for _ in range(2):
+            level = math.exp(rng.gauss(0, 0.10))
+            runs.append([[level * math.exp(rng.gauss(0, 0.05)) * (1 + rng.gauss(0, 0.002)) for _ in range(20)]
+                         for _ in range(3)])  # fmt: skip
+        return runs
+
+    calls, narrower, trials = 0, 0, 2000
+    for _ in range(trials):
+        a, b = side(), side()
+        found = stats.ratio(stats.estimate_across_runs(a), stats.estimate_across_runs(b)).with_run_spread(run, (2, 2))
+        calls += stats.verdict(found) in (stats.FASTER, stats.SLOWER)
+        flat = stats.ratio(*(stats.estimate([p for r in s for p in r]) for s in (a, b))).with_run_spread(run, (2, 2))
+        narrower += found.log_se < flat.log_se
+    assert calls / trials <= 0.05 + 0.01, calls / trials  # 0.01: two binomial sd of 2000 trials
+    assert narrower / trials > 0.6, narrower / trials
+    one = stats.estimate_across_runs([[[1.0, 1.0]], [[2.0, 2.0], [2.0, 2.0]]])
+    assert one.dof == 1 and math.isclose(one.center, math.sqrt(2))  # each run weighs the same, whatever its processes
+    assert stats.estimate_across_runs([[[1.0]], [[2.0]]]).dof == 1  # one process a run: no spread within, all of them
+
+
+def test_a_pooled_side_groups_its_kept_processes_by_run():
+    import dataclasses
+
+    from bench.judge import pooled_groups
+    from bench.results import Run
+
+    runs = [Run(status="ok", timed_ms=[float(i)]) for i in range(5)]
+    result = dataclasses.make_dataclass("R", ["runs", "provenance"])(runs, {"pooled_runs": [{"processes": 3},
+                                                                                            {"processes": 2}]})
+    assert pooled_groups(result, [runs[0], runs[2], runs[3]]) == [[[0.0], [2.0]], [[3.0]]]
+    assert pooled_groups(result, runs) == [[[0.0], [1.0], [2.0]], [[3.0], [4.0]]]
+    result.provenance["pooled_runs"] = [{"processes": 3}, {"processes": 3}]  # counts that do not match: no groups
+    assert pooled_groups(result, runs) is None

@@ -239,7 +239,10 @@ def test_analytic_mde_matches_a_hand_computed_value():
 
 
 def test_the_mde_across_runs_is_the_processes_alone_without_a_run_spread_and_shrinks_with_runs_a_side():
-    assert figures.runs_mde(0.05, 0.0, math.inf, 3, 4) == pytest.approx(figures.analytic_mde(0.05, 12))
+    assert figures.runs_mde(0.05, 0.0, math.inf, 3, 1) == pytest.approx(figures.analytic_mde(0.05, 3))
+    # four runs of three: twelve processes a side, their spread taken within the runs (16 degrees of freedom, not 22)
+    assert figures.analytic_mde(0.05, 12) < figures.runs_mde(0.05, 0.0, math.inf, 3, 4) < 1.03 * figures.analytic_mde(
+        0.05, 12)
     by_runs = [figures.runs_mde(0.05, 0.07, 32, 3, k) for k in (1, 2, 4, 8)]
     assert by_runs == sorted(by_runs, reverse=True) and by_runs[0] > 0.3 > 0.2 > by_runs[2]
     # the runs' part alone: more processes a run leave it where it is

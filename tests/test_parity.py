@@ -319,3 +319,43 @@ def test_berts_gelu_form_is_named_and_stays_a_difference_of_the_models(tmp_path,
     (tmp_path / "results" / "parity" / "parity-smoke-bfloat16.json").write_text(json.dumps(low))
     both = {"bert": [f"at paper shapes: {parity_run.BERT_GELU}", f"at smoke shapes: {parity_run.BERT_GELU}"]}
     assert keras_native_differences(tmp_path / "results") == both
+
+
+def test_sam_and_stable_diffusion_check_at_batch_1_above_smoke_shapes_and_their_lines_say_so(tmp_path, monkeypatch):
+    """Batch 2 of SAM's and StableDiffusion's fit step at paper shapes ran JAX out of a 23 GiB machine's memory: above
+    the smoke shapes they check at batch 1, the worker is asked for it and the page's lines name it."""
+    from bench.parity.worker import batch_for
+
+    assert [batch_for(m, "paper") for m in ("bert", "sam", "stable_diffusion")] == [2, 1, 1]
+    assert batch_for("sam", "smoke") == 2
+    asked = []
+    monkeypatch.setattr(parity_run, "run_logged", lambda argv, env, log, timeout: asked.append(argv) or ("killed", "x"))
+    lines = parity_run.keras_backends("sam", tmp_path, tmp_path, 60, parity_run.Settings(profile="paper"))
+    assert lines and all("batch 1" in line["pair"] for line in lines), lines[0]
+    assert asked and "paper" in asked[0]
+    smoke = parity_run.keras_backends("sam", tmp_path, tmp_path, 60, parity_run.SMOKE)
+    assert not any("batch" in line["pair"] for line in smoke)
+
+
+def test_a_fit_step_the_machine_cannot_hold_is_left_out_and_the_outputs_still_compared(tmp_path, monkeypatch):
+    """SAM's ViT-H at 1024 pixels: the plan puts its fit step at batch 1 at about 31 GiB (24 of them activations), over
+    a 23.5 GiB machine, where its outputs' step fits: the workers are asked for the outputs only, and the loss and
+    gradient norm lines say why they were not checked."""
+    counts = {("sam", "keras"): {"sam": 641_090_864, "image_encoder": 637_026_048, "counted_in": "jax"},
+              ("bert", "keras"): {"backbone": 108_310_272, "classifier": 108_311_810, "counted_in": "jax"}}
+    monkeypatch.setattr(parity_run, "counts_for", lambda pairs, profile, echo: {p: counts[p] for p in pairs})
+    paper, machine = parity_run.Settings(profile="paper"), {"memory_gib": 23.5, "gpus": []}
+    why = parity_run.fit_step_too_large("sam", paper, machine)
+    assert why and "batch 1" in why and "activations 24.0" in why and "23.5 GiB RAM" in why, why
+    assert parity_run.fit_step_too_large("sam", paper, {"memory_gib": 64.0, "gpus": []}) is None
+    asked = []
+    monkeypatch.setattr(parity_run, "run_logged", lambda argv, env, log, timeout: asked.append(argv))
+    for name in ("jax", "tensorflow", "torch"):  # each worker's outputs, as the workers would write them
+        np.savez(tmp_path / f"sam__keras-{name}.npz", masks=np.ones((1, 3)), iou_pred=np.ones((1, 3)))
+    lines = parity_run.keras_backends("sam", tmp_path, tmp_path, 60, parity_run.Settings(profile="paper",
+                                                                                         outputs_only=True), why)
+    assert all("--outputs-only" in argv for argv in asked) and len(asked) == 3
+    by_output = {(line["pair"].split(" vs")[0], line["output"]): line for line in lines}
+    assert by_output[("Keras 3 torch", "masks")]["status"] == "pass"
+    assert by_output[("Keras 3 torch", "loss")]["status"] == "not checked" and by_output[
+        ("Keras 3 torch", "gradient_norm")]["why"] == why

@@ -29,11 +29,12 @@ def runs_mde(
     """The smallest slowdown a comparison of separate runs detects with `power`: `runs` runs a side of `repeats`
     processes each, a process spread `log_sd` and the machine's run-to-run spread `run_sd` (estimated with `run_dof`):
     exp((t(1 - alpha/2, dof) + t(power, dof)) * sqrt(2 (s^2 / (repeats runs) + s_run^2 / runs))) - 1, dof by
-    Welch-Satterthwaite over the two variance components."""
+    Welch-Satterthwaite over the two variance components (the processes' spread taken within their runs, as
+    stats.estimate_across_runs takes it)."""
     if repeats < 2 or runs < 1:
         raise ValueError(f"the MDE across runs needs 2 processes a run and 1 run a side, got {repeats} and {runs}")
     variances = [2 * log_sd**2 / (repeats * runs), 2 * run_sd**2 / runs]
-    dof = stats.welch_dof(variances, [2 * (repeats * runs - 1), run_dof])
+    dof = stats.welch_dof(variances, [2 * runs * (repeats - 1), run_dof])  # the processes' spread within runs
     factor = stats.t_quantile((1 + confidence) / 2, dof) + stats.t_quantile(power, dof)
     return math.exp(factor * math.sqrt(sum(variances))) - 1
 

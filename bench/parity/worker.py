@@ -8,6 +8,8 @@ weights and save them there), `native-export` (native PyTorch, random weights sa
 where no converter carries weights across)."""
 from __future__ import annotations
 
+import contextlib
+import gc
 import os
 import sys
 import time
@@ -20,7 +22,15 @@ from bench.env_process import enter_env
 from bench.models.base import SEED
 from bench.registry import get_model
 
-BATCH = 2
+BATCH = 2  # a batch dimension exercised, at the least cost
+IMAGE_MODELS = ("sam", "stable_diffusion")
+
+
+def batch_for(model: str, profile: str) -> int:
+    """The shared inputs' batch: BATCH, or 1 for SAM and StableDiffusion above the smoke shapes, whose fit step's
+    float32 activations at 1024 and 512 pixels with batch 2 ran JAX out of a 23 GiB machine's memory (the published
+    SAM fit is batch 1 too)."""
+    return 1 if model in IMAGE_MODELS and profile != "smoke" else BATCH
 
 
 def inputs_for(model: str, s) -> dict[str, np.ndarray]:
@@ -106,18 +116,18 @@ def loss_and_gradient_norm(keras, model, inputs, labels: np.ndarray, loss_fn) ->
     return float(keras.ops.convert_to_numpy(loss)), float(norm)
 
 
-def sam_case(keras, s):
+def sam_case(keras, s, batch: int = BATCH):
     """SAM as the benchmark runs it: predict = the whole segmenter on images and the point prompt; fit = the image
     encoder alone against a seeded random feature map, MSE (bench/models/sam/keras.py)."""
     from bench.models.sam.keras import build_sam_keras3, point_prompts
 
     segmenter, image_encoder = build_sam_keras3(s)
     r = np.random.default_rng(SEED)
-    images = r.random((BATCH, s.image_size, s.image_size, 3), dtype="float32")
-    target = r.random((BATCH, s.feature_size, s.feature_size, s.embed_dim), dtype="float32")
+    images = r.random((batch, s.image_size, s.image_size, 3), dtype="float32")
+    target = r.random((batch, s.feature_size, s.feature_size, s.embed_dim), dtype="float32")
 
     def outputs():
-        out = segmenter({"images": images, **point_prompts(s, BATCH)}, training=False)
+        out = segmenter({"images": images, **point_prompts(s, batch)}, training=False)
         return {f"{key}": keras.ops.convert_to_numpy(value) for key, value in out.items()}
 
     return segmenter, outputs, (image_encoder, images, target, keras.losses.MeanSquaredError())
@@ -150,7 +160,7 @@ class Recorder:
         return y
 
 
-def stable_diffusion_case(keras, s, piece: str | None = None):
+def stable_diffusion_case(keras, s, piece: str | None = None, batch: int = BATCH):
     """StableDiffusion as the benchmark builds it (bench/models/stable_diffusion/keras.py: keras-cv's pipeline, XLA
     except on torch). Predict: the prompt's text encoding, then generate_image's one denoising step (the unconditional
     and conditional UNet calls, guidance, the DDIM update) on seeded noise, then the decoder: the pipeline's own code,
@@ -165,9 +175,9 @@ def stable_diffusion_case(keras, s, piece: str | None = None):
 
     image_encoder, fit_model = build_fit_encoder(s, keras)
     r = np.random.default_rng(SEED)
-    noise = r.standard_normal((BATCH, s.latent_size, s.latent_size, 4), dtype="float32")
-    images = r.random((BATCH, s.resolution, s.resolution, 3), dtype="float32")
-    target = r.random((BATCH, s.latent_size, s.latent_size, 8), dtype="float32")
+    noise = r.standard_normal((batch, s.latent_size, s.latent_size, 4), dtype="float32")
+    images = r.random((batch, s.resolution, s.resolution, 3), dtype="float32")
+    target = r.random((batch, s.latent_size, s.latent_size, 8), dtype="float32")
     fit_step = (fit_model, images, target, keras.losses.MeanSquaredError())
     if piece == "vae":
         decoder = pipeline_models(s, ("decoder",))["decoder"]
@@ -183,7 +193,7 @@ def stable_diffusion_case(keras, s, piece: str | None = None):
         for name, recorder in recorders.items():
             setattr(pipeline, f"_{name}", recorder)
         context = pipeline.encode_text(PROMPT)
-        pipeline.generate_image(context, batch_size=BATCH, num_steps=1, diffusion_noise=noise)
+        pipeline.generate_image(context, batch_size=batch, num_steps=1, diffusion_noise=noise)
         (_, conditional), (_, unconditional) = recorders["text_encoder"].calls
         (_, eps_unconditional), (_, eps_conditional) = recorders["diffusion_model"].calls
         ((latent, decoded),) = recorders["decoder"].calls
@@ -195,11 +205,11 @@ def stable_diffusion_case(keras, s, piece: str | None = None):
     return parts, outputs, fit_step
 
 
-def keras_case(keras, model: str, s, piece: str | None = None):
+def keras_case(keras, model: str, s, piece: str | None = None, batch: int = BATCH):
     """(the models whose weights are carried, by name; the outputs on the shared inputs; the fit step's arguments)."""
     if model == "stable_diffusion":
-        return stable_diffusion_case(keras, s, piece)
-    built, outputs, fit_step = sam_case(keras, s) if model == "sam" else text_case(keras, model, s)
+        return stable_diffusion_case(keras, s, piece, batch)
+    built, outputs, fit_step = sam_case(keras, s, batch) if model == "sam" else text_case(keras, model, s)
     return {"": built}, outputs, fit_step
 
 
@@ -207,15 +217,25 @@ def weights_path(folder: Path, model: str, part: str) -> Path:
     return folder / f"{model}{'-' + part if part else ''}.weights.h5"
 
 
+def outputs_context(keras):
+    """What the outputs are computed under: no autograd graph on torch, where a direct call of the model would keep
+    every activation for a backward pass (SAM's ViT-H at 1024 pixels: over 23 GiB), as predict's own loop does not."""
+    if keras.backend.backend() != "torch":
+        return contextlib.nullcontext()
+    import torch
+
+    return torch.no_grad()
+
+
 def keras_side(model: str, folder: Path, profile: str = "smoke", dtype: str = "float32",
-               piece: str | None = None) -> None:
+               piece: str | None = None, outputs_only: bool = False) -> None:
     import keras
 
     s = get_model(model).shape(profile)
     keras.config.set_dtype_policy(dtype)
     keras.utils.set_random_seed(SEED)
     stage = Stages()
-    parts, outputs, fit_step = keras_case(keras, model, s, piece)
+    parts, outputs, fit_step = keras_case(keras, model, s, piece, batch_for(model, profile))
     stage("built")
     for part, built in parts.items():
         weights = weights_path(folder, model, part)
@@ -224,10 +244,14 @@ def keras_side(model: str, folder: Path, profile: str = "smoke", dtype: str = "f
         else:  # the first backend: its random weights are the ones every other backend loads
             built.save_weights(str(weights))
     stage("weights loaded or saved")
-    out = outputs()
+    with outputs_context(keras):
+        out = outputs()
     stage("outputs")
-    out["loss"], out["gradient_norm"] = loss_and_gradient_norm(keras, *fit_step)
-    stage("fit step's loss and gradients")
+    del parts, outputs  # StableDiffusion's text encoder and UNet: their memory back before the fit step's gradients
+    gc.collect()
+    if not outputs_only:  # outputs_only: the machine cannot hold the fit step (run.py fit_step_too_large)
+        out["loss"], out["gradient_norm"] = loss_and_gradient_norm(keras, *fit_step)
+        stage("fit step's loss and gradients")
     save_outputs(folder / f"{model}__keras-{keras.backend.backend()}.npz", out)
 
 
@@ -399,7 +423,7 @@ def parameter_counts(model: str, folder: Path, env: str, profile: str = "smoke")
 
 
 ACTIONS = {
-    "keras": lambda model, folder, env, a: keras_side(model, folder, a.profile, a.dtype, a.piece),
+    "keras": lambda model, folder, env, a: keras_side(model, folder, a.profile, a.dtype, a.piece, a.outputs_only),
     "native-export": lambda model, folder, env, a: native_export(model, folder, a.profile),
     "keras-import": lambda model, folder, env, a: keras_import(model, folder, a.profile),
     "native-compile": lambda model, folder, env, a: native_compile(model, folder, a.profile),
@@ -420,6 +444,7 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--dtype", default="float32")
     parser.add_argument("--device", choices=("cpu", "gpu"), default="cpu", help="gpu: bfloat16's (run.py's choice)")
     parser.add_argument("--piece", choices=("vae",), help="StableDiffusion's smaller piece (the test's)")
+    parser.add_argument("--outputs-only", action="store_true", help="leave the fit step out (too large to hold)")
     args = parser.parse_args(argv)
     if args.device == "cpu":  # float32 is the CPU's: a GPU's TF32 matmuls would not compute float32
         os.environ["CUDA_VISIBLE_DEVICES"] = ""
