@@ -2,8 +2,9 @@
 (`<folder>.tar.xz`), unpacked on demand into the folder itself, which git ignores.
 
 The raw result files of a noise study's rounds and pairs are read again only to re-judge the study, to compare its
-sides by hand, or as points of a cell's history; kept as folders they were most of the checkout's megabytes (JSON of
-raw step times compresses about 7x), which a GPU machine's hand-over limits. The archive is deterministic (members
+sides by hand, or as points of a cell's history; the inference grid's, a machine's thousand points, only to render
+GRID.md. Kept as folders they were most of the checkout's megabytes (JSON of raw step times compresses 7x to 30x),
+which a GPU machine's hand-over limits. The archive is deterministic (members
 sorted, times and owners fixed), so packing the same files again gives the same bytes and git sees no change.
 
 `python -m bench.packed pack <folder>...` packs (the folder stays, unpacked); `unpack [<results folder>]` unpacks
@@ -24,7 +25,7 @@ from bench.errors import BenchError
 
 SUFFIX = ".tar.xz"
 # the folders whose archives are tracked in place of their files (.gitignore ignores them, unpacked)
-PACKED_UNDER = ("noise/runs", "noise/invocations")
+PACKED_UNDER = ("noise/runs", "noise/invocations", "grid")
 
 
 def archive_of(folder: Path) -> Path:

@@ -25,6 +25,7 @@ ALLOWED = {
     ("bench/results_folder.py", "open('a')"): LOG,
     ("bench/grid/workers.py", "open('a')"): LOG,
     ("bench/worker_process.py", "open('a')"): LOG,
+    ("scripts/probe_tracking.py", "open('a')"): LOG,  # probe readings, a JSON line each, appended as taken
     ("bench/cluster/localslurm.py", "open('w')"): LOG,
     ("bench/results.py", "os.replace"): MOVED_ASIDE,
     ("bench/results_upkeep.py", "shutil.move"): MOVED_ASIDE,

@@ -127,3 +127,22 @@ def test_a_side_slowed_on_purpose_is_no_point_of_its_cells_history(tmp_path):
     delayed = [p for p in paths if "/delay-" in p]
     assert delayed and all("/A/" in p for p in delayed), delayed[:3]
     assert any("/round-1/B/" in p for p in paths)  # an A/A round's B side is the same code: a point
+
+
+def test_the_committed_grid_is_read_from_its_archives_as_from_its_folders(tmp_path):
+    """The inference grid's results are tracked packed, one archive per grid and machine: GRID.md's reader unpacks
+    them, so a fresh clone renders the same groups of points as the folders gave."""
+    import shutil
+
+    from bench.report.grid import load_grid
+
+    grid = REPO / "results" / "grid"
+    archives = sorted(grid.glob(f"*/*{SUFFIX}"))
+    assert {a.parent.name for a in archives} >= {"grid-cpu", "grid-lengths"}
+    results = tmp_path / "results"
+    for archive in archives:
+        (results / "grid" / archive.parent.name).mkdir(parents=True, exist_ok=True)
+        shutil.copy(archive, results / "grid" / archive.parent.name / archive.name)
+    groups = load_grid(results)
+    assert [(g.grid, len(g.results)) for g in groups] and all(g.results for g in groups)
+    assert all((results / "grid" / a.parent.name / a.name[: -len(SUFFIX)]).is_dir() for a in archives)

@@ -59,8 +59,9 @@ def test_every_committed_result_file_validates():
     tracked = subprocess.run(
         ["git", "ls-files", "results/*/*.json"], cwd=REPO, capture_output=True, text=True
     ).stdout.split()
-    # a noise study's rounds are tracked packed (bench/packed.py): each archive's members count as its files
-    archives = subprocess.run(["git", "ls-files", "results/noise/*.tar.xz"], cwd=REPO, capture_output=True,
+    # a noise study's rounds and the grid's results are tracked packed (bench/packed.py): each archive's members
+    # count as its files
+    archives = subprocess.run(["git", "ls-files", "results/*.tar.xz"], cwd=REPO, capture_output=True,
                               text=True).stdout.split()  # fmt: skip
     for archive in archives:
         with tarfile.open(REPO / archive, mode="r:xz") as tar:

@@ -27,6 +27,7 @@ from bench.env_lookup import env_python
 from bench.errors import BenchError
 from bench.grid.spec import COLUMNS, MODELS, REFERENCE_COLUMN, TASK, Grid, GridModel
 from bench.grid.workers import CALL_TIMEOUT_S, SETUP_TIMEOUT_S, WORKER_ENVIRONMENT, WorkerProcess, Workers
+from bench.packed import pack, unpacked
 from bench.progress import Progress, closing_line, hms, probe_line
 from bench.provenance import git_info, machine_info, machine_slug, now_utc, study_provenance
 from bench.registry import Cell
@@ -126,6 +127,8 @@ def run_grid(
         env_python(env)  # refuses an unbuilt or stale env before anything runs
     check_writable(results_dir)
     git, machine = git_info(), machine_info()
+    # this grid's results on this machine are tracked packed: unpacked before a point is added, packed again after
+    folder = unpacked(Path(results_dir) / GRID_DIR / f"grid-{grid.name}" / machine_slug(machine))
     reference = {"start_ms": reference_ms()}
     started = time.perf_counter()
     written: list[Result] = []
@@ -148,6 +151,8 @@ def run_grid(
     finally:
         workers.stop()
         shutil.rmtree(scratch, ignore_errors=True)
+        if written and folder.is_dir():  # an interrupted grid's points too: the archive is what git keeps
+            pack(folder)
         if progress:
             progress.close()
     end = reference_ms()
