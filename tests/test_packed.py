@@ -136,7 +136,7 @@ def test_the_committed_grid_is_read_from_its_archives_as_from_its_folders(tmp_pa
 
     from bench.report.grid import load_grid
 
-    grid = REPO / "results" / "grid"
+    grid = committed_results() / "grid"  # HEAD's archives
     archives = sorted(grid.glob(f"*/*{SUFFIX}"))
     assert {a.parent.name for a in archives} >= {"grid-cpu", "grid-lengths"}
     results = tmp_path / "results"

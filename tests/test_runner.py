@@ -523,7 +523,9 @@ def test_sigkill_without_a_readable_memory_events_is_killed_not_oom(venvs, tmp_p
 
 def test_a_run_says_how_long_it_should_take_from_this_machines_earlier_results(venvs, tmp_path):
     results = tmp_path / "results"
-    args = smoke_run("--backend", "jax,torch", "--model", "bert", "--task", "fit", "--repeats", "2", results=results)
+    # batch 3: cells no committed result holds, so the repository's own results/ (read too) are no earlier run here
+    args = smoke_run("--backend", "jax,torch", "--model", "bert", "--task", "fit", "--repeats", "2", "--batch-size",
+                     "3", results=results)
     first = bench(args, bench_env(venvs))
     assert first.returncode == 0, first.stderr
     assert "on this machine" not in first.stdout  # nothing measured here before: no figure made up
@@ -532,6 +534,6 @@ def test_a_run_says_how_long_it_should_take_from_this_machines_earlier_results(v
     assert line.endswith("on this machine for the 2 cells it has measured before (2 processes each, as long as "
                          "their earlier ones)"), line
     one = bench([*smoke_run("--backend", "jax,tensorflow", "--model", "bert", "--task", "fit",
-                           "--repeats", "1", results=results)], bench_env(venvs))
+                           "--repeats", "1", "--batch-size", "3", results=results)], bench_env(venvs))
     assert "for the 1 cell it has measured before (1 process each, as long as their earlier ones; 1 cell never " \
            "measured here, not counted)" in one.stdout
