@@ -295,7 +295,7 @@ noise: doctor ## How small a difference this machine can show: A/A false positiv
 		$(if $(DELAY_CELLS),--delay-cells $(DELAY_CELLS)) $(if $(PARTS),--parts $(PARTS)) \
 		$(if $(MAX_PROCESSES),--max-processes $(MAX_PROCESSES)) --results-dir "$(RESULTS)"
 
-unpack: env-tools ## Unpack the noise studies' raw runs, kept packed (<folder>.tar.xz, bench/packed.py), into their folders (git ignores them); make compare, make history and a re-judge unpack what they read themselves
+unpack: env-tools ## Unpack the noise studies' raw runs and the inference grid's results, kept packed (<folder>.tar.xz, bench/packed.py), into their folders (git ignores them); make compare, make history, make table and a re-judge unpack what they read themselves
 	$(TOOLS_PY) -m bench.packed unpack "$(RESULTS)"
 
 ceilings: env-tools ## This machine's ceilings (matmul FLOP/s per dtype, triad GB/s) in every built env: $(RESULTS)/ceilings/<machine>.json (docs/ROOFLINE.md)

@@ -122,8 +122,8 @@ def main(argv: list[str] | None = None) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
     packing = commands.add_parser("pack", help="pack folders into <folder>.tar.xz beside them (the folders stay)")
     packing.add_argument("folders", type=Path, nargs="+")
-    unpacking = commands.add_parser("unpack", help="unpack every archive under a results folder's noise/ whose "
-                                    "folder is missing")
+    unpacking = commands.add_parser("unpack", help="unpack every archive under a results folder's noise/ and grid/ "
+                                    "whose folder is missing")
     unpacking.add_argument("results_dir", type=Path, nargs="?", default=DEFAULT_RESULTS)
     args = parser.parse_args(argv)
     try:

@@ -267,8 +267,8 @@ from bench.parity import worker
 
 case = worker.keras_case
 
-def changed(keras, model, s, piece=None):
-    parts, outputs, fit_step = case(keras, model, s, piece)
+def changed(keras, model, s, piece=None, batch=worker.BATCH):
+    parts, outputs, fit_step = case(keras, model, s, piece, batch)
     for layer in parts["image_encoder"]._flatten_layers():
         if isinstance(layer, keras.layers.GroupNormalization):
             layer.epsilon = 1e-3
