@@ -104,10 +104,11 @@ def unpacked(path: Path) -> Path:
     return path
 
 
-def unpack_all(results_dir: Path) -> list[Path]:
-    """Every archive under the results folder's packed places whose folder is missing, unpacked; returns those."""
+def unpack_all(results_dir: Path, places: tuple[str, ...] = PACKED_UNDER) -> list[Path]:
+    """Every archive under the results folder's packed places (or those of `places`) whose folder is missing,
+    unpacked; returns those."""
     done = []
-    for place in PACKED_UNDER:
+    for place in places:
         parent = Path(results_dir) / place
         for archive in sorted(parent.rglob(f"*{SUFFIX}")) if parent.is_dir() else []:
             if not archive.name.startswith(".") and not folder_of(archive).is_dir():

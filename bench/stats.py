@@ -270,6 +270,13 @@ class Estimate:
         }
 
 
+def steps_floor(step_ses: list[float | None]) -> float:
+    """The least variance of ln(a process's median) that its processes' spread is taken at: the mean of their steps'
+    own (median_log_se squared). Their medians can agree by chance; their steps cannot."""
+    known = [w * w for w in step_ses if w is not None]
+    return statistics.fmean(known) if known else 0.0
+
+
 def estimate(samples: list[list[float]], spread: ProcessSpread | None = None) -> Estimate | None:
     """A cell's figure from its processes' timed steps (one list per process). None without any step."""
     samples = [list(s) for s in samples if s]
@@ -285,8 +292,7 @@ def estimate(samples: list[list[float]], spread: ProcessSpread | None = None) ->
     if processes >= 2:
         logs = [math.log(m) for m in medians]
         between = statistics.variance(logs)
-        known = [w * w for w in within if w is not None]
-        floor = statistics.fmean(known) if known else 0.0  # the medians can agree by chance; their steps cannot
+        floor = steps_floor(within)
         return Estimate(math.exp(statistics.fmean(logs)), math.sqrt(max(between, floor) / processes),
                         processes - 1, processes, steps, PROCESSES)
     w, n = within[0], len(samples[0])
@@ -322,8 +328,7 @@ def estimate_across_runs(runs: list[list[list[float]]]) -> Estimate | None:
     logs = [[math.log(m) for m in ms] for ms in medians]
     means = [statistics.fmean(ls) for ls in logs]
     within = sum((x - mean) ** 2 for ls, mean in zip(logs, means) for x in ls) / dof
-    known = [w * w for s in everything if (w := median_log_se(s)) is not None]
-    floor = statistics.fmean(known) if known else 0.0  # as in estimate(): the steps bound how close medians can be
+    floor = steps_floor([median_log_se(s) for s in everything])
     k = len(runs)
     variance = max(within, floor) * sum(1 / len(ls) for ls in logs) / k**2
     return Estimate(math.exp(statistics.fmean(means)), math.sqrt(variance), dof, len(everything),

@@ -53,14 +53,13 @@ class GridResult(Result):
                                 self.provenance.get("machine", {}))
 
 
+def grid_folder(profile: str, machine: dict[str, Any]) -> Path:
+    """A grid's results of one machine, under the results folder (tracked packed: bench/packed.py)."""
+    return Path(GRID_DIR) / profile / machine_slug(machine)
+
+
 def grid_result_path(cell: Cell, length: int | None, machine: dict[str, Any]) -> Path:
-    return (
-        Path(GRID_DIR)
-        / cell.profile
-        / machine_slug(machine)
-        / cell.model
-        / f"{cell.variant}__bs{cell.batch_size}__len{length}.json"
-    )
+    return grid_folder(cell.profile, machine) / cell.model / f"{cell.variant}__bs{cell.batch_size}__len{length}.json"
 
 
 def grid_cell(model: str, column: str, batch: int, grid: Grid) -> Cell:
@@ -71,7 +70,7 @@ def grid_cell(model: str, column: str, batch: int, grid: Grid) -> Cell:
         "model": model,
         "task": TASK,
         "batch_size": batch,
-        "profile": f"grid-{grid.name}",
+        "profile": grid.profile,
         "variant": column,
         "warmup_steps": grid.warmup,
         "timed_steps": grid.max_repeats,
@@ -128,7 +127,7 @@ def run_grid(
     check_writable(results_dir)
     git, machine = git_info(), machine_info()
     # this grid's results on this machine are tracked packed: unpacked before a point is added, packed again after
-    folder = unpacked(Path(results_dir) / GRID_DIR / f"grid-{grid.name}" / machine_slug(machine))
+    folder = unpacked(Path(results_dir) / grid_folder(grid.profile, machine))
     reference = {"start_ms": reference_ms()}
     started = time.perf_counter()
     written: list[Result] = []

@@ -273,6 +273,11 @@ class Grid:
     warmup: int = 0
     max_warmup: int = 3
 
+    @property
+    def profile(self) -> str:
+        """Its results' profile, and their folder under results/grid/."""
+        return f"grid-{self.name}"
+
     def points(self) -> list[tuple[int, int]]:
         return [
             (b, n)

@@ -290,16 +290,28 @@ def keras_eager_vs_jit(model: str, folder: Path, logs: Path, timeout_s: float,
     return lines
 
 
-def too_large(model: str, settings: Settings, machine: dict) -> str | None:
-    """Why the machine cannot hold the model's Keras parity step at the profile's shapes (None where it can, or where
-    its parameters are not known: the step itself then says how it ended)."""
+def keras_counts(model: str, settings: Settings) -> dict[str, int] | None:
+    """The Keras model's parameters per part at the profile's shapes (bench/plan/counts.py), None where not known."""
     counts = counts_for({(model, "keras")}, settings.profile, echo=lambda *_: None).get((model, "keras"))
     if not isinstance(counts, dict) or not counts:
         return None
-    parts = {part: n for part, n in counts.items() if isinstance(n, int)}  # less "counted_in": the env's name
+    return {part: n for part, n in counts.items() if isinstance(n, int)}  # less "counted_in": the env's name
+
+
+def memory_held(settings: Settings, machine: dict) -> tuple[float | None, str]:
+    """The memory a parity step has (GiB) and its name: the GPU's for a GPU run, else the machine's RAM."""
+    return available_device(machine) if settings.on_gpu else (machine.get("memory_gib"), "RAM")
+
+
+def too_large(model: str, settings: Settings, machine: dict) -> str | None:
+    """Why the machine cannot hold the model's Keras parity step at the profile's shapes (None where it can, or where
+    its parameters are not known: the step itself then says how it ended)."""
+    parts = keras_counts(model, settings)
+    if not parts:
+        return None
     parameters = parts["sam"] if model == "sam" else sum(parts.values())  # SAM's image encoder is inside "sam"
     need = parameters * 4 * HELD_COPIES / 2**30
-    held, what = available_device(machine) if settings.on_gpu else (machine.get("memory_gib"), "RAM")
+    held, what = memory_held(settings, machine)
     if held is None or need <= held:
         return None
     return (f"{parameters / 1e9:.2f}B parameters at {settings.profile} shapes: its weights, gradients and the loaded "
@@ -311,17 +323,16 @@ def fit_step_too_large(model: str, settings: Settings, machine: dict) -> str | N
     memory.py: the held weights, the gradients and the activations, beside the weights file's copy), where it can
     hold the outputs' step: SAM's ViT-H at 1024 pixels, whose fit activations alone are about 24 GiB at batch 1. None
     where it fits or the counts are unknown."""
-    counts = counts_for({(model, "keras")}, settings.profile, echo=lambda *_: None).get((model, "keras"))
-    if not isinstance(counts, dict) or not counts:
+    parts = keras_counts(model, settings)
+    if not parts:
         return None
-    parts = {part: n for part, n in counts.items() if isinstance(n, int)}
     batch = batch_for(model, settings.profile)
     try:
         found = memory_figures(model, "keras", "fit", batch, parts, get_model(model).shape(settings.profile))
     except (KeyError, BenchError):  # a part the rule needs is not counted: the step itself says how it ends
         return None
     need = (2 * found.weights_bytes + found.gradients_bytes + found.activations_bytes) / 2**30
-    held, what = available_device(machine) if settings.on_gpu else (machine.get("memory_gib"), "RAM")
+    held, what = memory_held(settings, machine)
     if held is None or need <= held:
         return None
     return (f"the fit step at batch {batch} needs about {need:.0f} GiB by the plan's estimate (activations "

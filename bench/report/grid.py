@@ -16,7 +16,7 @@ from bench.grid.findings import PointFigure, column_means, findings, framework_m
 from bench.grid.run import GRID_DIR, TOLERANCE, WORKER_ENVIRONMENT, beyond_tolerance
 from bench.grid.spec import COLUMNS, MODELS
 from bench.judge import Judge
-from bench.packed import SUFFIX, folder_of, unpacked
+from bench.packed import unpack_all
 from bench.provenance import machine_label, machine_slug
 from bench.report import text
 from bench.report.grid_figures import draw_figures, length_of
@@ -65,8 +65,7 @@ class GridGroup:
 def load_grid(results_dir: Path) -> list[GridGroup]:
     """Every current grid result, grouped by (grid, machine label); an unreadable file raises, naming itself."""
     root = Path(results_dir) / GRID_DIR
-    for archive in sorted(root.glob(f"*/*{SUFFIX}")) if root.is_dir() else []:  # each grid's machines, packed
-        unpacked(folder_of(archive))
+    unpack_all(results_dir, (GRID_DIR,))  # each grid's machines, tracked packed
     groups: dict[tuple[str, str], GridGroup] = {}
     for path in result_files(root):
         result = load(path)
