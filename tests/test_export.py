@@ -58,6 +58,9 @@ def test_the_committed_smoke_results_export_to_72_rows_per_stack(tmp_path):
         assert list(rows[0]) == list(export.COLUMNS)
         assert {"ok", "unsupported"} <= {r["status"] for r in rows} <= {"ok", "unsupported", "unsteady"}
         assert sum(r["status"] == "unsupported" for r in rows) == 6
+        # one machine a folder, and the folder named for it (hardware and processor)
+        assert len({r["machine"] for r in rows}) == 1 and rows[0]["machine"].endswith(machine.rsplit("--", 1)[1])
+    rows = [r for r in smoke if r["file"].split("/")[1] == SMOKE_FOLDER]
     assert {r["machine"] for r in rows} == {"CPU AMD EPYC (2 cores), processor 64dc9908f650"}
     assert {r["profile"] for r in rows} == {"smoke"}
     bert = next(r for r in rows if r["file"] == f"smoke/{SMOKE_FOLDER}/jax__bert__fit__bs2__default.json")
