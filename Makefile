@@ -315,21 +315,29 @@ bench-overhead: env-tools ## Measure the harness's own per-step overhead on a tr
 check: check-locks check-containers check-flake ## Static checks, offline: locks current, exports in sync, hadolint, flake
 	@echo "check: all static checks passed"
 
-# `make test` in two phases. First every test not marked `slow`, one at a time (timing checks want a quiet machine).
-# Then the slow ones (benchmark cells, `make bench`, image builds) as two pytest processes side by side: keras-cv's
-# StableDiffusion cells (marker keras_cv_sd: they use both cores and the memory bus throughout; two of them side by
-# side took 15 min each instead of 6) one after another, then the image build (marker container, 9 min); and every
-# other slow test, longest first (duration_s, tests/conftest.py), whose processes are mostly single-threaded import,
-# build and trace. The image build goes with the StableDiffusion cells to balance the two (CI dry run, 2026-11-24:
-# 32 and 52 min with it in the other). The first one's report is printed when both have ended. Every phase always
-# runs; make fails if any failed.
+# `make test` in three phases. First the tests that time real work against fixed bounds (marker wall_clock), alone:
+# they want a quiet machine. Then every other test not marked `slow`, beside the test that runs that same suite in a
+# copy of the checkout with a new model added (marker beside_fast): two mostly single-threaded pytest processes, one
+# a core; that copy's run had taken 13 of the slow phase's 34 minutes, with a core idle much of the time (CI,
+# 2026-11-29). Then the other slow ones (benchmark cells, `make bench`, image builds) as two pytest processes side by
+# side: keras-cv's StableDiffusion cells (marker keras_cv_sd: they use both cores and the memory bus throughout; two
+# of them side by side took 15 min each instead of 6) one after another, then the image build (marker container, 9
+# min); and every other slow test, longest first (duration_s, tests/conftest.py), whose processes are mostly
+# single-threaded import, build and trace. The image build goes with the StableDiffusion cells to balance the two (CI
+# dry run, 2026-11-24: 32 and 52 min with it in the other). A process run beside another has its report printed when
+# both have ended. Every phase always runs; make fails if any failed.
 TEST_SD_LOG := $(VENVS)/test-keras-cv-sd.log
+TEST_COPY_LOG := $(VENVS)/test-new-model-copy.log
 test: doctor envs env-ci-stack ## Build what is needed, then lint and run the test suite less its extended tests (smoke profile on CPU)
 	@$(MAKE) --no-print-directory lint
 	@rc=0; \
-	$(TOOLS_PY) -m pytest tests -ra --durations=15 -m "not slow" || rc=$$?; \
+	$(TOOLS_PY) -m pytest tests -ra --durations=15 -m "not slow and wall_clock" || rc=$$?; \
+	$(TOOLS_PY) -m pytest tests -p no:cacheprovider -ra -m "slow and beside_fast" > $(TEST_COPY_LOG) 2>&1 & copy=$$!; \
+	$(TOOLS_PY) -m pytest tests -ra --durations=15 -m "not slow and not wall_clock" || rc=$$?; \
+	wait $$copy || rc=$$?; \
+	echo "== the suite in a copy with a new model added (run beside the tests above) =="; cat $(TEST_COPY_LOG); \
 	$(TOOLS_PY) -m pytest tests -p no:cacheprovider -ra --durations=10 -m "slow and (keras_cv_sd or container) and not extended" > $(TEST_SD_LOG) 2>&1 & sd=$$!; \
-	$(TOOLS_PY) -m pytest tests -p no:cacheprovider -ra --durations=15 -m "slow and not keras_cv_sd and not container and not extended" || rc=$$?; \
+	$(TOOLS_PY) -m pytest tests -p no:cacheprovider -ra --durations=15 -m "slow and not beside_fast and not keras_cv_sd and not container and not extended" || rc=$$?; \
 	wait $$sd || rc=$$?; \
 	echo "== keras-cv StableDiffusion cells and the image build (run beside the slow tests above) =="; cat $(TEST_SD_LOG); \
 	exit $$rc

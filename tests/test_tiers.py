@@ -33,6 +33,6 @@ def test_make_test_deselects_the_extended_tier_and_test_extended_selects_it():
         text=True,
         check=True,
     ).stdout
-    test_part, extended_part = out.split('-m "slow and not keras_cv_sd and not container and not extended"')
+    test_part, extended_part = out.split('-m "slow and not beside_fast and not keras_cv_sd and not container and not extended"')
     assert '-m "slow and (keras_cv_sd or container) and not extended"' in test_part
     assert "-m extended" in extended_part
