@@ -321,6 +321,28 @@ def test_berts_gelu_form_is_named_and_stays_a_difference_of_the_models(tmp_path,
     assert keras_native_differences(tmp_path / "results") == both
 
 
+def test_outputs_that_differ_for_one_cause_are_said_once_each_with_its_figure(tmp_path):
+    """StableDiffusion's three submodules differ in parameters for one cause: the table's note says the cause once,
+    each submodule's counts beside its name; another cause of the same model gets its own clause."""
+    import json
+
+    from bench.report.parity import keras_native_differences
+
+    cause = "keras-cv builds fixed widths"
+    counts = {"UNet": "8 vs 2 parameters", "text encoder": "6 vs 1 parameters", "VAE": "4 vs 3 parameters"}
+    checks = [{"check": "parameter-counts", "model": "stable_diffusion", "output": output, "status": "fail",
+               "why": f"{what}: {cause}"} for output, what in counts.items()]
+    checks.append({"check": "keras-vs-native", "model": "stable_diffusion", "output": "latent", "status": "fail",
+                   "why": "another scheduler"})
+    (tmp_path / "parity").mkdir()
+    (tmp_path / "parity" / "parity.json").write_text(json.dumps({"provenance": {}, "checks": checks}))
+    assert keras_native_differences(tmp_path) == {"stable_diffusion": [
+        "at smoke shapes: 8 vs 2 parameters (UNet), 6 vs 1 parameters (text encoder), 4 vs 3 parameters (VAE): "
+        f"{cause}",
+        "at smoke shapes: another scheduler",
+    ]}
+
+
 def test_sam_and_stable_diffusion_check_at_batch_1_above_smoke_shapes_and_their_lines_say_so(tmp_path, monkeypatch):
     """Batch 2 of SAM's and StableDiffusion's fit step at paper shapes ran JAX out of a 23 GiB machine's memory: above
     the smoke shapes they check at batch 1, the worker is asked for it and the page's lines name it."""

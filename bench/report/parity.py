@@ -36,7 +36,9 @@ def keras_native_differences(results_dir: Path | None) -> dict[str, list[str]]:
     (empty: none found). A failed output that passes when checked again under its stated cause (a check of the same
     model and output named "<output> ...", as Mistral's logits against float16-rounded weights: the converter's
     rounding, not another function) is explained, not a difference of the models."""
-    out: dict[str, list[str]] = {}
+    # A why reads "<what differs>: <its cause>"; the outputs of one cause (a model's submodules' parameter counts)
+    # are said once, each output's figure beside it.
+    found: dict[str, dict[tuple[str, str], dict[str, str]]] = {}
     for run in float32_parity_runs(results_dir):
         checks, profile = run.get("checks") or [], (run.get("provenance") or {}).get("profile", "smoke")
         rechecked = {(c.get("check"), c.get("model"), c.get("output")) for c in checks if c.get("status") == "pass"}
@@ -45,9 +47,13 @@ def keras_native_differences(results_dir: Path | None) -> dict[str, list[str]]:
             explained = any(k == kind and m == model and str(o).startswith(output + " ") for k, m, o in rechecked)
             if kind in KERAS_VS_NATIVE and check.get("status") == "fail" and not explained:
                 why = check.get("why") or f"{check.get('output')} outside {check.get('tolerance')}"
-                said = f"at {profile} shapes: {why}"
-                if said not in out.setdefault(model, []):
-                    out[model].append(said)
+                what, _, cause = why.partition(": ")
+                found.setdefault(model, {}).setdefault((profile, cause), {}).setdefault(what, output)
+    out: dict[str, list[str]] = {}
+    for model, causes in found.items():
+        for (profile, cause), whats in causes.items():
+            what = next(iter(whats)) if len(whats) == 1 else ", ".join(f"{w} ({o})" for w, o in whats.items())
+            out.setdefault(model, []).append(f"at {profile} shapes: {what}" + (f": {cause}" if cause else ""))
     return out
 
 
