@@ -3,10 +3,13 @@ L3-sized triad (a = b + 3c over three 16 MiB arrays: memory traffic, which the m
 seconds into a JSON-lines file, beside a `make bench-all`; `analyse` then sets each cell process's ln(median) about
 its cell's mean against each probe's ln(reading) about its median at the process's start (its log's time stamp).
 A probe that tracked the cells could correct a cross-run comparison for the machine's speed; one that does not,
-cannot.
+cannot. `cells` asks the same of the run's other cells: in each noise study, each cell's shift from round 1 to round 2
+(its mean ln median over both sides' processes), and what is left once the other cells' median shift is taken off,
+beside the shift a one-run-a-side comparison could carry and still call +20% slower in 6 of 8 pairs.
 
     python scripts/probe_tracking.py sample --out probes.jsonl &      (then make bench-all; kill it after)
     python scripts/probe_tracking.py analyse probes.jsonl <results folder of the run>
+    python scripts/probe_tracking.py cells results/noise/*.json
 """
 from __future__ import annotations
 
@@ -97,6 +100,35 @@ def analyse(samples_path: Path, results: Path) -> None:
               f"Spearman {stats.spearmanr(*zip(*pairs)).statistic:.3f}")
 
 
+def cells(studies: list[Path], effect: float = 0.20, power: float = 0.75) -> None:
+    from scipy import stats
+
+    from bench.noise_file import read_noise_file
+
+    # One run a side: the ratio's log carries one round-to-round shift; a two-sided 95% call at this power needs its
+    # standard deviation at most ln(1 + effect) / (z_0.975 + z_power).
+    allowed = math.log1p(effect) / (stats.norm.ppf(0.975) + stats.norm.ppf(power))
+    print(f"a shift of rms <= {allowed:.3f} calls +{effect:.0%} slower in {power:.0%} of one-run-a-side pairs")
+    for path in studies:
+        shifts = {}
+        for cell in read_noise_file(path)["cells"]:
+            by_round = {}
+            for found in cell.get("rounds") or []:
+                medians = [m for side in ("A", "B") for m in (found.get("medians_ms") or {}).get(side) or [] if m]
+                if medians:
+                    by_round[found["round"]] = statistics.mean(math.log(m) for m in medians)
+            if {1, 2} <= set(by_round):
+                shifts[cell["key"]] = by_round[2] - by_round[1]
+        if len(shifts) < 3:
+            print(f"{path.name}: fewer than 3 cells in two rounds")
+            continue
+        left = [s - statistics.median(t for other, t in shifts.items() if other != key) for key, s in shifts.items()]
+        rms = math.sqrt(statistics.mean(s * s for s in shifts.values()))
+        print(f"{path.name}: {len(shifts)} cells, round-to-round shift rms {rms:.3f} "
+              f"({', '.join(f'{s:+.2f}' for s in shifts.values())}); less the other cells' median shift: rms "
+              f"{math.sqrt(statistics.mean(x * x for x in left)):.3f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="action", required=True)
@@ -106,9 +138,13 @@ def main() -> None:
     a = sub.add_parser("analyse")
     a.add_argument("samples", type=Path)
     a.add_argument("results", type=Path)
+    c = sub.add_parser("cells")
+    c.add_argument("studies", type=Path, nargs="+")
     args = parser.parse_args()
     if args.action == "sample":
         sample(args.out, args.every)
+    elif args.action == "cells":
+        cells(args.studies)
     else:
         analyse(args.samples, args.results)
 
