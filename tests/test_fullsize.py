@@ -17,6 +17,9 @@ from bench.results import load_all
 REPO = Path(__file__).resolve().parent.parent
 FULL_SIZE = committed_results() / "cpu-full"  # HEAD's, not what a user's own run left in results/
 RESULTS = load_all(FULL_SIZE)
+# The complete run is the AMD host's (its folder from before results were keyed by processor, and its BERT re-run in
+# the keyed one); another machine's re-run of some rows (the Intel VM's Mistral fit) is checked result by result.
+COMPLETE_RUN = [r for r in RESULTS if (r.provenance.get("machine") or {}).get("cpu") == "AMD EPYC"]
 # What a full-size cell may end as: measured, NA as published, or out of memory (measured, or predicted by the plan).
 OUTCOMES = {"ok", "unsupported", "oom", "oom-predicted"}
 # The models of the committed run, as its plan planned them: a model added since has no full-size run to check.
@@ -34,7 +37,7 @@ def test_every_published_cell_has_a_full_size_result():
     # or took too long, recorded beside the number) at batch 1.
     def key(cell, batch):
         return cell.backend, cell.variant, cell.model, cell.task, batch
-    unmatched = {key(r.cell, r.cell.batch_size) for r in RESULTS}
+    unmatched = {key(r.cell, r.cell.batch_size) for r in COMPLETE_RUN}
     missing = []
     for cell in sorted(
         plan_cells("cpu", models=RUN_MODELS), key=lambda c: -c.batch_size
@@ -44,7 +47,7 @@ def test_every_published_cell_has_a_full_size_result():
             unmatched.discard(found)
         else:
             missing.append(cell.key)
-    assert len(RESULTS) == 72 and not missing, missing
+    assert len(COMPLETE_RUN) == 72 and not missing, missing
 
 
 @pytest.mark.parametrize("result", RESULTS, ids=lambda r: r.cell.key)
