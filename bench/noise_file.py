@@ -135,22 +135,34 @@ def readable_studies(path: Path) -> list[dict[str, Any]]:
     return studies
 
 
+def median_logs(medians: list[Any]) -> list[float]:
+    """ln of each process's median that was measured (a number above zero)."""
+    return [math.log(m) for m in medians if isinstance(m, (int, float)) and m > 0]
+
+
+def round_logs(cell: dict[str, Any]) -> dict[int, list[float]]:
+    """A study cell's A/A rounds by number, each one run of identical code: ln(a process's median), both sides."""
+    def both_sides(found: dict[str, Any]) -> list[Any]:
+        return [m for side in ("A", "B") for m in (found.get("medians_ms") or {}).get(side, [])]
+
+    return {found["round"]: median_logs(both_sides(found)) for found in cell.get("rounds") or []}
+
+
 def run_groups(study: dict[str, Any]) -> dict[str, list[list[float]]]:
     """Each cell's separate runs of identical code in a study, as lists of ln(a process's median): every A/A round
     (both sides, one run), and the untouched side A of every delay pair (each pair its own run)."""
     groups: dict[str, list[list[float]]] = {}
 
-    def add(key: str, medians: list[Any]) -> None:
-        logs = [math.log(m) for m in medians if isinstance(m, (int, float)) and m > 0]
+    def add(key: str, logs: list[float]) -> None:
         if len(logs) >= 2:
             groups.setdefault(key, []).append(logs)
 
     for cell in study.get("cells") or []:
-        for found in cell.get("rounds") or []:
-            add(cell["key"], [m for side in ("A", "B") for m in (found.get("medians_ms") or {}).get(side, [])])
+        for logs in round_logs(cell).values():
+            add(cell["key"], logs)
     for row in study.get("detection") or []:
         for pair in row.get("pairs") or []:
-            add(row["key"], (pair.get("medians_ms") or {}).get("A", []))
+            add(row["key"], median_logs((pair.get("medians_ms") or {}).get("A", [])))
     return groups
 
 

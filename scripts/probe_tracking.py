@@ -103,7 +103,7 @@ def analyse(samples_path: Path, results: Path) -> None:
 def cells(studies: list[Path], effect: float = 0.20, power: float = 0.75) -> None:
     from scipy import stats
 
-    from bench.noise_file import read_noise_file
+    from bench.noise_file import read_noise_file, round_logs
 
     # One run a side: the ratio's log carries one round-to-round shift; a two-sided 95% call at this power needs its
     # standard deviation at most ln(1 + effect) / (z_0.975 + z_power).
@@ -112,11 +112,7 @@ def cells(studies: list[Path], effect: float = 0.20, power: float = 0.75) -> Non
     for path in studies:
         shifts = {}
         for cell in read_noise_file(path)["cells"]:
-            by_round = {}
-            for found in cell.get("rounds") or []:
-                medians = [m for side in ("A", "B") for m in (found.get("medians_ms") or {}).get(side) or [] if m]
-                if medians:
-                    by_round[found["round"]] = statistics.mean(math.log(m) for m in medians)
+            by_round = {k: statistics.fmean(logs) for k, logs in round_logs(cell).items() if logs}
             if {1, 2} <= set(by_round):
                 shifts[cell["key"]] = by_round[2] - by_round[1]
         if len(shifts) < 3:
