@@ -140,12 +140,13 @@ def median_logs(medians: list[Any]) -> list[float]:
     return [math.log(m) for m in medians if isinstance(m, (int, float)) and m > 0]
 
 
-def round_logs(cell: dict[str, Any]) -> dict[int, list[float]]:
-    """A study cell's A/A rounds by number, each one run of identical code: ln(a process's median), both sides."""
+def round_logs(cell: dict[str, Any]) -> list[tuple[int | None, list[float]]]:
+    """A study cell's A/A rounds in order, each one run of identical code: (its number, None where a file names none;
+    ln(a process's median), both sides)."""
     def both_sides(found: dict[str, Any]) -> list[Any]:
         return [m for side in ("A", "B") for m in (found.get("medians_ms") or {}).get(side, [])]
 
-    return {found["round"]: median_logs(both_sides(found)) for found in cell.get("rounds") or []}
+    return [(found.get("round"), median_logs(both_sides(found))) for found in cell.get("rounds") or []]
 
 
 def run_groups(study: dict[str, Any]) -> dict[str, list[list[float]]]:
@@ -158,7 +159,7 @@ def run_groups(study: dict[str, Any]) -> dict[str, list[list[float]]]:
             groups.setdefault(key, []).append(logs)
 
     for cell in study.get("cells") or []:
-        for logs in round_logs(cell).values():
+        for _, logs in round_logs(cell):
             add(cell["key"], logs)
     for row in study.get("detection") or []:
         for pair in row.get("pairs") or []:

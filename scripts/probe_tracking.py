@@ -112,7 +112,7 @@ def cells(studies: list[Path], effect: float = 0.20, power: float = 0.75) -> Non
     for path in studies:
         shifts = {}
         for cell in read_noise_file(path)["cells"]:
-            by_round = {k: statistics.fmean(logs) for k, logs in round_logs(cell).items() if logs}
+            by_round = {k: statistics.fmean(logs) for k, logs in round_logs(cell) if k is not None and logs}
             if {1, 2} <= set(by_round):
                 shifts[cell["key"]] = by_round[2] - by_round[1]
         if len(shifts) < 3:
