@@ -117,7 +117,7 @@ $(UV): containers/uv-requirements.txt
 	@mkdir -p $(dir $(UV))
 	$(PYTHON) containers/install-uv.py containers/uv-requirements.txt $(dir $(UV))
 
-.PHONY: help wheelhouse gpu-check bench bench-all bench-cpu-full bench-cpu-mid grid tuning overhead plan table test test-extended test-stack2024 test-fast lint docs check ceilings flops-check bench-overhead parity clean-results doctor export validate compare noise unpack submit submit-status
+.PHONY: help wheelhouse gpu-check bench bench-all bench-cpu-full bench-cpu-mid grid tuning overhead plan table test test-durations test-extended test-stack2024 test-fast lint docs check ceilings flops-check bench-overhead parity clean-results doctor export validate compare noise unpack submit submit-status
 
 help: ## List every target with one line each, then every variable
 	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | sort -u | awk 'BEGIN{FS=":.*## "}{printf "  %-18s %s\n", $$1, $$2}'
@@ -315,37 +315,34 @@ bench-overhead: env-tools ## Measure the harness's own per-step overhead on a tr
 check: check-locks check-containers check-flake ## Static checks, offline: locks current, exports in sync, hadolint, flake
 	@echo "check: all static checks passed"
 
-# `make test` in three phases. First the tests that time real work against fixed bounds (marker wall_clock), alone:
-# they want a quiet machine. Then every other test not marked `slow`, beside the test that runs that same suite in a
-# copy of the checkout with a new model added (marker beside_fast): two mostly single-threaded pytest processes, one
-# a core; that copy's run had taken 13 of the slow phase's 34 minutes, with a core idle much of the time (CI,
-# 2026-11-29). Then the other slow ones (benchmark cells, `make bench`, image builds) as two pytest processes side by
-# side: keras-cv's StableDiffusion cells (marker keras_cv_sd: they use both cores and the memory bus throughout; two
-# of them side by side took 15 min each instead of 6) one after another, then the image build (marker container, 9
-# min); and every other slow test, longest first (duration_s, tests/conftest.py), whose processes are mostly
-# single-threaded import, build and trace. The image build goes with the StableDiffusion cells to balance the two (CI
-# dry run, 2026-11-24: 32 and 52 min with it in the other). A process run beside another has its report printed when
-# both have ended. Every phase always runs; make fails if any failed.
-TEST_SD_LOG := $(VENVS)/test-keras-cv-sd.log
-TEST_COPY_LOG := $(VENVS)/test-new-model-copy.log
+# `make test` in two phases. First the tests that time real work against fixed bounds (marker wall_clock), alone:
+# they want a quiet machine. Then every other test, split into two lanes run side by side, one a core, each about
+# half the work by the seconds each test last took (tests/lanes.py, tests/durations.json; `make test-durations`
+# refreshes them from this target's reports). keras-cv's StableDiffusion cells and the image build (markers
+# keras_cv_sd, container) stay one after another in one lane: they use both cores throughout. The tests needing no
+# framework env (neither slow nor envs) run once, in the copy of the checkout with the example model added
+# (tests/test_new_model.py): the checkout and one folder, the case every contributor's new model is; the same
+# tests in the checkout itself were 11 of the 92 minutes the phases took one lane each (CI, 2026-11-29). A lane
+# run beside the other has its report printed when both have ended. Every phase always runs; make fails if any failed.
+TEST_LANES := (slow or envs) and not wall_clock and not extended
+TEST_LANE_LOG := $(VENVS)/test-lane-2.log
 test: doctor envs env-ci-stack ## Build what is needed, then lint and run the test suite less its extended tests (smoke profile on CPU)
 	@$(MAKE) --no-print-directory lint
 	@rc=0; \
-	$(TOOLS_PY) -m pytest tests -ra --durations=15 -m "not slow and wall_clock" || rc=$$?; \
-	$(TOOLS_PY) -m pytest tests -p no:cacheprovider -ra -m "slow and beside_fast" > $(TEST_COPY_LOG) 2>&1 & copy=$$!; \
-	$(TOOLS_PY) -m pytest tests -ra --durations=15 -m "not slow and not wall_clock" || rc=$$?; \
-	wait $$copy || rc=$$?; \
-	echo "== the suite in a copy with a new model added (run beside the tests above) =="; cat $(TEST_COPY_LOG); \
-	$(TOOLS_PY) -m pytest tests -p no:cacheprovider -ra --durations=10 -m "slow and (keras_cv_sd or container) and not extended" > $(TEST_SD_LOG) 2>&1 & sd=$$!; \
-	$(TOOLS_PY) -m pytest tests -p no:cacheprovider -ra --durations=15 -m "slow and not beside_fast and not keras_cv_sd and not container and not extended" || rc=$$?; \
-	wait $$sd || rc=$$?; \
-	echo "== keras-cv StableDiffusion cells and the image build (run beside the slow tests above) =="; cat $(TEST_SD_LOG); \
+	$(TOOLS_PY) -m pytest tests -p no:cacheprovider -ra --durations=15 -m "not slow and wall_clock" --junitxml=$(VENVS)/test-wall-clock.xml || rc=$$?; \
+	$(TOOLS_PY) -m pytest tests -p no:cacheprovider -ra --durations=15 -m "$(TEST_LANES)" --lane 2/2 --junitxml=$(VENVS)/test-lane-2.xml > $(TEST_LANE_LOG) 2>&1 & other=$$!; \
+	$(TOOLS_PY) -m pytest tests -p no:cacheprovider -ra --durations=15 -m "$(TEST_LANES)" --lane 1/2 --junitxml=$(VENVS)/test-lane-1.xml || rc=$$?; \
+	wait $$other || rc=$$?; \
+	echo "== lane 2 of 2 (run beside lane 1 above) =="; cat $(TEST_LANE_LOG); \
 	exit $$rc
 
+test-durations: env-tools ## Refresh tests/durations.json (what make test's lanes are split by) from the last make test's reports
+	$(TOOLS_PY) scripts/test_durations.py $(wildcard $(VENVS)/test-wall-clock.xml $(VENVS)/test-lane-*.xml)
+
 # Not in CI (its hour): the tests marked extended (tests/test_matrix.py): smoke cells that repeat a code path `make
-# test` runs (keras-cv's StableDiffusion on Keras 3 TensorFlow and torch, generate at batch 1) and the 2024 stack's
-# whole smoke matrix, one cell per test; test-stack2024 runs the latter alone. KEEP_RESULTS=results keeps each cell's
-# result (how the committed 2024 results were made).
+# test` runs (keras-cv's StableDiffusion on Keras 3 TensorFlow and torch, generate at batch 1, native StableDiffusion
+# and Mistral compiled) and the 2024 stack's whole smoke matrix, one cell per test; test-stack2024 runs the latter
+# alone. KEEP_RESULTS=results keeps each cell's result (how the committed 2024 results were made).
 EXTENDED_PYTEST = $(if $(KEEP_RESULTS),BENCH_KEEP_RESULTS=$(abspath $(KEEP_RESULTS))) $(TOOLS_PY) -m pytest tests -p no:cacheprovider -ra --durations=15
 test-extended: doctor envs env-tools ## The tests make test leaves out (CI's hour): cells repeating a CI code path, the 2024 stack's matrix
 	@$(MAKE) --no-print-directory envs STACK=2024

@@ -7,6 +7,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+from lanes import keep_lane  # noqa: E402
+
 from bench.provenance import ENV_STAMP, venvs_dir  # noqa: E402  (after the path, so the checkout's bench is found)
 
 VENVS = venvs_dir()  # where the orchestrator looks too
@@ -38,14 +40,23 @@ def assert_paper_settings(cell, settings: dict) -> None:
         assert (got is want) if isinstance(want, bool) or want is None else (got == want), (name, got, want, settings)
 
 
-def pytest_collection_modifyitems(items):
-    """Longest first (marker duration_s, else 0), otherwise in collection order: in `make test`'s two slow
-    processes the long tests then start early and do not leave one process running alone at the end."""
+def pytest_addoption(parser):
+    parser.addoption("--lane", default=None, metavar="K/N",
+                     help="run lane K of N of the selected tests, as make test does (tests/lanes.py)")
+
+
+@pytest.hookimpl(trylast=True)  # after -m's selection, so that a lane splits what was selected
+def pytest_collection_modifyitems(config, items):
+    """Longest first (marker duration_s, else 0), otherwise in collection order: in `make test`'s two processes the
+    long tests then start early and do not leave one process running alone at the end. With --lane K/N, only that
+    lane's tests (tests/lanes.py)."""
     def hint(item) -> float:
         marker = item.get_closest_marker("duration_s")
         return float(marker.args[0]) if marker else 0.0
 
     items.sort(key=lambda item: -hint(item))  # stable: equal hints keep their order
+    if config.getoption("--lane"):
+        keep_lane(config, items, config.getoption("--lane"))
 
 
 @pytest.fixture

@@ -168,16 +168,15 @@ def commit(root: Path) -> None:
 
 @pytest.mark.slow
 @pytest.mark.envs
-@pytest.mark.beside_fast
 @pytest.mark.duration_s(1000)
 def test_the_whole_suite_but_its_slow_tests_passes_with_the_new_model(tmp_path):
     """Nothing outside the folder names a model: with the example added exactly as the doc says (its folder, and
-    nothing else), every test `make test` runs first (-m "not slow") is collected and passes, those generated per
-    model included, but for two kinds left out of the run (their collection still counts): those marked
-    wall_clock, which time real work against fixed bounds, know nothing of the models, and cannot hold beside the
-    fast tests this test runs next to in `make test`; and those marked envs, which run named cells of
-    named models in the framework environments (a new folder cannot reach them; the one that plans over the
-    registry's models is this file's own plan test, run on the same copy), about half the time of the run."""
+    nothing else), every test not marked slow is collected and passes, those generated per model included, but for
+    two kinds left out of the run (their collection still counts): those marked wall_clock, which time real work
+    against fixed bounds, know nothing of the models, and want a machine to themselves (make test runs them first,
+    alone); and those marked envs, which run named cells of named models in the framework environments (a new folder
+    cannot reach them; the one that plans over the registry's models is this file's own plan test, run on the same
+    copy). make test runs the tests left here nowhere else: the copy is the checkout and one folder."""
     root = tmp_path / "checkout"
     checkout_copy(root)
     shutil.copytree(EXAMPLE, root / "bench" / "models" / "tiny_mlp", ignore=shutil.ignore_patterns("__pycache__"))

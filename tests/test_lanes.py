@@ -1,0 +1,92 @@
+"""make test's two lanes (tests/lanes.py): together exactly the selection, each unit whole in one lane, the work
+split about evenly by the measured seconds."""
+import json
+import subprocess
+import sys
+
+import pytest
+from conftest import REPO
+from lanes import DURATIONS, measured_seconds, parse_lane, split
+
+LANES = "(slow or envs) and not wall_clock and not extended"
+
+
+class Marker:
+    def __init__(self, *args):
+        self.args = args
+
+
+class Item:
+    def __init__(self, nodeid, *marks, hint=None):
+        self.nodeid = nodeid
+        self.marks = {name: Marker() for name in marks}
+        if hint is not None:
+            self.marks["duration_s"] = Marker(hint)
+
+    def get_closest_marker(self, name):
+        return self.marks.get(name)
+
+    def __repr__(self):
+        return self.nodeid
+
+
+def loads(lanes, measured):
+    return [sum(measured.get(i.nodeid, 1.0) for i in lane) for lane in lanes]
+
+
+def test_longest_first_to_the_least_loaded_lane_with_the_groups_kept_whole():
+    fast = [Item(f"f{k}") for k in range(4)]
+    sd = [Item("sd1", "slow", "keras_cv_sd"), Item("sd2", "slow", "keras_cv_sd"), Item("image", "slow", "container")]
+    slow = [Item(f"s{k}", "slow") for k in range(5)]
+    items = fast + sd + slow
+    measured = {**{f"f{k}": 30.0 for k in range(4)}, "sd1": 400.0, "sd2": 300.0, "image": 200.0,
+                "s0": 500.0, "s1": 300.0, "s2": 200.0, "s3": 100.0, "s4": 100.0}  # fmt: skip
+    lanes = split(items, 2, measured)
+    assert sorted(i.nodeid for lane in lanes for i in lane) == sorted(i.nodeid for i in items)
+    for group in (fast, sd):
+        assert sum(all(i in lane for i in group) for lane in lanes) == 1, group
+    # units: both cores 900, s0 500, s1 300, s2 200, not slow 120, s3 100, s4 100 (2220 in all): LPT gives 1100/1120
+    assert sorted(loads(lanes, measured)) == [1100.0, 1120.0]
+    assert [i.nodeid for i in lanes[0]] == [i.nodeid for i in items if i in lanes[0]]  # the items' order kept
+
+
+def test_a_test_without_a_figure_counts_its_duration_hint_else_a_second():
+    items = [Item("a", "slow", hint=600), Item("b", "slow"), Item("c", "slow"), Item("d", "slow", hint=300)]
+    lanes = split(items, 2, {"c": 200.0})
+    assert [[i.nodeid for i in lane] for lane in lanes] == [["a"], ["b", "c", "d"]]
+
+
+def test_a_lane_option_is_k_of_n():
+    assert parse_lane("2/3") == (2, 3)
+    for wrong in ("3/2", "0/2", "2", "a/b"):
+        with pytest.raises(pytest.UsageError):
+            parse_lane(wrong)
+
+
+def test_the_committed_durations_name_tests_that_exist_and_say_where_they_were_measured():
+    document = json.loads(DURATIONS.read_text())
+    assert document["measured"] and all(m["host"] and m["started"] for m in document["measured"])
+    seconds = measured_seconds()
+    assert seconds and all(s >= 0 for s in seconds.values())
+    files = {name.split("::")[0] for name in seconds}
+    assert all((REPO / f).is_file() for f in files), [f for f in files if not (REPO / f).is_file()]
+
+
+def collected(*args) -> list[str]:
+    out = subprocess.run(
+        [sys.executable, "-m", "pytest", "tests", "--collect-only", "-q", "-p", "no:cacheprovider", "-m", LANES, *args],
+        cwd=REPO, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    return [line for line in out.stdout.splitlines() if "::" in line]
+
+
+def test_make_tests_two_lanes_are_its_selection_split_with_the_stable_diffusion_cells_in_one():
+    whole = collected()
+    one, two = collected("--lane", "1/2"), collected("--lane", "2/2")
+    assert sorted(one + two) == sorted(whole) and not set(one) & set(two)
+    sd = [name for name in whole if "stable_diffusion" in name and "native-torch" not in name and "test_matrix" in name]
+    assert sd and (set(sd) <= set(one) or set(sd) <= set(two)), sd
+    measured = measured_seconds()
+    work = [sum(measured.get(n, 1.0) for n in lane) for lane in (one, two)]
+    assert abs(work[0] - work[1]) <= 0.25 * max(work), work  # within a quarter where measured
