@@ -321,9 +321,9 @@ check: check-locks check-containers check-flake ## Static checks, offline: locks
 # refreshes them from this target's reports). keras-cv's StableDiffusion cells and the image build (markers
 # keras_cv_sd, container) stay one after another in one lane: they use both cores throughout. The tests needing no
 # framework env (neither slow nor envs) run once, in the copy of the checkout with the example model added
-# (tests/test_new_model.py): the checkout and one folder, the case every contributor's new model is; the same
-# tests in the checkout itself were 11 of the 92 minutes the phases took one lane each (CI, 2026-11-29). A lane
-# run beside the other has its report printed when both have ended. Every phase always runs; make fails if any failed.
+# (tests/test_new_model.py): the checkout and one folder, the case every contributor's new model is. Run in the
+# checkout as well they took 641 s more of a core (here, 2026-11-29). A lane run beside the other has its report
+# printed when both have ended. Every phase always runs; make fails if any failed.
 TEST_LANES := (slow or envs) and not wall_clock and not extended
 TEST_LANE_LOG := $(VENVS)/test-lane-2.log
 test: doctor envs env-ci-stack ## Build what is needed, then lint and run the test suite less its extended tests (smoke profile on CPU)

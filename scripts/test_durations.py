@@ -7,14 +7,14 @@ make test that ran to its end.
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import sys
-import tempfile
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+from bench.atomic import write_json_atomic  # noqa: E402  (after the path: the checkout's bench)
+
 OUT = REPO / "tests" / "durations.json"
 
 
@@ -58,10 +58,7 @@ def main(argv: list[str] | None = None) -> int:
         "measured": measured,
         "seconds": dict(sorted(seconds.items())),
     }
-    handle, temporary = tempfile.mkstemp(dir=args.out.parent, prefix=".durations.")
-    with os.fdopen(handle, "w") as out:
-        out.write(json.dumps(document, indent=1) + "\n")
-    os.replace(temporary, args.out)
+    write_json_atomic(args.out, document)
     print(f"test-durations: {len(seconds)} tests from {len(args.reports)} reports -> {args.out}")
     return 0
 

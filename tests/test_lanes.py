@@ -1,5 +1,6 @@
 """make test's two lanes (tests/lanes.py): together exactly the selection, each unit whole in one lane, the work
 split about evenly by the measured seconds."""
+import importlib.util
 import json
 import subprocess
 import sys
@@ -90,3 +91,34 @@ def test_make_tests_two_lanes_are_its_selection_split_with_the_stable_diffusion_
     measured = measured_seconds()
     work = [sum(measured.get(n, 1.0) for n in lane) for lane in (one, two)]
     assert abs(work[0] - work[1]) <= 0.25 * max(work), work  # within a quarter where measured
+
+
+def durations_script():
+    spec = importlib.util.spec_from_file_location("test_durations_script", REPO / "scripts" / "test_durations.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_make_test_durations_writes_each_ran_tests_seconds_from_the_junit_reports(tmp_path):
+    report = tmp_path / "lane.xml"
+    report.write_text(
+        '<testsuites><testsuite name="pytest" hostname="ci-host" timestamp="2026-11-29T12:00:00">'
+        '<testcase classname="tests.test_matrix" name="test_smoke_cell[jax__sam__fit__bs1__default]" time="35.214"/>'
+        '<testcase classname="tests.test_tiers" name="test_x" time="0.5"/>'
+        '<testcase classname="tests.test_tiers" name="test_skipped" time="0.01"><skipped message="no env"/></testcase>'
+        "</testsuite></testsuites>"
+    )
+    out = tmp_path / "durations.json"
+    (tmp_path / "durations.json").write_text(json.dumps({"seconds": {"tests/test_gone.py::test_old": 9.0}}))
+    assert durations_script().main([str(report), "--out", str(out)]) == 0
+    document = json.loads(out.read_text())
+    assert document["seconds"] == {"tests/test_matrix.py::test_smoke_cell[jax__sam__fit__bs1__default]": 35.21,
+                                   "tests/test_tiers.py::test_x": 0.5}  # fmt: skip
+    assert document["measured"] == [{"report": "lane.xml", "host": "ci-host", "started": "2026-11-29T12:00:00",
+                                     "tests": 2}]  # fmt: skip
+    assert measured_seconds(out) == document["seconds"]
+    other = tmp_path / "other.xml"
+    other.write_text("<coverage/>")
+    assert durations_script().main([str(other), "--out", str(out)]) == 2
+    assert json.loads(out.read_text()) == document  # a report it cannot read changes nothing
