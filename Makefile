@@ -337,7 +337,7 @@ test: doctor envs env-ci-stack ## Build what is needed, then lint and run the te
 	exit $$rc
 
 test-durations: env-tools ## Refresh tests/durations.json (what make test's lanes are split by) from the last make test's reports
-	$(TOOLS_PY) scripts/test_durations.py $(wildcard $(VENVS)/test-wall-clock.xml $(VENVS)/test-lane-*.xml)
+	$(TOOLS_PY) scripts/test_durations.py $(or $(wildcard $(VENVS)/test-wall-clock.xml $(VENVS)/test-lane-*.xml),$(error make test-durations: no make test reports in $(VENVS) (test-wall-clock.xml, test-lane-*.xml): run make test first))
 
 # Not in CI (its hour): the tests marked extended (tests/test_matrix.py): smoke cells that repeat a code path `make
 # test` runs (keras-cv's StableDiffusion on Keras 3 TensorFlow and torch, generate at batch 1, native StableDiffusion
