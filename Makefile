@@ -103,7 +103,7 @@ $(foreach v,$(YES_NO_VARIABLES),$(if $(and $(call answer,$(v)),$(or $(word 2,$(c
 
 # uv, pinned and hash-checked (containers/uv-requirements.txt), fetched into .venvs/.uv on first use:
 # the same uv everywhere, whatever is on PATH.
-UV := $(CURDIR)/$(VENVS)/.uv/uv
+UV := $(abspath $(VENVS))/.uv/uv
 export UV
 
 include mk/envs.mk
