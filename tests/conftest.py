@@ -7,7 +7,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
-from lanes import keep_lane  # noqa: E402
+from lanes import duration_hint, keep_lane  # noqa: E402
 
 from bench.provenance import ENV_STAMP, venvs_dir  # noqa: E402  (after the path, so the checkout's bench is found)
 
@@ -50,11 +50,7 @@ def pytest_collection_modifyitems(config, items):
     """Longest first (marker duration_s, else 0), otherwise in collection order: in `make test`'s two processes the
     long tests then start early and do not leave one process running alone at the end. With --lane K/N, only that
     lane's tests (tests/lanes.py)."""
-    def hint(item) -> float:
-        marker = item.get_closest_marker("duration_s")
-        return float(marker.args[0]) if marker else 0.0
-
-    items.sort(key=lambda item: -hint(item))  # stable: equal hints keep their order
+    items.sort(key=lambda item: -(duration_hint(item) or 0.0))  # stable: equal hints keep their order
     if config.getoption("--lane"):
         keep_lane(config, items, config.getoption("--lane"))
 

@@ -41,11 +41,17 @@ def measured_seconds(path: Path = DURATIONS) -> dict[str, float]:
     return {name: float(s) for name, s in json.loads(path.read_text())["seconds"].items()}
 
 
+def duration_hint(item) -> float | None:
+    """The test's marker duration_s (about how long it takes on a 2-core CPU), None without one."""
+    marker = item.get_closest_marker("duration_s")
+    return float(marker.args[0]) if marker else None
+
+
 def seconds(item, measured: dict[str, float]) -> float:
     if item.nodeid in measured:
         return measured[item.nodeid]
-    marker = item.get_closest_marker("duration_s")
-    return float(marker.args[0]) if marker else UNKNOWN_S
+    hint = duration_hint(item)
+    return UNKNOWN_S if hint is None else hint
 
 
 def unit_of(item) -> str:
