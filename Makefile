@@ -9,7 +9,7 @@ MODEL ?=
 TASK ?=
 PROFILE ?=
 # VARIANT=: one or more variants (comma list): a backend's own (native-torch eager,compiled) or a tuning variant
-# (bench/variants.py: sdpa, attention-dropout-0, fused-attention, matmul-high, loader-workers-N). Default: the backends' own.
+# (bench/catalogue/variants.py: sdpa, attention-dropout-0, fused-attention, matmul-high, loader-workers-N). Default: the backends' own.
 VARIANT ?=
 STEPS ?=
 REPEATS ?=
@@ -18,29 +18,46 @@ RESUME ?=
 EXACT ?=
 # IGNORE_PLAN=1: run cells that $(RESULTS)/plan-<profile>.json predicts will not fit (make plan; else oom-predicted).
 IGNORE_PLAN ?=
-# Cells in parallel, one GPU each (bench/cluster/parallel.py); refused without a GPU per job.
+# Cells in parallel, one GPU each (bench/run/cluster/parallel.py); refused without a GPU per job.
 JOBS ?=
 RESULTS ?= results
 # `RESULTS=` would make every path "$(RESULTS)/..." one under / or the checkout: refused for every target.
 ifeq ($(strip $(RESULTS)),)
 $(error RESULTS= is empty: name a results folder (the default is results))
 endif
-# A path reaches the shell inside double quotes, where ", \, ` or $ would end the quotes or run something: refused.
+# Every variable a user may set reaches a recipe's shell one of these ways (tests/test_make_variables.py checks each is
+# in one list, and that a path or a quoted value is never read bare):
+# - a path (PATH_VARIABLES) inside double quotes, where ", \, ` or $ would end the quotes or run something: refused;
+# - a path that is part of a command (VENVS: $(TOOLS_PY) is $(VENVS)/tools/bin/python) is letters, digits and
+#   / . _ - + alone (WORD_PATH_VARIABLES);
+# - a name or number, a list of names, a count or a yes/no: checked below, each in one line before any recipe runs;
+# - any text at all (CELL=, REASON=, FOR=) in single quotes, through shell_quote (QUOTED_VARIABLES);
+# - a command, or more options for one, passed to the shell as written, by design (SHELL_WORD_VARIABLES: PYTHON=
+#   is the interpreter to run, BENCH_ARGS= more `bench run` options): the user's own shell words.
+PATH_VARIABLES := RESULTS A B OUT KEEP_RESULTS AGAINST IMAGE_NAME
+WORD_PATH_VARIABLES := VENVS
+QUOTED_VARIABLES := CELL REASON KEY CALL STUDY FOR
+SHELL_WORD_VARIABLES := PYTHON BENCH_ARGS SUBMIT_ARGS CONTAINER_ENGINE
 UNQUOTABLE := " \ ` $$
 unquotable = $(strip $(foreach c,$(UNQUOTABLE),$(if $(findstring $(c),$(value $(1))),$(c))))
-$(foreach v,RESULTS A B OUT KEEP_RESULTS AGAINST,$(if $(call unquotable,$(v)),$(error $(v)=$(value $(v)): a path holding \
+$(foreach v,$(PATH_VARIABLES),$(if $(call unquotable,$(v)),$(error $(v)=$(value $(v)): a path holding \
   $(call unquotable,$(v)) cannot reach the shell quoted; name a folder without it)))
 # The software stack: today (envs/<backend>/) or 2024 (keras-benchmarks v0.0.5's pins, envs/<backend>-2024/).
 STACK ?= today
 # ENV=current: run in the interpreter PYTHON is (an activated venv's python3, a container's), unlocked, building no env;
 # its results go to $(RESULTS)/env-current/<environment>/ and make their own table (docs/OWN_ENVIRONMENT.md).
 ENV ?=
-VENVS := .venvs
+# VENVS=: where the envs are built and read (default .venvs): make's own commands, scripts/envs.py's builds and
+# bench's runs alike (BENCH_VENVS_DIR, bench/base/provenance.py venvs_dir, is how the Python side is told).
+VENVS ?= .venvs
+ifneq ($(filter command line environment,$(origin VENVS)),)
+export BENCH_VENVS_DIR := $(abspath $(VENVS))
+endif
 TOOLS_PY := $(VENVS)/tools/bin/python
-# The backends, models and profiles, from the Python that defines them (bench/backends.py, the folders of
-# bench/models/, bench/profiles.toml): read once, and only by the targets that print them.
-REGISTRY = $(eval REGISTRY := $(shell $(PYTHON) -c 'from bench.backends import BACKENDS; from bench.registry import MODELS; \
-	from bench.profiles import profiles; print(*(",".join(names) for names in (BACKENDS, MODELS, profiles())))'))$(REGISTRY)
+# The backends, models and profiles, from the Python that defines them (bench/catalogue/backends.py, the folders of
+# bench/models/, bench/catalogue/profiles.toml): read once, and only by the targets that print them.
+REGISTRY = $(eval REGISTRY := $(shell $(PYTHON) -c 'from bench.catalogue.backends import BACKENDS; from bench.catalogue.registry import MODELS; \
+	from bench.catalogue.profiles import profiles; print(*(",".join(names) for names in (BACKENDS, MODELS, profiles())))'))$(REGISTRY)
 comma := ,
 BACKENDS = $(subst $(comma), ,$(word 1,$(REGISTRY)))
 MODELS = $(subst $(comma), ,$(word 2,$(REGISTRY)))
@@ -50,28 +67,44 @@ PROFILES = $(subst $(comma),|,$(word 3,$(REGISTRY)))
 # (a space, a quote, ; or $) would reach a recipe's shell unquoted. Refused in one line before any recipe runs.
 NAME_VARIABLES := BACKEND MODEL TASK PROFILE VARIANT STEPS BATCH REPEATS JOBS STACK ENV GRID CELLS ROUNDS PAIRS \
 	SLOWDOWNS LOAD SIZE JOB WAIT PYTHON_VERSION BUDGET PACKAGE VERSIONS GOOD BAD PROCESSES MAX_PROCESSES CHANGE \
-	DELAYS DELAY_CELLS PARTS THRESHOLD AT STATE BY
+	DELAYS DELAY_CELLS PARTS THRESHOLD AT STATE BY DTYPE CONTAINER_SHM B_DELAY
+# A list of names separated by spaces (LOCK_ENVS="jax torch"): each word a name as above.
+NAME_LIST_VARIABLES := LOCK_ENVS
 NAME_CHARACTERS := a b c d e f g h i j k l m n o p q r s t u v w x y z A B C D E F G H I J K L M N O P Q R S T U V W \
 	X Y Z 0 1 2 3 4 5 6 7 8 9 . _ -
 # each digit of $(1) followed by a space: $(words ...) of it counts the digits (a leading x is dropped)
 spaced_digits = $(subst x,,$(subst 0,0 ,$(subst 1,1 ,$(subst 2,2 ,$(subst 3,3 ,$(subst 4,4 ,$(subst 5,5 ,$(subst 6,6 ,$(subst 7,7 ,$(subst 8,8 ,$(subst 9,9 ,$(1))))))))))))
 without = $(if $(2),$(call without,$(subst $(firstword $(2)),,$(1)),$(wordlist 2,$(words $(2)),$(2))),$(1))
 # (Only values given on the command line: the environment may hold an unrelated ENV=, JOB= or SIZE=.)
-$(foreach v,$(NAME_VARIABLES),$(if $(and $(filter command line,$(origin $(v))),$(or $(word 2,$($(v))),\
-	$(strip $(call without,$(subst $(comma),,$($(v))),$(NAME_CHARACTERS))))),\
-	$(error $(v)=$($(v)): a name or number is letters, digits and . _ - (a list: a,b), nothing else)))
+# (Each value as given, $(value ...): DTYPE='$$(id)' expanded is empty, and would pass.)
+$(foreach v,$(NAME_VARIABLES),$(if $(and $(filter command line,$(origin $(v))),$(or $(word 2,$(value $(v))),\
+	$(strip $(call without,$(subst $(comma),,$(value $(v))),$(NAME_CHARACTERS))))),\
+	$(error $(v)=$(value $(v)): a name or number is letters, digits and . _ - (a list: a,b), nothing else)))
+$(foreach v,$(NAME_LIST_VARIABLES),$(if $(and $(filter command line,$(origin $(v))),\
+	$(strip $(call without,$(subst $(comma),,$(value $(v))),$(NAME_CHARACTERS)))),\
+	$(error $(v)=$(value $(v)): names, each letters, digits and . _ - (separated by spaces), nothing else)))
+$(foreach v,$(WORD_PATH_VARIABLES),$(if $(or $(word 2,$(value $(v))),$(strip $(call without,$(value $(v)),$(NAME_CHARACTERS) / +))),\
+	$(error $(v)=$(value $(v)): a path that is part of a command is letters, digits and / . _ - + alone, nothing else)))
 
 # A value passed to a recipe's shell as one word, whatever it holds (FOR=/path/o'k/python, CALL=, KEY=): in single
 # quotes, each ' in it written '\''.
 shell_quote = '$(subst ','\'',$(1))'
 
-# A count (REPEATS=, STEPS=, JOBS=, ...) is a whole number above 0: anything else stops make as it reads this file,
-# before any env is built (REPEATS=0 was refused only after every env of bench-all was built).
+# A count (REPEATS=, STEPS=, JOBS=, ...) is a whole number above 0, at most its cap: anything else stops make as it
+# reads this file, before any env is built (REPEATS=0 was refused only after every env of bench-all was built, and
+# REPEATS=99999999999999999999 was taken). The caps are bench's (bench/base/argtypes.py), each a power of ten.
 COUNT_VARIABLES := REPEATS STEPS BATCH JOBS ROUNDS PAIRS PROCESSES MAX_PROCESSES WAIT LOAD
-$(foreach v,$(COUNT_VARIABLES),$(if $(and $(filter command line,$(origin $(v))),$(strip $($(v)))),\
-	$(if $(or $(word 2,$($(v))),$(strip $(call without,$($(v)),0 1 2 3 4 5 6 7 8 9)),\
-	$(if $(strip $(call without,$($(v)),0)),,zero)),\
-	$(error $(v)=$($(v)): a count is a whole number above 0 (1, 2, ...), nothing else))))
+COUNT_CAPS := REPEATS:1000 STEPS:1000000 BATCH:100000 JOBS:1000 ROUNDS:1000 PAIRS:1000 PROCESSES:1000 \
+	MAX_PROCESSES:1000 WAIT:1000000 LOAD:1000
+cap_of = $(patsubst $(1):%,%,$(filter $(1):%,$(COUNT_CAPS)))
+without_leading_zeros = $(if $(filter 0%,$(1)),$(call without_leading_zeros,$(patsubst 0%,%,$(1))),$(1))
+# $(1) (digits) past $(2) (a power of ten): as many digits as the cap or more, and not the cap itself
+past_cap = $(and $(word $(words $(call spaced_digits,$(2))),$(call spaced_digits,$(1))),$(filter-out $(2),$(1)))
+$(foreach v,$(COUNT_VARIABLES),$(if $(and $(filter command line,$(origin $(v))),$(strip $(value $(v)))),\
+	$(if $(or $(word 2,$(value $(v))),$(strip $(call without,$(value $(v)),0 1 2 3 4 5 6 7 8 9)),\
+	$(if $(strip $(call without,$(value $(v)),0)),,zero),\
+	$(call past_cap,$(call without_leading_zeros,$(value $(v))),$(call cap_of,$(v)))),\
+	$(error $(v)=$(value $(v)): a count is a whole number above 0, at most $(call cap_of,$(v)), nothing else))))
 
 # The cells' names (BACKEND=, MODEL=, PROFILE=, each a comma list) for the targets that build envs before they run a
 # cell: checked against the registry as make reads this file, so that a typo is not found only after every env is
@@ -88,11 +121,12 @@ RUN_ARGS = $(if $(TASK),--task $(TASK)) $(if $(VARIANT),--variant $(VARIANT)) $(
            $(if $(BATCH),--batch-size $(BATCH)) \
            $(if $(REPEATS),--repeats $(REPEATS)) $(call flag,RESUME,--resume) $(if $(JOBS),--jobs $(JOBS)) \
            $(if $(MAX_PROCESSES),--max-processes $(MAX_PROCESSES)) $(if $(AGAINST),--against "$(AGAINST)") \
-           $(call flag,IGNORE_PLAN,--ignore-plan) $(call flag,EXACT,--exact) --stack $(STACK) --results-dir "$(RESULTS)"
+           $(call flag,IGNORE_PLAN,--ignore-plan) $(call flag,EXACT,--exact) $(call flag,V,--verbose) --stack $(STACK) \
+           --results-dir "$(RESULTS)"
 # A yes/no variable: 1, yes or true (any case) gives its option; empty, 0, no or false leaves it off (ACROSS=0 once
 # turned the option on); anything else stops make in one line as it reads this file, before any target (an env
 # build) runs. The environment's values too: make uses them as it does the command line's.
-YES_NO_VARIABLES := RESUME IGNORE_PLAN EXACT QUARANTINE ACROSS FORCE CONTAINER CONFIRM
+YES_NO_VARIABLES := RESUME IGNORE_PLAN EXACT QUARANTINE ACROSS FORCE CONTAINER CONFIRM V
 lowercase = $(subst A,a,$(subst B,b,$(subst C,c,$(subst D,d,$(subst E,e,$(subst F,f,$(subst G,g,$(subst H,h,$(subst \
 	I,i,$(subst L,l,$(subst N,n,$(subst O,o,$(subst R,r,$(subst S,s,$(subst T,t,$(subst U,u,$(subst Y,y,$(1))))))))))))))))))
 answer = $(call lowercase,$(strip $($(1))))
@@ -110,6 +144,7 @@ include mk/envs.mk
 include mk/containers.mk
 include mk/sweep.mk
 include mk/history.mk
+include mk/ab.mk
 
 env envs env-tools env-ci-stack lock check-locks env-info: $(UV)
 
@@ -117,36 +152,53 @@ $(UV): containers/uv-requirements.txt
 	@mkdir -p $(dir $(UV))
 	$(PYTHON) containers/install-uv.py containers/uv-requirements.txt $(dir $(UV))
 
-.PHONY: help wheelhouse gpu-check bench bench-all bench-cpu-full bench-cpu-mid grid tuning overhead plan table test test-durations test-extended test-stack2024 test-fast lint docs check ceilings flops-check bench-overhead parity clean-results doctor export validate compare noise unpack submit submit-status
+.PHONY: help help-vars wheelhouse gpu-check bench bench-all bench-cpu-full bench-cpu-mid grid tuning overhead plan table test test-durations test-extended test-stack2024 test-fast lint docs check ceilings flops-check bench-overhead parity clean-results doctor export validate compare noise noise-page unpack submit submit-status
 
-help: ## List every target with one line each, then every variable
-	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | sort -u | awk 'BEGIN{FS=":.*## "}{printf "  %-18s %s\n", $$1, $$2}'
-	@echo "Variables, each given on the command line (make bench MODEL=bert):"
-	@echo "  cells      BACKEND=<$(BACKENDS)> MODEL=<$(MODELS)> STACK=<today|2024> ENV=current TASK= PROFILE=<$(PROFILES)> VARIANT= STEPS= BATCH= REPEATS= RESUME=1 IGNORE_PLAN=1 EXACT=1 JOBS= RESULTS=$(RESULTS)"
-	@echo "             AGAINST=<an earlier results folder> MAX_PROCESSES=<n>: each cell compared with its twin there, as make compare does, and given processes up to n while undecided"
-	@echo "  own Python (docs/OWN_ENVIRONMENT.md): make wheelhouse FOR=<python>; make gpu-check BUDGET=<minutes> [ENV=current RESUME=1]; make bench-all BUDGET=<minutes> [ENV=current RESUME=1]"
-	@echo "  python     PYTHON=$(PYTHON): the interpreter that runs the doctor, the env builds and, with ENV=current, the cells"
-	@echo "  2024 stack (keras-benchmarks v0.0.5's pins): make envs STACK=2024; make bench BACKEND=jax MODEL=bert STACK=2024"
-	@echo "  grid       GRID=<cpu|full|lengths|sample|smoke> MODEL=<bert,distilbert,gpt2,distilgpt2,roberta,xlnet,xlm> BACKEND=<native-torch,tf-transformers,jax,tensorflow,torch or a column>"
-	@echo "  studies    SIZE=default|smoke (overhead); CELLS=<cell keys> ROUNDS= PAIRS= SLOWDOWNS=0,0.05,... LOAD=N DELAYS=0.2 DELAY_CELLS= PARTS=aa,probe,delay MAX_PROCESSES= (noise)"
-	@echo "  parity     MODEL=<bert,gemma,mistral,sam,stable_diffusion> (default all) PROFILE=<smoke|paper|...> DTYPE=<float32|bfloat16> (bfloat16: a GPU, or a CPU with bfloat16 instructions) RESULTS=$(RESULTS)"
-	@echo "  results    OUT=<file> (export, compare); A=<dir, dir,dir,... (runs pooled) or run id> B=<the same> ACROSS=1 (compare); QUARANTINE=1 (validate)"
-	@echo "  slurm      FORCE=1 CONTAINER=1 (each cell in its image) SUBMIT_ARGS=\"<more bench submit options>\" (submit); JOB=<name or id> WAIT=<seconds> (submit-status)"
-	@echo "  containers CONTAINER_ENGINE=<podman|docker> (default: podman if present) IMAGE_NAME=$(IMAGE_NAME) CONTAINER_SHM=$(CONTAINER_SHM) BENCH_ARGS=\"<more bench run options>\" (bench-container)"
-	@echo "  envs       LOCK_ENVS=<env names> (lock); PYTHON_VERSION=$(PYTHON_VERSION) (wheelhouse); KEEP_RESULTS=<dir> (test-extended, test-stack2024)"
-	@echo "  history    CELL=<cell key | sweep key | A/B sweep keys> BY=<date|commit> THRESHOLD=0.001 CONFIRM=1 PROCESSES= MAX_PROCESSES= (history); CELL= AT=<label> STATE=<acknowledged|expected|noise> REASON= (history-triage); CELL= GOOD=<commit> BAD=<commit> PROFILE= CHANGE= (bisect-commits)"
-	@echo "  sweeps     make sweep / bisect: PACKAGE= VERSIONS=a,b,c BACKEND= MODEL= TASK= (or CALL=module:function, or STUDY=keras-overhead) GOOD= BAD= KEY= CHANGE=faster PROCESSES= MAX_PROCESSES="
+# make help's groups, in order: every target with a `## ` description is in one (a new one lands under "Other").
+HELP_GROUPS = Start here=doctor bench-all bench table compare test;\
+Studies=ab noise grid overhead tuning parity sweep bisect bisect-commits history history-triage bench-cpu-full \
+bench-cpu-mid bench-overhead flops-check;\
+Environments=envs env env-tools env-info env-ci-stack lock check-locks wheelhouse image image-base image-repro \
+bench-container check-containers check-flake check;\
+GPU and cluster=gpu-check plan ceilings submit submit-status;\
+Results upkeep=validate export clean-results unpack noise-page docs;\
+Development=lint test-fast test-extended test-stack2024 test-durations help help-vars
+
+help: ## The targets by group, then the variables (make help-vars: the variables alone)
+	@awk -v mode=targets -v groups="$(HELP_GROUPS)" -f scripts/make_help.awk $(MAKEFILE_LIST)
+	@echo
+	@$(MAKE) --no-print-directory help-vars
+
+help-vars: ## Every variable a target reads, by what it is for
+	@{ echo "Variables, each given on the command line (make bench MODEL=bert):"; \
+	echo "  cells      BACKEND=<$(BACKENDS)> MODEL=<$(MODELS)> STACK=<today|2024> ENV=current TASK= PROFILE=<$(PROFILES)> VARIANT= STEPS= BATCH= REPEATS= RESUME=1 IGNORE_PLAN=1 EXACT=1 JOBS= RESULTS=$(RESULTS)"; \
+	echo "  against    AGAINST=<an earlier results folder> MAX_PROCESSES=<n>: each cell compared with its twin there, as make compare does, and given processes up to n while undecided"; \
+	echo "  verbose    V=1: after each finished cell's short line, its full one (every noise gate's reason, its result file), as bench run -v"; \
+	echo "  own Python make wheelhouse FOR=<python>; make gpu-check BUDGET=<minutes> [ENV=current RESUME=1]; make bench-all BUDGET=<minutes> [ENV=current RESUME=1] (docs/OWN_ENVIRONMENT.md)"; \
+	echo "  python     PYTHON=$(PYTHON): the interpreter that runs the doctor, the env builds and, with ENV=current, the cells"; \
+	echo "  2024 stack make envs STACK=2024; make bench BACKEND=jax MODEL=bert STACK=2024 (keras-benchmarks v0.0.5's pins)"; \
+	echo "  grid       GRID=<cpu|full|lengths|sample|smoke> MODEL=<bert,distilbert,gpt2,distilgpt2,roberta,xlnet,xlm> BACKEND=<native-torch,tf-transformers,jax,tensorflow,torch or a column>"; \
+	echo "  studies    SIZE=default|smoke (overhead); CELLS=<cell keys> ROUNDS= PAIRS= SLOWDOWNS=0,0.05,... LOAD=N DELAYS=0.2 DELAY_CELLS= PARTS=aa,probe,delay MAX_PROCESSES= (noise)"; \
+	echo "  parity     MODEL=<bert,gemma,mistral,sam,stable_diffusion> (default all) PROFILE=<smoke|paper|...> DTYPE=<float32|bfloat16> (bfloat16: a GPU, or a CPU with bfloat16 instructions) RESULTS=$(RESULTS)"; \
+	echo "  results    OUT=<file> (export, compare); A=<dir, dir,dir,... (runs pooled) or run id> B=<the same> ACROSS=1 (compare); QUARANTINE=1 (validate)"; \
+	echo "  slurm      FORCE=1 CONTAINER=1 (each cell in its image) SUBMIT_ARGS=\"<more bench submit options>\" (submit); JOB=<name or id> WAIT=<seconds> (submit-status)"; \
+	echo "  containers CONTAINER_ENGINE=<podman|docker> (default: podman if present) IMAGE_NAME=$(IMAGE_NAME) CONTAINER_SHM=$(CONTAINER_SHM) BENCH_ARGS=\"<more bench run options>\" (bench-container)"; \
+	echo "  envs       LOCK_ENVS=<env names> (lock); PYTHON_VERSION=$(PYTHON_VERSION) (wheelhouse); KEEP_RESULTS=<dir> (test-extended, test-stack2024); VENVS=$(VENVS) (where every env is built and read)"; \
+	echo "  history    CELL=<cell key | sweep key | A/B sweep keys> BY=<date|commit> THRESHOLD=0.001 CONFIRM=1 PROCESSES= MAX_PROCESSES= (history); CELL= AT=<label> STATE=<acknowledged|expected|noise> REASON= (history-triage); CELL= GOOD=<commit> BAD=<commit> PROFILE= CHANGE= (bisect-commits)"; \
+	echo "  sweeps     make sweep / bisect: PACKAGE= VERSIONS=a,b,c BACKEND= MODEL= TASK= (or CALL=module:function, or STUDY=keras-overhead) GOOD= BAD= KEY= CHANGE=faster PROCESSES= MAX_PROCESSES="; \
+	echo "  ab         A=<side> B=<side> CELL=<key> (or BACKEND= MODEL= TASK=) PROFILE= PROCESSES= MAX_PROCESSES= B_DELAY=0.2 (side B's steps held +20% by the test fixture)"; \
+	} | awk -v mode=wrap -f scripts/make_help.awk
 
 # The doctor compares RAM with the plan of the profile about to run (<results>/plan-<profile>.json).
 DOCTOR_ARGS = --results-dir "$(RESULTS)" $(if $(PROFILE),--profile $(PROFILE))
 bench-cpu-full: DOCTOR_ARGS = --results-dir "$(CPU_FULL_RESULTS)" --profile cpu
 bench-cpu-mid: DOCTOR_ARGS = --results-dir "$(CPU_MID_RESULTS)" --profile cpu-mid
-doctor: ## Preflight (stdlib, < 2 s): Python 3.11, GNU make, C compiler, disk, memory, NVIDIA driver; FAIL stops make
+doctor: ## Preflight in under 2 s: Python, make, compiler, disk, memory, GPU driver
 	@$(PYTHON) -m bench doctor $(DOCTOR_ARGS)
 
 # ENV=current runs in the Python that runs make (a user's own environment, unlocked): no env is built, and the
 # doctor, whose checks are for building the locked envs (Python 3.11 among them), is not asked.
-bench: $(if $(filter current,$(ENV)),,doctor) ## Run every task of MODEL on BACKEND (preflight, then builds the env; ENV=current: this Python, no env built): make bench BACKEND=jax MODEL=bert
+bench: $(if $(filter current,$(ENV)),,doctor) ## Run every task of MODEL on BACKEND: make bench BACKEND=jax MODEL=bert
 	@test -n "$(BACKEND)" -a -n "$(MODEL)" || { echo "usage: make bench BACKEND=<$(BACKENDS)> MODEL=<model> [ENV=current TASK= PROFILE= STEPS= REPEATS= RESUME=1]" >&2; exit 2; }
 ifeq ($(ENV),current)
 	$(PYTHON) -m bench run --env current --backend $(BACKEND) --model $(MODEL) $(RUN_ARGS)
@@ -159,19 +211,19 @@ else
 endif
 
 # BUDGET=<minutes>: one cell per model x backend first (the published table's questions), then the rest, cut
-# cleanly at the budget; what is left is named, and RESUME=1 runs it (bench/budget.py). ENV=current: this Python.
+# cleanly at the budget; what is left is named, and RESUME=1 runs it (bench/run/budget.py). ENV=current: this Python.
 BENCH_ALL_ARGS = $(if $(BACKEND),--backend $(BACKEND)) $(if $(MODEL),--model $(MODEL)) $(RUN_ARGS) \
 	$(if $(BUDGET),--budget-minutes $(BUDGET))
-bench-all: $(if $(filter current,$(ENV)),,doctor envs) ## Run the whole matrix (every backend x model x task of the published table) on STACK; MODEL= BACKEND= TASK= narrow it (lists); BUDGET=<minutes> ENV=current
+bench-all: $(if $(filter current,$(ENV)),,doctor envs) ## Run the whole matrix (MODEL=, BACKEND=, TASK= narrow it; BUDGET=<minutes>)
 ifeq ($(ENV),current)
 	$(PYTHON) -m bench run --env current $(BENCH_ALL_ARGS)
 else
 	$(TOOLS_PY) -m bench run $(BENCH_ALL_ARGS)
 endif
 
-# The inference grid study (bench/grid/): GRID=cpu (default) | full (the published grid, 30 repeats) | lengths | sample | smoke.
+# The inference grid study (bench/studies/grid/): GRID=cpu (default) | full (the published grid, 30 repeats) | lengths | sample | smoke.
 GRID ?=
-grid: env-tools ## Inference grid (HF 2019 PyTorch vs TensorFlow + Keras 3) -> $(RESULTS)/GRID.md; GRID=full|cpu MODEL= BACKEND=
+grid: env-tools ## Inference grid (HF 2019 PyTorch vs TensorFlow, and Keras 3) -> GRID.md (GRID=)
 	@for e in $(or $(filter native-torch tf-transformers jax tensorflow torch,$(subst $(comma), ,$(BACKEND))),native-torch tf-transformers jax tensorflow torch); do \
 		$(MAKE) --no-print-directory env BACKEND=$$e; done
 	$(TOOLS_PY) -m bench grid $(if $(GRID),--grid $(GRID)) $(if $(MODEL),--model $(MODEL)) $(if $(BACKEND),--backend $(BACKEND)) --results-dir "$(RESULTS)"
@@ -180,27 +232,27 @@ grid: env-tools ## Inference grid (HF 2019 PyTorch vs TensorFlow + Keras 3) -> $
 # $(RESULTS)/tuning (not a row of the published table), which make table renders into its RESULTS.md and TUNING.md.
 TUNING_PROFILE = $(or $(PROFILE),cpu)
 TUNING_RESULTS = $(RESULTS)/tuning
-tuning: doctor envs ## Run the tuning study (ViT: default vs sdpa, attention-dropout-0, matmul-high, loader workers): PROFILE= (default cpu)
+tuning: doctor envs ## The tuning study (ViT variants beside the defaults; PROFILE=, default cpu)
 	$(TOOLS_PY) -m bench run --profile $(TUNING_PROFILE) --model vit --task fit --backend jax,torch,native-torch \
 		--variant default,eager,compiled,sdpa,attention-dropout-0,matmul-high,loader-workers-0,loader-workers-2 \
 		$(if $(filter cpu,$(TUNING_PROFILE)),--warmup 1 --steps $(or $(STEPS),5) --timeout 1800,$(if $(STEPS),--steps $(STEPS))) \
 		$(call flag,RESUME,--resume) --results-dir "$(TUNING_RESULTS)"
 
-# The framework-overhead study (bench/overhead/): keras#22561 / #22660's small CNN and 2-layer LM on eight
+# The framework-overhead study (bench/studies/overhead/): keras#22561 / #22660's small CNN and 2-layer LM on eight
 # columns (pure PyTorch eager/compile, Keras on torch eager/compile, pure JAX eager/jit, Keras on JAX eager/jit), one
 # worker per env (torch, jax) -> $(RESULTS)/overhead/, $(RESULTS)/OVERHEAD.md. SIZE=smoke: toy shapes (the tests).
-overhead: doctor ## Framework-overhead study (keras#22561/#22660: Keras vs pure torch/JAX) -> $(RESULTS)/OVERHEAD.md; SIZE=default|smoke
+overhead: doctor ## Framework-overhead study: Keras vs pure torch and JAX -> OVERHEAD.md (SIZE=)
 	@for e in torch jax; do $(MAKE) --no-print-directory env BACKEND=$$e; done
 	@$(MAKE) --no-print-directory env-tools
-	$(TOOLS_PY) -m bench.overhead.run $(if $(SIZE),--size $(SIZE)) --results-dir "$(RESULTS)"
+	$(TOOLS_PY) -m bench.studies.overhead.run $(if $(SIZE),--size $(SIZE)) --results-dir "$(RESULTS)"
 
-# Every cell of the published table at full size on this CPU, by the cpu profile alone (bench/profiles.toml:
+# Every cell of the published table at full size on this CPU, by the cpu profile alone (bench/catalogue/profiles.toml:
 # paper shapes, each batch capped at 2, a first step and 2 timed steps, an hour per cell), into a folder of its own.
 # Resumes: cells with a current result are skipped, so an interrupted run, or one split by MODEL=/BACKEND=/TASK=,
 # picks up where it stopped. BATCH= overrides the capped batch (the 7B fits ran at batch 1 to keep the whole run near
 # two hours), STEPS= the timed steps; each result's config says which values came from the command line.
 CPU_FULL_RESULTS = $(RESULTS)/cpu-full
-bench-cpu-full: doctor envs ## Every published cell at full size on this CPU (batch <= 2, 2 to 10 timed steps) -> $(RESULTS)/cpu-full; MODEL= BACKEND= TASK= BATCH=
+bench-cpu-full: doctor envs ## Every published cell at full size on this CPU (batch <= 2) -> cpu-full/
 	$(TOOLS_PY) -m bench plan --profile cpu --results-dir "$(CPU_FULL_RESULTS)" $(if $(BATCH),--batch-size $(BATCH)) >/dev/null
 	$(TOOLS_PY) -m bench run --profile cpu $(if $(STEPS),--steps $(STEPS)) --resume \
 		$(if $(MODEL),--model $(MODEL)) $(if $(BACKEND),--backend $(BACKEND)) $(if $(TASK),--task $(TASK)) $(if $(BATCH),--batch-size $(BATCH)) \
@@ -211,7 +263,7 @@ bench-cpu-full: doctor envs ## Every published cell at full size on this CPU (ba
 # the cpu-mid profile, paper widths with the layers `python -m bench.plan.largest` allows (Gemma 6, Mistral 15), only
 # the compared columns' generate cells, resumable, one at a time (a Keras-on-JAX cell takes most of 23.5 GiB).
 CPU_MID_RESULTS = $(RESULTS)/cpu-mid
-bench-cpu-mid: doctor envs ## The published generate ratios at the largest size every compared column fits here (cpu-mid) -> $(RESULTS)/cpu-mid
+bench-cpu-mid: doctor envs ## The published generate ratios at the largest size that fits this CPU
 	$(TOOLS_PY) -m bench.plan.largest
 	$(TOOLS_PY) -m bench plan --profile cpu-mid --results-dir "$(CPU_MID_RESULTS)" >/dev/null
 	$(TOOLS_PY) -m bench run --profile cpu-mid --task generate --model gemma --backend torch,jax --resume \
@@ -223,10 +275,10 @@ bench-cpu-mid: doctor envs ## The published generate ratios at the largest size 
 # or FOR=<that box's python>: only what that interpreter lacks, at its Python version, never replacing what it has.
 PYTHON_VERSION ?= 3.12
 FOR ?=
-wheelhouse: ## Download, hash-checked at the locked versions, the workloads' libraries (no frameworks) for PYTHON_VERSION= (3.12), or only what FOR=<python> lacks -> wheelhouse/
+wheelhouse: ## Download the locked workload libraries (no frameworks) for FOR=<python>, offline
 	$(PYTHON) -m bench.envs.wheelhouse $(if $(FOR),--for $(call shell_quote,$(value FOR)),--python-version $(PYTHON_VERSION))
 
-# The checks only a GPU can answer (bench/gpucheck.py), most valuable first, within BUDGET= minutes (default 15); the
+# The checks only a GPU can answer (bench/studies/gpucheck/run.py), most valuable first, within BUDGET= minutes (default 15); the
 # report is rewritten as each check ends and RESUME=1 goes on with a cut-off run. Refused in one line (exit 2,
 # nothing built or written) on a machine without a GPU: the refusal runs in $(PYTHON), before any env is built.
 BUDGET ?=
@@ -242,7 +294,7 @@ $(error BUDGET=$(BUDGET): minutes, at most 1000000)
 endif
 endif
 GPU_CHECK_ARGS = --results-dir "$(RESULTS)" $(if $(BUDGET),--budget-minutes $(BUDGET)) $(call flag,RESUME,--resume)
-gpu-check: ## On one GPU, within BUDGET= minutes (15): device sync vs an external clock (CUDA events on torch), then short paper cells; RESUME=1 goes on (ENV=current too)
+gpu-check: ## On one GPU within BUDGET= minutes: device sync, then short paper cells
 	@$(PYTHON) -m bench gpu-check --preflight
 ifeq ($(ENV),current)
 	$(PYTHON) -m bench gpu-check --env current $(GPU_CHECK_ARGS)
@@ -251,31 +303,32 @@ else
 	$(TOOLS_PY) -m bench gpu-check $(GPU_CHECK_ARGS)
 endif
 
-plan: env-tools ## Per cell: parameters, memory (weights, grads, optimizer, est. activations), fits A100/H100/RAM? PROFILE= (default paper) BATCH=
+plan: env-tools ## Per cell: parameters, memory, and whether it fits an A100, an H100, this RAM
 	$(TOOLS_PY) -m bench plan --profile $(or $(PROFILE),paper) --results-dir "$(RESULTS)" $(if $(BATCH),--batch-size $(BATCH))
 
-table: env-tools ## Render $(RESULTS)/RESULTS.md, its study pages, figures and the explorable page $(RESULTS)/site/index.html from the result files (and README's table, for results/); the tuning study's $(RESULTS)/tuning too
-	$(TOOLS_PY) -m bench table --results-dir "$(RESULTS)" --site "$(RESULTS)/site" $(if $(filter results,$(RESULTS)),--readme README.md)
+# the checkout's results/ however it is spelt (./results, results/, its absolute path): its table is the README's
+table: env-tools ## Write RESULTS.md, its pages, figures, the results page and the README's headline
+	$(TOOLS_PY) -m bench table --results-dir "$(RESULTS)" --site "$(RESULTS)/site" $(if $(and $(filter 1,$(words $(RESULTS))),$(filter $(CURDIR)/results,$(abspath $(RESULTS)))),--readme README.md)
 	@if [ -d "$(TUNING_RESULTS)" ]; then $(TOOLS_PY) -m bench table --results-dir "$(TUNING_RESULTS)"; fi
-	@if [ -d "$(RESULTS)/sweep" ]; then $(TOOLS_PY) -m bench.sweep report --results-dir "$(RESULTS)"; fi
+	@if [ -d "$(RESULTS)/sweep" ]; then $(TOOLS_PY) -m bench.studies.sweep report --results-dir "$(RESULTS)"; fi
 
-docs: env-tools ## Regenerate the generated parts of docs/: the result field table of docs/RESULT_FORMAT.md, from docs/schema/
-	$(TOOLS_PY) -m bench.schema_doc
+docs: env-tools ## Regenerate docs/RESULT_FORMAT.md's field table from docs/schema/
+	$(TOOLS_PY) -m bench.record.schema_doc
 
-validate: env-tools ## Check every result file under RESULTS, naming each bad one and the fix; QUARANTINE=1 moves unreadable result files to $(RESULTS)/quarantine/
+validate: env-tools ## Check every result file, naming each bad one and the fix (QUARANTINE=1)
 	$(TOOLS_PY) -m bench validate --results-dir "$(RESULTS)" $(call flag,QUARANTINE,--quarantine)
 
-export: env-tools ## Every current result under RESULTS as one CSV ($(RESULTS)/results.csv, or OUT=file)
+export: env-tools ## Every current result as one CSV (RESULTS/results.csv, or OUT=file)
 	$(TOOLS_PY) -m bench export --results-dir "$(RESULTS)" $(if $(OUT),--out "$(OUT)")
 
-compare: env-tools ## Per cell, B / A with its 95% interval and a verdict (faster/slower/same/inconclusive): make compare A=<dir or run id> B=<dir or run id> [OUT=file.md] [ACROSS=1]; A=<dir>,<dir>,...: several runs a side, pooled
-	@test -n "$(A)" -a -n "$(B)" || { echo "usage: make compare A=<results dir, several separated by commas (runs pooled), or a run id of RESULTS's history> B=<the same> [OUT=compare/compare.md] [ACROSS=1: decide across different processors] (python -m bench.history runs lists the runs)" >&2; exit 2; }
+compare: env-tools ## Each cell's B / A with its 95% interval and verdict: make compare A=<dir> B=<dir>
+	@test -n "$(A)" -a -n "$(B)" || { echo "usage: make compare A=<results dir, several separated by commas (runs pooled), or a run id of RESULTS's history> B=<the same> [OUT=compare/compare.md] [ACROSS=1: decide across different processors] (python -m bench.studies.history runs lists the runs)" >&2; exit 2; }
 	$(TOOLS_PY) -m bench compare "$(A)" "$(B)" --results-dir "$(RESULTS)" $(if $(OUT),--out "$(OUT)") $(call flag,ACROSS,--across-processors)
 
-# The machine's noise study (bench/noise/study.py, docs/METHOD.md): identical code compared with itself on product
+# The machine's noise study (bench/studies/noise/run.py, docs/METHOD.md): identical code compared with itself on product
 # cells (CELLS=: cell keys, default the 8 BERT smoke cells; ROUNDS=, default 2; REPEATS=: processes a side, default
 # the profile's), the process-to-process spread that one-process cells borrow, and the smallest slowdown of a
-# calibration probe the verdict detects (SLOWDOWNS=, default 0,0.05,0.1,0.2; PAIRS=, default 8). ~10-20 minutes.
+# calibration probe the verdict detects (SLOWDOWNS=, default 0,0.05,0.1,0.2; PAIRS=, default 8). 15-71 minutes here.
 # DELAYS=0.2 adds power on product cells: each step of side B held +20% by tests/fixtures/step_delay (DELAY_CELLS=
 # cell keys, default CELLS), PAIRS pairs each, inside a run and across runs; PARTS=delay runs that part alone.
 CELLS ?=
@@ -286,88 +339,92 @@ ROUNDS ?=
 PAIRS ?=
 SLOWDOWNS ?=
 NOISE_BACKENDS = $(or $(sort $(foreach c,$(subst $(comma), ,$(CELLS) $(DELAY_CELLS)),$(firstword $(subst __, ,$(c))))),jax torch native-torch)
-noise: doctor ## How small a difference this machine can show: A/A false positives, process spread, minimum detectable slowdown (LOAD=N: also beside N busy loops) -> $(RESULTS)/noise/NOISE.md
+noise: doctor ## How small a difference this machine can show (A/A, spread, power) -> NOISE.md
 	@for e in $(NOISE_BACKENDS); do $(MAKE) --no-print-directory env BACKEND=$$e; done
 	@$(MAKE) --no-print-directory env-tools
-	$(TOOLS_PY) -m bench.noise.study $(if $(CELLS),--cells $(CELLS)) $(if $(ROUNDS),--rounds $(ROUNDS)) \
+	$(TOOLS_PY) -m bench.studies.noise.run $(if $(CELLS),--cells $(CELLS)) $(if $(ROUNDS),--rounds $(ROUNDS)) \
 		$(if $(REPEATS),--repeats $(REPEATS)) $(if $(PAIRS),--pairs $(PAIRS)) $(if $(SLOWDOWNS),--slowdowns $(SLOWDOWNS)) \
 		$(if $(PROFILE),--profile $(PROFILE)) $(if $(LOAD),--under-load $(LOAD)) $(if $(DELAYS),--delays $(DELAYS)) \
 		$(if $(DELAY_CELLS),--delay-cells $(DELAY_CELLS)) $(if $(PARTS),--parts $(PARTS)) \
 		$(if $(MAX_PROCESSES),--max-processes $(MAX_PROCESSES)) --results-dir "$(RESULTS)"
 
-unpack: env-tools ## Unpack the noise studies' raw runs and the inference grid's results, kept packed (<folder>.tar.xz, bench/packed.py), into their folders (git ignores them); make compare, make history, make table and a re-judge unpack what they read themselves
-	$(TOOLS_PY) -m bench.packed unpack "$(RESULTS)"
+noise-page: env-tools ## Render NOISE.md again from the noise study files, measuring nothing
+	$(TOOLS_PY) -m bench.studies.noise.page --results-dir "$(RESULTS)"
 
-ceilings: env-tools ## This machine's ceilings (matmul FLOP/s per dtype, triad GB/s) in every built env: $(RESULTS)/ceilings/<machine>.json (docs/ROOFLINE.md)
-	$(TOOLS_PY) -m bench.roofline.ceilings --results-dir "$(RESULTS)"
+unpack: env-tools ## Unpack the packed noise runs and grid results into their folders (git ignores them)
+	$(TOOLS_PY) -m bench.base.packed unpack "$(RESULTS)"
 
-flops-check: ## The FLOP formulas against torch's FlopCounterMode (PROFILE=paper, on the meta device) and XLA's cost analysis of Keras on JAX (smoke)
-	$(VENVS)/native-torch/bin/python -m bench.roofline.counter $(or $(PROFILE),paper)
-	$(VENVS)/jax/bin/python -m bench.roofline.xla_counter smoke
+ceilings: env-tools ## This machine's ceilings (matmul FLOP/s per dtype, triad GB/s) in every built env
+	$(TOOLS_PY) -m bench.run.ceilings --results-dir "$(RESULTS)"
 
-parity: env-tools ## Output parity on shared weights at smoke on the CPU (Keras 3 TF/JAX/torch, Keras 3 vs native PyTorch, eager vs torch.compile) -> $(RESULTS)/PARITY.md; MODEL= narrows it, PROFILE=paper / DTYPE=bfloat16 (GPU) write PARITY-<profile>[-<dtype>].md
-	$(TOOLS_PY) -m bench.parity.run --results-dir "$(RESULTS)" $(foreach m,$(subst $(comma), ,$(MODEL)),--model $(m)) \
+flops-check: ## The FLOP formulas against torch's FlopCounterMode and XLA's cost analysis
+	$(VENVS)/native-torch/bin/python -m bench.measure.torch_counter $(or $(PROFILE),paper)
+	$(VENVS)/jax/bin/python -m bench.measure.xla_counter smoke
+
+parity: env-tools ## Output parity on shared weights (Keras 3 backends, native PyTorch) -> PARITY.md
+	$(TOOLS_PY) -m bench.studies.parity.run --results-dir "$(RESULTS)" $(foreach m,$(subst $(comma), ,$(MODEL)),--model $(m)) \
 		$(if $(PROFILE),--profile $(PROFILE)) $(if $(DTYPE),--dtype $(DTYPE))
 
 bench-overhead: env-tools ## Measure the harness's own per-step overhead on a trivial step
 	$(TOOLS_PY) scripts/harness_overhead.py
 
-check: check-locks check-containers check-flake ## Static checks, offline: locks current, exports in sync, hadolint, flake
+check: check-locks check-containers check-flake ## Static checks, offline: locks, exports, hadolint, flake
 	@echo "check: all static checks passed"
 
 # `make test` in two phases. First the tests that time real work against fixed bounds (marker wall_clock), alone:
-# they want a quiet machine. Then every other test, split into two lanes run side by side, one a core, each about
-# half the work by the seconds each test last took (tests/lanes.py, tests/durations.json; `make test-durations`
-# refreshes them from this target's reports). keras-cv's StableDiffusion cells and the image build (markers
-# keras_cv_sd, container) stay one after another in one lane: they use both cores throughout. The tests needing no
-# framework env (neither slow nor envs) run once, in the copy of the checkout with the example model added
-# (tests/test_new_model.py): the checkout and one folder, the case every contributor's new model is. Run in the
-# checkout as well they took 641 s more of a core (here, 2026-11-29). A lane run beside the other has its report
-# printed when both have ended. Every phase always runs; make fails if any failed.
-TEST_LANES := (slow or envs) and not wall_clock and not extended
+# they want a quiet machine. Then every other test but the extended tier, split into two lanes run side by side, one a
+# core, each about half the work by the seconds each test last took (tests/lanes.py, tests/durations.json; `make
+# test-durations` refreshes them from this target's reports). keras-cv's StableDiffusion cells and the image build
+# (markers keras_cv_sd, container) stay one after another in one lane: they use both cores throughout; the tests not
+# marked slow stay together in one lane, never beside one another. A lane run beside the other has its report printed
+# when both have ended. Every phase always runs, each says how long it took; make fails if any failed.
+TEST_LANES := not wall_clock and not extended
 TEST_LANE_LOG := $(VENVS)/test-lane-2.log
 test: doctor envs env-ci-stack ## Build what is needed, then lint and run the test suite less its extended tests (smoke profile on CPU)
-	@$(MAKE) --no-print-directory lint
-	@rc=0; \
+	@start=$$(date +%s); $(MAKE) --no-print-directory lint || exit $$?; echo "test: lint took $$(( $$(date +%s) - start )) s"
+	@rc=0; start=$$(date +%s); \
 	$(TOOLS_PY) -m pytest tests -p no:cacheprovider -ra --durations=15 -m "not slow and wall_clock" --junitxml=$(VENVS)/test-wall-clock.xml || rc=$$?; \
+	echo "test: the wall-clock phase took $$(( $$(date +%s) - start )) s"; start=$$(date +%s); \
 	$(TOOLS_PY) -m pytest tests -p no:cacheprovider -ra --durations=15 -m "$(TEST_LANES)" --lane 2/2 --junitxml=$(VENVS)/test-lane-2.xml > $(TEST_LANE_LOG) 2>&1 & other=$$!; \
 	$(TOOLS_PY) -m pytest tests -p no:cacheprovider -ra --durations=15 -m "$(TEST_LANES)" --lane 1/2 --junitxml=$(VENVS)/test-lane-1.xml || rc=$$?; \
+	echo "test: lane 1 took $$(( $$(date +%s) - start )) s"; \
 	wait $$other || rc=$$?; \
 	echo "== lane 2 of 2 (run beside lane 1 above) =="; cat $(TEST_LANE_LOG); \
+	echo "test: both lanes took $$(( $$(date +%s) - start )) s"; \
 	exit $$rc
 
-test-durations: env-tools ## Refresh tests/durations.json (what make test's lanes are split by) from the last make test's reports
+test-durations: env-tools ## Refresh tests/durations.json from the last make test's reports
 	$(TOOLS_PY) scripts/test_durations.py $(or $(wildcard $(VENVS)/test-wall-clock.xml $(VENVS)/test-lane-*.xml),$(error make test-durations: no make test reports in $(VENVS) (test-wall-clock.xml, test-lane-*.xml): run make test first))
 
 # Not in CI (its hour): the tests marked extended (tests/test_matrix.py): smoke cells that repeat a code path `make
 # test` runs (keras-cv's StableDiffusion on Keras 3 TensorFlow and torch, generate at batch 1, native StableDiffusion
 # and Mistral compiled) and the 2024 stack's whole smoke matrix, one cell per test; test-stack2024 runs the latter
 # alone. KEEP_RESULTS=results keeps each cell's result (how the committed 2024 results were made).
-EXTENDED_PYTEST = $(if $(KEEP_RESULTS),BENCH_KEEP_RESULTS=$(abspath $(KEEP_RESULTS))) $(TOOLS_PY) -m pytest tests -p no:cacheprovider -ra --durations=15
-test-extended: doctor envs env-tools ## The tests make test leaves out (CI's hour): cells repeating a CI code path, the 2024 stack's matrix
+EXTENDED_PYTEST = $(if $(KEEP_RESULTS),BENCH_KEEP_RESULTS="$$(realpath -m -- "$(KEEP_RESULTS)")") $(TOOLS_PY) -m pytest tests -p no:cacheprovider -ra --durations=15
+test-extended: doctor envs env-tools ## The tests make test leaves out: repeated cells, the 2024 stack's matrix
 	@$(MAKE) --no-print-directory envs STACK=2024
 	$(EXTENDED_PYTEST) -m extended
 
-test-stack2024: doctor env-tools ## The 2024 stack's smoke matrix as tests (part of test-extended); KEEP_RESULTS=<dir> keeps the results
+test-stack2024: doctor env-tools ## The 2024 stack's smoke matrix as tests (KEEP_RESULTS=<dir> keeps them)
 	@$(MAKE) --no-print-directory envs STACK=2024
 	$(EXTENDED_PYTEST) -m stack2024
 
-lint: env-tools ## ruff (ruff.toml: pycodestyle, pyflakes, import order, bugbear, pyupgrade), no import cycle in bench/ and its layer order kept (bench/layers.toml)
+lint: env-tools ## ruff, and the import layers of .importlinter (import-linter)
 	$(TOOLS_PY) -m ruff check .
-	$(TOOLS_PY) scripts/import_cycles.py
+	$(TOOLS_PY) -c 'from importlinter.cli import lint_imports_command; lint_imports_command()' --no-cache
 
 test-fast: env-tools ## Unit and orchestrator tests only, no framework environment needed
 	$(TOOLS_PY) -m pytest tests -ra -m "not envs and not container and not slow"
 
-clean-results: ## Remove the logs a run wrote under $(RESULTS)/logs (result files are kept; history/ keeps earlier ones)
+clean-results: ## Remove the logs a run wrote under RESULTS (result files are kept)
 	$(PYTHON) -m bench clean-results --results-dir "$(RESULTS)"
 
-# Slurm (bench/cluster/): one array task per cell; docs/CLUSTER.md. BACKEND/MODEL/TASK take comma lists.
-submit: env-tools ## Submit cells to Slurm (one array task each; cells with a current result skipped unless FORCE=1)
+# Slurm (bench/run/cluster/): one array task per cell; docs/CLUSTER.md. BACKEND/MODEL/TASK take comma lists.
+submit: env-tools ## Submit cells to Slurm, one array task each (FORCE=1 re-runs measured ones)
 	$(TOOLS_PY) -m bench submit $(if $(BACKEND),--backend $(BACKEND)) $(if $(MODEL),--model $(MODEL)) $(if $(TASK),--task $(TASK)) \
 		$(if $(PROFILE),--profile $(PROFILE)) $(if $(STEPS),--steps $(STEPS)) $(if $(BATCH),--batch-size $(BATCH)) \
 		$(call flag,FORCE,--force) $(call flag,CONTAINER,--container) \
 		--results-dir "$(RESULTS)" $(SUBMIT_ARGS)
 
-submit-status: env-tools ## Per-cell state of a Slurm submission (JOB= name or id, default the latest); records tasks Slurm ended
+submit-status: env-tools ## Per-cell state of a Slurm submission (JOB=, default the latest)
 	$(TOOLS_PY) -m bench submit-status --results-dir "$(RESULTS)" $(if $(JOB),--job $(JOB)) $(if $(WAIT),--wait $(WAIT))

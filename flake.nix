@@ -10,7 +10,7 @@
       pkgs = nixpkgs.legacyPackages.${system};
       lib = pkgs.lib;
 
-      # The backends' envs on every stack (bench/backends.py: today's, then the 2024 stack's
+      # The backends' envs on every stack (bench/catalogue/backends.py: today's, then the 2024 stack's
       # <backend>-2024), then the study envs (STUDY_ENVIRONMENTS: the inference grid's transformers-TF);
       # tests/test_flake.py checks that the two lists agree.
       backends = [ "keras2" "tensorflow" "jax" "torch" "native-torch"

@@ -7,29 +7,29 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from bench.base.errors import BenchError
+from bench.base.exit_status import exit_status
+from bench.base.lifetime import stop_on_signals
 from bench.cli_parsers import build_parser
-from bench.cluster import cli as cluster_cli
-from bench.errors import BenchError
-from bench.exit_status import exit_status
-from bench.lifetime import stop_on_signals
+from bench.run.cluster import cli as cluster_cli
 
 if TYPE_CHECKING:  # for the annotations only: each command imports what it uses as it runs
-    from bench.registry import Cell
-    from bench.replication import SequentialRule
-    from bench.results import Result
-    from bench.runner import RunOptions
+    from bench.catalogue.registry import Cell
+    from bench.judge.replication import SequentialRule
+    from bench.record.results import Result
+    from bench.run.runner import RunOptions
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command != "cell":  # a cell's own process is ended by its orchestrator, its whole process group
+        stop_on_signals()  # TERM, HUP, INT: workers and temporaries go with it, the exit status a shell's (143, ...)
     return exit_status(lambda: COMMANDS[args.command](args))
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from bench.provenance import machine_info
-
-    stop_on_signals()
-    from bench.registry import plan_cells
+    from bench.base.provenance import machine_info
+    from bench.catalogue.registry import plan_cells
 
     profile, choice = chosen_profile(args.profile, machine_info)
     rule = processes_rule(args, profile)
@@ -54,12 +54,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise BenchError("no cells match the given backend/model/task/variant")
     deadline = None
     if args.budget_minutes is not None:
-        from bench.budget import under_budget
+        from bench.run.budget import under_budget
 
         cells, deadline = under_budget(cells, results_dir, args.budget_minutes, args.repeats, args.resume, args.jobs)
     if args.dry_run:
         return list_cells(cells, args)
-    from bench.runner import RunOptions
+    from bench.run.runner import RunOptions
 
     options = RunOptions(
         repeats=args.repeats,
@@ -71,22 +71,23 @@ def cmd_run(args: argparse.Namespace) -> int:
         interleave=deadline is None,  # under a budget, whole cells in the budget's order
         rule=rule,
         against=args.against,
+        verbose=args.verbose,
     )
-    if args.jobs > 1:  # one GPU per cell, or a one-line refusal (bench/cluster/parallel.py)
-        from bench.cluster.parallel import run_cells_parallel
+    if args.jobs > 1:  # one GPU per cell, or a one-line refusal (bench/run/cluster/parallel.py)
+        from bench.run.cluster.parallel import run_cells_parallel
 
         results = run_cells_parallel(cells, results_dir, args.jobs, options)
     else:
         results = run_here(cells, results_dir, options)
     if deadline is not None:
-        from bench.budget import say_what_is_left
+        from bench.run.budget import say_what_is_left
 
         say_what_is_left(cells, results, results_dir, args.repeats)
-    from bench.report.comparisons import say_decided
+    from bench.judge.comparisons import say_decided
 
     say_decided(cells, results_dir)
     if args.against is not None:
-        from bench.compare import compare, counts_text
+        from bench.report.compare import compare, counts_text
 
         print(f"against {args.against}: {counts_text(compare(args.against, results_dir))} "
               f"(make compare A={args.against} B={results_dir} shows each)")  # fmt: skip
@@ -101,12 +102,17 @@ def check_against(against: Path | None, results_dir: Path) -> None:
         raise BenchError(f"--against {against}: no such results folder")
     if against.resolve() == Path(results_dir).resolve():
         raise BenchError(f"--against {against} is this run's own results folder: name the earlier run's")
+    from bench.base.resultsdir import overlapping
+
+    if overlapping(against, results_dir):  # a folder inside the other: the run's cells read on both sides
+        raise BenchError(f"--against {against} and this run's results folder {results_dir} are one inside the other: "
+                         "name an earlier run's folder apart from it")
 
 
 def chosen_profile(asked: str | None, machine_info) -> tuple[str, str]:
     """The run's profile and why (said on the first line): the one --profile names, else the machine's default."""
-    from bench.profiles import get_profile
-    from bench.run_planning import default_profile
+    from bench.catalogue.profiles import get_profile
+    from bench.run.planning import default_profile
 
     if asked:
         get_profile(asked)
@@ -121,11 +127,11 @@ def chosen_profile(asked: str | None, machine_info) -> tuple[str, str]:
 def processes_rule(args: argparse.Namespace, profile: str) -> SequentialRule:
     """Processes a cell: the profile's sequential rule, or exactly the count --repeats (or --exact) asks for; a
     budget's and --jobs' cells get the rule's first count alone. Sets args.repeats to that first count."""
-    from bench.profiles import get_profile
-    from bench.replication import SequentialRule, rule_of
+    from bench.catalogue.profiles import get_profile
+    from bench.judge.replication import SequentialRule, rule_of
 
     if args.exact:
-        from bench.published import PUBLISHED_PROCESSES
+        from bench.base.published import PUBLISHED_PROCESSES
 
         if args.repeats not in (None, PUBLISHED_PROCESSES):
             raise BenchError("--exact runs one process a cell, as published: leave out --repeats")
@@ -150,16 +156,16 @@ def run_target(args: argparse.Namespace) -> tuple[str, Path]:
     current the unlocked route's, apart from every locked result, one folder per environment."""
     if args.env != "current":
         return args.stack, args.results_dir
-    from bench.backends import UNLOCKED_STACK
-    from bench.ownenv import describe_environment, environment_slug
-    from bench.provenance import unlocked_environment
+    from bench.base.provenance import unlocked_environment
+    from bench.catalogue.backends import UNLOCKED_STACK
+    from bench.catalogue.ownenv import describe_environment, environment_folder
 
     if args.stack != "today":
         raise BenchError(
             f"--env current runs this interpreter's own packages; --stack {args.stack} names locked envs: use one or the other"
         )
     environment = unlocked_environment()
-    results_dir = args.results_dir / "env-current" / environment_slug(environment)
+    results_dir = environment_folder(args.results_dir, environment)  # where this environment's key has results
     print(f"environment: {describe_environment(environment)}", flush=True)
     return UNLOCKED_STACK.name, results_dir
 
@@ -167,7 +173,7 @@ def run_target(args: argparse.Namespace) -> tuple[str, Path]:
 def list_cells(cells: list[Cell], args: argparse.Namespace) -> int:
     """--dry-run: the cells' keys, one a line; with --resume, those a resumed run would run, not those it skips."""
     if args.resume:
-        from bench.run_planning import still_to_measure
+        from bench.run.planning import still_to_measure
 
         todo = still_to_measure(cells, args.results_dir, args.repeats)
         print(f"skipped (resume): {len(cells) - len(todo)} cells already measured", file=sys.stderr)
@@ -179,10 +185,10 @@ def list_cells(cells: list[Cell], args: argparse.Namespace) -> int:
 
 def run_here(cells: list[Cell], results_dir: Path, options: RunOptions) -> list[Result]:
     """The cells run one after another on this machine (run_cells), after what they should take here."""
-    from bench.budget import expected_here
-    from bench.cluster.decided import expected_line
-    from bench.provenance import machine_info
-    from bench.runner import run_cells
+    from bench.base.provenance import machine_info
+    from bench.run.budget import expected_here
+    from bench.run.decided import expected_line
+    from bench.run.runner import run_cells
 
     rule, deadline = options.rule, options.deadline
 
@@ -190,7 +196,7 @@ def run_here(cells: list[Cell], results_dir: Path, options: RunOptions) -> list[
         print(line, flush=True)
     machine = machine_info()
     if options.resume:  # what a resumed run will measure, not what it skips
-        from bench.run_planning import still_to_measure
+        from bench.run.planning import still_to_measure
 
         todo = still_to_measure(cells, results_dir, rule.first, machine)
     else:
@@ -201,12 +207,11 @@ def run_here(cells: list[Cell], results_dir: Path, options: RunOptions) -> list[
 
 
 def cmd_grid(args: argparse.Namespace) -> int:
-    from bench.grid.run import run_grid
-    from bench.grid.spec import DEFAULT_GRID, columns_for_envs, get_grid, select
-    from bench.grid.spec import MODELS as GRID_MODELS
-    from bench.report.grid import render_grid
+    from bench.studies.grid.page import render_grid
+    from bench.studies.grid.run import run_grid
+    from bench.studies.grid.spec import DEFAULT_GRID, columns_for_envs, get_grid, select
+    from bench.studies.grid.spec import MODELS as GRID_MODELS
 
-    stop_on_signals()
     grid = get_grid(args.grid or DEFAULT_GRID)
     models, columns = select(args.model, GRID_MODELS, "grid model"), columns_for_envs(args.backend)
     if args.dry_run:
@@ -221,19 +226,19 @@ def cmd_grid(args: argparse.Namespace) -> int:
 
 
 def cmd_cell(args: argparse.Namespace) -> int:
-    from bench.cell import main as cell_main
-    from bench.registry import Cell
+    from bench.catalogue.registry import Cell
+    from bench.measure.cell import main as cell_main
 
     return cell_main(Cell.from_dict(json.loads(args.cell)), args.out, json.loads(args.config) if args.config else None)
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from bench.results import load_each, placement_problems, unreadable_error
-    from bench.results_upkeep import quarantine
+    from bench.record.results import load_each, placement_problems, unreadable_error
+    from bench.record.results_upkeep import quarantine
 
     loaded, errors = load_each(args.results_dir)
     if args.quarantine:
-        from bench.runlock import holding
+        from bench.base.runlock import holding
 
         with holding(args.results_dir):  # not a file a run writing there now is about to replace
             moved, kept = quarantine(args.results_dir, errors)
@@ -246,16 +251,19 @@ def cmd_validate(args: argparse.Namespace) -> int:
         why = result.cell.why_not_in_registry()
         if why:  # archived results stay valid; the registry has moved on since they were measured
             print(f"{path}: no longer in the registry: {why}")
-    studies, study_errors = load_studies(args.results_dir)  # what make table reads besides: sweeps, overhead
+    studies, study_errors, study_paths = load_studies(args.results_dir)  # what make table reads besides
     errors = errors + study_errors
     problems = ([str(unreadable_error(errors, args.results_dir))] if errors else []) + placement_problems(
         loaded, args.results_dir
     )
+    checked = {path for path, _ in loaded} | {e.path for e in errors} | study_paths
+    others, other_problems = other_files(args.results_dir, checked)  # plans, the triage, records, earlier results
+    problems += other_problems
     if problems:  # every bad file at once, each with what is wrong and the fix
         print("error: " + "\n".join(problems), file=sys.stderr)
         return 2
     print(f"{len(loaded)} result files under {args.results_dir} are valid")
-    from bench.report.grid import (
+    from bench.studies.grid.page import (
         load_grid,  # the inference grid's own files (results/grid/), each loaded and schema-checked
     )
 
@@ -265,58 +273,86 @@ def cmd_validate(args: argparse.Namespace) -> int:
     for folder, count in studies.items():
         if count:
             print(f"{count} result files under {args.results_dir / folder} are valid")
+    if others:
+        print(f"{others} other JSON files under {args.results_dir} (plans, the triage, studies' records, earlier "
+              "results) are readable")
     return 0
 
 
-def load_studies(results_dir: Path) -> tuple[dict[str, int], list]:
+def other_files(results_dir: Path, checked: set[Path]) -> tuple[int, list[str]]:
+    """Every other JSON file under the folder (but quarantine/'s and hidden ones), each read as what reads it: the
+    triage record as make history does, any other as JSON (a corrupt one off the result layout once passed, "0
+    result files ... are valid"). How many are readable, and a line naming each other one."""
+    from bench.record.results import TRIAGE_FILE, other_json_files
+    from bench.studies.history import triage
+
+    readable, problems = 0, []
+    for path in other_json_files(results_dir, checked):
+        try:
+            if path.name == TRIAGE_FILE:
+                triage.read(path.parent)
+            else:
+                json.loads(path.read_bytes())
+            readable += 1
+        except BenchError as e:
+            problems.append(str(e))
+        except (OSError, ValueError) as e:
+            problems.append(f"{path}: not readable JSON ({e}): mend it, or move it out of {results_dir}")
+    return readable, problems
+
+
+def load_studies(results_dir: Path) -> tuple[dict[str, int], list, set[Path]]:
     """The studies' result files that `make table` renders (the release sweeps, the overhead study), each read as
-    the report reads it: how many are valid per folder, and an error naming each other one."""
-    from bench.overhead.spec import STUDY_DIR as OVERHEAD_DIR
-    from bench.results import CorruptResult, NewerSchema, load, result_files
-    from bench.sweep.report import STUDY_DIR as SWEEP_DIR
-    from bench.sweep.report import load_sweep, sweep_files
+    the report reads it: how many are valid per folder, an error naming each other one, and every path read."""
+    from bench.record.results import CorruptResult, NewerSchema, load, result_files
+    from bench.studies.overhead.spec import STUDY_DIR as OVERHEAD_DIR
+    from bench.studies.sweep.page import STUDY_DIR as SWEEP_DIR
+    from bench.studies.sweep.page import load_sweep, sweep_files
 
     readers = {
         SWEEP_DIR: (sweep_files(results_dir), load_sweep),
         OVERHEAD_DIR: (result_files(results_dir / OVERHEAD_DIR), load),
     }
-    counts, errors = {}, []
+    counts, errors, read_paths = {}, [], set()
     for folder, (paths, read) in readers.items():
         counts[folder] = 0
         for path in paths:
+            read_paths.add(path)
             try:
                 read(path)
                 counts[folder] += 1
             except (CorruptResult, NewerSchema) as e:
                 errors.append(e)
-    return counts, errors
+    return counts, errors, read_paths
 
 
 def cmd_clean_results(args: argparse.Namespace) -> int:
-    from bench.results_upkeep import clean_logs
-    from bench.runlock import holding
+    from bench.base.runlock import holding
+    from bench.record.results_upkeep import clean_logs
 
     if args.results_dir.is_dir():
         with holding(args.results_dir):  # not the logs of a run writing there now
-            deleted = clean_logs(args.results_dir)
+            deleted, kept = clean_logs(args.results_dir)
     else:
-        deleted = []
-    print(f"deleted {len(deleted)} log files under {args.results_dir / 'logs'}")
+        deleted, kept = [], []
+    print(f"deleted {len(deleted)} log files under {args.results_dir / 'logs'}"
+          + (f"; kept {len(kept)} files there that are no log this suite writes (e.g. {kept[0]})" if kept else ""))
     return 0
 
 
 def cmd_table(args: argparse.Namespace) -> int:
-    from bench.report import render
+    from bench.studies.table import render
 
     if not args.results_dir.is_dir():  # a mistyped RESULTS= must not become a new folder with an empty table
         raise BenchError(f"no results folder {args.results_dir}: nothing to render (is the results folder right?)")
     out = args.out or args.results_dir / "RESULTS.md"
-    from bench.atomic import refuse_to_replace
+    from bench.base.atomic import outputs_beside, refuse_to_replace
 
     refuse_to_replace(out, lambda head: head.startswith(b"# Benchmark results"), "the table's output")
+    outputs_beside(out, (".md",), "the table's output", "the Markdown table")
     if args.site:  # the results page's files, each only over an earlier results page's
-        from bench.report import history_page
         from bench.report.site import DATA, INDEX, PLOTLY, VENDORED_PLOTLY
+        from bench.studies.history import page as history_page
 
         plotly_head = VENDORED_PLOTLY.read_bytes()[:4096]
         for name, ours in ((INDEX, lambda head: b"<title>Benchmark results</title>" in head),
@@ -325,24 +361,27 @@ def cmd_table(args: argparse.Namespace) -> int:
                            (history_page.PAGE, lambda head: history_page.TITLE.encode() in head),
                            (history_page.DATA, lambda head: head.startswith(b"const BENCH_HISTORY = "))):  # fmt: skip
             refuse_to_replace(args.site / name, ours, f"the results page's {name} (--site)")
-    render(args.results_dir, out, readme=args.readme, site=args.site)
+    from bench.base.atomic import together
+    from bench.studies.grid.page import render_grid
+    from bench.studies.overhead.page import load_overhead, render_overhead
+
+    # every page and figure of the render, or none: a full disk or a signal midway leaves each file as it was
+    with together():
+        render(args.results_dir, out, readme=args.readme, site=args.site)
+        grid_page = render_grid(args.results_dir)  # the inference grid study's own page, where it has results
+        overhead_page = render_overhead(args.results_dir) if load_overhead(args.results_dir) else None  # likewise
     print(f"wrote {out}" + (f" and the results section of {args.readme}" if args.readme else ""))
     if args.site:
         print(f"wrote {args.site / 'index.html'}")
-    from bench.report.grid import render_grid
-    from bench.report.overhead import load_overhead, render_overhead
-
-    grid_page = render_grid(args.results_dir)  # the inference grid study's own page, where it has results
-    if grid_page:
-        print(f"wrote {grid_page}")
-    if load_overhead(args.results_dir):  # the framework-overhead study's, likewise
-        print(f"wrote {render_overhead(args.results_dir)}")
+    for page in (grid_page, overhead_page):
+        if page:
+            print(f"wrote {page}")
     return 0
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
-    from bench.doctor import Probes, profile_plan
-    from bench.doctor import main as doctor_main
+    from bench.run.doctor import Probes, profile_plan
+    from bench.run.doctor import main as doctor_main
 
     return doctor_main(
         Probes(plan_path=args.plan or profile_plan(args.results_dir, args.profile), profile=args.profile)
@@ -350,8 +389,8 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
+    from bench.catalogue.profiles import get_profile
     from bench.plan import run
-    from bench.profiles import get_profile
 
     get_profile(args.profile)
     _, written = run(args.profile, args.results_dir, batch_size=args.batch_size)
@@ -360,7 +399,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from bench.export import export
+    from bench.report.export import export
 
     out, count = export(args.results_dir, args.out)
     print(f"wrote {out} ({count} rows)")
@@ -368,17 +407,26 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from bench.compare import run
+    from bench.base.resultsdir import overlapping
+    from bench.report.compare import refuse_overlap, run
+    from bench.report.looks import record_look, refuse_repeated_look
 
+    given = [[side] if isinstance(side, Path) else side for side in (args.a, args.b)]
+    if all(isinstance(side, list) for side in given):  # folders: one inside the other shares its files
+        shared = [f"{x}, {y}" if x.resolve() != y.resolve() else str(x)
+                  for x in given[0] for y in given[1] if overlapping(x, y)]
+        if shared:
+            raise BenchError(f"A and B share a folder ({shared[0]}): each cell would be judged against itself; name "
+                             "the results folders, or runs, of each side")
     a, b = (compared_side(text, args.results_dir) for text in (args.a, args.b))
-    folders = not isinstance(args.a, str) and not isinstance(args.b, str)
-    shared = {f.resolve() for f in a.folders} & {f.resolve() for f in b.folders} if folders else set()
-    if shared if folders else a.name == b.name:  # cells against themselves
-        one = ", ".join(map(str, sorted(shared))) if folders else args.a
-        raise BenchError(f"A and B share {'a folder' if folders else 'a run'} ({one}): name the results folders, or "
-                         "runs, of each side")
+    if isinstance(args.a, str) and a.name == b.name:
+        raise BenchError(f"A and B share a run ({args.a}): name the results folders, or runs, of each side")
+    refuse_overlap(a, b)  # or a file: a folder and a run of its history
+    out = args.out or args.out_dir / "compare.md"
+    look = refuse_repeated_look(out, a, b)  # the same runs judged again, a side grown: a look the 5% does not cover
 
-    written = run(a, b, args.out or args.out_dir / "compare.md", args.across_processors)
+    written = run(a, b, out, args.across_processors)
+    record_look(out, look)
     print(written.text, end="")
     print(f"wrote {written.markdown}, {written.json}" + (f" and {written.png}" if written.png else ""), file=sys.stderr)
     return 0
@@ -386,10 +434,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 def compared_side(given: Path | str, results_dir: Path):
     """A side of `make compare`: a results folder, or else a run of RESULTS's history by its id (the results page's
-    A-vs-B view and `python -m bench.history runs` list them)."""
-    from bench.compare import folder_side, pooled_side, run_side
-    from bench.history import index
-    from bench.history.runs import find_run
+    A-vs-B view and `python -m bench.studies.history runs` list them)."""
+    from bench.report.compare import folder_side, pooled_side, run_side
+    from bench.studies.history import index
+    from bench.studies.history.runs import find_run
 
     if isinstance(given, list):
         return pooled_side(given)
@@ -401,16 +449,16 @@ def compared_side(given: Path | str, results_dir: Path):
         if (found := find_run(results_dir, text)) is not None:
             return run_side(results_dir, found)
     raise BenchError(f"{text} is neither a results folder nor a run of {results_dir}'s history (python -m "
-                     f"bench.history runs --results-dir {results_dir} lists the runs)")
+                     f"bench.studies.history runs --results-dir {results_dir} lists the runs)")
 
 
 def cmd_gpu_check(args: argparse.Namespace) -> int:
-    from bench.gpucheck import preflight, run
+    from bench.studies.gpucheck.run import preflight, run
 
     if args.preflight:
         return preflight()
-    stop_on_signals()
-    return run(args.results_dir, env=args.env, budget_s=args.budget_minutes * 60, resume=args.resume)
+    return run(args.results_dir, env=args.env, budget_s=args.budget_minutes * 60, resume=args.resume,
+               profile=args.profile, sync_size=args.sync_size)
 
 
 COMMANDS = {

@@ -4,26 +4,30 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from bench.argtypes import (
+from bench.base.argtypes import (
     DEFAULT_RESULTS,
     OneLineErrors,
+    batch_count,
     budget_minutes,
     csv_list,
     listing,
     non_negative_int,
     positive_int,
+    process_count,
+    step_count,
 )
-from bench.backends import BACKENDS
-from bench.cluster import cli as cluster_cli
-from bench.profiles import profiles
-from bench.registry import MODELS
-from bench.resultsdir import results_folder
-from bench.spec import TASKS
-from bench.variants import TUNING
+from bench.base.resultsdir import results_folder
+from bench.catalogue.backends import BACKENDS
+from bench.catalogue.profiles import profiles
+from bench.catalogue.registry import MODELS
+from bench.catalogue.spec import TASKS
+from bench.catalogue.variants import TUNING
+from bench.run.cluster import cli as cluster_cli
 
-# Backends run in more than one way (bench/backends.py Backend.variants), e.g. "native-torch: eager and/or compiled".
+# Backends run in more than one way (bench/catalogue/backends.py Backend.variants), e.g. "native-torch: eager and/or
+# compiled".
 VARIANT_HELP = "; ".join(f"{b.name}: {listing(b.variants)}" for b in BACKENDS.values() if len(b.variants) > 1) + (
-    "; tuning variants, only where they apply (bench/variants.py): " + ", ".join(TUNING))
+    "; tuning variants, only where they apply (bench/catalogue/variants.py): " + ", ".join(TUNING))
 
 
 
@@ -56,13 +60,13 @@ def add_run_parser(sub) -> None:
     run.add_argument("--model", type=csv_list, help=f"one or more of: {', '.join(MODELS)} (default: all)")
     run.add_argument("--task", type=csv_list, help=f"{listing(TASKS)} (default: every task of the model)")
     run.add_argument("--variant", type=csv_list, help=f"{VARIANT_HELP} (default: each backend's own)")
-    run.add_argument("--batch-size", type=positive_int, help="override the profile's batch size")
+    run.add_argument("--batch-size", type=batch_count, help="override the profile's batch size")
     run.add_argument(
         "--profile", help=f"{listing(profiles(), 'or')} (default: paper when a CUDA GPU is visible, else smoke)"
     )
     run.add_argument(
         "--steps",
-        type=positive_int,
+        type=step_count,
         help="a fixed count of timed steps (default: the profile's sampling: its fewest steps, then until the "
         "median's 95%% interval is within its target, up to its cap)",
     )
@@ -74,10 +78,11 @@ def add_run_parser(sub) -> None:
     )
     run.add_argument("--warmup", type=non_negative_int, help="warm-up steps after the first (default: the profile's)")
     run.add_argument(
-        "--repeats", type=positive_int, help="processes per cell, interleaved across the cells (default: the profile's)"
-    )
+        "--repeats", type=process_count,
+        help="processes per cell, interleaved across the cells (default: the profile's)",
+    )  # fmt: skip
     run.add_argument(
-        "--max-processes", type=positive_int, metavar="N",
+        "--max-processes", type=process_count, metavar="N",
         help="processes until decided: after the first --repeats, one more a round for a cell whose comparison is "
         "undecided, up to N (default: the profile's max_repeats; smoke and cpu: none added)",
     )  # fmt: skip
@@ -95,13 +100,20 @@ def add_run_parser(sub) -> None:
     )
     run.add_argument("--dry-run", action="store_true", help="list the cells and exit")
     run.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="after each finished cell's short line, its full one: every noise gate's reason, the steps' spread, "
+        "its result file",
+    )
+    run.add_argument(
         "--budget-minutes",
         type=budget_minutes,
         help="one cell per model x backend first, then the rest; stop cleanly at this, naming what is left "
         "(--resume goes on)",
     )
     run.add_argument(
-        "--jobs", type=positive_int, default=1, help="cells in parallel, one GPU each (needs a GPU per job)"
+        "--jobs", type=process_count, default=1, help="cells in parallel, one GPU each (needs a GPU per job)"
     )
     run.add_argument(
         "--stack",
@@ -129,7 +141,7 @@ def add_plan_parser(sub) -> None:
     add_results_dir(plan, "writes plan-<profile>.json and plan.json here")
     plan.add_argument(
         "--batch-size",
-        type=positive_int,
+        type=batch_count,
         help="also plan every cell at this batch (what `bench run --batch-size` will run)",
     )
 
@@ -140,7 +152,8 @@ def add_cell_parser(sub) -> None:
     cell.add_argument("--out", required=True, type=Path)
     cell.add_argument(
         "--config",
-        help="the cell's resolved configuration as JSON (bench/config.py): the cell refuses to run anything else",
+        help="the cell's resolved configuration as JSON (bench/catalogue/config.py): the cell refuses to run anything "
+             "else",
     )
 
 
@@ -156,7 +169,8 @@ def add_validate_parser(sub) -> None:
 
 def add_clean_results_parser(sub) -> None:
     clean = sub.add_parser(
-        "clean-results", help="delete the logs a run wrote (<results-dir>/logs/**/*.log), nothing else"
+        "clean-results", help="delete the logs the suite wrote (<results-dir>/logs/<a profile or study>/**/*.log), "
+        "nothing else"
     )
     add_results_dir(clean)
 
@@ -219,8 +233,8 @@ def add_export_parser(sub) -> None:
 def folder_or_run(text: str) -> Path | str | list[Path]:
     """A side of compare: a results folder (checked as every results folder is), several separated by commas (runs
     of the same code pooled as one side), or else a run's id (looked up by the command, in --results-dir's history).
-    A folder of a packed study (bench/packed.py) is unpacked first."""
-    from bench.packed import unpacked
+    A folder of a packed study (bench/base/packed.py) is unpacked first."""
+    from bench.base.packed import unpacked
 
     if "," in text:
         folders = [part.strip() for part in text.split(",") if part.strip()]
@@ -241,7 +255,8 @@ def add_compare_parser(sub) -> None:
     comp.add_argument(
         "a", type=folder_or_run, help="results folder A (the baseline; its noise/ holds the noise studies used), "
         "several separated by commas (separate runs of the same code, pooled as one side: the run-to-run spread it "
-        "carries shrinks with their number), or the id of a run of --results-dir's history (python -m bench.history "
+        "carries shrinks with their number), or the id of a run of --results-dir's history (python -m "
+        "bench.studies.history "
         "runs lists them)"
     )
     comp.add_argument("b", type=folder_or_run, help="results folder B, several separated by commas, or a run's id")
@@ -279,7 +294,12 @@ def add_gpu_check_parser(sub) -> None:
         default=15.0,
         help="end the work in progress and stop at this (default 15)",
     )
-    gpu.add_argument("--resume", action="store_true", help="go on with a cut-off run's checks, into its report")
+    gpu.add_argument("--resume", action="store_true", help="go on with a cut-off run's checks, into its report: the "
+                     "checks not yet passed in this environment (one of another environment's key starts afresh)")
+    gpu.add_argument("--profile", default="paper", help="the short cells' shapes (default paper; smoke: a rehearsal "
+                     "on a CPU with a stand-in nvidia-smi)")
+    gpu.add_argument("--sync-size", type=positive_int, default=8192,
+                     help="the sync probe's matrix side (default 8192, a GPU's; smaller for a rehearsal)")
     gpu.add_argument(
         "--preflight", action="store_true", help="only the refusal without a GPU (stdlib: before any env is built)"
     )

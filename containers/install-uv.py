@@ -57,7 +57,7 @@ def main(requirements: str, dest: str) -> int:
         sys.exit(f"sha256 mismatch for {url}: got {h.hexdigest()}, pinned {sha}")
     target = Path(dest) / "uv"
     # A temporary beside it, fsynced and renamed over it: make takes an existing uv for a complete one, so an
-    # interrupted install must leave none (this script stands alone in the image build: no bench.atomic here).
+    # interrupted install must leave none (this script stands alone in the image build: no bench.base.atomic here).
     partial = Path(dest) / ".uv.partial"
     with zipfile.ZipFile(whl) as z, z.open(f"uv-{version}.data/scripts/uv") as src, open(partial, "wb") as out:
         out.write(src.read())

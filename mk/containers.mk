@@ -9,24 +9,25 @@ IMAGE_NAME ?= localhost/bench
 # Extra arguments for `python -m bench run` in bench-container, e.g. BENCH_ARGS="--steps 5".
 BENCH_ARGS ?=
 CONTAINER_SHM ?= 8g
-# The host folder mounted as the image's results/ (the Makefile's RESULTS, default results/).
-CONTAINER_RESULTS = $(abspath $(or $(RESULTS),results))
+# The host folder mounted as the image's results/ (the Makefile's RESULTS, default results/), made absolute by the
+# shell (make's abspath would split a path holding a space into two).
+CONTAINER_RESULTS = $$(realpath -m -- "$(or $(RESULTS),results)")
 
 .PHONY: image image-base bench-container check-containers check-flake image-repro
 
-image-base: ## Build the Debian base with debuerreotype (pinned release, containers/base.lock) and import it
+image-base: ## Build the Debian base with debuerreotype (containers/base.lock) and import it
 	containers/build-base.sh
 
 # The image of BACKEND on STACK is named by its env: localhost/bench:jax, localhost/bench:jax-2024.
 IMAGE_ENV = $$($(PYTHON) scripts/envs.py env-name "$(BACKEND)" "$(or $(STACK),today)")
 
-image: ## Build the image of BACKEND on STACK (podman, else docker) as localhost/bench:<env>; builds the base if missing
+image: ## Build BACKEND's image on STACK (podman, else docker); the base if missing
 	@$(PYTHON) scripts/envs.py validate "$(BACKEND)"
-	@. containers/base.lock && $(CONTAINER_ENGINE) image inspect "$$BASE_NAME:$$BASE_TAG" >/dev/null 2>&1 \
+	@. containers/base.lock && "$(CONTAINER_ENGINE)" image inspect "$$BASE_NAME:$$BASE_TAG" >/dev/null 2>&1 \
 		|| containers/build-base.sh
-	ENGINE=$(CONTAINER_ENGINE) PYTHON=$(PYTHON) IMAGE_NAME=$(IMAGE_NAME) containers/build-image.sh "$(IMAGE_ENV)"
+	ENGINE="$(CONTAINER_ENGINE)" PYTHON=$(PYTHON) IMAGE_NAME="$(IMAGE_NAME)" containers/build-image.sh "$(IMAGE_ENV)"
 
-bench-container: ## Run the benchmark of BACKEND and MODEL in its image, RESULTS dir mounted, GPU passed through if any
+bench-container: ## Run BACKEND and MODEL in its image, RESULTS mounted, GPU passed through
 	@$(PYTHON) scripts/envs.py validate "$(BACKEND)"
 	@test -n "$(MODEL)" || { echo "bench-container: MODEL= is required (e.g. MODEL=bert)" >&2; exit 2; }
 	@engine="$(CONTAINER_ENGINE)"; image="$(IMAGE_NAME):$(IMAGE_ENV)"; gpu=""; \
@@ -52,9 +53,9 @@ check-containers: ## Lint containers/Containerfile and Containerfile.base with h
 	@command -v hadolint >/dev/null || { echo "check-containers: hadolint not found (scripts/install-system-deps.sh)" >&2; exit 127; }
 	hadolint --config containers/.hadolint.yaml containers/Containerfile containers/Containerfile.base
 
-check-flake: ## Evaluate flake.nix offline against the stub nixpkgs (nix flake check --no-build, nix flake show)
+check-flake: ## Evaluate flake.nix offline against the stub nixpkgs
 	tests/nix-stub/check-flake.sh
 
-image-repro: ## Build BACKEND's image twice with --no-cache (warm uv cache); print both IDs, fail if they differ
+image-repro: ## Build BACKEND's image twice with --no-cache; fail if the IDs differ
 	@$(PYTHON) scripts/envs.py validate "$(BACKEND)"
-	ENGINE=$(CONTAINER_ENGINE) PYTHON=$(PYTHON) IMAGE_NAME=$(IMAGE_NAME) containers/build-image.sh "$(IMAGE_ENV)" --repro
+	ENGINE="$(CONTAINER_ENGINE)" PYTHON=$(PYTHON) IMAGE_NAME="$(IMAGE_NAME)" containers/build-image.sh "$(IMAGE_ENV)" --repro

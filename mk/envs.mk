@@ -12,27 +12,27 @@ CI_STACK_ENVS := jax-2024
 
 .PHONY: env envs env-tools env-ci-stack lock env-info check-locks
 
-env: ## Build/repair BACKEND's env on STACK: .venvs/BACKEND (today) or .venvs/BACKEND-2024 (STACK=2024), from its lock
+env: ## Build or repair BACKEND's env on STACK from its lock (.venvs/<env>)
 	@$(ENVS_PY) validate "$(BACKEND)"
 	@name="$$($(ENVS_PY) env-name "$(BACKEND)" "$(STACK)")"; $(ENVS_PY) build "$$name"  # a bad STACK stops at its own error
 
-envs: doctor ## Build/repair the five backend envs of STACK (default today) and the tools env, one after the other
+envs: doctor ## Build or repair the five backend envs of STACK and the tools env
 	$(ENVS_PY) build --all --stack "$(STACK)"
 
-env-ci-stack: ## Build/repair the 2024-stack env that `make test` runs (CI_STACK_ENVS: jax-2024)
+env-ci-stack: ## Build or repair the 2024-stack env make test runs (jax-2024)
 	$(ENVS_PY) build $(CI_STACK_ENVS)
 
 env-tools: ## Build/repair .venvs/tools (pytest, orchestrator, report tools)
 	$(ENVS_PY) build tools
 
-lock: ## Re-resolve envs/*/uv.lock from the specs and re-export requirements.txt (needs PyPI; LOCK_ENVS= for a subset)
+lock: ## Re-resolve envs/*/uv.lock and re-export requirements.txt (PyPI; LOCK_ENVS=)
 	$(ENVS_PY) lock $(LOCK_ENVS)
 
-env-info: ## Fingerprint BACKEND's env on STACK (every env of STACK if BACKEND is empty): versions, CUDA/cuDNN, devices
+env-info: ## Versions, CUDA/cuDNN build and devices of BACKEND's env (every env if empty)
 	@if [ "$(BACKEND)" = tools ]; then $(ENVS_PY) info tools; \
 	elif [ -n "$(BACKEND)" ]; then $(ENVS_PY) validate "$(BACKEND)" && $(ENVS_PY) info "$$($(ENVS_PY) env-name "$(BACKEND)" "$(STACK)")"; \
 	elif [ "$(STACK)" != today ]; then $(ENVS_PY) info $$($(ENVS_PY) names --stack "$(STACK)"); \
 	else $(ENVS_PY) info --all; fi
 
-check-locks: ## Offline: every uv.lock matches its spec, every requirements.txt matches its lock, envs agree
+check-locks: ## Offline: every lock matches its spec and its requirements.txt
 	$(ENVS_PY) check-locks

@@ -1,4 +1,4 @@
-# A key's results across commits, releases and machines (bench/history/, docs/HISTORY.md): its series per processor
+# A key's results across commits, releases and machines (bench/studies/history/, docs/HISTORY.md): its series per processor
 # and stack with each point's interval, its change points, the Judge's verdict and the bisects' word on each.
 # Included by the top-level Makefile.
 
@@ -23,18 +23,18 @@ RULE_ARGS = $(if $(PROCESSES),--processes $(PROCESSES)) $(if $(MAX_PROCESSES),--
 
 .PHONY: history history-triage bisect-commits
 
-history: env-tools ## CELL='s series per processor and stack, with its change points found, judged and bisected: make history CELL=<key> [BY=commit THRESHOLD= CONFIRM=1]
-	@test -n $(call shell_quote,$(value CELL)) || { echo "usage: make history CELL=<cell key, sweep key, or A/B sweep keys> [BY=commit THRESHOLD=0.001 CONFIRM=1] (python -m bench.history keys lists them)" >&2; exit 2; }
-	$(TOOLS_PY) -m bench.history show --cell $(call shell_quote,$(value CELL)) $(if $(BY),--by $(BY)) $(if $(THRESHOLD),--threshold $(THRESHOLD)) \
+history: env-tools ## CELL='s series per processor and stack, its change points judged and bisected
+	@test -n $(call shell_quote,$(value CELL)) || { echo "usage: make history CELL=<cell key, sweep key, or A/B sweep keys> [BY=commit THRESHOLD=0.001 CONFIRM=1] (python -m bench.studies.history keys lists them)" >&2; exit 2; }
+	$(TOOLS_PY) -m bench.studies.history show --cell $(call shell_quote,$(value CELL)) $(if $(BY),--by $(BY)) $(if $(THRESHOLD),--threshold $(THRESHOLD)) \
 		$(call flag,CONFIRM,--confirm) $(RULE_ARGS) --results-dir "$(RESULTS)"
 
-history-triage: env-tools ## Mark CELL='s change at AT= acknowledged, expected or noise (STATE=) with REASON=, kept beside the results
+history-triage: env-tools ## Mark CELL='s change at AT= acknowledged, expected or noise (STATE=, REASON=)
 	@test -n $(call shell_quote,$(value CELL)) -a -n "$(AT)" -a -n "$(STATE)" -a -n $(call shell_quote,$(value REASON)) || { echo "usage: make history-triage CELL=<key> AT=<label> STATE=<acknowledged|expected|noise> REASON='<why>'" >&2; exit 2; }
-	$(TOOLS_PY) -m bench.history triage --cell $(call shell_quote,$(value CELL)) --at $(AT) --state $(STATE) \
-		--reason $(call shell_quote,$(value REASON)) --results-dir "$(RESULTS)"
+	$(TOOLS_PY) -m bench.studies.history triage --cell $(call shell_quote,$(value CELL)) --at $(AT) --state $(STATE) \
+		--reason $(call shell_quote,$(value REASON)) $(if $(THRESHOLD),--threshold $(THRESHOLD)) --results-dir "$(RESULTS)"
 
-bisect-commits: env-tools ## CELL= re-run at commits GOOD= and BAD= (each in a worktree of its own), then the first changed commit between, by halves
+bisect-commits: env-tools ## CELL= re-run at GOOD= and BAD= commits, then the first changed commit
 	@test -n $(call shell_quote,$(value CELL)) -a -n "$(GOOD)" -a -n "$(BAD)" || { echo "usage: make bisect-commits CELL=<cell key> GOOD=<commit> BAD=<commit> [PROFILE= (default: its newest result's) CHANGE=slower|faster PROCESSES=3 MAX_PROCESSES=6]" >&2; exit 2; }
-	$(TOOLS_PY) -m bench.history commits --cell $(call shell_quote,$(value CELL)) --good $(call shell_quote,$(value GOOD)) \
+	$(TOOLS_PY) -m bench.studies.history commits --cell $(call shell_quote,$(value CELL)) --good $(call shell_quote,$(value GOOD)) \
 		--bad $(call shell_quote,$(value BAD)) $(if $(PROFILE),--profile $(PROFILE)) $(if $(CHANGE),--change $(CHANGE)) \
 		$(RULE_ARGS) --results-dir "$(RESULTS)"

@@ -1,4 +1,4 @@
-# Performance across releases (bench/sweep/, docs/STUDIES.md): one package at several versions, each in an env derived
+# Performance across releases (bench/studies/sweep/, docs/STUDIES.md): one package at several versions, each in an env derived
 # from BACKEND's lock with that version and the fewest co-changes the resolver needs (hash-locked under envs/sweep/,
 # built once under .venvs/sweep/), processes round-robin across versions -> $(RESULTS)/sweep/, $(RESULTS)/SWEEP.md.
 # Included by the top-level Makefile.
@@ -25,11 +25,11 @@ SWEEP_ARGS = $(if $(STUDY),--study $(call shell_quote,$(value STUDY))) $(if $(PA
 
 .PHONY: sweep bisect
 
-sweep: doctor env-tools ## Sweep PACKAGE= over VERSIONS=a,b,c on BACKEND= MODEL= TASK= (or STUDY=keras-overhead) -> $(RESULTS)/SWEEP.md
-	@test -n $(call shell_quote,$(value STUDY)) -o \( -n "$(PACKAGE)" -a -n "$(VERSIONS)" -a -n "$(BACKEND)" \) || { echo "usage: make sweep PACKAGE=<name> VERSIONS=<a,b,c> BACKEND=<env> MODEL= TASK= [PROCESSES=] | make sweep STUDY=<a name of bench/sweep/studies/, or a study file>" >&2; exit 2; }
-	$(TOOLS_PY) -m bench.sweep sweep $(SWEEP_ARGS) $(if $(VERSIONS),--versions $(VERSIONS))
+sweep: doctor env-tools ## Sweep PACKAGE= over VERSIONS=a,b,c on one cell (or STUDY=keras-overhead)
+	@test -n $(call shell_quote,$(value STUDY)) -o \( -n "$(PACKAGE)" -a -n "$(VERSIONS)" -a -n "$(BACKEND)" \) || { echo "usage: make sweep PACKAGE=<name> VERSIONS=<a,b,c> BACKEND=<env> MODEL= TASK= [PROCESSES=] | make sweep STUDY=<a name of bench/studies/sweep/studies/, or a study file>" >&2; exit 2; }
+	$(TOOLS_PY) -m bench.studies.sweep sweep $(SWEEP_ARGS) $(if $(VERSIONS),--versions $(VERSIONS))
 
-bisect: doctor env-tools ## First release between GOOD= and BAD= where PACKAGE='s cell got slower (by halves; KEY= the judged key)
-	@test -n "$(GOOD)" -a -n "$(BAD)" -a \( -n "$(STUDY)" -o \( -n "$(PACKAGE)" -a -n "$(BACKEND)" \) \) || { echo "usage: make bisect PACKAGE=<name> GOOD=<version> BAD=<version> BACKEND=<env> MODEL= TASK= [KEY=] | STUDY=<name> GOOD= BAD= KEY=" >&2; exit 2; }
-	$(TOOLS_PY) -m bench.sweep bisect $(SWEEP_ARGS) --good $(GOOD) --bad $(BAD) $(if $(KEY),--key $(call shell_quote,$(value KEY))) \
+bisect: doctor env-tools ## The first release between GOOD= and BAD= where PACKAGE='s cell got slower
+	@test -n "$(GOOD)" -a -n "$(BAD)" -a \( -n $(call shell_quote,$(value STUDY)) -o \( -n "$(PACKAGE)" -a -n "$(BACKEND)" \) \) || { echo "usage: make bisect PACKAGE=<name> GOOD=<version> BAD=<version> BACKEND=<env> MODEL= TASK= [KEY=] | STUDY=<name> GOOD= BAD= KEY=" >&2; exit 2; }
+	$(TOOLS_PY) -m bench.studies.sweep bisect $(SWEEP_ARGS) --good $(GOOD) --bad $(BAD) $(if $(KEY),--key $(call shell_quote,$(value KEY))) \
 		$(if $(filter faster,$(CHANGE)),--faster,$(if $(filter-out slower,$(CHANGE)),$(error CHANGE=$(CHANGE): slower or faster)))

@@ -1,31 +1,43 @@
 #!/usr/bin/env bash
-# One short session on a GPU machine that has its own Python (docs/OWN_ENVIRONMENT.md, section 0): install the
-# offline bundle `make wheelhouse FOR=<that python>` made, run `make gpu-check` and a budgeted paper `make bench-all`
-# of the cells the published findings turn on, and pack every result into one archive.
+# One short session on a lent GPU machine that has its own Python (docs/OWN_ENVIRONMENT.md, section 0), in at most
+# SESSION_MINUTES (default 9): install the offline bundle `make wheelhouse FOR=<that python>` made, resume `gpu-check`
+# (only the checks not yet passed in this environment), then the cells that decide the published findings still
+# open, in the order of what they decide (bench/studies/gpucheck/session.py PLAN), each skipped where this environment's results
+# already hold it, and one GPU-utilisation capture of Keras 3 PyTorch Gemma fit; pack everything it wrote into one
+# archive.
 #
-#   scripts/gpu-session.sh <bundle folder> <archive.tar.gz>
+#   scripts/gpu-session.sh <bundle folder> [<archive folder or .tar.gz>]      (default: $OUT/gpu-session.tar.gz)
 #
-# CHECK_MINUTES (default 2.5) and BENCH_MINUTES (5) are the two budgets; BENCH_ARGS narrows bench-all (default: BERT,
-# Gemma and Mistral on Keras 3 JAX, Keras 3 PyTorch and native PyTorch); REPEATS (2) processes a cell; PROFILE (paper). Each stage
-# ends by its budget, and is also stopped by SIGTERM 30 s past it: what it finished is kept. The archive is rewritten
-# after each stage, so a session cut short still returns what ran. PYTHON is the machine's interpreter (python3).
+# Resumes by default, under the environment's key (Python, the frameworks', workload libraries' and CUDA builds'
+# versions: bench/catalogue/ownenv.py environment_key; an incidental package such as zipp does not change it); FRESH=1 starts
+# gpu-check's report afresh. CHECK_MINUTES (2) is gpu-check's budget; the cells get what is left of the session
+# less a minute for the archive. PROFILE (paper; smoke: the same session rehearsed on a CPU with a stand-in
+# nvidia-smi) and SYNC_SIZE (8192) size the checks; PYTHON is the machine's interpreter (python3); RESULTS (results).
+# Each stage ends by its budget, and is also stopped by SIGTERM 30 s past it: what it finished is kept. The archive
+# is rewritten after each stage, so a session cut short still returns what ran.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-bundle=${1:?usage: scripts/gpu-session.sh <bundle folder> <archive.tar.gz>}
-archive=$(realpath -m "${2:?usage: scripts/gpu-session.sh <bundle folder> <archive.tar.gz>}")
+bundle=${1:?usage: scripts/gpu-session.sh <bundle folder> [<archive folder or .tar.gz>]}
+target=${2:-${OUT:?usage: scripts/gpu-session.sh <bundle folder> <archive> (or OUT= set)}}
+[[ $target == *.tar.gz ]] || target=$target/gpu-session.tar.gz
+archive=$(realpath -m "$target")
+mkdir -p "$(dirname "$archive")"
 PYTHON=${PYTHON:-python3}
-CHECK_MINUTES=${CHECK_MINUTES:-2.5}
-BENCH_MINUTES=${BENCH_MINUTES:-5}
-REPEATS=${REPEATS:-2}
-PROFILE=${PROFILE:-paper}  # smoke: the same session rehearsed on a CPU
-BENCH_ARGS=${BENCH_ARGS:-MODEL=bert,gemma,mistral BACKEND=jax,torch,native-torch}
+SESSION_MINUTES=${SESSION_MINUTES:-9}
+CHECK_MINUTES=${CHECK_MINUTES:-2}
+PROFILE=${PROFILE:-paper}
+SYNC_SIZE=${SYNC_SIZE:-8192}
 RESULTS=${RESULTS:-results}
-logs=$RESULTS/gpu-session/$(date -u +%Y%m%dT%H%MZ)  # this session's logs and notes
+FRESH=${FRESH:-}
+logs=$RESULTS/gpu-session/$(date -u +%Y%m%dT%H%M%SZ)  # this session's logs, its record and its capture
 mkdir -p "$logs"
 export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1
+session_start=$SECONDS
 
-# make where the machine has it; else the same commands the Makefile runs with ENV=current
-have_make() { command -v make >/dev/null; }
+minutes_left() {  # of the session, less a minute for the archive
+    "$PYTHON" -c "import sys; print(max(0.0, round((float(sys.argv[1]) * 60 - float(sys.argv[2]) - 60) / 60, 2)))" \
+        "$SESSION_MINUTES" "$((SECONDS - session_start))"
+}
 seconds() { "$PYTHON" -c "import sys; print(int(float(sys.argv[1]) * 60 + 30))" "$1"; }
 
 stamp=$(mktemp)  # what this session writes is what is newer than this
@@ -56,21 +68,14 @@ cat "$logs/machine.txt"
 "$PYTHON" -m pip list --format=freeze >"$logs/pip-freeze-before.txt" 2>&1  # what the machine brought
 stage install "$PYTHON" -m pip install --no-index --no-deps --no-cache-dir --find-links "$bundle" -r "$bundle/requirements.txt"
 "$PYTHON" -m pip list --format=freeze >"$logs/pip-freeze.txt" 2>&1
+"$PYTHON" -m bench.studies.gpucheck.session --results-dir "$RESULTS" --profile "$PROFILE" --plan >"$logs/plan.txt" 2>&1
 
-if have_make; then
-    stage gpu-check timeout -s TERM "$(seconds "$CHECK_MINUTES")" make gpu-check ENV=current PYTHON="$PYTHON" \
-        BUDGET="$CHECK_MINUTES" RESULTS="$RESULTS"
-    # shellcheck disable=SC2086  # BENCH_ARGS is a list of make variables
-    stage bench-all timeout -s TERM "$(seconds "$BENCH_MINUTES")" make bench-all ENV=current PYTHON="$PYTHON" \
-        PROFILE="$PROFILE" REPEATS="$REPEATS" BUDGET="$BENCH_MINUTES" RESULTS="$RESULTS" $BENCH_ARGS
-else
-    echo "gpu-session: no make on this machine: the commands make would run"
-    stage gpu-check timeout -s TERM "$(seconds "$CHECK_MINUTES")" "$PYTHON" -m bench gpu-check --env current \
-        --results-dir "$RESULTS" --budget-minutes "$CHECK_MINUTES"
-    bench_flags=()
-    for assignment in $BENCH_ARGS; do
-        bench_flags+=("--$(echo "${assignment%%=*}" | tr '[:upper:]' '[:lower:]')" "${assignment#*=}")
-    done
-    stage bench-all timeout -s TERM "$(seconds "$BENCH_MINUTES")" "$PYTHON" -m bench run --env current \
-        --profile "$PROFILE" --repeats "$REPEATS" --budget-minutes "$BENCH_MINUTES" --results-dir "$RESULTS" "${bench_flags[@]}"
-fi
+resume=(--resume)
+[[ -n $FRESH ]] && resume=()
+stage gpu-check timeout -s TERM "$(seconds "$CHECK_MINUTES")" "$PYTHON" -m bench gpu-check --env current \
+    --results-dir "$RESULTS" --budget-minutes "$CHECK_MINUTES" --profile "$PROFILE" --sync-size "$SYNC_SIZE" "${resume[@]}"
+
+cells_minutes=$(minutes_left)
+stage cells timeout -s TERM "$(seconds "$cells_minutes")" "$PYTHON" -m bench.studies.gpucheck.session --results-dir "$RESULTS" \
+    --logs "$logs" --budget-minutes "$cells_minutes" --profile "$PROFILE"
+echo "gpu-session: $((SECONDS - session_start)) s in all (limit $SESSION_MINUTES min)"

@@ -26,9 +26,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from bench.drivers import drive_steps  # noqa: E402
+from bench.base.timing import HostDevice, StepTimer, WindowPlan  # noqa: E402
 from bench.envs.common import default_venv, venv_python  # noqa: E402
-from bench.timing import HostDevice, StepTimer, WindowPlan  # noqa: E402
+from bench.measure.drivers import drive_steps  # noqa: E402
 
 PAIRS = 25  # trials per arm (>= 20): a 95% interval from ranks 8 and 18 of 25 differences
 CORE_STEPS = 20_000
@@ -119,10 +119,10 @@ sys.path.insert(0, sys.argv[1])
 steps, pairs = int(sys.argv[2]), int(sys.argv[3])
 import types
 import numpy as np, keras
-from bench.drivers import drive_keras_fit
-from bench.frameworks import JaxDevice
+from bench.measure.drivers import drive_keras_fit
+from bench.measure.frameworks import JaxDevice
 from bench.models.keras_common import repeated_batch
-from bench.timing import StepTimer, WindowPlan
+from bench.base.timing import StepTimer, WindowPlan
 model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
 model.compile(optimizer="sgd", loss="mse")
 data = repeated_batch(np.ones((8, 4), "float32"), np.ones((8, 1), "float32"))

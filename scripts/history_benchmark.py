@@ -16,9 +16,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.atomic import write_bytes_atomic  # noqa: E402
-from bench.history import index  # noqa: E402
-from bench.history.series import series_of  # noqa: E402
+from bench.base.atomic import write_bytes_atomic  # noqa: E402
+from bench.studies.history import index  # noqa: E402
+from bench.studies.history.series import series_of  # noqa: E402
 
 MACHINES = ({"cpu": "Synthetic CPU A", "logical_cpus": 8, "gpus": []},
             {"cpu": "Synthetic CPU B", "logical_cpus": 16, "gpus": []})

@@ -29,7 +29,7 @@ APT_PACKAGES=(
 	# the offline flake evaluation (Debian 12: nix 2.8.0)
 	nix-bin
 	# Slurm (slurm-wlm 22.05) and its authentication (munge 0.5.15) for tests/test_slurm.py's one-node cluster,
-	# which starts its own munged/slurmctld/slurmd in a temp folder (bench/cluster/localslurm.py): the packages'
+	# which starts its own munged/slurmctld/slurmd in a temp folder (bench/run/cluster/localslurm.py): the packages'
 	# services stay unconfigured and unstarted; slurm-client brings sbatch, squeue, scontrol, scancel, sinfo
 	slurmctld slurmd slurm-client munge
 	# the results page's test (tests/test_results_site.py) drives Debian's chromium headless through selenium

@@ -9,7 +9,7 @@ import tempfile
 from functools import cache
 from pathlib import Path
 
-from bench.packed import unpack_all
+from bench.base.packed import unpack_all
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -9,7 +9,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 from lanes import duration_hint, keep_lane  # noqa: E402
 
-from bench.provenance import ENV_STAMP, venvs_dir  # noqa: E402  (after the path, so the checkout's bench is found)
+from bench.base.provenance import ENV_STAMP, venvs_dir  # noqa: E402  (after the path, so the checkout's bench is found)
 
 VENVS = venvs_dir()  # where the orchestrator looks too
 IN_CI = os.environ.get("CI") == "true" or bool(os.environ.get("BENCH_REQUIRE_ENVS"))
@@ -31,7 +31,7 @@ def env_python(backend: str) -> Path:
 def assert_paper_settings(cell, settings: dict) -> None:
     """The paper-relevant settings a cell's result records: what its model says v0.0.5 ran
     (ModelSpec.expected_settings, declared in bench/models/<name>/), and on native PyTorch the attention it used."""
-    from bench.registry import get_model
+    from bench.catalogue.registry import get_model
 
     if cell.backend == "native-torch":
         assert settings["attention_implementation"], settings
@@ -60,6 +60,27 @@ def venvs(tmp_path):
     """Fake envs of every backend (tests/fakes.py): the orchestrator's tests without a framework."""
     from fakes import make_fake_envs
 
-    from bench.backends import BACKENDS
+    from bench.catalogue.backends import BACKENDS
 
     return make_fake_envs(tmp_path / "venvs", list(BACKENDS))
+
+
+class SharedRuns:
+    """The shared smoke runs of this test run (tests/shared_run.py), each run at most once and read by many tests."""
+
+    def __init__(self):
+        self.mine = {}
+
+    def __call__(self, name: str):
+        """The shared run `name` (a backend, or jax-2024), its env checked first as a test's own would be."""
+        from shared_run import RUNS, env_name, shared_run
+
+        env_python(env_name(*RUNS[name]))  # fails in CI, skips locally, when the env is missing
+        return shared_run(name, mine=self.mine)
+
+
+@pytest.fixture(scope="session")
+def shared_smoke():
+    """`shared_smoke("jax")`: the shared smoke run of BERT on that backend, read-only (SharedRun.copy to write).
+    tests/lanes.py keeps the tests using it in one lane, so that one lane runs it and none waits for it."""
+    return SharedRuns()

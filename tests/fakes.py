@@ -14,7 +14,7 @@ import sys
 import venv
 from pathlib import Path
 
-from bench.provenance import ENV_STAMP
+from bench.base.provenance import ENV_STAMP
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -107,7 +107,7 @@ def make_fake_envs(root: Path, backends) -> Path:
     return root
 
 
-QUIET_PROBE = '''"""Every Python started with this folder on PYTHONPATH reads the drift probe (bench/drift.py) as a quiet 1 ms."""
+QUIET_PROBE = '''"""Every Python started with this folder on PYTHONPATH reads the drift probe (bench/measure/drift.py) as a quiet 1 ms."""
 import importlib.abc
 import importlib.util
 import sys
@@ -115,7 +115,7 @@ import sys
 
 class QuietProbe(importlib.abc.MetaPathFinder):
     def find_spec(self, name, path, target=None):
-        if name != "bench.drift":
+        if name != "bench.measure.drift":
             return None
         sys.meta_path.remove(self)  # the module as it would load without this finder
         try:
@@ -127,6 +127,7 @@ class QuietProbe(importlib.abc.MetaPathFinder):
         def exec_module(module):
             load(module)
             module.reference_ms = lambda budget_s=None: 1.0
+            module.reading = lambda block_s=None: module.Reading(1.0, 1.0, 2, True)
 
         spec.loader.exec_module = exec_module
         return spec
@@ -178,20 +179,27 @@ def bench_env(venvs: Path, **modes) -> dict:
 
 FAKE_NVIDIA_SMI = r'''#!{python}
 # Stands in for nvidia-smi: the GPUs of FAKE_GPUS (a JSON list of dicts keyed by nvidia-smi's query fields),
-# answering --query-gpu=FIELDS --format=csv,noheader[,nounits] [--id=IDS], -L, and the plain banner.
-import json, os, sys
+# answering --query-gpu=FIELDS --format=csv,noheader[,nounits] [--id=IDS] [--loop-ms=N: again every N ms until ended], -L,
+# and the plain banner.
+import json, os, sys, time
 gpus = json.loads(os.environ.get("FAKE_GPUS", "[]"))
 args = sys.argv[1:]
 query = next((a.split("=", 1)[1] for a in args if a.startswith("--query-gpu=")), None)
 ids = next((a.split("=", 1)[1].split(",") for a in args if a.startswith("--id=")), None)
-if query:
+loop_ms = next((int(a.split("=", 1)[1]) for a in args if a.startswith("--loop-ms=")), None)
+while query:
     fields = query.split(",")
     for g in gpus:
         if ids and g["index"] not in ids and g["uuid"] not in ids:
             continue
         if any(f not in g for f in fields):
             sys.exit("Field '" + next(f for f in fields if f not in g) + "' is not a valid field to query.")
-        print(", ".join(str(g[f]) for f in fields))
+        print(", ".join(str(g[f]) for f in fields), flush=True)
+    if loop_ms is None:
+        break
+    time.sleep(loop_ms / 1000)
+if query:
+    pass
 elif "-L" in args:
     for g in gpus:
         print("GPU %s: %s (UUID: %s)" % (g["index"], g["name"], g["uuid"]))
@@ -203,7 +211,7 @@ else:
 
 
 def a100(index: int, **extra) -> dict:
-    """One A100 40GB as nvidia-smi would describe it (every field bench.provenance queries)."""
+    """One A100 40GB as nvidia-smi would describe it (every field bench.base.provenance queries)."""
     return {
         "index": str(index),
         "uuid": f"GPU-a100000{index}-0000-0000-0000-00000000000{index}",
@@ -262,7 +270,7 @@ def make_interpreter(root: Path, distributions: dict[str, str]) -> Path:
 def write_noise_study(results_dir: Path, machine: dict, profile: str, log_sd: float = 0.02, dof: float = 30) -> Path:
     """A machine's noise study as `make noise PROFILE=<profile>` leaves it, reduced to what a one-process cell of that
     profile borrows: its process-to-process spread."""
-    from bench.noise_file import NOISE_DIR, NOISE_FORMAT, noise_file_name
+    from bench.judge.noise_file import NOISE_DIR, NOISE_FORMAT, noise_file_name
 
     path = Path(results_dir) / NOISE_DIR / noise_file_name(machine)
     path.parent.mkdir(parents=True, exist_ok=True)

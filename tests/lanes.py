@@ -2,11 +2,17 @@
 that both end at about the same time (`pytest --lane 1/2`, `--lane 2/2`; docs/ARCHITECTURE.md "Tests by tier").
 
 The split is longest-processing-time first over units of work: a unit goes to the lane with the least work so far.
-Three kinds of unit:
-  - the tests not marked slow, all in one lane as one unit: they are short and many, and have never run beside one
-    another (each pair would be a new chance of two tests sharing a file);
+Five kinds of unit:
+  - the tests reading the shared smoke runs (fixture shared_smoke, tests/shared_run.py), all in one lane as one
+    unit: the lane runs each shared run once, at its first reader, and the other lane never waits for it;
+  - the tests not marked slow that need a framework env (marker envs), all in one lane as one unit: they are short
+    and many, and have never run beside one another (each pair would be a new chance of two tests sharing a file);
+  - the tests needing no framework env (neither slow nor envs), one unit a test file: together they are about a
+    quarter of the suite's seconds, too much for one lane to carry alone; within a file they run in order, as
+    written, and each writes only below its own temporary folders or under a lock (bench/base/runlock.py store_lock);
   - keras-cv's StableDiffusion cells and the image build (markers keras_cv_sd, container), one unit in one lane:
-    they use both cores throughout, and two of them side by side took 15 min each instead of 6 (2026-11-23);
+    they use both cores throughout, and two of them side by side took 15 min each instead of 6 (2026-11-23, when
+    the StableDiffusion cells built SD v1's widths in smoke);
   - every other test, a unit of its own.
 A unit's work is its tests' seconds in tests/durations.json (measured, `make test-durations`), else its marker
 duration_s, else a second. pytest-split splits by measured durations too, but cannot keep a group in one lane.
@@ -54,8 +60,15 @@ def seconds(item, measured: dict[str, float]) -> float:
     return UNKNOWN_S if hint is None else hint
 
 
+SHARED = "shared_smoke"
+
+
 def unit_of(item) -> str:
+    if SHARED in getattr(item, "fixturenames", ()):
+        return "shared smoke runs"
     if item.get_closest_marker("slow") is None:
+        if item.get_closest_marker("envs") is None:
+            return "no env: " + item.nodeid.split("::")[0]
         return "not slow"
     if any(item.get_closest_marker(name) for name in BOTH_CORES):
         return "both cores"

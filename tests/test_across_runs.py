@@ -9,11 +9,11 @@ import shutil
 import pytest
 from committed import committed_results
 
-from bench import stats
-from bench.errors import BenchError
+from bench.base import stats
+from bench.base.errors import BenchError
 from bench.judge import Judge
-from bench.noise_file import read_noise_file, run_spread_of, study_files
-from bench.results import load
+from bench.judge.noise_file import read_noise_file, run_spread_of, study_files
+from bench.record.results import load
 
 STUDY = "noise/cpu-amd-epyc-2-cores--64dc9908f650.json"
 TRIALS = 100
@@ -94,10 +94,10 @@ def two_runs(tmp_path, noise: bool):
 
 @pytest.mark.parametrize("noise", [True, False])
 def test_a_judge_of_two_runs_carries_the_run_spread_or_decides_nothing(tmp_path, monkeypatch, noise):
-    import bench.noise_file
+    import bench.judge.noise_file
 
     a, b, folder = two_runs(tmp_path, noise)
-    monkeypatch.setattr(bench.noise_file, "REPO_ROOT", tmp_path)  # no fallback to the checkout's own noise study
+    monkeypatch.setattr(bench.judge.noise_file, "REPO_ROOT", tmp_path)  # no fallback to the checkout's own noise study
     judge = Judge([a, b], folder)
     across = judge.ratio(a, b)
     same_run = stats.ratio(judge.estimate(a), judge.estimate(b))
@@ -113,10 +113,10 @@ def test_a_judge_of_two_runs_carries_the_run_spread_or_decides_nothing(tmp_path,
 def test_a_folder_inside_a_results_folder_is_judged_by_that_results_folders_noise_study(tmp_path, monkeypatch):
     """One side of a compare, or a noise study's runs, inside a results folder kept anywhere (RESULTS=): the machine's
     study in that results folder's noise/ gives the run-to-run spread, not only a study in the side's own folder."""
-    import bench.noise_file
+    import bench.judge.noise_file
 
     a, b, folder = two_runs(tmp_path, noise=True)
-    monkeypatch.setattr(bench.noise_file, "REPO_ROOT", tmp_path / "elsewhere")
+    monkeypatch.setattr(bench.judge.noise_file, "REPO_ROOT", tmp_path / "elsewhere")
     inner = folder / "noise" / "invocations" / "20261128T000000Z" / "1a"
     inner.mkdir(parents=True)
     found = Judge([a, b], inner).ratio(a, b)
@@ -138,10 +138,10 @@ def test_a_machine_that_ran_at_another_speed_in_one_run_qualifies_the_comparison
     """The drift probe read 1.25x slower through B's run (0.55 vs 0.44 ms): a cell that moved 1.28x, or not at all,
     is within what the machine's shift and the runs' spread allow and decides nothing, saying why; one that moved 2x
     moved beyond it and is called slower, the shift noted."""
-    import bench.noise_file
+    import bench.judge.noise_file
 
     a, b, folder = two_runs(tmp_path, noise=True)
-    monkeypatch.setattr(bench.noise_file, "REPO_ROOT", tmp_path)
+    monkeypatch.setattr(bench.judge.noise_file, "REPO_ROOT", tmp_path)
     b = scaled(a, moved, 1.25)
     b.provenance["run_id"] = "another run"
     found = Judge([a, b], folder).ratio(a, b)
@@ -154,10 +154,10 @@ def test_a_machine_that_ran_at_another_speed_in_one_run_qualifies_the_comparison
 def test_a_run_that_found_the_machine_slow_throughout_decides_nothing(tmp_path, monkeypatch):
     """Both runs' probes read 2.5x the machine's quiet value from its noise study: alike, so only the machine's own
     quiet value shows that neither ran on the machine the study measured."""
-    import bench.noise_file
+    import bench.judge.noise_file
 
     a, b, folder = two_runs(tmp_path, noise=True)
-    monkeypatch.setattr(bench.noise_file, "REPO_ROOT", tmp_path)
+    monkeypatch.setattr(bench.judge.noise_file, "REPO_ROOT", tmp_path)
     a, b = scaled(a, 1.0, 2.5), scaled(b, 1.0, 2.5)
     b.provenance["run_id"] = "another run"
     found = Judge([a, b], folder).ratio(a, b)
@@ -167,19 +167,20 @@ def test_a_run_that_found_the_machine_slow_throughout_decides_nothing(tmp_path, 
 def test_a_comparison_the_runs_alone_keep_wide_says_more_runs_would_narrow_it_not_more_processes(tmp_path, monkeypatch):
     """Identical figures from two runs of a machine whose runs move 6.5% (the committed study): the interval cannot
     come within ±5% at any number of processes, and the reason says so instead of asking for processes."""
-    import bench.noise_file
-    from bench import compare
+    import bench.judge.noise_file
+    from bench.report import compare
 
     a, _, folder = two_runs(tmp_path, noise=True)
-    monkeypatch.setattr(bench.noise_file, "REPO_ROOT", tmp_path / "elsewhere")
+    monkeypatch.setattr(bench.judge.noise_file, "REPO_ROOT", tmp_path / "elsewhere")
     b = scaled(a, 1.0, 1.0)
     b.provenance["run_id"] = "another run"
     a.write(folder / "A")
     b.write(folder / "B")
     (pair,) = compare.compare(folder / "A", folder / "B").pairs  # both inside the results folder holding the study
     assert pair.verdict == stats.INCONCLUSIVE and pair.judged.runs_floor() > 1.15
-    assert "separate runs" in pair.reason and "more runs a side would narrow it" in pair.reason
-    assert "more processes would narrow it" not in pair.reason
+    assert pair.reason.startswith("undecided across runs") and "separate runs" in pair.reason
+    assert "interleaved in one invocation" in pair.reason and "more processes would narrow it" not in pair.reason
+    assert pair.decide_with.startswith("make noise PROFILE=")  # one code in both runs: an A/A
 
 
 def test_several_runs_a_side_carry_the_run_spread_over_their_number_and_decide_what_one_run_cannot(tmp_path,
@@ -190,25 +191,27 @@ def test_several_runs_a_side_carry_the_run_spread_over_their_number_and_decide_w
     import dataclasses
     import random
 
-    import bench.noise_file
-    from bench import compare
+    import bench.judge.noise_file
     from bench.cli_parsers import folder_or_run
     from bench.judge import pool_runs, runs_in
+    from bench.report import compare
 
     base, _, folder = two_runs(tmp_path, noise=True)
-    monkeypatch.setattr(bench.noise_file, "REPO_ROOT", tmp_path / "elsewhere")
+    monkeypatch.setattr(bench.judge.noise_file, "REPO_ROOT", tmp_path / "elsewhere")
     rng = random.Random(11)
 
-    def a_run(name: str, factor: float):
+    def a_run(name: str, factor: float, hour: int):
         shift = math.exp(rng.gauss(0, 0.03))  # this run's own level, as runs of the machine move
         result = scaled(base, factor * shift, 1.0)
         result.provenance["run_id"] = name
-        result.created_at = f"2026-11-29T00:00:0{len(name)}Z"
+        # hours apart, beyond the machine's short time scale: independent runs, whose mean carries the spread over k
+        result.created_at = f"2026-11-29T{hour:02d}:00:00+00:00"
         return dataclasses.replace(result, runs=[dataclasses.replace(run, timed_ms=[t * math.exp(rng.gauss(0, 0.02))
                                                                                     for t in run.timed_ms])
                                                  for run in result.runs])  # fmt: skip
 
-    sides = {side: [a_run(f"{side}{k}", 1.0 if side == "A" else 1.2) for k in range(4)] for side in "AB"}
+    sides = {side: [a_run(f"{side}{k}", 1.0 if side == "A" else 1.2, 3 * k + (side == "B")) for k in range(4)]
+             for side in "AB"}
     for side, results in sides.items():
         for k, result in enumerate(results):
             result.write(folder / f"{side}{k}")
@@ -274,7 +277,7 @@ def test_a_pooled_side_groups_its_kept_processes_by_run():
     import dataclasses
 
     from bench.judge import pooled_groups
-    from bench.results import Run
+    from bench.record.results import Run
 
     runs = [Run(status="ok", timed_ms=[float(i)]) for i in range(5)]
     result = dataclasses.make_dataclass("R", ["runs", "provenance"])(runs, {"pooled_runs": [{"processes": 3},

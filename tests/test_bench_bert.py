@@ -4,34 +4,21 @@ import subprocess
 import pytest
 from conftest import REPO, assert_paper_settings, env_python
 
-from bench.backends import BACKENDS
-from bench.results import load_all
+from bench.catalogue.backends import BACKENDS
+from bench.record.results import load_all
 
 pytestmark = [pytest.mark.envs, pytest.mark.slow]
 
 
 @pytest.mark.duration_s(90)
 @pytest.mark.parametrize("backend", list(BACKENDS))
-def test_make_bench_bert(backend, tmp_path):
-    env_python(backend)  # fails in CI, skips locally, when the env is missing
-    results = tmp_path / "results"
-    out = subprocess.run(
-        [
-            "make",
-            "--no-print-directory",
-            "bench",
-            f"BACKEND={backend}",
-            "MODEL=bert",
-            "PROFILE=smoke",
-            "REPEATS=1",  # one process a cell: the test checks each backend's code path, not the process spread
-            f"RESULTS={results}",
-        ],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=2400,
-    )
-    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+def test_make_bench_bert(backend, shared_smoke):
+    """Read from the shared smoke run (tests/shared_run.py), which is exactly this command:
+    `make bench BACKEND=<backend> MODEL=bert PROFILE=smoke REPEATS=1` (one process a cell: the test checks each
+    backend's code path, not the process spread)."""
+    shared = shared_smoke(backend)
+    assert shared.returncode == 0, shared.output[-6000:]
+    results = shared.results
     found = load_all(results)
     expected = 4 if backend == "native-torch" else 2  # fit + predict (x eager/compiled for native PyTorch)
     assert len(found) == expected
@@ -56,7 +43,7 @@ def test_make_bench_bert(backend, tmp_path):
 OFFLINE_PROBE = r"""
 import sys, time
 sys.path.insert(0, sys.argv[1])
-from bench import offline
+from bench.catalogue import offline
 offline.install_guard()
 import urllib.request
 start = time.perf_counter()

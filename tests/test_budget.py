@@ -1,4 +1,4 @@
-"""`make bench-all BUDGET=<minutes>` (bench/budget.py, `bench run --budget-minutes`): one cell per model x backend
+"""`make bench-all BUDGET=<minutes>` (bench/run/budget.py, `bench run --budget-minutes`): one cell per model x backend
 first, then the rest; the cell the budget cuts short is ended and not recorded, what is left is named, and --resume
 runs only that. Fake envs (tests/fakes.py): a torch cell that sleeps stands for one longer than the budget."""
 
@@ -8,9 +8,9 @@ import time
 import pytest
 from fakes import bench_env, make_fake_envs, run_bench, smoke_run
 
-from bench.budget import budget_order
-from bench.registry import plan_cells
-from bench.results import load_all
+from bench.catalogue.registry import plan_cells
+from bench.record.results import load_all
+from bench.run.budget import budget_order
 
 RUN = smoke_run("--backend", "jax,torch", "--model", "bert", "--repeats", "2")
 

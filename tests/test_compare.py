@@ -13,12 +13,13 @@ import pytest
 from committed import committed_results
 from fakes import write_noise_study
 
-from bench import compare, stats
-from bench.errors import BenchError
-from bench.noise_file import processor_fingerprint
-from bench.registry import Cell
-from bench.report.load import COLUMNS
-from bench.results import Result, Run, load_all
+from bench.base import stats
+from bench.base.errors import BenchError
+from bench.catalogue.registry import Cell
+from bench.judge.noise_file import processor_fingerprint
+from bench.record.load import COLUMNS
+from bench.record.results import Result, Run, load_all
+from bench.report import compare
 
 REPO = Path(__file__).resolve().parent.parent
 COMMITTED = committed_results()  # HEAD's, not what a user's own run left in results/
@@ -426,3 +427,71 @@ def test_processes_in_two_groups_are_named_beside_the_verdict(tmp_path):
     assert re.fullmatch(named, said), said
     assert f"- {pair.key.text()}: {said}" in compare.markdown(found)
     assert compare.compare(a, a).pairs[0].to_dict()["note"] == ""
+
+
+@pytest.mark.parametrize("name", ["x.json", "x.png", "x", "x.csv"])
+def test_out_naming_another_kind_than_the_markdown_is_refused_and_nothing_is_written(tmp_path, capsys, name):
+    from bench import cli
+
+    a, b = folder(tmp_path / "a"), folder(tmp_path / "b", factor=1.2, seed=1)
+    out = tmp_path / "out" / name
+    assert cli.main(["compare", str(a), str(b), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and str(out.with_suffix(".md")) in err, err
+    assert not out.parent.exists() or list(out.parent.iterdir()) == []
+
+
+def test_out_names_the_files_written_each_of_its_own_kind(tmp_path, capsys):
+    from bench import cli
+
+    a, b = folder(tmp_path / "a"), folder(tmp_path / "b", factor=1.2, seed=1)
+    out = tmp_path / "out" / "x.md"
+    assert cli.main(["compare", str(a), str(b), "--out", str(out)]) == 0
+    said = capsys.readouterr().err
+    assert f"wrote {out}, {out.with_suffix('.json')} and {out.with_suffix('.png')}" in said, said
+    assert out.read_text().startswith("# Comparison") and json.loads(out.with_suffix(".json").read_text())
+    assert out.with_suffix(".png").read_bytes().startswith(b"\x89PNG")
+
+
+@pytest.mark.parametrize("sides", ["child", "parent", "pooled", "run-id", "inside-out"])
+def test_sides_that_read_the_same_files_are_refused_not_judged_against_themselves(tmp_path, capsys, sides):
+    """A=<dir> B=<dir>/smoke (or a parent and its child run) once judged the same files against themselves."""
+    from bench import cli
+    from bench.studies.history import index
+    from bench.studies.history.runs import history_runs
+
+    top = folder(tmp_path / "results")
+    other = folder(tmp_path / "other", factor=1.2, seed=1)
+    out = tmp_path / "c.md"
+    if sides == "inside-out":  # the comparison's own JSON would be read as a result of a side
+        given = [str(top), str(other), "--out", str(top / "compare.md")]
+        out = top / "compare.md"
+    else:
+        index.refresh(top)
+        run_id = history_runs(top)[0].id
+        a, b = {"child": (top, top / "smoke"), "parent": (top / "smoke", top),
+                "pooled": (f"{other},{top}", f"{top / 'smoke'}"), "run-id": (top, run_id)}[sides]  # fmt: skip
+        given = [str(a), str(b), "--results-dir", str(top), "--out", str(out)]
+    assert cli.main(["compare", *given]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("error: "), err
+    assert not out.exists() and not out.with_suffix(".json").exists()
+
+
+def test_a_run_against_a_folder_inside_its_own_is_refused(tmp_path):
+    from bench.cli import check_against
+
+    top = folder(tmp_path / "results")
+    for against, results in ((top / "smoke", top), (top, top / "sub")):
+        with pytest.raises(BenchError, match="one inside the other"):
+            check_against(against, results)
+    check_against(folder(tmp_path / "other"), top)
+
+
+def test_an_output_that_cannot_be_written_is_named_not_its_temporary(tmp_path, capsys):
+    from bench import cli
+
+    a, b = folder(tmp_path / "a"), folder(tmp_path / "b", factor=1.2, seed=1)
+    assert cli.main(["compare", str(a), str(b), "--out", "/proc/x.md"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and ".tmp" not in err and "/proc/x." in err, err

@@ -1,13 +1,13 @@
-"""A cell's later processes load what its first compiled (bench/compile_cache.py): one cache per cell and run, its
-state recorded per process, nothing shared between cells, nothing left after the run."""
+"""A cell's later processes load what its first compiled (bench/catalogue/compile_cache.py): one cache per cell and run,
+its state recorded per process, nothing shared between cells, nothing left after the run."""
 import tempfile
 from pathlib import Path
 
 from fakes import make_fake_envs
 
-from bench.compile_cache import CompileCaches, cache_environment
-from bench.registry import plan_cells
-from bench.results import load_all
+from bench.catalogue.compile_cache import CompileCaches, cache_environment
+from bench.catalogue.registry import plan_cells
+from bench.record.results import load_all
 
 
 def test_each_framework_is_pointed_at_the_cells_own_folder(tmp_path, monkeypatch):
@@ -30,11 +30,11 @@ def test_each_framework_is_pointed_at_the_cells_own_folder(tmp_path, monkeypatch
 
 
 def test_the_first_process_of_a_cell_compiles_cold_and_the_later_ones_find_its_cache(tmp_path, monkeypatch):
-    from bench import runner
+    from bench.run import runner
 
     monkeypatch.delenv("BENCH_COMPILE_CACHE_DIR", raising=False)
     cells = plan_cells("smoke", backends=["jax", "torch"], models=["bert"], tasks=["fit"])
-    monkeypatch.setattr("bench.env_lookup.VENVS_DIR", make_fake_envs(tmp_path / "venvs", ["jax", "torch"]))
+    monkeypatch.setattr("bench.run.env_lookup.VENVS_DIR", make_fake_envs(tmp_path / "venvs", ["jax", "torch"]))
     before = set(Path(tempfile.gettempdir()).glob("bench-compile-cache-*"))
     runner.run_cells(cells, tmp_path / "results", runner.RunOptions(repeats=3, echo=lambda line: None))
     for result in load_all(tmp_path / "results"):
@@ -45,12 +45,12 @@ def test_the_first_process_of_a_cell_compiles_cold_and_the_later_ones_find_its_c
 
 
 def test_a_cache_named_for_every_run_is_shared_kept_and_said_to_be(tmp_path, monkeypatch):
-    from bench import runner
+    from bench.run import runner
 
     shared = tmp_path / "kept"
     monkeypatch.setenv("BENCH_COMPILE_CACHE_DIR", str(shared))
     cells = plan_cells("smoke", backends=["jax", "torch"], models=["bert"], tasks=["fit"])
-    monkeypatch.setattr("bench.env_lookup.VENVS_DIR", make_fake_envs(tmp_path / "venvs", ["jax", "torch"]))
+    monkeypatch.setattr("bench.run.env_lookup.VENVS_DIR", make_fake_envs(tmp_path / "venvs", ["jax", "torch"]))
     runner.run_cells(cells, tmp_path / "results", runner.RunOptions(repeats=2, echo=lambda line: None))
     states = [run.process["compile_cache"] for result in load_all(tmp_path / "results") for run in result.runs]
     assert states.count(f"shared across runs ({shared}): cold") == 1, states  # the very first process of all

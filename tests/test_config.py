@@ -1,4 +1,4 @@
-"""One resolved configuration per cell (bench/config.py): built by the orchestrator, passed to the cell process,
+"""One resolved configuration per cell (bench/catalogue/config.py): built by the orchestrator, passed to the cell process,
 written into the result, with the source of every value; the full-size CPU run is its profile alone."""
 import dataclasses
 import json
@@ -10,18 +10,18 @@ from committed import committed_results
 from conftest import REPO
 from fakes import make_fake_envs
 
-from bench.cell import check_config
-from bench.config import COMMAND_LINE, resolve
-from bench.errors import BenchError
-from bench.profiles import get_profile
-from bench.registry import Cell, get_model, plan_cells
-from bench.results import load_all
+from bench.base.errors import BenchError
+from bench.catalogue.config import COMMAND_LINE, resolve
+from bench.catalogue.profiles import get_profile
+from bench.catalogue.registry import Cell, get_model, plan_cells
+from bench.measure.cell import check_config
+from bench.record.results import load_all
 
 
 def run_fake(tmp_path, monkeypatch, cells, **kw):
-    from bench import runner
+    from bench.run import runner
 
-    monkeypatch.setattr("bench.env_lookup.VENVS_DIR", make_fake_envs(tmp_path / "venvs", sorted({c.backend for c in cells})))
+    monkeypatch.setattr("bench.run.env_lookup.VENVS_DIR", make_fake_envs(tmp_path / "venvs", sorted({c.backend for c in cells})))
     return runner.run_cells(cells, tmp_path / "results", runner.RunOptions(echo=lambda line: None, **kw))
 
 
@@ -41,13 +41,13 @@ def test_each_result_holds_the_config_its_process_was_given(tmp_path, monkeypatc
                                      "min_timed_s": profile.min_timed_s, "max_timed_s": profile.max_timed_s}
     assert config["timeout_s"] == profile.timeout_s and config["environment"]["KERAS_BACKEND"] == "jax"
     sources = config["sources"]
-    assert sources["timed_steps"] == "bench/profiles.toml [smoke] timed_steps"
-    assert sources["max_timed_steps"] == "bench/profiles.toml [smoke] max_timed_steps"
-    assert sources["min_timed_s"] == "bench/profiles.toml [smoke] min_timed_s"
+    assert sources["timed_steps"] == "bench/catalogue/profiles.toml [smoke] timed_steps"
+    assert sources["max_timed_steps"] == "bench/catalogue/profiles.toml [smoke] max_timed_steps"
+    assert sources["min_timed_s"] == "bench/catalogue/profiles.toml [smoke] min_timed_s"
     assert sources["batch_size"].startswith("keras3_benchmarks_2024.csv (the published table), capped at 2")
     assert (
         sources["shape"] == "bench/models/bert/workload.toml [smoke]"
-        and sources["timeout_s"] == "bench/profiles.toml [smoke] timeout_s"
+        and sources["timeout_s"] == "bench/catalogue/profiles.toml [smoke] timeout_s"
     )
 
 
@@ -56,7 +56,7 @@ def test_a_value_from_the_command_line_says_so(tmp_path, monkeypatch):
     [result] = run_fake(tmp_path, monkeypatch, cells, timeout_s=99)
     sources = result.config["sources"]
     assert sources["timed_steps"] == sources["batch_size"] == sources["timeout_s"] == COMMAND_LINE
-    assert sources["warmup_steps"] == "bench/profiles.toml [smoke] warmup_steps"
+    assert sources["warmup_steps"] == "bench/catalogue/profiles.toml [smoke] warmup_steps"
     assert result.config["timeout_s"] == 99 and result.config["window_plan"]["timed_steps"] == 7
     # --steps is a fixed count: no sampling, no bounds in seconds, and the source says so
     plan = result.config["window_plan"]
@@ -69,7 +69,7 @@ def test_the_paper_profile_samples_and_exact_runs_the_published_procedure():
     cell = plan_cells("paper", backends=["jax"], models=["bert"], tasks=["predict"])[0]
     plan, sources = resolve(cell).window_plan, resolve(cell).sources
     assert (plan["timed_steps"], plan["max_timed_steps"], plan["max_timed_s"]) == (10, 100, 60)
-    assert cell.procedure == "sampled" and sources["timed_steps"] == "bench/profiles.toml [paper] timed_steps"
+    assert cell.procedure == "sampled" and sources["timed_steps"] == "bench/catalogue/profiles.toml [paper] timed_steps"
     exact = plan_cells("paper", backends=["jax"], models=["bert"], tasks=["predict"], exact=True)[0]
     plan, sources = resolve(exact).window_plan, resolve(exact).sources
     assert plan["timed_steps"] == 100 and plan["max_timed_steps"] is None and exact.window_plan().fixed
@@ -97,7 +97,7 @@ def test_a_paper_cells_timeout_names_the_estimate():
     cell = plan_cells("paper", backends=["torch"], models=["stable_diffusion"], tasks=["predict"], exact=True)[0]
     config = resolve(cell)
     assert config.timeout_s > get_profile("paper").timeout_s and config.sources["timeout_s"].startswith(
-        "bench/cost.py"
+        "bench/catalogue/cost.py"
     )
     assert config.sources["shape"] == "bench/models/stable_diffusion/workload.toml [paper]"
 

@@ -1,7 +1,8 @@
 """Containers: the Containerfiles lint clean, agree with the backends, and an image builds reproducibly.
 
-The image test (marked `container`, several minutes and ~7 GB of disk) builds ONE backend's image twice
-with no layer cache and requires the same image ID, then runs smoke commands in it. The backend is
+The image tests (marked `container`, minutes each and ~7 GB of disk): `make test` builds ONE backend's image and
+runs smoke commands and a cell in it; `make test-extended` builds it twice more with no layer cache and requires the
+same image ID. The backend is
 BENCH_CONTAINER_BACKEND, default keras2: the smallest env to install (measured venv sizes: keras2 6.96 GB,
 tensorflow 6.97, native-torch 7.42, jax 7.62, torch 9.16). It needs root (debootstrap, rootful podman).
 A missing tool skips locally, with the reason, and fails in CI (CI=true).
@@ -18,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.backends import BACKENDS, cell_environment
-from bench.results import load_all
+from bench.catalogue.backends import BACKENDS, cell_environment
+from bench.record.results import load_all
 
 REPO = Path(__file__).resolve().parent.parent
 CONTAINERS = REPO / "containers"
@@ -109,10 +110,8 @@ def test_context_allowlist_covers_what_is_copied():
 # ----------------------------------------------------------------------------- the image (slow)
 
 
-@pytest.mark.container
-@pytest.mark.slow  # `make test` runs it beside the benchmark cells: it measures no time, and takes ~6 min
-@pytest.mark.duration_s(390)
-def test_image_builds_reproducibly_and_runs(tmp_path):
+def pinned_base_engine() -> tuple[str, dict]:
+    """The engine, with the tools and root an image build needs, and the pinned base built if missing."""
     assert CONTAINER_BACKEND in BACKENDS, f"BENCH_CONTAINER_BACKEND={CONTAINER_BACKEND!r} is not a backend"
     engine = require_tool("podman")  # the reproducibility guarantee is podman's (--timestamp)
     for tool in ("debuerreotype-init", "debootstrap"):
@@ -120,7 +119,6 @@ def test_image_builds_reproducibly_and_runs(tmp_path):
     if os.geteuid() != 0:
         missing("building the base (debootstrap) and rootful podman need root")
     env = {**os.environ, "ENGINE": engine}
-
     # The base: built if missing; either way it must be the pinned one.
     pins = base_lock()
     base = f"{pins['BASE_NAME']}:{pins['BASE_TAG']}"
@@ -130,7 +128,21 @@ def test_image_builds_reproducibly_and_runs(tmp_path):
         [engine, "image", "inspect", "--format", "{{.Id}}", base], capture_output=True, text=True, check=True
     ).stdout.strip()
     assert base_id == pins["BASE_IMAGE_ID"], "the base image is not the pinned one"
+    return engine, env
 
+
+def tagged_id(engine: str, image: str) -> str:
+    return subprocess.run(
+        [engine, "image", "inspect", "--format", "{{.Id}}", image], capture_output=True, text=True, check=True
+    ).stdout.strip().removeprefix("sha256:")
+
+
+@pytest.mark.container
+@pytest.mark.slow
+@pytest.mark.extended  # make test builds the image once and runs it (below); this builds it twice more
+@pytest.mark.duration_s(300)
+def test_image_builds_reproducibly():
+    engine, env = pinned_base_engine()
     # Two --no-cache builds of one staged context: the same ID.
     p = subprocess.run(
         [str(CONTAINERS / "build-image.sh"), CONTAINER_BACKEND, "--repro"],
@@ -143,11 +155,21 @@ def test_image_builds_reproducibly_and_runs(tmp_path):
     assert p.returncode == 0 and len(ids) == 2 and ids[0] == ids[1], (
         f"image IDs differ or the build failed:\n{p.stdout}\n{p.stderr[-4000:]}"
     )
+    assert tagged_id(engine, f"localhost/bench:{CONTAINER_BACKEND}") == ids[0]
+
+
+@pytest.mark.container
+@pytest.mark.slow  # `make test` runs it beside the benchmark cells: it measures no time
+@pytest.mark.duration_s(200)
+def test_image_builds_and_runs(tmp_path):
+    engine, env = pinned_base_engine()
+    p = subprocess.run(
+        [str(CONTAINERS / "build-image.sh"), CONTAINER_BACKEND], env=env, capture_output=True, text=True, timeout=3600
+    )
+    assert p.returncode == 0, f"the build failed:\n{p.stdout}\n{p.stderr[-4000:]}"
     image = f"localhost/bench:{CONTAINER_BACKEND}"
-    tagged = subprocess.run(
-        [engine, "image", "inspect", "--format", "{{.Id}}", image], capture_output=True, text=True, check=True
-    ).stdout.strip()
-    assert tagged.removeprefix("sha256:") == ids[0]
+    built = tagged_id(engine, image)
+    assert p.stdout.split()[-1] == built, p.stdout  # the script names the image it tagged
 
     # Smoke: the framework imports and reports its version, with the backend's variables set.
     framework = BACKENDS[CONTAINER_BACKEND].framework
@@ -198,12 +220,12 @@ def test_image_builds_reproducibly_and_runs(tmp_path):
     (result,) = load_all(results)
     assert result.status == "ok" and result.cell.backend == CONTAINER_BACKEND, result.message
     variables = result.runs[0].process["variables"]
-    assert variables["BENCH_IMAGE"] == f"{image}@{ids[0]}", variables  # the image's ID beside the number
+    assert variables["BENCH_IMAGE"] == f"{image}@{built}", variables  # the image's ID beside the number
 
 
 def test_the_env_layer_has_every_module_its_build_imports(tmp_path):
     """The image's env layer copies only a few files of bench/ (so that editing the benchmark code does not rebuild
-    a multi-GB layer): scripts/envs.py must run from those alone (bench/errors.py was once missing)."""
+    a multi-GB layer): scripts/envs.py must run from those alone (bench/base/errors.py was once missing)."""
     text = CONTAINERFILE.read_text()
     env_layer = text[: text.index("COPY bench/ bench/")]
     for line in re.findall(r"^COPY (.+)$", env_layer, re.M):

@@ -1,5 +1,5 @@
-"""Time to a decided table: the sequential rule (bench/replication.py), what GPU processes have cost
-(bench/cluster/measured.py), and the matrix's plans on 1, 8 and 64 GPUs (bench/cluster/decided.py)."""
+"""Time to a decided table: the sequential rule (bench/judge/replication.py), what GPU processes have cost
+(bench/run/measured.py), and the matrix's plans on 1, 8 and 64 GPUs (bench/run/decided.py)."""
 import math
 import random
 import statistics
@@ -7,14 +7,15 @@ import statistics
 import pytest
 from committed import committed_results
 
-from bench import stats
-from bench.cluster.decided import comparisons, expected_timed_steps, plans, rows_of
-from bench.cluster.measured import Measured, folders_of, measure, process_overhead_s
-from bench.profiles import get_profile
-from bench.published import published_ms
-from bench.registry import plan_cells
-from bench.replication import SequentialRule, decided_at, processes_needed, rule_of
-from bench.results import Run
+from bench.base import stats
+from bench.base.published import published_ms
+from bench.catalogue.cost import expected_timed_steps
+from bench.catalogue.profiles import get_profile
+from bench.catalogue.registry import plan_cells
+from bench.judge.replication import SequentialRule, decided_at, processes_needed, rule_of
+from bench.record.results import Run
+from bench.run.decided import comparisons, plans, rows_of
+from bench.run.measured import Measured, folders_of, measure, process_overhead_s
 
 
 def test_the_paper_profile_replicates_sequentially_and_each_look_is_stricter():
@@ -115,7 +116,7 @@ def test_the_decided_plan_adds_processes_only_where_a_comparison_needs_them():
 
 
 def test_a_run_and_a_slurm_submission_say_what_they_expect_before_they_start():
-    from bench.cluster.decided import expected_line, task_line
+    from bench.run.decided import expected_line, task_line
 
     cells = plan_cells("paper", backends=["jax", "torch"], models=["bert"])
     line = expected_line(cells, rule_of(get_profile("paper")))

@@ -43,8 +43,11 @@ def exists(named: str) -> bool:
 
 
 def test_the_path_pattern_reads_placeholders_and_globs():
-    text = "see bench/models/<name>/plan.py, `tests/test_*.py`, bench/{runner,config}.py and docs/METHOD.md."
-    named = {"bench/models/<name>/plan.py", "tests/test_*.py", "bench/{runner,config}.py", "docs/METHOD.md"}
+    text = (
+        "see bench/models/<name>/plan.py, `tests/test_*.py`, bench/{run/runner,catalogue/config}.py and docs/METHOD.md."
+    )
+    named = {"bench/models/<name>/plan.py", "tests/test_*.py", "bench/{run/runner,catalogue/config}.py",
+             "docs/METHOD.md"}
     assert named_paths(text) == named
     assert all(exists(p) for p in named_paths(text))
     assert not exists("bench/plan.py") and not exists("bench/models/<name>/nothing.py")

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from bench import doctor
-from bench.doctor import ENV_DISK_GB, FAIL, GB, GIB, OK, WARN, Probes
+from bench.run import doctor
+from bench.run.doctor import ENV_DISK_GB, FAIL, GB, GIB, OK, WARN, Probes
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -105,14 +105,14 @@ def test_the_paper_profile_without_a_gpu_in_use_fails_before_anything_is_built(t
 
 def test_a_paper_cell_is_refused_by_the_runner_where_no_gpu_is_in_use(tmp_path, monkeypatch):
     """The runner refuses too: ENV=current and `python -m bench run` do not pass through the doctor."""
-    import bench.runner
-    from bench.errors import BenchError
-    from bench.registry import Cell
+    import bench.run.runner
+    from bench.base.errors import BenchError
+    from bench.catalogue.registry import Cell
 
-    monkeypatch.setattr(bench.runner, "machine_info", lambda: {"cpu": "AMD EPYC", "logical_cpus": 2, "gpus": []})
+    monkeypatch.setattr(bench.run.runner, "machine_info", lambda: {"cpu": "AMD EPYC", "logical_cpus": 2, "gpus": []})
     paper = Cell("jax", "bert", "fit", 32, "paper", "default", 10, 100)
     with pytest.raises(BenchError, match="the paper profile is the published GPU settings"):
-        bench.runner.prepare([paper], tmp_path / "results", repeats=1)
+        bench.run.runner.prepare([paper], tmp_path / "results", repeats=1)
     assert not (tmp_path / "results").exists()  # nothing written
 
 

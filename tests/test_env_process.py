@@ -1,14 +1,15 @@
-"""One preamble for every process inside a framework env (bench/env_process.py): a cell, a grid worker and an
+"""One preamble for every process inside a framework env (bench/measure/env_process.py): a cell, a grid worker and an
 overhead worker set the env's variables, JAX's platform and the network guard the same way."""
 import os
 
 import pytest
 from conftest import REPO
 
-from bench import env_process, offline
-from bench.backends import cell_environment
+from bench.catalogue import offline
+from bench.catalogue.backends import cell_environment
+from bench.measure import env_process
 
-ENTRY_POINTS = ["bench/cell.py", "bench/grid/worker.py", "bench/overhead/worker.py"]
+ENTRY_POINTS = ["bench/measure/cell.py", "bench/studies/grid/worker.py", "bench/studies/overhead/worker.py"]
 
 
 @pytest.fixture

@@ -20,7 +20,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 ENVS_PY = ROOT / "scripts" / "envs.py"
 sys.path.insert(0, str(ROOT))
-from bench.backends import BACKENDS, cell_environment  # noqa: E402
+from bench.catalogue.backends import BACKENDS, cell_environment  # noqa: E402
 from bench.envs.common import default_venv  # noqa: E402
 
 ENV_NAMES = [*BACKENDS, "tools"]
@@ -65,7 +65,7 @@ import tensorflow as tf, tf_keras, keras
 m = tf.keras.Sequential([tf.keras.layers.Input((3,)), tf.keras.layers.Dense(2)])
 out = {"tf": tf.__version__, "tf_keras": tf_keras.__version__, "is_tf_keras_model": isinstance(m, tf_keras.Model),
        "model_module": type(m).__module__, "is_keras3_model": isinstance(m, keras.Model),
-       "bench": __import__("bench.backends").backends.BACKENDS["keras2"].keras_major}
+       "bench": __import__("bench.catalogue.backends").catalogue.backends.BACKENDS["keras2"].keras_major}
 """ + OPEN_CLIP_VOCAB + "print(json.dumps(out))"
 
 KERAS3_PROBE = """
@@ -75,7 +75,7 @@ fw = importlib.import_module({fw!r})
 m = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
 y = m.predict(np.ones((1, 3), "float32"), verbose=0)
 out = {{"keras": keras.__version__, "backend": keras.backend.backend(), "framework": fw.__version__,
-        "shape": list(y.shape), "bench": __import__("bench.backends").backends.BACKENDS[{name!r}].keras_major}}
+        "shape": list(y.shape), "bench": __import__("bench.catalogue.backends").catalogue.backends.BACKENDS[{name!r}].keras_major}}
 """ + OPEN_CLIP_VOCAB.replace("{", "{{").replace("}", "}}") + "print(json.dumps(out))"
 
 NATIVE_TORCH_PROBE = """
@@ -84,7 +84,7 @@ import torch, torchvision, transformers, diffusers, peft, accelerate, segment_an
 x = torch.ones(2, 3) @ torch.ones(3, 4)
 print(json.dumps({"torch": torch.__version__, "cuda": torch.version.cuda, "torchvision": torchvision.__version__,
                   "transformers": transformers.__version__, "diffusers": diffusers.__version__,
-                  "sum": float(x.sum()), "bench": __import__("bench.backends").backends.BACKENDS["native-torch"].keras_major}))
+                  "sum": float(x.sum()), "bench": __import__("bench.catalogue.backends").catalogue.backends.BACKENDS["native-torch"].keras_major}))
 """
 
 
@@ -277,7 +277,7 @@ def test_tampered_hash_refuses_then_correct_file_builds(tmp_path):
     assert stamp["backend"] == "keras2" and stamp["built_at"]
     # the repo's bench package is importable without an install step
     q = subprocess.run(
-        [str(venv / "bin" / "python"), "-c", "import bench.backends, six, absl; print('ok')"],
+        [str(venv / "bin" / "python"), "-c", "import bench.catalogue.backends, six, absl; print('ok')"],
         capture_output=True,
         text=True,
         cwd=tmp_path,
@@ -298,7 +298,7 @@ def test_tampered_hash_refuses_then_correct_file_builds(tmp_path):
     ), p.stdout + p.stderr
     assert json.loads((venv / "bench-env.json").read_text()) == stamp
     q = subprocess.run(
-        [str(venv / "bin" / "python"), "-c", "import bench.backends, six, absl; print('ok')"],
+        [str(venv / "bin" / "python"), "-c", "import bench.catalogue.backends, six, absl; print('ok')"],
         capture_output=True,
         text=True,
         cwd=tmp_path,

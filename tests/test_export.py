@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 from committed import committed_results
 
-from bench import export
-from bench.errors import BenchError
-from bench.registry import Cell
-from bench.results import CorruptResult, Result, Run, load
+from bench.base.errors import BenchError
+from bench.catalogue.registry import Cell
+from bench.record.results import CorruptResult, Result, Run, load
+from bench.report import export
 
 REPO = Path(__file__).resolve().parent.parent
 COMMITTED = committed_results()  # HEAD's, not what a user's own run left in results/
@@ -133,3 +133,13 @@ def test_an_output_path_never_replaces_a_result_or_another_file(tmp_path):
     export.export(results, out)
     export.export(results, out)  # its own earlier CSV: replaced
     assert len(read_back(out)) == 1
+
+
+@pytest.mark.parametrize("name", ["x.json", "x.md", "x"])
+def test_an_output_of_another_kind_than_csv_is_refused_naming_the_csv(tmp_path, name):
+    """OUT=<results>/x.json once wrote the CSV where the next make table read it as a broken result file."""
+    results = tmp_path / "results"
+    make_result().write(results)
+    with pytest.raises(BenchError, match=r"name \S+\.csv$"):
+        export.export(results, results / name)
+    assert not (results / name).exists()

@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from bench.failures import PeakMemory, classify, crash_status, has_oom_marker, oom_kill_count
+from bench.base.failures import PeakMemory, classify, crash_status, has_oom_marker, oom_kill_count
 
 # Real texts: the CPU ones raised by this project's envs (torch 2.10, JAX 0.10, TensorFlow 2.21, NumPy 2) on
 # allocations too large for the machine; the GPU ones as the frameworks' allocators word them.

@@ -12,7 +12,7 @@ import subprocess
 import pytest
 from conftest import REPO, env_python
 
-from bench.backends import cell_environment
+from bench.catalogue.backends import cell_environment
 
 pytestmark = [pytest.mark.envs, pytest.mark.slow]  # framework builds, no timing: beside the cells in `make test`
 
@@ -31,7 +31,7 @@ NATIVE_TORCH = {
 
 PROBE = r"""
 import importlib, json, sys
-from bench.registry import get_model
+from bench.catalogue.registry import get_model
 family, keras_major, models = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
 out = {}
 for name in models:

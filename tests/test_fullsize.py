@@ -11,8 +11,8 @@ import pytest
 from committed import committed_results
 from conftest import assert_paper_settings
 
-from bench.registry import get_model, plan_cells
-from bench.results import load_all
+from bench.catalogue.registry import get_model, plan_cells
+from bench.record.results import load_all
 
 REPO = Path(__file__).resolve().parent.parent
 FULL_SIZE = committed_results() / "cpu-full"  # HEAD's, not what a user's own run left in results/

@@ -8,10 +8,10 @@ from types import SimpleNamespace
 import pytest
 from fakes import write_noise_study
 
-from bench import claims
-from bench.drivers import drive_generate
-from bench.generate_split import TOLERANCE, result_split, split_lengths, split_record
-from bench.timing import HostDevice, StepTimer, WindowPlan
+from bench.base.generate_split import TOLERANCE, result_split, split_lengths, split_record
+from bench.base.timing import HostDevice, StepTimer, WindowPlan
+from bench.judge import claims
+from bench.measure.drivers import drive_generate
 
 
 class FakeClock:
@@ -134,9 +134,9 @@ def split_of(ttft_ms, tpot_ms, positions, error=0.02):
 @pytest.fixture
 def no_repo_noise_study(monkeypatch, tmp_path):
     """Only the test's own results folder may hold a noise study (not the checkout's results/noise/)."""
-    import bench.noise_file
+    import bench.judge.noise_file
 
-    monkeypatch.setattr(bench.noise_file, "REPO_ROOT", tmp_path / "no-checkout")
+    monkeypatch.setattr(bench.judge.noise_file, "REPO_ROOT", tmp_path / "no-checkout")
 
 
 def rendered_split(tmp_path, keras_torch_ttft, repeats=3, noise_study=False):
@@ -144,7 +144,7 @@ def rendered_split(tmp_path, keras_torch_ttft, repeats=3, noise_study=False):
     each cell in `repeats` processes."""
     from test_table import CPU, make, whole, write_all
 
-    from bench.report import render
+    from bench.studies.table import render
 
     kw = dict(profile="smoke", machine=CPU, unit="ms/call", tokens=6, repeats=repeats)
     cells = [
@@ -209,7 +209,7 @@ def test_one_process_cells_are_inconclusive_without_the_machines_process_spread(
 def test_results_without_a_split_render_as_before(tmp_path):
     from test_table import CPU, make, whole, write_all
 
-    from bench.report import render
+    from bench.studies.table import render
 
     write_all(
         tmp_path,
@@ -222,7 +222,7 @@ def test_results_without_a_split_render_as_before(tmp_path):
 def test_export_and_compare_carry_the_split(tmp_path):
     from test_table import CPU, make, write_all
 
-    from bench import compare, export
+    from bench.report import compare, export
 
     kw = dict(profile="smoke", machine=CPU, unit="ms/call", tokens=6)
     for folder, ttft in (("a", 10.0), ("b", 30.0)):
@@ -245,7 +245,7 @@ def test_every_committed_smoke_generate_result_of_both_stacks_carries_the_split(
     reads HEAD's, not a user's own run)."""
     from committed import committed_results
 
-    from bench.results import load_all
+    from bench.record.results import load_all
 
     generate = [r for r in load_all(committed_results() / "smoke") if r.cell.task == "generate" and r.status == "ok"]
     by_stack = {stack: [r for r in generate if r.cell.stack == stack] for stack in ("today", "2024")}

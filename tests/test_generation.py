@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from conftest import REPO, env_python
 
-from bench.backends import cell_environment
+from bench.catalogue.backends import cell_environment
 from bench.models.llm import GenerationCheckError, check_generated
 
 PROMPT = np.array([[5, 6, 7], [8, 9, 10]])
@@ -51,12 +51,12 @@ def test_unfilled_positions_fail():
 
 REAL_GENERATE = r"""
 import json, sys
-from bench import offline
+from bench.catalogue import offline
 offline.install_guard()
 from bench.models.llm import GenerationCheckError
-from bench.drivers import drive
-from bench.timing import StepTimer
-from bench.registry import Cell, get_model
+from bench.measure.drivers import drive
+from bench.base.timing import StepTimer
+from bench.catalogue.registry import Cell, get_model
 backend = sys.argv[1]
 cell = Cell(backend, "gemma", "generate", 2, "smoke", "eager" if backend == "native-torch" else "default", 0, 2)
 spec = get_model("gemma")

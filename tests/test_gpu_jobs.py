@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 from fakes import lock_sha256, smoke_run
 
-from bench.cluster.gpus import GpuPool, makespan, refuse_jobs, schedule
-from bench.cluster.parallel import run_cells_parallel
-from bench.errors import BenchError
-from bench.registry import plan_cells
-from bench.results import load_all
-from bench.runner import RunOptions
+from bench.base.errors import BenchError
+from bench.catalogue.registry import plan_cells
+from bench.record.results import load_all
+from bench.run.cluster.parallel import run_cells_parallel
+from bench.run.gpus import GpuPool, makespan, refuse_jobs, schedule
+from bench.run.runner import RunOptions
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -102,7 +102,7 @@ def test_parallel_cells_each_get_their_own_gpu(tmp_path, monkeypatch):
             json.dumps({"backend": backend, "lock_sha256": lock_sha256(backend)})
         )
 
-    monkeypatch.setattr("bench.env_lookup.VENVS_DIR", venvs)
+    monkeypatch.setattr("bench.run.env_lookup.VENVS_DIR", venvs)
     monkeypatch.setenv("FAKE_CELL_S", "0.5")
     cells = plan_cells("smoke", backends=backends, models=["bert"])  # 6 cells
     lines = []
@@ -118,7 +118,7 @@ def test_parallel_cells_each_get_their_own_gpu(tmp_path, monkeypatch):
     assert not overlaps(by_gpu[3]) and not overlaps(by_gpu[7])  # never two cells on one GPU
     assert overlaps(by_gpu[3] + by_gpu[7])  # but the two GPUs did run at once
     assert any("gpu 7:" in line for line in lines)
-    # --resume, as in run_cells (the same bench.runner.prepare): every cell is measured, none runs again
+    # --resume, as in run_cells (the same bench.run.runner.prepare): every cell is measured, none runs again
     again = []
     assert (
         run_cells_parallel(cells, tmp_path / "results", jobs=2, gpu_indices=[3, 7],
@@ -129,7 +129,7 @@ def test_parallel_cells_each_get_their_own_gpu(tmp_path, monkeypatch):
 
 
 def test_one_job_is_the_ordinary_orchestrator(tmp_path, monkeypatch):
-    from bench import runner
+    from bench.run import runner
 
     called = {}
     monkeypatch.setattr(runner, "run_cells", lambda cells, results_dir, options: called.update(options=options) or [])
@@ -139,8 +139,8 @@ def test_one_job_is_the_ordinary_orchestrator(tmp_path, monkeypatch):
 
 
 def test_the_docs_cluster_estimate_is_the_scripts_output():
-    from bench.cluster.decided import markdown
-    from bench.cost import ASSUMED_OVERHEAD_S, cell_seconds
+    from bench.catalogue.cost import ASSUMED_OVERHEAD_S, cell_seconds
+    from bench.run.decided import markdown
 
     (jax_bert_fit,) = plan_cells("paper", backends=["jax"], models=["bert"], tasks=["fit"])
     # published ms/step x (1 first + 2 warm-up + the 10 fewest timed steps), plus the assumed overhead
@@ -149,4 +149,4 @@ def test_the_docs_cluster_estimate_is_the_scripts_output():
     assert cell_seconds(keras2_gemma_fit) == 0.0  # unsupported: recorded without running
     page = (REPO / "docs" / "CLUSTER.md").read_text()
     block = page.split("<!-- cluster-estimate:start -->\n", 1)[1].split("\n<!-- cluster-estimate:end -->", 1)[0]
-    assert block == markdown(), "docs/CLUSTER.md's estimate is stale: paste `python -m bench.cluster.decided`'s output"
+    assert block == markdown(), "docs/CLUSTER.md's estimate is stale: paste `python -m bench.run.decided`'s output"

@@ -12,19 +12,19 @@ from conftest import REPO, env_python
 from fakes import a100, install_fake_nvidia_smi, make_fake_envs
 from test_sync_real import run_probe
 
-from bench.backends import get_backend
-from bench.cluster.parallel import cpu_share_environment, cpu_shares, run_cells_parallel
-from bench.cluster.resources import cell_resources
-from bench.cluster.task import container_command, gpu_passthrough, physical_gpus
-from bench.cost import cell_cost, cell_timeout_s, published_ms, units_per_step
+from bench.base.provenance import gpus, machine_info, visible_gpu_selection
+from bench.base.timing import StepTimer, WindowPlan
+from bench.catalogue.backends import get_backend
+from bench.catalogue.cost import cell_cost, cell_timeout_s, published_ms, units_per_step
+from bench.catalogue.profiles import get_profile
+from bench.catalogue.registry import get_model, plan_cells
 from bench.plan import plan_figures, predicted_oom, usable_gib
-from bench.profiles import get_profile
-from bench.provenance import gpus, machine_info, visible_gpu_selection
-from bench.registry import get_model, plan_cells
-from bench.results import load_all
-from bench.runner import RunOptions
-from bench.schema import validate_result
-from bench.timing import StepTimer, WindowPlan
+from bench.record.results import load_all
+from bench.record.schema import validate_result
+from bench.run.cluster.parallel import cpu_share_environment, cpu_shares, run_cells_parallel
+from bench.run.cluster.resources import cell_resources
+from bench.run.cluster.task import container_command, gpu_passthrough, physical_gpus
+from bench.run.runner import RunOptions
 
 
 @pytest.fixture
@@ -77,10 +77,10 @@ def test_every_paper_cell_at_the_published_speed_is_well_inside_its_timeout():
 
 
 def test_each_cell_process_sees_exactly_one_gpu(tmp_path, monkeypatch, two_a100s):
-    from bench import runner
+    from bench.run import runner
 
     venvs = make_fake_envs(tmp_path / "venvs", ["native-torch"])
-    monkeypatch.setattr("bench.env_lookup.VENVS_DIR", venvs)
+    monkeypatch.setattr("bench.run.env_lookup.VENVS_DIR", venvs)
     cells = plan_cells("smoke", backends=["native-torch"], models=["bert"], tasks=["predict"], variants=["eager"])
     [result] = runner.run_cells(cells, tmp_path / "results", runner.RunOptions(echo=lambda line: None))
     variables = result.runs[0].process["variables"]
@@ -90,7 +90,7 @@ def test_each_cell_process_sees_exactly_one_gpu(tmp_path, monkeypatch, two_a100s
 
 
 def test_the_trainer_driver_refuses_more_than_one_gpu(monkeypatch):
-    from bench import drivers
+    from bench.measure import drivers
 
     trained = []
     fake = types.ModuleType("transformers")
@@ -166,7 +166,7 @@ def test_the_visible_gpus_follow_cuda_visible_devices(two_a100s, monkeypatch):
 
 def test_hiding_the_gpus_picks_the_cpu_profile(tmp_path, two_a100s):
     """The issue's reproduction: CUDA_VISIBLE_DEVICES= (the doctor's advice for the CPU) still picked paper."""
-    from bench.run_planning import default_profile
+    from bench.run.planning import default_profile
 
     os.environ["CUDA_VISIBLE_DEVICES"] = ""  # restored by the fixture's monkeypatch.delenv at teardown
     assert default_profile(machine_info())[0] == "smoke"
@@ -176,7 +176,7 @@ def test_hiding_the_gpus_picks_the_cpu_profile(tmp_path, two_a100s):
 
 
 def test_the_doctor_takes_its_own_advice_to_hide_the_gpus():
-    from bench.doctor import FAIL, OK, Probes, check_driver
+    from bench.run.doctor import FAIL, OK, Probes, check_driver
 
     old_driver = dict(nvidia_driver=lambda: "470.82.01")
     assert check_driver(Probes(**old_driver, environ={})).verdict == FAIL  # advises CUDA_VISIBLE_DEVICES=
@@ -192,9 +192,9 @@ sys.path.insert(0, sys.argv[1])
 import torch
 from torch._dynamo import callback
 from torch._dynamo.utils import counters
-from bench.frameworks import TorchDevice, framework_info, inductor_cudagraphs
+from bench.measure.frameworks import TorchDevice, framework_info, inductor_cudagraphs
 from bench.models.torch_common import TorchWorkload
-from bench.timing import Steadiness
+from bench.base.timing import Steadiness
 
 device = TorchDevice()
 before = device.compile_count()
@@ -223,10 +223,10 @@ def test_cuda_graph_recordings_count_as_compiles_and_skips_are_problems():
 
 
 def test_a_compiled_cell_whose_cuda_graphs_did_not_replay_is_unsteady(monkeypatch):
-    """bench.cell.measure on a fake workload: the problems a workload reports make the run unsteady, raw windows kept."""
-    from bench import cell as cell_module
-    from bench import frameworks
-    from bench.timing import HostDevice
+    """bench.measure.cell.measure on a fake workload: the problems a workload reports make the run unsteady, raw windows kept."""
+    from bench.base.timing import HostDevice
+    from bench.measure import cell as cell_module
+    from bench.measure import frameworks
 
     class Workload:
         driver, timing_device, steps_run = "steps", HostDevice(), 0
@@ -272,7 +272,7 @@ import json, sys
 sys.path.insert(0, sys.argv[1])
 import torch
 torch.compile = lambda fn, **kw: fn  # the compiled variant's code path, without inductor's minutes on a CPU
-from bench.registry import plan_cells, get_model
+from bench.catalogue.registry import plan_cells, get_model
 cell = [c for c in plan_cells("smoke", backends=["native-torch"], models=["gemma"], tasks=["generate"], variants=["compiled"]) if c.batch_size == 1][0]
 workload = get_model("gemma").implementation("native-torch").create(cell, get_model("gemma").shape("smoke"))
 workload.setup()
@@ -315,7 +315,7 @@ def test_cpu_shares_are_disjoint_and_cover_one_share_per_job():
 
 
 def test_a_cell_keeps_to_the_cores_it_was_given():
-    code = "import os; from bench.cell import pin_cpus; pin_cpus(); print(sorted(os.sched_getaffinity(0)))"
+    code = "import os; from bench.measure.cell import pin_cpus; pin_cpus(); print(sorted(os.sched_getaffinity(0)))"
     out = subprocess.run(
         [sys.executable, "-c", code],
         cwd=REPO,
@@ -332,7 +332,7 @@ def test_parallel_cells_get_their_core_share_and_a_drift_probe(tmp_path, monkeyp
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3,1")
 
     venvs = make_fake_envs(tmp_path / "venvs", ["native-torch"])
-    monkeypatch.setattr("bench.env_lookup.VENVS_DIR", venvs)
+    monkeypatch.setattr("bench.run.env_lookup.VENVS_DIR", venvs)
     cells = plan_cells("smoke", backends=["native-torch"], models=["bert"])
     results = run_cells_parallel(cells, tmp_path / "results", jobs=2, options=RunOptions(echo=lambda line: None))
     assert {r.status for r in results} == {"ok"} and len(results) == len(cells)
@@ -395,7 +395,7 @@ def test_the_plan_compares_a_cell_with_what_its_framework_can_use():
 
 def gpu_result(**run_fields) -> dict:
     """A result file's dict of one ok run whose framework saw a GPU (run_fields override the run's)."""
-    from bench.results import Result, Run
+    from bench.record.results import Result, Run
 
     cell = plan_cells("smoke", backends=["native-torch"], models=["bert"], tasks=["predict"], variants=["eager"])[0]
     run = Run(
@@ -426,7 +426,7 @@ def test_a_result_whose_framework_used_a_gpu_must_record_its_device_memory():
 
 
 def test_device_memory_comes_from_the_framework(monkeypatch):
-    from bench.frameworks import device_memory
+    from bench.measure.frameworks import device_memory
 
     cuda = types.SimpleNamespace(
         is_available=lambda: True,
@@ -449,8 +449,8 @@ def test_device_memory_comes_from_the_framework(monkeypatch):
 
 
 def test_the_orchestrator_puts_the_plans_figure_beside_the_device_memory(tmp_path, monkeypatch):
-    from bench import runner
-    from bench.results import Run
+    from bench.record.results import Run
+    from bench.run import runner
 
     cell = plan_cells("smoke", backends=["native-torch"], models=["bert"], tasks=["predict"], variants=["eager"])[0]
     prepared = runner.Prepared(
@@ -501,7 +501,7 @@ def fake_tensorflow(log):
 
 
 def test_the_torch_gpu_device_synchronizes_at_both_edges(monkeypatch):
-    from bench.frameworks import TorchDevice
+    from bench.measure.frameworks import TorchDevice
 
     log = Log()
     monkeypatch.setitem(sys.modules, "torch", fake_torch(log))
@@ -516,7 +516,7 @@ def test_the_torch_gpu_device_synchronizes_at_both_edges(monkeypatch):
 
 
 def test_the_jax_gpu_device_waits_for_every_live_array_before_and_for_the_result_after(monkeypatch):
-    from bench.frameworks import JaxDevice
+    from bench.measure.frameworks import JaxDevice
 
     log = Log()
     jax, array = fake_jax(log)
@@ -533,8 +533,8 @@ def test_the_jax_gpu_device_waits_for_every_live_array_before_and_for_the_result
 def test_the_tensorflow_gpu_device_syncs_devices_inside_a_keras_callback(monkeypatch):
     """On a GPU, fetching the logs is not enough: sync_devices drains the rest, and it is called from the eager
     code of a Keras callback (drive_keras_fit's), at every batch end."""
-    from bench import drivers
-    from bench.frameworks import TensorflowDevice
+    from bench.measure import drivers
+    from bench.measure.frameworks import TensorflowDevice
 
     log = Log()
     tf, tensor = fake_tensorflow(log)
@@ -568,7 +568,7 @@ def test_the_tensorflow_gpu_device_syncs_devices_inside_a_keras_callback(monkeyp
 
 
 def test_float32_matmul_precision_is_resolved_for_the_gpu():
-    from bench.frameworks import resolved_float32_matmul
+    from bench.measure.frameworks import resolved_float32_matmul
 
     assert resolved_float32_matmul("8.0", True) == "tf32"  # A100: JAX's and TensorFlow's default, torch's "high"
     assert resolved_float32_matmul("9.0", False) == "float32"  # torch's default "highest"
@@ -577,10 +577,10 @@ def test_float32_matmul_precision_is_resolved_for_the_gpu():
 
 
 def test_a_cell_records_its_gpus_capability_and_state_at_start_and_end(tmp_path, monkeypatch, two_a100s):
-    from bench import runner
+    from bench.run import runner
 
     venvs = make_fake_envs(tmp_path / "venvs", ["jax"])
-    monkeypatch.setattr("bench.env_lookup.VENVS_DIR", venvs)
+    monkeypatch.setattr("bench.run.env_lookup.VENVS_DIR", venvs)
     cells = plan_cells("smoke", backends=["jax"], models=["bert"], tasks=["predict"])
     [result] = runner.run_cells(cells, tmp_path / "results", runner.RunOptions(echo=lambda line: None))
     machine = result.provenance["machine"]

@@ -70,7 +70,9 @@ def test_a_cut_off_gpu_check_leaves_its_report_and_resume_completes_it(machine_p
     assert resumed.returncode == 2 and "Error 1" in resumed.stderr, resumed.stdout[-2000:] + resumed.stderr[-2000:]
     report = json.loads((folder / "gpu-check.json").read_text())
     assert report["complete"] and [s["ended"] for s in report["sessions"]] == ["signal", "finished"]
-    assert [s["framework"] for s in report["sync"]] == ["torch", "jax"]  # one report, torch's probe not run again
+    assert [s["framework"] for s in report["sync"]] == ["torch", "jax"]  # one report, one line a probe
+    # the fake torch's probe failed: a resumed check runs what has not passed (it failed again), in its place
+    assert "gpu-check: sync probe (torch)" in resumed.stdout and not report["sync"][0]["ok"]
     assert report["skipped"] == [] and len(report["cells"]) == 5
     assert "PARTIAL" not in (folder / "GPU-CHECK.md").read_text()
 

@@ -9,14 +9,14 @@ import pytest
 from committed import committed_results
 from fakes import write_noise_study
 
-from bench import claims
-from bench.errors import BenchError
-from bench.grid import findings as F
-from bench.grid.run import TOLERANCE, ColumnState, GridResult, check_parity, finish_point, grid_cell, run_point
-from bench.grid.spec import COLUMNS, GRIDS, MODELS, columns_for_envs, get_grid
-from bench.provenance import machine_info
-from bench.results import Run, load, load_all
-from bench.stats import ProcessSpread
+from bench.base.errors import BenchError
+from bench.base.provenance import machine_info
+from bench.base.stats import ProcessSpread
+from bench.judge import claims
+from bench.record.results import Run, load, load_all
+from bench.studies.grid import findings as F
+from bench.studies.grid.run import TOLERANCE, ColumnState, GridResult, check_parity, finish_point, grid_cell, run_point
+from bench.studies.grid.spec import COLUMNS, GRIDS, MODELS, columns_for_envs, get_grid
 
 # -- NA rules and grids
 
@@ -67,7 +67,7 @@ def test_columns_narrow_by_env_or_column_and_refuse_unknown_names():
 
 
 class FakeWorker:
-    """Answers `call` like bench.grid.worker: one warm-up call, then timed ones of `ms`; records the order."""
+    """Answers `call` like bench.studies.grid.worker: one warm-up call, then timed ones of `ms`; records the order."""
 
     def __init__(self, log, ms=100.0, fail_at=None, status="oom"):
         self.log, self.ms, self.fail_at, self.status = log, ms, fail_at, status
@@ -373,17 +373,19 @@ def write_synthetic(results_dir: Path, machine: dict) -> None:
 
 def test_grid_page_has_then_and_now_tables_and_figures(tmp_path, monkeypatch):
     pytest.importorskip("matplotlib")
-    import bench.noise_file
-    from bench.report.grid import render_grid
+    import bench.judge.noise_file
+    from bench.studies.grid.page import render_grid
 
-    monkeypatch.setattr(bench.noise_file, "REPO_ROOT", tmp_path / "no-checkout")  # only this test's own noise study
+    # only this test's own noise study
+    monkeypatch.setattr(bench.judge.noise_file, "REPO_ROOT", tmp_path / "no-checkout")
     machine = machine_info()
     write_synthetic(tmp_path, machine)
     page = render_grid(tmp_path).read_text()
     assert "Then and now" in page and "**holds**" not in page and "not tested on this hardware" in page
-    assert f"**inconclusive** ({claims.ONE_PROCESS_COLUMN})" in page  # no noise study yet
+    assert "**inconclusive** [1]" in page and f"[1] {claims.ONE_PROCESS_COLUMN}" in page  # no noise study yet
     write_noise_study(tmp_path, machine, "smoke")  # the benchmark cells' spread lends nothing to the grid's points
-    assert f"**inconclusive** ({claims.ONE_PROCESS_COLUMN})" in render_grid(tmp_path).read_text()
+    again = render_grid(tmp_path).read_text()
+    assert "**inconclusive** [1]" in again and f"[1] {claims.ONE_PROCESS_COLUMN}" in again
     write_noise_study(tmp_path, machine, f"grid-{GRIDS['cpu'].name}")
     out = render_grid(tmp_path)
     page = out.read_text()
@@ -403,7 +405,7 @@ def test_grid_page_has_then_and_now_tables_and_figures(tmp_path, monkeypatch):
 
 def test_results_md_gets_the_grid_section_only_where_there_are_grid_results(tmp_path):
     pytest.importorskip("tabulate")
-    from bench.report import render
+    from bench.studies.table import render
 
     repo_results = committed_results()
     smoke = next(repo_results.glob("smoke/*/*.json"))
@@ -418,7 +420,7 @@ def test_results_md_gets_the_grid_section_only_where_there_are_grid_results(tmp_
 
 
 def test_differences_recorded_before_the_tolerance_was_tightened_are_judged_by_todays_rule():
-    from bench.grid.run import OLD_TOLERANCE, beyond_tolerance
+    from bench.studies.grid.run import OLD_TOLERANCE, beyond_tolerance
 
     old_file = {
         "max_abs_diff": 1e-3,
@@ -449,7 +451,7 @@ def test_a_worker_answers_a_failed_command_with_its_status_and_serves_on(tmp_pat
     import subprocess
     import sys
 
-    from bench.grid.worker import REPLY
+    from bench.studies.grid.worker import REPLY
 
     commands = [
         {"op": "load", "model": "no-such-model", "columns": ["torch-eager"], "folder": str(tmp_path)},
@@ -460,7 +462,7 @@ def test_a_worker_answers_a_failed_command_with_its_status_and_serves_on(tmp_pat
         [
             sys.executable,
             "-m",
-            "bench.grid.worker",
+            "bench.studies.grid.worker",
             "serve",
             "--env",
             "native-torch",
@@ -484,7 +486,7 @@ def test_a_worker_answers_a_failed_command_with_its_status_and_serves_on(tmp_pat
 
 
 def test_the_page_says_other_jobs_ran_only_where_the_load_says_so():
-    from bench.report.grid import machine_state
+    from bench.studies.grid.page import machine_state
 
     assert "shared with other jobs" in machine_state(1.1, 3.4, 2)  # the length sweep beside a test run
     assert "drifted" in machine_state(2.3, 2.5, 2) and "shared" not in machine_state(

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from conftest import env_python
 
-from bench.grid.run import TOLERANCE
-from bench.grid.spec import COLUMNS, MODELS
+from bench.studies.grid.run import TOLERANCE
+from bench.studies.grid.spec import COLUMNS, MODELS
 
 REPO = Path(__file__).resolve().parent.parent
 pytestmark = [pytest.mark.envs, pytest.mark.slow]
@@ -65,9 +65,9 @@ PARITY = r"""
 import json, sys
 from pathlib import Path
 import numpy as np
-from bench.grid.spec import MODELS, SEED
-from bench.grid.worker import token_ids
-from bench.grid import frameworks_grid as fg
+from bench.studies.grid.spec import MODELS, SEED
+from bench.studies.grid.worker import token_ids
+from bench.studies.grid import frameworks_grid as fg
 family, root = sys.argv[1], Path(sys.argv[2])
 out = {}
 for name, model in MODELS.items():
@@ -87,7 +87,7 @@ print("PARAMS " + json.dumps(out))
 
 
 def run_family(family: str, env: str, root: Path) -> dict:
-    from bench.backends import cell_environment
+    from bench.catalogue.backends import cell_environment
 
     vars_ = {**os.environ, **cell_environment(env), "JAX_PLATFORMS": "cpu"}
     p = subprocess.run(
@@ -103,6 +103,7 @@ def run_family(family: str, env: str, root: Path) -> dict:
 
 
 @pytest.mark.duration_s(330)
+@pytest.mark.extended  # make test-extended: the same weights load into every column in make test's smoke grid
 def test_weights_transfer_to_the_tensorflow_and_keras_twins_with_the_same_outputs(tmp_path):
     import numpy as np
 

@@ -13,10 +13,10 @@ import pytest
 from committed import committed_results
 from test_export import make_result
 
-from bench.history import index, triage
-from bench.history.changes import THRESHOLD, change_points
-from bench.history.series import series_of
-from bench.results import Run
+from bench.record.results import Run
+from bench.studies.history import index, triage
+from bench.studies.history.changes import THRESHOLD, change_points
+from bench.studies.history.series import series_of
 
 if os.environ.get("CI", "").lower() != "true":  # CI's tools env has it (envs/tools): there a missing one fails
     pytest.importorskip("ruptures")
@@ -73,7 +73,8 @@ def test_the_index_reads_current_and_history_files_once_and_drops_a_removed_one(
 
 
 def run_history(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "bench.history", *args], cwd=REPO, capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "bench.studies.history", *args], cwd=REPO, capture_output=True,
+                          text=True,
                           timeout=120)
 
 
@@ -151,7 +152,7 @@ def test_a_file_where_the_index_goes_that_is_no_index_is_kept_and_refused_in_one
 
 def test_confirm_re_measures_the_two_releases_either_side_on_the_series_backend_and_judges_them(tmp_path, monkeypatch,
                                                                                                   capsys):
-    from bench.history import cli
+    from bench.studies.history import cli
 
     results = tmp_path / "results"
     shutil.copytree(committed_results() / "sweep", results / "sweep")
@@ -164,9 +165,9 @@ def test_confirm_re_measures_the_two_releases_either_side_on_the_series_backend_
             shutil.copytree(step, results_dir / "sweep" / sweep.name)
         return []
 
-    monkeypatch.setattr("bench.sweep.run.run_sweep", measured)
-    monkeypatch.setattr("bench.sweep.index.use_configured_index", lambda: None)
-    monkeypatch.setattr("bench.lifetime.stop_on_signals", lambda: None)
+    monkeypatch.setattr("bench.studies.sweep.run.run_sweep", measured)
+    monkeypatch.setattr("bench.studies.sweep.index.use_configured_index", lambda: None)
+    monkeypatch.setattr("bench.base.lifetime.stop_on_signals", lambda: None)
     key = "llm_forward__keras_torch_eager/llm_forward__pure_torch_eager"
     assert cli.main(["show", "--cell", key, "--threshold", "0.01", "--confirm", "--results-dir", str(results)]) == 0
     said = capsys.readouterr().out
@@ -175,7 +176,7 @@ def test_confirm_re_measures_the_two_releases_either_side_on_the_series_backend_
 
 
 def test_without_ruptures_the_search_is_a_one_line_error_naming_the_fix(monkeypatch):
-    from bench.errors import BenchError
+    from bench.base.errors import BenchError
 
     monkeypatch.setitem(sys.modules, "ruptures", None)  # what an own Python without it gives: ImportError
     with pytest.raises(BenchError, match="make env-tools installs it"):
@@ -183,8 +184,72 @@ def test_without_ruptures_the_search_is_a_one_line_error_naming_the_fix(monkeypa
 
 
 def test_confirm_on_a_series_by_date_says_why_no_commit_can_be_re_run():
-    from bench.history.cli import commits_to_rerun
+    from bench.studies.history.cli import commits_to_rerun
 
     same = commits_to_rerun("date", "f221d07eb859d9", "f221d07eb859d9")  # the smoke BERT predict cell's two changes
     assert "both points were measured at commit f221d07eb8: no code changed" in same and "check out" not in same
     assert "was not recorded" in commits_to_rerun("commit", None, "c0007")
+
+
+def test_triages_said_at_once_are_all_kept(tmp_path, monkeypatch):
+    """Four `make history-triage` at once once kept three: each read the file, then wrote it back with its own."""
+    import threading
+    import time
+
+    results = tmp_path / "results"
+    results.mkdir()
+    read = triage.read
+
+    def slow_read(results_dir):
+        found = read(results_dir)
+        time.sleep(0.2)  # what a loaded machine does between the read and the write
+        return found
+
+    monkeypatch.setattr(triage, "read", slow_read)
+    threads = [threading.Thread(target=triage.record, args=(results, "k", "w", "20260107T000000Z", "noise", f"c{i}"))
+               for i in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(t.reason for t in read(results)) == ["c0", "c1", "c2", "c3"]
+    assert [p.name for p in results.iterdir()] == [triage.TRIAGE_FILE]  # no lock file left
+
+
+def test_two_points_measured_in_one_second_have_labels_of_their_own(tmp_path):
+    """A noise round's A and B share a created_at second: `make history` once said "change between
+    20261129T002508Z and 20261129T002508Z", and AT= could not tell them apart."""
+    results = tmp_path / "results"
+    paths = write_series(results, [10.0, 10.1, 9.9, 13.0, 13.1, 12.9])
+    import json as json_module
+
+    for path in results.rglob("*.json"):
+        data = json_module.loads(path.read_text())
+        if data["created_at"][8:10] in ("03", "04"):  # the last point before the step and the first after: 1 second
+            data["created_at"] = "2026-01-03T00:00:00+00:00"
+            path.write_text(json_module.dumps(data))
+    assert len(paths) == 6
+    index.refresh(results)
+    (series,) = series_of(results, "jax__bert__fit__bs2__default")
+    labels = [p.label for p in series.points]
+    assert len(set(labels)) == len(labels) == 6, labels
+    assert labels[2:4] == ["20260103T000000Z", "20260103T000000Z-2"], labels
+    shown = run_history("show", "--cell", "jax__bert__fit__bs2__default", "--results-dir", str(results))
+    (line,) = [ln for ln in shown.stdout.splitlines() if "change between" in ln]
+    assert "change between 20260103T000000Z and 20260103T000000Z-2" in line, shown.stdout
+    marked = run_history("triage", "--cell", "jax__bert__fit__bs2__default", "--at", "20260103T000000Z-2",
+                         "--state", "noise", "--reason", "r", "--results-dir", str(results))
+    assert marked.returncode == 0, marked.stderr
+
+
+def test_a_triage_at_a_point_where_no_change_starts_is_refused_naming_the_changes(tmp_path):
+    """A triage at a point with no change was once recorded, exit 0, and never shown."""
+    results = tmp_path / "results"
+    rng = random.Random(11)
+    write_series(results, [10 * math.exp(rng.gauss(0, 0.01)) for _ in range(6)]
+                 + [13 * math.exp(rng.gauss(0, 0.01)) for _ in range(6)])
+    out = run_history("triage", "--cell", "jax__bert__fit__bs2__default", "--at", "20260103T000000Z",
+                      "--state", "noise", "--reason", "r", "--results-dir", str(results))
+    assert out.returncode == 2 and len(out.stderr.splitlines()) == 1, out.stderr
+    assert "no change" in out.stderr and "20260107T000000Z" in out.stderr, out.stderr
+    assert not (results / triage.TRIAGE_FILE).exists()

@@ -1,4 +1,4 @@
-"""A cell re-run at two commits and the commits between bisected (bench/history/commits.py), in a clone of this
+"""A cell re-run at two commits and the commits between bisected (bench/studies/history/commits.py), in a clone of this
 checkout whose commits differ in how fast a fake env's cell runs: a file `fake-scale` in the tree, which the fake
 cell reads from the checkout it runs from."""
 import json
@@ -13,7 +13,7 @@ import pytest
 from fakes import REPO, make_fake_envs, quiet_probe_path
 from test_export import make_result
 
-from bench.results import Run
+from bench.record.results import Run
 
 KEY = "native-torch__bert__predict__bs2__eager"
 
@@ -46,7 +46,8 @@ def repo(tmp_path_factory) -> tuple[Path, list[str]]:
 
 def history(repo: Path, venvs: Path, results: Path, *args: str, **extra: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "BENCH_VENVS_DIR": str(venvs), "FAKE_JITTER": "0.01", **extra}
-    return subprocess.run([sys.executable, "-m", "bench.history", *args, "--results-dir", str(results)], cwd=repo,
+    return subprocess.run([sys.executable, "-m", "bench.studies.history", *args, "--results-dir", str(results)],
+                          cwd=repo,
                           env=env, capture_output=True, text=True, timeout=600)
 
 
@@ -126,7 +127,8 @@ def test_a_commit_whose_cell_fails_stops_the_search_with_its_log_and_a_record(re
     venvs = make_fake_envs(tmp_path / "venvs", ["native-torch"])
     results = tmp_path / "results"
     env_mode = {"FAKE_MODE_NATIVE_TORCH": "crash"}
-    done = subprocess.run([sys.executable, "-m", "bench.history", "commits", "--cell", KEY, "--profile", "smoke",
+    done = subprocess.run([sys.executable, "-m", "bench.studies.history", "commits", "--cell", KEY, "--profile",
+                           "smoke",
                            "--good", first, "--bad", last, "--results-dir", str(results)], cwd=repo,
                           env={**os.environ, "BENCH_VENVS_DIR": str(venvs), **env_mode}, capture_output=True,
                           text=True, timeout=300)
@@ -136,3 +138,39 @@ def test_a_commit_whose_cell_fails_stops_the_search_with_its_log_and_a_record(re
     (path,) = (results / "confirm").glob("*.confirm.json")
     record = json.loads(path.read_text())
     assert record["answer"] is None and "did not run" in record["stopped"]
+
+
+@pytest.mark.parametrize("stop", ["TERM", "INT"])
+def test_a_signal_ends_the_search_its_cell_and_worktrees_with_the_signals_status_and_a_record(repo, tmp_path, stop):
+    """TERM or INT to bisect-commits once ended in a traceback (bench.base.lifetime.Terminated: 15), exit 1, and a step
+    folder with no record beside it."""
+    import signal
+    import time
+
+    repo, (first, slower, last) = repo
+    venvs = make_fake_envs(tmp_path / "venvs", ["native-torch"])
+    results, pid_file, scratch = tmp_path / "results", tmp_path / "cell.pid", tmp_path / "tmp"
+    scratch.mkdir()
+    env = {**os.environ, "BENCH_VENVS_DIR": str(venvs), "FAKE_MODE_NATIVE_TORCH": "sleep",
+           "FAKE_PID_FILE": str(pid_file), "TMPDIR": str(scratch)}
+    proc = subprocess.Popen([sys.executable, "-m", "bench.studies.history", "commits", "--cell", KEY, "--profile",
+                             "smoke",
+                             "--good", first, "--bad", last, "--results-dir", str(results)], cwd=repo, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            # SIGINT as a terminal gives it: a suite run as a background job inherits it ignored
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # fmt: skip
+    deadline = time.monotonic() + 120
+    while not pid_file.exists():
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.05)
+    cell = int(pid_file.read_text())
+    proc.send_signal(getattr(signal, f"SIG{stop}"))
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + getattr(signal, f"SIG{stop}"), out + err
+    assert "Traceback" not in err, err
+    (path,) = (results / "confirm").glob("*.confirm.json")
+    record = json.loads(path.read_text())
+    assert record["answer"] is None and record["stopped"].startswith(f"stopped by SIG{stop}"), record
+    assert not Path(f"/proc/{cell}").exists() or "Z" in Path(f"/proc/{cell}/stat").read_text().split(")")[-1][:3]
+    assert [p.name for p in scratch.iterdir() if p.name.startswith("bench-commits-")] == []  # the worktrees gone
+    assert "bench-commits-" not in git(repo, "worktree", "list")

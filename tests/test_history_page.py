@@ -1,4 +1,4 @@
-"""The results page's history views (bench/report/history_page.py) in a real headless browser: the matrix of a
+"""The results page's history views (bench/studies/history/page.py) in a real headless browser: the matrix of a
 table coloured by verdict and its filter, a view switch by the URL's hash and by its links, two runs chosen in the
 A-vs-B view and their verdicts, a key's series drawn with its change point, and the series filter, each view's
 screenshot kept (BENCH_ARTIFACTS). The A-vs-B view's words are `make compare`'s for the same two runs, checked by
@@ -26,9 +26,9 @@ from test_export import make_result
 from test_reliability import make
 from test_results_site import headless_chromium, keep_screenshot, severe
 
-from bench.report import render
-from bench.report.text import md
-from bench.results import Run, load
+from bench.record.results import Run, load
+from bench.record.text import md
+from bench.studies.table import render
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NOISE = "results/noise/cpu-amd-epyc-2-cores--64dc9908f650.json"  # a committed study: the runs' run-to-run spread

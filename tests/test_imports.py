@@ -1,90 +1,91 @@
-"""No import cycle among the modules of bench/, and the declared layer order kept (scripts/import_cycles.py, also run
-by `make lint`)."""
-import importlib.util
+"""make lint's import rules, tried on copies of the checkout: the checkout keeps them, and a copy that breaks one (an
+upward import, an import cycle closed inside a function, a module placed in no layer, a study's worker reaching the
+orchestration, one command line importing another) fails make lint, which names the modules. Whichever program make
+lint checks them with, these hold."""
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 from conftest import REPO
 
-spec = importlib.util.spec_from_file_location("import_cycles", REPO / "scripts" / "import_cycles.py")
-import_cycles = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(import_cycles)
+# -o env-tools: the tools env these tests run in is the one that lints; nothing is built in the copy.
+LINT = ["make", "-o", "env-tools", "--no-print-directory", "lint", f"TOOLS_PY={sys.executable}"]
 
 
-def test_bench_has_no_import_cycle():
-    graph = import_cycles.import_graph(REPO)
-    assert "bench.registry" in graph and "bench.plan.memory" in graph  # it found the package, subpackages too
-    assert import_cycles.cycles(graph) == []
-
-
-def test_a_deferred_import_still_closes_a_cycle_and_the_script_names_it(tmp_path):
-    package = tmp_path / "bench"
-    (package / "sub").mkdir(parents=True)
-    (package / "__init__.py").write_text("")
-    (package / "sub" / "__init__.py").write_text(
-        "from bench.sub import leaf\n"
-    )  # a package importing its own module: no cycle
-    (package / "sub" / "leaf.py").write_text("from bench.sub import leaf as _  # noqa\n")
-    (package / "a.py").write_text("from bench.b import thing\n")
-    (package / "b.py").write_text("def thing():\n    from bench import a\n    return a\n")
-    assert import_cycles.cycles(import_cycles.import_graph(tmp_path)) == [["bench.a", "bench.b"]]
-    out = subprocess.run(
-        [sys.executable, str(REPO / "scripts" / "import_cycles.py"), str(tmp_path)], capture_output=True, text=True
-    )
-    assert out.returncode == 1 and "bench.a -> bench.b; bench.b -> bench.a" in out.stdout
-
-
-def test_bench_keeps_its_declared_layer_order():
-    import tomllib
-
-    declared = tomllib.loads((REPO / import_cycles.LAYERS).read_text())
-    assert [layer["name"] for layer in declared["layer"]][:2] == ["foundation", "catalogue"]
-    assert all(entry["why"].strip() for entry in declared["allowed"])  # each exception says why
-    assert import_cycles.layer_problems(import_cycles.import_graph(REPO), declared) == []
-
-
-def test_the_layer_rule_names_upward_imports_unplaced_modules_crossed_groups_and_stale_exceptions():
-    graph = {
-        "bench": set(),
-        "bench.low": {"bench.high"},
-        "bench.high": {"bench.low"},
-        "bench.a.cli": {"bench.b.cli"},
-        "bench.b.cli": set(),
-        "bench.stray": set(),
-    }
-    declared = {
-        "layer": [
-            {"name": "low", "modules": ["bench", "bench.low"]},
-            {"name": "high", "modules": ["bench.high", "bench.*.cli"]},
-        ],
-        "independent": [{"name": "parsers", "modules": ["bench.a.cli", "bench.b.cli"]}],
-        "allowed": [{"importer": "bench.high", "imported": "bench.stray", "why": "no longer imported"}],
-    }
-    problems = import_cycles.layer_problems(graph, declared)
-    assert problems == [
-        "bench.stray is in no layer of bench/layers.toml: add it to the layer it belongs to",
-        "upward import: bench.low (low) imports bench.high (high); move the code down, or allow it in "
-        "bench/layers.toml with a reason",
-        "bench.a.cli imports bench.b.cli: parsers are independent",
-        "allowed in bench/layers.toml, yet no such import breaks a layer: remove bench.high -> bench.stray",
-    ]
-
-
-def test_make_lint_fails_when_a_copy_of_the_checkout_gains_an_upward_import(tmp_path):
-    """The catalogue's work counts importing the report's number format: ruff-clean, no cycle, one layer broken."""
+def checkout_copy(root: Path) -> Path:
+    """What make lint reads: the package, scripts/, mk/ and every file at the checkout's top (the Makefile, ruff's
+    and the import rules' configuration)."""
+    tracked = subprocess.run(["git", "ls-files"], cwd=REPO, capture_output=True, text=True, check=True).stdout
     for name in ("bench", "scripts", "mk"):
-        shutil.copytree(REPO / name, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
-    for name in ("Makefile", "ruff.toml"):
-        shutil.copy(REPO / name, tmp_path / name)
-    # -o env-tools: the tools env this test runs in is the one to lint with; nothing is built in the copy.
-    lint = ["make", "-o", "env-tools", "--no-print-directory", "lint", f"TOOLS_PY={sys.executable}"]
-    clean = subprocess.run(lint, cwd=tmp_path, capture_output=True, text=True)
-    assert clean.returncode == 0, clean.stdout + clean.stderr
-    with (tmp_path / "bench" / "work.py").open("a") as f:
-        f.write(
-            "\n\ndef number_format():\n    from bench.report.text import fmt_ms\n\n    return fmt_ms\n"
-        )
-    broken = subprocess.run(lint, cwd=tmp_path, capture_output=True, text=True)
-    assert broken.returncode != 0
-    assert "upward import: bench.work (catalogue) imports bench.report.text (studies and report)" in broken.stdout
+        shutil.copytree(REPO / name, root / name, ignore=shutil.ignore_patterns("__pycache__"))
+    for name in {line for line in tracked.splitlines() if "/" not in line}:
+        shutil.copy(REPO / name, root / name)
+    return root
+
+
+def module_file(root: Path, module: str) -> Path:
+    path = root.joinpath(*module.split("."))
+    return path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
+
+
+def add_to(root: Path, module: str, code: str) -> None:
+    with module_file(root, module).open("a") as f:
+        f.write(code)
+
+
+def named(out: str, module: str) -> bool:
+    """The module named in make lint's words: in full, or after its package's name as `.name`."""
+    return module in out or f".{module.rsplit('.', 1)[1]} " in out
+
+
+def lint(root: Path) -> tuple[int, str]:
+    out = subprocess.run(LINT, cwd=root, capture_output=True, text=True)
+    return out.returncode, out.stdout + out.stderr
+
+
+def test_the_checkout_keeps_the_import_rules(tmp_path):
+    code, out = lint(checkout_copy(tmp_path))
+    assert code == 0, out
+
+
+def test_an_upward_import_inside_a_function_fails_make_lint_naming_both_modules(tmp_path):
+    """The catalogue's work counts importing the report's legend: ruff-clean, no cycle, one layer broken."""
+    root = checkout_copy(tmp_path)
+    add_to(root, "bench.catalogue.work", "\n\ndef legend():\n    from bench.report.markdown import LEGEND\n\n "
+                                         "   return LEGEND\n")
+    code, out = lint(root)
+    assert code != 0 and "bench.catalogue.work" in out and "bench.report.markdown" in out, out
+
+
+def test_an_import_cycle_closed_inside_a_function_fails_make_lint_naming_its_modules(tmp_path):
+    """The statistics importing the clock, which imports them: one layer, a cycle all the same."""
+    root = checkout_copy(tmp_path)
+    add_to(root, "bench.base.stats", "\n\ndef timer():\n    from bench.base.timing import StepTimer\n\n    return "
+                                     "StepTimer\n")
+    code, out = lint(root)
+    assert code != 0 and named(out, "bench.base.stats") and named(out, "bench.base.timing"), out
+
+
+def test_a_module_placed_in_no_layer_fails_make_lint_naming_it(tmp_path):
+    root = checkout_copy(tmp_path)
+    module_file(root, "bench.stray").write_text('"""A module nobody placed."""\n')
+    code, out = lint(root)
+    assert code != 0 and "bench.stray" in out, out
+
+
+def test_a_study_s_worker_reaching_the_orchestration_fails_make_lint_naming_both(tmp_path):
+    """The grid's worker, which runs inside a framework's environment, importing the runner."""
+    root = checkout_copy(tmp_path)
+    added = "\n\ndef runner():\n    from bench.run.runner import run_cells\n\n    return run_cells\n"
+    add_to(root, "bench.studies.grid.worker", added)
+    code, out = lint(root)
+    assert code != 0 and "bench.studies.grid.worker" in out and "bench.run.runner" in out, out
+
+
+def test_a_command_line_importing_another_fails_make_lint_naming_both(tmp_path):
+    """python -m bench taking the environments' command line (scripts/envs.py's): each stands on its own."""
+    root = checkout_copy(tmp_path)
+    add_to(root, "bench.cli", "\n\ndef envs_main():\n    from bench.envs.cli import main\n\n    return main\n")
+    code, out = lint(root)
+    assert code != 0 and "bench.cli" in out and "bench.envs.cli" in out, out

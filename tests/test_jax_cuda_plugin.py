@@ -2,7 +2,7 @@
 
 import pytest
 
-from bench import frameworks
+from bench.measure import frameworks
 
 
 @pytest.mark.parametrize(

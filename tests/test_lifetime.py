@@ -1,5 +1,5 @@
 """Every way a command can end ends its cells: SIGTERM, SIGHUP or SIGINT to make alone (make passes on only SIGTERM;
-bench/lifetime.py relays the others) or to the orchestrator. The cell is a fake that sleeps (tests/fakes.py), in a
+bench/base/lifetime.py relays the others) or to the orchestrator. The cell is a fake that sleeps (tests/fakes.py), in a
 process session of its own as every cell is, so no signal reaches it but through its orchestrator. (kill -9 of the
 orchestrator, which a real cell outlives by no more than its watch: tests/test_reliability.py.)"""
 
@@ -13,7 +13,7 @@ import pytest
 from conftest import REPO
 from fakes import bench_env, smoke_run
 
-from bench.lifetime import starting_make
+from bench.base.lifetime import starting_make
 
 
 def is_running(pid: int) -> bool:
@@ -109,9 +109,9 @@ def test_sighup_to_the_orchestrator_ends_its_cell_as_ctrl_c_does(venvs, tmp_path
 def signal_handlers(monkeypatch):
     """The handlers as they were, put back after the test (stop_on_signals sets them in this process); make is not
     followed (the test may run under `make test`)."""
-    import bench.lifetime
+    import bench.base.lifetime
 
-    monkeypatch.setattr(bench.lifetime, "follow_make", lambda stopping: None)
+    monkeypatch.setattr(bench.base.lifetime, "follow_make", lambda stopping: None)
     before = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)}
     for s in before:
         signal.signal(s, signal.SIG_DFL)
@@ -123,37 +123,75 @@ def signal_handlers(monkeypatch):
 def long_targets(tmp_path):
     """Each long target's entry point, and the function it hands its work to (which the test replaces)."""
     from bench import cli
-    from bench.noise import study
-    from bench.overhead import run as overhead
-    from bench.sweep import cli as sweep_cli
+    from bench.studies.noise import run as study
+    from bench.studies.overhead import run as overhead
+    from bench.studies.sweep import cli as sweep_cli
 
     results = ["--results-dir", str(tmp_path / "results")]
     cell = ["--backend", "jax", "--model", "bert", "--task", "predict"]
     return {
         "noise": (lambda: study.main(["--cells", "jax__bert__predict__bs2__default", *results]),
-                  "bench.noise.study.Study.run"),
-        "overhead": (lambda: overhead.main(["--size", "smoke", *results]), "bench.overhead.run.run_overhead"),
+                  "bench.studies.noise.run.Study.run"),
+        "overhead": (lambda: overhead.main(["--size", "smoke", *results]), "bench.studies.overhead.run.run_overhead"),
         "sweep": (lambda: sweep_cli.main(["sweep", "--package", "keras", "--versions", "3.0.0,3.1.0", *cell, *results]),
-                  "bench.sweep.run.run_sweep"),
+                  "bench.studies.sweep.run.run_sweep"),
         "bisect": (lambda: sweep_cli.main(["bisect", "--package", "keras", "--good", "3.0.0", "--bad", "3.1.0", *cell,
-                                           *results]), "bench.sweep.bisect.run_bisect"),
-        "grid": (lambda: cli.main(["grid", "--grid", "smoke", *results]), "bench.grid.run.run_grid"),
+                                           *results]), "bench.studies.sweep.bisect.run_bisect"),
+        "grid": (lambda: cli.main(["grid", "--grid", "smoke", *results]), "bench.studies.grid.run.run_grid"),
         "tuning": (lambda: cli.main(smoke_run("--model", "vit", "--task", "fit", "--backend", "torch", "--variant",
-                                              "sdpa", *results)), "bench.runner.run_cells"),
-        "gpu-check": (lambda: cli.main(["gpu-check", *results]), "bench.gpucheck.run"),
+                                              "sdpa", *results)), "bench.run.runner.run_cells"),
+        "gpu-check": (lambda: cli.main(["gpu-check", *results]), "bench.studies.gpucheck.run.run"),
         "submit-status-wait": (lambda: cli.main(["submit-status", "--wait", "60", *results]),
-                               "bench.cluster.status.wait"),
+                               "bench.run.cluster.status.wait"),
+        **more_targets(tmp_path),
     }  # fmt: skip
 
 
+def more_targets(tmp_path):
+    """The rest of the commands make runs for minutes or writes files with: parity (its workers), bisect-commits and
+    history CONFIRM=1 (a worktree per commit), the env builds, make unpack (an extraction's temporary folder), and the
+    commands that write several files at once (table's figures, compare's three, plan's probes)."""
+    from bench import cli
+    from bench.base.packed import main as packed_main
+    from bench.envs import cli as envs_cli
+    from bench.studies.history import cli as history_cli
+    from bench.studies.parity import run as parity_run
+
+    results = tmp_path / "results"
+    results.mkdir(exist_ok=True)
+    (results / "a").mkdir(exist_ok=True)
+    (tmp_path / "b").mkdir(exist_ok=True)
+    dirs = ["--results-dir", str(results)]
+    key = "native-torch__bert__predict__bs2__eager"
+    return {
+        "parity": (lambda: parity_run.main(["--model", "bert", *dirs]), "bench.studies.parity.run.run_all"),
+        "bisect-commits": (lambda: history_cli.main(["commits", "--cell", key, "--good", "HEAD~1", "--bad", "HEAD",
+                                                     "--profile", "smoke", *dirs]),
+                           "bench.studies.history.commits.bisect_commits"),
+        "history": (lambda: history_cli.main(["show", "--cell", key, *dirs]), "bench.studies.history.cli.show_command"),
+        "envs": (lambda: envs_cli.main(["build", "tools", "--venv", str(tmp_path / "venv")]),
+                 "bench.envs.build.build_locked"),
+        "unpack": (lambda: packed_main(["unpack", str(results)]), "bench.base.packed.unpack_all"),
+        "table": (lambda: cli.main(["table", *dirs]), "bench.studies.table.render"),
+        "compare": (lambda: cli.main(["compare", str(results / "a"), str(tmp_path / "b"), "--out",
+                                      str(tmp_path / "c.md")]),
+                    "bench.report.compare.run"),
+        "plan": (lambda: cli.main(["plan", "--profile", "smoke", *dirs]), "bench.plan.run"),
+        "validate": (lambda: cli.main(["validate", *dirs]), "bench.record.results.load_each"),
+    }  # fmt: skip
+
+
+MORE = ["parity", "bisect-commits", "history", "envs", "unpack", "table", "compare", "plan", "validate"]
+
+
 @pytest.mark.parametrize(
-    "target", ["noise", "overhead", "sweep", "bisect", "grid", "tuning", "gpu-check", "submit-status-wait"]
+    "target", ["noise", "overhead", "sweep", "bisect", "grid", "tuning", "gpu-check", "submit-status-wait", *MORE]
 )
 def test_every_long_target_stops_on_term_hup_and_int_with_the_signals_status(tmp_path, monkeypatch, target,
                                                                              signal_handlers):
-    from bench.lifetime import Terminated, interrupt
+    from bench.base.lifetime import Terminated, interrupt
 
-    monkeypatch.setattr("bench.cluster.jobdir.find_job", lambda results_dir, job: None)
+    monkeypatch.setattr("bench.run.cluster.jobdir.find_job", lambda results_dir, job: None)
     entry, work = long_targets(tmp_path)[target]
     handlers = {}
 
@@ -167,9 +205,9 @@ def test_every_long_target_stops_on_term_hup_and_int_with_the_signals_status(tmp
 
 
 def test_a_stopped_overhead_study_writes_the_envs_that_finished(tmp_path, monkeypatch):
-    from bench.lifetime import Terminated
-    from bench.overhead import run as overhead
-    from bench.overhead.spec import get_size
+    from bench.base.lifetime import Terminated
+    from bench.studies.overhead import run as overhead
+    from bench.studies.overhead.spec import get_size
 
     monkeypatch.setattr(overhead, "env_python", lambda env: sys.executable)
     monkeypatch.setattr(overhead, "reference_ms", lambda: 1.0)
@@ -184,14 +222,14 @@ def test_a_stopped_overhead_study_writes_the_envs_that_finished(tmp_path, monkey
     monkeypatch.setattr(overhead, "run_worker", first_finishes_then_a_signal)
     with pytest.raises(Terminated):
         overhead.run_overhead(get_size("smoke"), tmp_path, say=lambda line: None)
-    from bench.overhead.spec import BENCHMARKS, COLUMNS
+    from bench.studies.overhead.spec import BENCHMARKS, COLUMNS
 
     first = [c for c, spec in COLUMNS.items() if spec.env == workers[0]]
     written = sorted(p.stem for p in (tmp_path / "overhead").rglob("*.json"))
     assert len(workers) == 2 and written == sorted(f"{b}__{c}" for b in BENCHMARKS for c in first), written
 
 
-@pytest.mark.parametrize("target", ["noise", "overhead", "sweep", "bisect", "grid", "tuning", "gpu-check"])
+@pytest.mark.parametrize("target", ["noise", "overhead", "sweep", "bisect", "grid", "tuning", "gpu-check", *MORE])
 def test_every_long_target_says_a_failed_write_in_one_line_naming_the_file(tmp_path, monkeypatch, capsys, target,
                                                                            signal_handlers):
     import errno

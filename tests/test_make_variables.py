@@ -2,6 +2,7 @@
 with a duplicate, a path with a space and non-ASCII, a path that is a file. Each is refused in one line or works,
 and none deletes or moves a file the suite did not write. Runs, submissions and grids are --dry-run (nothing is
 measured) and no env is built (ENVS_PY=true): what is checked is what make and the CLI do with the value."""
+import os
 import re
 import shutil
 import subprocess
@@ -38,6 +39,7 @@ CASES = [
         ("RESULTS", "{results}"),
         ("AGAINST", "{tmp}/beside"),
         ("MAX_PROCESSES", "4"),
+        ("V", "1"),
     ]
 ] + [
     ("bench", {**BENCH, "PROFILE": "paper"}, "EXACT", "1"),  # the published procedure: the paper profile's
@@ -66,6 +68,7 @@ NOT_RUN = {
     "SLOWDOWNS": "make noise",
     "DELAYS": "make noise (the delay part: tests/test_noise.py runs it through the study)",
     "DELAY_CELLS": "make noise",
+    "B_DELAY": "make ab (tests/test_ab.py checks it reaches side B alone, and make -n that the option is passed)",
     "PARTS": "make noise",
     "SIZE": "make overhead",
     "DTYPE": "make parity (minutes of framework processes; tests/test_parity.py checks bfloat16's refusal)",
@@ -79,6 +82,7 @@ NOT_RUN = {
     "BENCH_ARGS": "make bench-container: more `bench run` options, passed on as written",
     "SUBMIT_ARGS": "make submit: more `bench submit` options, passed on as written",
     "PYTHON": "every case sets it (the dry-run interpreter)",
+    "VENVS": "where the envs are built: test_venvs_reaches_the_env_builds_and_the_runs_not_only_make",
     "CONFIRM": "make history CONFIRM=1 measures releases (its values: the yes/no test below)",
     **dict.fromkeys(("AT", "STATE", "REASON"), "make history-triage writes the triage file (tests/test_history.py)"),
     **dict.fromkeys(
@@ -209,6 +213,8 @@ YES_NO = [
     ("bench", BENCH, "RESUME", "--resume"),
     ("bench", BENCH, "IGNORE_PLAN", "--ignore-plan"),
     ("bench", {**BENCH, "PROFILE": "paper"}, "EXACT", "--exact"),
+    ("bench", BENCH, "V", "--verbose"),
+    ("bench-all", {}, "V", "--verbose"),
     ("tuning", {}, "RESUME", "--resume"),
     ("gpu-check", {}, "RESUME", "--resume"),
     ("validate", {}, "QUARANTINE", "--quarantine"),
@@ -291,3 +297,142 @@ def test_a_misspelt_backend_model_or_profile_is_refused_before_any_env_is_built(
         lines = said_lines(out.stderr)
         assert out.returncode == 2 and len(lines) == 1 and f"{name}={typo}: " in lines[0], out.stdout + out.stderr
         assert not built.exists(), name
+
+
+def make_run(target: str, variables: dict[str, str], *, dry_run: bool = False, env=None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        ["make", "--no-print-directory", *(["-n"] if dry_run else []), target,
+         *(f"{k}={v}" for k, v in variables.items())],
+        cwd=REPO, capture_output=True, text=True, timeout=60, env=env,
+    )  # fmt: skip
+
+
+@pytest.mark.skipif(not shutil.which("make"), reason="GNU make is not installed")
+@pytest.mark.parametrize("value", ["x||touch {pwn}", "$(id)", "`touch {pwn}`", "float32 --model sam", "a;b"])
+def test_dtype_is_a_name_refused_in_one_line_before_any_command_runs(tmp_path, value):
+    pwn, built = tmp_path / "PWN", tmp_path / "built"
+    out = make_run("parity", {"MODEL": "bert", "DTYPE": value.format(pwn=pwn), "RESULTS": str(tmp_path / "r"),
+                              "ENVS_PY": f"touch {built}; true", "TOOLS_PY": "true"})
+    lines = said_lines(out.stderr)
+    assert out.returncode == 2 and len(lines) == 1 and "DTYPE=" in lines[0], out.stdout + out.stderr
+    assert not pwn.exists() and not built.exists()
+
+
+def makefile_list(name: str) -> list[str]:
+    """The words of one of the Makefile's `NAME := ...` lists (continued lines joined)."""
+    text = (REPO / "Makefile").read_text().replace("\\\n", " ")
+    return re.search(rf"(?m)^{name} :?= (.*)$", text).group(1).split()
+
+
+def count_caps() -> dict[str, int]:
+    return {word.split(":")[0]: int(word.split(":")[1]) for word in makefile_list("COUNT_CAPS")}
+
+
+@pytest.mark.skipif(not shutil.which("make"), reason="GNU make is not installed")
+def test_every_count_has_a_cap_refused_past_it_in_one_line_and_taken_at_it(tmp_path):
+    caps = count_caps()
+    assert set(caps) == set(makefile_list("COUNT_VARIABLES")), caps
+    built = tmp_path / "built"
+    for name, cap in caps.items():
+        for value in (str(cap + 1), "99999999999999999999", f"{cap}0", f"00{cap + 1}"):
+            out = make_run("doctor", {name: value, "PYTHON": f"touch {built}; true"})
+            lines = said_lines(out.stderr)
+            assert out.returncode == 2 and len(lines) == 1 and f"{name}={value}" in lines[0], (value, out.stderr)
+            assert f"at most {cap}" in lines[0] and not built.exists(), lines
+        for value in (str(cap), str(cap - 1), "1", f"0{cap}"):
+            assert make_run("doctor", {name: value}, dry_run=True).returncode == 0, (name, value)
+
+
+def test_bench_takes_each_count_up_to_the_makefile_s_cap_and_refuses_past_it(capsys):
+    """What make checks, bench checks the same way: the caps agree (a count given to bench directly)."""
+    from bench.base import argtypes
+
+    caps = count_caps()
+    python_caps = {"REPEATS": argtypes.PROCESSES_CAP, "PROCESSES": argtypes.PROCESSES_CAP,
+                   "MAX_PROCESSES": argtypes.PROCESSES_CAP, "ROUNDS": argtypes.PROCESSES_CAP,
+                   "PAIRS": argtypes.PROCESSES_CAP, "JOBS": argtypes.PROCESSES_CAP, "LOAD": argtypes.PROCESSES_CAP,
+                   "STEPS": argtypes.STEPS_CAP, "BATCH": argtypes.BATCH_CAP, "WAIT": argtypes.WAIT_CAP_S}
+    assert caps == python_caps
+    from bench.cli_parsers import build_parser
+
+    parser = build_parser()
+    for option, cap in (("--repeats", argtypes.PROCESSES_CAP), ("--steps", argtypes.STEPS_CAP),
+                        ("--batch-size", argtypes.BATCH_CAP), ("--jobs", argtypes.PROCESSES_CAP),
+                        ("--max-processes", argtypes.PROCESSES_CAP)):
+        assert getattr(parser.parse_args(["run", option, str(cap)]), option[2:].replace("-", "_")) == cap
+        with pytest.raises(SystemExit):
+            parser.parse_args(["run", option, str(cap + 1)])
+    assert f"at most {argtypes.PROCESSES_CAP}, got '{argtypes.PROCESSES_CAP + 1}'" in capsys.readouterr().err
+
+
+# Variables a recipe passes to the shell as written, by design: a command (an interpreter, an engine, a test's
+# stand-in) or more options for a command. Each is named in the Makefile's SHELL_WORD_VARIABLES.
+def checked_variables() -> dict[str, set[str]]:
+    return {kind: set(makefile_list(kind)) for kind in ("NAME_VARIABLES", "COUNT_VARIABLES", "PATH_VARIABLES",
+                                                         "WORD_PATH_VARIABLES", "QUOTED_VARIABLES",
+                                                         "NAME_LIST_VARIABLES", "YES_NO_VARIABLES",
+                                                         "SHELL_WORD_VARIABLES")}
+
+
+def test_every_variable_a_user_may_set_is_checked_or_quoted_or_named_as_passed_on_as_written():
+    kinds = checked_variables()
+    every = set().union(*kinds.values())
+    assert sorted(user_variables() - every) == [], "neither checked nor quoted"
+    # what reaches a recipe's shell (the recipes, and the argument lists they expand): a quoted value only through
+    # shell_quote, a path only inside double quotes; a value's test ($(if $(X),...)) reaches no shell
+    text = re.sub(r"(?m)^\s*#.*$", "", makefiles_text()).replace("\\\n", " ")
+    shell = [line for line in text.splitlines() if line.startswith("\t") or re.match(r"[A-Z_]+_ARGS \??=", line)]
+    for name in kinds["QUOTED_VARIABLES"] | kinds["PATH_VARIABLES"]:
+        for line in shell:
+            for match in re.finditer(rf"\$\({name}\)", line):
+                before = line[: match.start()]
+                if enclosing_function(before) in MAKE_TESTS:
+                    continue
+                quotes = before.replace('\\"', "").count('"')
+                assert name in kinds["PATH_VARIABLES"] and quotes % 2 == 1, (name, line)
+
+
+# make functions whose arguments reach no shell: a value tested, counted or compared
+MAKE_TESTS = {"if", "and", "or", "words", "filter", "abspath", "strip"}
+
+
+def enclosing_function(before: str) -> str | None:
+    """The make function whose argument list the text after `before` is in ($(if ..., $(filter ...), if any."""
+    depth = 0
+    for i in range(len(before) - 1, 0, -1):
+        if before[i] == ")":
+            depth += 1
+        elif before[i] == "(" and before[i - 1] == "$":
+            if depth == 0:
+                return re.match(r"[a-z]*", before[i + 1:]).group(0) or None
+            depth -= 1
+    return None
+
+
+@pytest.mark.skipif(not shutil.which("make"), reason="GNU make is not installed")
+def test_venvs_reaches_the_env_builds_and_the_runs_not_only_make(tmp_path):
+    venvs = tmp_path / "my-envs"
+    uv = tmp_path / "uv"  # newer than containers/uv-requirements.txt: make takes it as the pinned uv, installed
+    uv.write_text("")
+    out = make_run("env-tools", {"VENVS": str(venvs), "ENVS_PY": "printenv BENCH_VENVS_DIR; true", "UV": str(uv)})
+    assert out.returncode == 0 and out.stdout.splitlines()[-1] == str(venvs), out.stdout + out.stderr
+    shown = make_run("bench", {"VENVS": str(venvs), "BACKEND": "jax", "MODEL": "bert"}, dry_run=True)
+    assert f"{venvs}/tools/bin/python -m bench run" in shown.stdout, shown.stdout
+    env = {**os.environ, "BENCH_VENVS_DIR": str(venvs)}
+    found = subprocess.run([sys.executable, "-c", "from bench.envs.common import default_venv; "
+                            "from bench.run.env_lookup import VENVS_DIR; print(default_venv('jax'), VENVS_DIR)"],
+                           cwd=REPO, capture_output=True, text=True, env=env)  # fmt: skip
+    assert found.stdout.split() == [str(venvs / "jax"), str(venvs)], found.stdout + found.stderr
+    for bad in ("a b", "x;touch y", "$(id)"):
+        refused = make_run("env-tools", {"VENVS": bad, "ENVS_PY": "true", "UV": str(uv)})
+        lines = said_lines(refused.stderr)
+        assert refused.returncode == 2 and len(lines) == 1 and "VENVS=" in lines[0], refused.stderr
+
+
+@pytest.mark.skipif(not shutil.which("make"), reason="GNU make is not installed")
+@pytest.mark.parametrize("results", ["results", "./results", "results/", "./results/", "{repo}/results"])
+def test_make_table_of_the_checkout_s_results_however_spelt_updates_the_readme(results):
+    shown = make_run("table", {"RESULTS": results.format(repo=REPO)}, dry_run=True)
+    assert "--readme README.md" in shown.stdout, shown.stdout
+    other = make_run("table", {"RESULTS": "results/cpu-full"}, dry_run=True)
+    assert "--readme" not in other.stdout

@@ -5,10 +5,10 @@ import tomllib
 import pytest
 from conftest import REPO
 
-from bench import ownenv
-from bench.errors import BenchError
-from bench.registry import MODELS, get_model
-from bench.spec import NEEDS_TABLE, WORKLOAD_FILE, implementation_needs
+from bench.base.errors import BenchError
+from bench.catalogue import ownenv
+from bench.catalogue.registry import MODELS, get_model
+from bench.catalogue.spec import NEEDS_TABLE, WORKLOAD_FILE, implementation_needs
 
 IMPLEMENTATIONS = {"keras": "keras.py", "native-torch": "native_torch.py"}
 

@@ -4,11 +4,11 @@ import ast
 import pytest
 from conftest import REPO
 
-from bench.backends import BACKENDS, family_variants, keras3_backends, short_name
-from bench.drivers import DERIVATIONS, DRIVERS, drive_step_pairs, pair_difference
-from bench.published import published_rows
-from bench.registry import MODELS, discover_models, get_model, paper_models
-from bench.timing import StepTimer, WindowPlan
+from bench.base.published import published_rows
+from bench.base.timing import StepTimer, WindowPlan
+from bench.catalogue.backends import BACKENDS, family_variants, keras3_backends, short_name
+from bench.catalogue.registry import MODELS, discover_models, get_model, paper_models
+from bench.measure.drivers import DERIVATIONS, DRIVERS, drive_step_pairs, pair_difference
 
 SD = get_model("stable_diffusion")
 SHAPE = SD.shape("paper")

@@ -1,8 +1,10 @@
 """Adding a model is adding its folder (docs/ADDING_A_MODEL.md): a copy of the package gets the worked example,
 tests/new_model/tiny_mlp/, and nothing else; the registry, the matrix tests, `bench plan` and the report take it,
-and the whole suite but its slow tests passes in a copy of the checkout with the model added."""
+and the tests it changes (those generated per model, those reading the model list) pass in a copy of the checkout
+with the model added."""
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -13,7 +15,7 @@ import pytest
 from committed import committed_results
 from conftest import REPO, VENVS
 
-from bench.backends import BACKENDS
+from bench.catalogue.backends import BACKENDS
 
 EXAMPLE = REPO / "tests" / "new_model" / "tiny_mlp"
 COMMITTED_RESULT = (
@@ -54,7 +56,7 @@ def test_the_registry_plans_the_new_models_cells_on_every_backend(checkout):
             checkout,
             """
 import json
-from bench.registry import MODELS, get_model, paper_models, plan_cells
+from bench.catalogue.registry import MODELS, get_model, paper_models, plan_cells
 cells = plan_cells("smoke", models=["tiny_mlp"])
 print(json.dumps({"models": MODELS, "paper": paper_models(), "cells": [c.key for c in cells],
                   "why": [get_model("tiny_mlp").why_cell_unsupported(c) for c in cells],
@@ -91,8 +93,8 @@ def test_the_report_shows_the_new_models_rows(checkout, tmp_path):
         f"""
 import dataclasses
 from pathlib import Path
-from bench.report import render
-from bench.results import load
+from bench.studies.table import render
+from bench.record.results import load
 result = load(Path({str(COMMITTED_RESULT)!r}))  # a real result, made the new model's
 result = dataclasses.replace(result, cell=dataclasses.replace(result.cell, model="tiny_mlp"))
 result.write(Path({str(results)!r}))
@@ -120,7 +122,7 @@ def test_bench_plan_plans_the_new_model_by_its_own_rule(checkout, tmp_path):
 import json
 from pathlib import Path
 import bench.plan
-from bench.registry import plan_cells
+from bench.catalogue.registry import plan_cells
 bench.plan.plan_cells = lambda profile, **kw: plan_cells(profile, models=["tiny_mlp"], **kw)
 plan, written = bench.plan.run("smoke", Path({str(tmp_path / "results")!r}), echo=lambda line: None)
 print(json.dumps(plan))
@@ -166,29 +168,53 @@ def commit(root: Path) -> None:
         subprocess.run([*git, *command], cwd=root, check=True, capture_output=True)
 
 
+# The tests a new model changes: those generated per model (their ids name it) and those of the files that read the
+# registry's model list. Every other test knows no model, and runs in the checkout itself.
+READS_THE_MODEL_LIST = re.compile(r"\bMODELS\b|\bpaper_models\(|\bdiscover_models\b")
+SELECTION = "not slow and not wall_clock and not envs"
+
+
+def model_tests(root: Path, model: str) -> tuple[list[str], list[str]]:
+    """Test files of the copy that read the registry's model list, and the ids of the tests generated for `model`."""
+    files = sorted(f"tests/{p.name}" for p in (root / "tests").glob("test_*.py")
+                   if READS_THE_MODEL_LIST.search(p.read_text()) and p.name != Path(__file__).name)  # fmt: skip
+    collected = subprocess.run(
+        [sys.executable, "-m", "pytest", "tests", "-m", SELECTION, "-k", model, "--collect-only", "-q", "-p",
+         "no:cacheprovider"],
+        cwd=root, capture_output=True, text=True, timeout=600, env=copy_environment(),
+    )  # fmt: skip
+    assert collected.returncode == 0, collected.stdout[-3000:] + collected.stderr[-3000:]
+    return files, [line for line in collected.stdout.splitlines() if "::" in line]
+
+
+def copy_environment() -> dict:
+    return {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "BENCH_VENVS_DIR")}
+
+
 @pytest.mark.slow
 @pytest.mark.envs
-@pytest.mark.duration_s(1000)
-def test_the_whole_suite_but_its_slow_tests_passes_with_the_new_model(tmp_path):
+@pytest.mark.duration_s(120)
+def test_the_tests_a_new_model_changes_pass_with_it(tmp_path):
     """Nothing outside the folder names a model: with the example added exactly as the doc says (its folder, and
-    nothing else), every test not marked slow is collected and passes, those generated per model included, but for
-    two kinds left out of the run (their collection still counts): those marked wall_clock, which time real work
-    against fixed bounds, know nothing of the models, and want a machine to themselves (make test runs them first,
-    alone); and those marked envs, which run named cells of named models in the framework environments (a new folder
-    cannot reach them; the one that plans over the registry's models is this file's own plan test, run on the same
-    copy). make test runs the tests left here nowhere else: the copy is the checkout and one folder."""
+    nothing else), the tests it changes pass: those generated per model and those reading the registry's model list
+    (discovery, its cells, its table row), bar two kinds left out: those marked wall_clock, which time real work
+    and know nothing of the models, and those marked envs, which run named cells of named models in the framework
+    environments (the one that plans over the registry's models is this file's own plan test, on the same copy).
+    The rest of the suite knows no model: make test runs it in the checkout."""
     root = tmp_path / "checkout"
     checkout_copy(root)
     shutil.copytree(EXAMPLE, root / "bench" / "models" / "tiny_mlp", ignore=shutil.ignore_patterns("__pycache__"))
     commit(root)
+    files, generated = model_tests(root, "tiny_mlp")
+    assert generated, "no test was generated for the new model"
+    chosen = files + [name for name in generated if name.split("::")[0] not in files]
     report = tmp_path / "junit.xml"
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "BENCH_VENVS_DIR")}
     out = subprocess.run(
-        [sys.executable, "-m", "pytest", "tests", "-m", "not slow and not wall_clock and not envs", "-q", "-p",
-         "no:cacheprovider", f"--junitxml={report}"],
-        cwd=root, capture_output=True, text=True, timeout=3000, env=env,
-    )
+        [sys.executable, "-m", "pytest", *chosen, "-m", SELECTION, "-q", "-p", "no:cacheprovider",
+         f"--junitxml={report}"],
+        cwd=root, capture_output=True, text=True, timeout=1800, env=copy_environment(),
+    )  # fmt: skip
     assert out.returncode == 0, out.stdout[-6000:] + out.stderr[-3000:]
     cases = [case.get("name", "") for case in ET.parse(report).iter("testcase")]
     assert any("tiny_mlp" in name for name in cases), "no test was generated for the new model"
-
+    assert len(cases) > len(generated), "only the generated tests ran: the model list's files did not"

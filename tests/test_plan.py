@@ -8,13 +8,13 @@ from pathlib import Path
 import pytest
 from fakes import bench_env, make_fake_envs, smoke_run
 
-from bench.cluster.resources import cell_resources, load_plan
-from bench.doctor import largest_cell_gib
+from bench.catalogue.profiles import get_profile
+from bench.catalogue.registry import Cell, get_model, plan_cells
 from bench.plan import DEVICES, available_device, cell_entry, gib_of, predicted_oom, table, write_plan
 from bench.plan.memory import GIB, figures, fits, lora_parameters
-from bench.profiles import get_profile
-from bench.registry import Cell, get_model, plan_cells
-from bench.results import load_all
+from bench.record.results import load_all
+from bench.run.cluster.resources import cell_resources, load_plan
+from bench.run.doctor import largest_cell_gib
 
 REPO = Path(__file__).resolve().parent.parent
 MISTRAL, GEMMA = get_model("mistral").shape("paper"), get_model("gemma").shape("paper")
@@ -385,7 +385,7 @@ def test_make_bench_cpu_full_runs_the_published_cells_at_full_size_resumably_int
         '--results-dir "/r/cpu-full"',
     ):
         assert words in " ".join(run.split()), (words, run)
-    # the steps and the hour are the cpu profile's own (bench/profiles.toml), not flags of the Makefile's
+    # the steps and the hour are the cpu profile's own (bench/catalogue/profiles.toml), not flags of the Makefile's
     assert not any(flag in run for flag in ("--steps", "--warmup", "--timeout")), run
     cpu = get_profile("cpu")
     assert (cpu.warmup_steps, cpu.timed_steps, cpu.timeout_s) == (0, 2, 3600)
@@ -435,3 +435,15 @@ def test_make_bench_cpu_mid_runs_the_compared_generate_cells_into_their_own_fold
     wanted = {(m, b, v) for m, columns in COMPARED.items() for b, v in columns}
     assert planned == wanted
     assert any(line.endswith('-m bench plan --profile cpu-mid --results-dir "/r/cpu-mid" >/dev/null') for line in lines)
+
+
+def test_the_parameter_counts_cache_keeps_what_another_plan_wrote_meanwhile(tmp_path, monkeypatch):
+    from bench.plan import counts
+
+    cache = tmp_path / "plan-counts.json"
+    monkeypatch.setattr(counts, "cache_path", lambda: cache)
+    ours = counts.load_cache()  # read as a plan starts, then its probes count for a while
+    cache.write_text('{"gemma/keras/smoke": {"counts": {"backbone": 1}}}')  # another plan's, written meanwhile
+    counts.save_cache({**ours, "bert/keras/smoke": {"counts": {"backbone": 2}}})
+    assert set(counts.load_cache()) == {"gemma/keras/smoke", "bert/keras/smoke"}
+    assert [p.name for p in tmp_path.iterdir()] == ["plan-counts.json"]

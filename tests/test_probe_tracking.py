@@ -5,7 +5,7 @@ import math
 
 from conftest import REPO
 
-from bench.noise_file import NOISE_FORMAT
+from bench.judge.noise_file import NOISE_FORMAT
 
 
 def load_script():

@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from bench import provenance
-from bench.provenance import machine_info, machine_label, machine_slug, processor_fields, processor_info
-from bench.roofline import ceilings
+from bench.base import provenance
+from bench.base.provenance import machine_info, machine_label, machine_slug, processor_fields, processor_info
+from bench.run import ceilings
 
 IDENTITY = {"vendor", "family", "model", "stepping", "model_name", "flags", "fingerprint"}
 
@@ -91,8 +91,8 @@ def test_every_result_names_its_processor_and_two_processors_of_one_name_never_s
 
 
 def test_two_processors_of_one_name_write_their_results_side_by_side(tmp_path):
-    from bench.registry import Cell
-    from bench.results import result_path
+    from bench.catalogue.registry import Cell
+    from bench.record.results import result_path
 
     cell = Cell("jax", "bert", "fit", 2, "smoke", "default", 1, 3)
     here = machine_info()

@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from bench.progress import Progress, hms
-from bench.registry import Cell
+from bench.base.progress import Progress, hms
+from bench.catalogue.registry import Cell
 
 CELLS = [
     Cell("jax", "bert", "fit", 2, "smoke", "default", 1, 3),
@@ -60,20 +60,23 @@ def test_plain_mode_prints_todays_lines_exactly():
     ]
 
 
-def test_plain_header_matches_the_orchestrators_format():
-    """The runner's own f-string, copied from bench/runner.py Rounds.run_one: the two must not drift apart."""
-    from bench import runner
+def test_plain_header_is_the_orchestrators_format():
+    """The header a cell's process gets (bench/run/runner.py Rounds.run_one makes it with cell_line), with which of
+    its processes it is and the run's ETA where one is known."""
+    from bench.base.progress import cell_line
 
     cell, index, total, elapsed = CELLS[2], 3, 72, 3725.0
-    expected = (f"[{index}/{total}] {cell.backend} {cell.model} {cell.task} batch={cell.batch_size} {cell.variant} "
-                f"({cell.profile}; elapsed {runner.hms(elapsed)})")
-    from bench.progress import cell_line
+    assert cell_line(index, total, cell, elapsed) == "[3/72] native-torch bert fit batch=2 compiled (smoke; elapsed 1:02:05)"
+    assert cell_line(index, total, cell, elapsed, " repeat 1/2", "ETA ~0:12:00 from this run's times, 3 processes so far") \
+        == ("[3/72] native-torch bert fit batch=2 compiled repeat 1/2 (smoke; elapsed 1:02:05; ETA ~0:12:00 from this "
+            "run's times, 3 processes so far)")
 
-    assert (
-        cell_line(index, total, cell, elapsed)
-        == expected
-        == "[3/72] native-torch bert fit batch=2 compiled (smoke; elapsed 1:02:05)"
-    )
+
+def test_the_orchestrators_eta_stands_in_for_the_bars_own():
+    clock = Clock()
+    progress = Progress(out=io.StringIO(), clock=clock)
+    progress.start(CELLS, {CELLS[0].key: 100.0}, eta_s=lambda: 42.0)
+    assert progress.eta_s() == 42.0
 
 
 def rich_output(finish: int, estimates=None, clock=None) -> tuple[str, Progress]:
@@ -131,8 +134,8 @@ def test_a_terminal_picks_rich_and_hms_formats():
 
 
 def test_paper_cells_get_eta_estimates_from_the_published_figures_and_smoke_cells_none():
-    from bench.registry import plan_cells
-    from bench.run_planning import time_estimates
+    from bench.catalogue.registry import plan_cells
+    from bench.run.planning import time_estimates
 
     paper = time_estimates(plan_cells("paper", backends=["jax", "keras2"], models=["bert", "gemma"]))
     assert paper["jax__bert__fit__bs32__default"] > 0 and "keras2__gemma__fit__bs8__default" in paper
@@ -143,12 +146,12 @@ def test_paper_cells_get_eta_estimates_from_the_published_figures_and_smoke_cell
 
 
 def test_the_display_never_runs_in_a_cell_process():
-    """The live display is the orchestrator's: a cell's process (bench/cell.py and the drivers that time its
-    windows) never imports bench.progress or rich, so nothing of it can run inside a timed window."""
+    """The live display is the orchestrator's: a cell's process (bench/measure/cell.py and the drivers that time its
+    windows) never imports bench.base.progress or rich, so nothing of it can run inside a timed window."""
     import subprocess
     import sys
 
-    probe = "import sys, bench.cli, bench.cell, bench.drivers, bench.timing; print(sorted(m for m in ('rich', 'bench.progress') if m in sys.modules))"
+    probe = "import sys, bench.cli, bench.measure.cell, bench.measure.drivers, bench.base.timing; print(sorted(m for m in ('rich', 'bench.base.progress') if m in sys.modules))"
     out = subprocess.run(
         [sys.executable, "-c", probe],
         cwd=Path(__file__).resolve().parent.parent,

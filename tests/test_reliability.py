@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from fakes import bench_env, run_bench, smoke_run
 
-from bench import results as results_module
-from bench import runner
-from bench.registry import plan_cells
-from bench.results import load_all
+from bench.catalogue.registry import plan_cells
+from bench.record import results as results_module
+from bench.record.results import load_all
+from bench.run import runner
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -28,7 +28,7 @@ def bert_cells():
 
 
 def test_a_failed_write_shows_the_result_and_stops_the_run_with_the_count_kept(venvs, tmp_path, monkeypatch):
-    monkeypatch.setattr("bench.env_lookup.VENVS_DIR", venvs)
+    monkeypatch.setattr("bench.run.env_lookup.VENVS_DIR", venvs)
     real_write, writes = results_module.write_json_atomic, []
 
     def disk_fills_after_the_first(path, data):
@@ -138,7 +138,7 @@ def test_a_disk_that_fills_before_a_cells_log_opens_is_one_line(venvs, tmp_path,
     """The disk filling between the pre-flight check and the opening of a cell's log once ended in a traceback."""
     from bench import cli
 
-    monkeypatch.setattr("bench.env_lookup.VENVS_DIR", venvs)
+    monkeypatch.setattr("bench.run.env_lookup.VENVS_DIR", venvs)
 
     def full(results_dir, cell, repeat):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(results_dir / "logs" / f"{cell.key}.log"))
@@ -151,12 +151,12 @@ def test_a_disk_that_fills_before_a_cells_log_opens_is_one_line(venvs, tmp_path,
 
 
 REAL_CELL_THAT_SLEEPS = '''#!{python}
-# The real bench/cell.py main() around a measurement that takes two minutes (a quiet 7B step).
+# The real bench/measure/cell.py main() around a measurement that takes two minutes (a quiet 7B step).
 import json, os, sys, time
 from pathlib import Path
 sys.path.insert(0, {repo!r})
-import bench.cell
-from bench.registry import Cell
+import bench.measure.cell
+from bench.catalogue.registry import Cell
 
 def two_minutes(cell):
     with open(os.environ["FAKE_PID_FILE"] + ".tmp", "w") as f:
@@ -164,9 +164,9 @@ def two_minutes(cell):
     os.replace(os.environ["FAKE_PID_FILE"] + ".tmp", os.environ["FAKE_PID_FILE"])
     time.sleep(120)
 
-bench.cell.measure = two_minutes
+bench.measure.cell.measure = two_minutes
 args = sys.argv[1:]
-sys.exit(bench.cell.main(Cell.from_dict(json.loads(args[args.index("--cell") + 1])), Path(args[args.index("--out") + 1])))
+sys.exit(bench.measure.cell.main(Cell.from_dict(json.loads(args[args.index("--cell") + 1])), Path(args[args.index("--out") + 1])))
 '''
 
 
@@ -212,7 +212,7 @@ def test_a_cell_dies_with_its_orchestrator_and_leaves_no_scratch_folder(venvs, t
         assert orchestrator.poll() is None and time.monotonic() < deadline, "the cell never started"
         time.sleep(0.05)
     cell = int(pid_file.read_text())
-    # the cell's result folder and the run's compile caches (bench/compile_cache.py)
+    # the cell's result folder and the run's compile caches (bench/catalogue/compile_cache.py)
     assert sorted(p.name.split("-")[1] for p in scratch.iterdir()) == ["cell", "compile"]
     orchestrator.kill()  # kill -9: no handler of the orchestrator's runs
     orchestrator.wait()
@@ -257,7 +257,7 @@ def test_a_second_run_into_the_same_results_folder_is_refused_naming_the_first(v
     finally:
         first.kill()  # kill -9: the lock is left naming a process that no longer runs
         first.wait()
-        os.kill(int(pid_file.read_text()), signal.SIGKILL)  # the fake cell (no bench/cell.py to die with it)
+        os.kill(int(pid_file.read_text()), signal.SIGKILL)  # the fake cell (no bench/measure/cell.py to die with it)
     third = bench(args, bench_env(venvs))
     assert third.returncode == 0, third.stdout + third.stderr
     assert f"took over the lock of {results} left by a run that no longer runs (PID {first.pid} on " in third.stdout
@@ -317,7 +317,7 @@ def test_the_doctor_reads_the_plan_the_run_will_use_and_compares_ram_only_with_c
     GPU in use compared host RAM (23.5 GiB) with a GPU cell's 33.5 GiB."""
     from dataclasses import replace
 
-    from bench.doctor import OK, WARN, Probes, check_memory, profile_plan
+    from bench.run.doctor import OK, WARN, Probes, check_memory, profile_plan
 
     driver = lambda: "550.54.15"  # noqa: E731
     assert profile_plan(tmp_path, None, driver, {"CUDA_VISIBLE_DEVICES": ""}) == tmp_path / "plan-smoke.json"
@@ -342,7 +342,7 @@ def test_result_files_and_reports_honour_the_umask(tmp_path, umask, mode):
     """Like the logs and CSVs: another user of a shared results folder can read them (mkstemp alone makes 0600)."""
     from test_export import make_result
 
-    from bench.atomic import current_umask, write_text_atomic
+    from bench.base.atomic import current_umask, write_text_atomic
 
     previous = os.umask(umask)
     try:
@@ -504,8 +504,9 @@ def test_table_of_a_folder_that_is_not_there_is_refused_and_creates_nothing(venv
 def test_without_tabulate_the_message_names_what_installs_it_in_that_python(tmp_path, monkeypatch):
     """`make bench ENV=current` renders in the user's own Python: `make env-tools` (the fix once named) builds
     another env and leaves that Python without tabulate."""
-    from bench.errors import BenchError
-    from bench.report import render, text
+    from bench.base.errors import BenchError
+    from bench.record import text
+    from bench.studies.table import render
 
     monkeypatch.setattr(text, "tabulate", None)
     monkeypatch.setattr(text, "env_stamp", lambda: None)  # not a built env: ENV=current, an own environment
@@ -669,8 +670,8 @@ def test_make_env_with_an_unknown_stack_says_so_once(tmp_path):
 def test_a_name_given_twice_in_a_list_is_one_cell(venvs, tmp_path):
     """MODEL=bert,bert once ran the cell twice into one result (n=6, repeats_planned 1); BACKEND=jax,jax
     MODEL=bert,bert made 8 Slurm array tasks for 2 cells. Every list keeps its first of each name, in order."""
-    from bench.argtypes import csv_list
-    from bench.cluster.jobdir import JobDir
+    from bench.base.argtypes import csv_list
+    from bench.run.cluster.jobdir import JobDir
 
     assert csv_list("torch,jax torch,,jax") == ["torch", "jax"]
     results = tmp_path / "results"
@@ -711,7 +712,7 @@ def test_a_derived_step_figure_at_or_below_zero_makes_the_run_unsteady_and_print
     the check looked only at the median, and the cv of a mean at or below zero is stored as 0."""
     from test_results import make_result, schema_2_run
 
-    from bench.cell import impossible_figures
+    from bench.measure.cell import impossible_figures
 
     assert impossible_figures([10.0, 12.0, 11.0]) is None
     why = impossible_figures([-2901.0, 232.0, 406.0])
@@ -726,7 +727,7 @@ def test_every_committed_result_has_its_tasks_unit():
     """An NA generate cell is ms/call like a measured one: the unit comes from the task, whatever the status."""
     from committed import committed_results
 
-    from bench.registry import MODELS, get_model
+    from bench.catalogue.registry import MODELS, get_model
 
     wrong = [
         f"{r.cell.key}: {r.unit}"
@@ -739,7 +740,7 @@ def test_every_committed_result_has_its_tasks_unit():
 
 
 def test_a_step_count_that_cannot_end_within_the_timeout_is_warned(venvs, tmp_path, monkeypatch):
-    monkeypatch.setattr("bench.env_lookup.VENVS_DIR", venvs)
+    monkeypatch.setattr("bench.run.env_lookup.VENVS_DIR", venvs)
     results = tmp_path / "results"
     cell = plan_cells("smoke", backends=["jax"], models=["bert"], tasks=["fit"])[0]
     runner.run_cells([cell], results, runner.RunOptions(echo=lambda line: None))  # a median of 11 ms (the fake cell)
@@ -775,7 +776,7 @@ def test_every_test_docs_reliability_cites_exists():
 def test_a_disk_full_mid_cell_of_several_processes_shows_the_result_not_a_thread_traceback(venvs, tmp_path, monkeypatch):
     """Each process's log on a full disk (/dev/full), then the result's write refused too: the cell's processes
     all run, its result is shown with where it could not be written, and no thread dies on the log's write."""
-    monkeypatch.setattr("bench.env_lookup.VENVS_DIR", venvs)
+    monkeypatch.setattr("bench.run.env_lookup.VENVS_DIR", venvs)
     real_new_log_path = runner.new_log_path
 
     def log_on_a_full_disk(results_dir, cell, repeat):
@@ -802,7 +803,7 @@ def test_a_disk_full_mid_cell_of_several_processes_shows_the_result_not_a_thread
 
 
 def test_a_full_disk_before_a_cells_next_process_keeps_its_finished_ones(venvs, tmp_path, monkeypatch):
-    monkeypatch.setattr("bench.env_lookup.VENVS_DIR", venvs)
+    monkeypatch.setattr("bench.run.env_lookup.VENVS_DIR", venvs)
     checks = []
 
     def fills_after_the_first_process(results_dir, kept, of):
@@ -819,7 +820,7 @@ def test_a_full_disk_before_a_cells_next_process_keeps_its_finished_ones(venvs, 
 HOLDER = """
 import sys
 from pathlib import Path
-from bench.runlock import hold
+from bench.base.runlock import hold
 hold(Path(sys.argv[1]))
 print("held", flush=True)
 sys.stdin.read()
@@ -829,14 +830,15 @@ sys.stdin.read()
 def writers_of_a_results_folder(results: Path) -> dict:
     """Every writer of a results folder besides `make bench` (tuning is a `bench run`: its own test above), called
     so that it would start its work at once."""
-    from bench import cli, gpucheck
-    from bench.grid.run import run_grid
-    from bench.noise import study
-    from bench.overhead.run import run_overhead
-    from bench.parity import run as parity_run
-    from bench.roofline.ceilings import measure_machine
-    from bench.sweep.bisect import run_bisect
-    from bench.sweep.run import run_sweep
+    from bench import cli
+    from bench.run.ceilings import measure_machine
+    from bench.studies.gpucheck import run as gpucheck
+    from bench.studies.grid.run import run_grid
+    from bench.studies.noise import run as study
+    from bench.studies.overhead.run import run_overhead
+    from bench.studies.parity import run as parity_run
+    from bench.studies.sweep.bisect import run_bisect
+    from bench.studies.sweep.run import run_sweep
 
     return {
         "sweep": lambda: run_sweep(None, results),
@@ -857,8 +859,8 @@ def writers_of_a_results_folder(results: Path) -> dict:
     ["sweep", "bisect", "grid", "overhead", "noise", "ceilings", "clean-results", "quarantine", "parity", "gpu-check"],
 )
 def test_every_writer_of_a_results_folder_is_refused_while_another_run_holds_it(tmp_path, monkeypatch, capsys, writer):
-    from bench.errors import BenchError
-    from bench.noise.study import Study
+    from bench.base.errors import BenchError
+    from bench.studies.noise.run import Study
 
     results = tmp_path / "results"
     results.mkdir()
@@ -867,9 +869,9 @@ def test_every_writer_of_a_results_folder_is_refused_while_another_run_holds_it(
     try:
         assert holder.stdout.readline() == "held\n"
         monkeypatch.setattr(Study, "run", lambda self: pytest.fail("the noise study ran beside another run"))
-        monkeypatch.setattr("bench.parity.run.run_all", lambda *a: pytest.fail("parity ran beside another run"))
-        monkeypatch.setattr("bench.gpucheck.preflight", lambda: False)  # as on a GPU machine
-        monkeypatch.setattr("bench.gpucheck.run_checks", lambda *a: pytest.fail("the GPU check ran beside another run"))
+        monkeypatch.setattr("bench.studies.parity.run.run_all", lambda *a: pytest.fail("parity ran beside another run"))
+        monkeypatch.setattr("bench.studies.gpucheck.run.preflight", lambda: False)  # as on a GPU machine
+        monkeypatch.setattr("bench.studies.gpucheck.run.run_checks", lambda *a: pytest.fail("the GPU check ran beside another run"))
         try:
             code = writers_of_a_results_folder(results)[writer]()
         except BenchError as e:
@@ -886,7 +888,7 @@ def test_validate_reads_the_sweeps_and_the_overhead_study_as_the_report_does(tmp
     """A result that is not a sweep's under sweep/, a corrupt sweep file, a corrupt overhead file: validate names
     each (it once read none of them and said all valid while make table failed), and the sweep report is one line."""
     from bench import cli
-    from bench.sweep import cli as sweep_cli
+    from bench.studies.sweep import cli as sweep_cli
 
     results = tmp_path / "results"
     good = ok_file(results)
@@ -914,8 +916,8 @@ def test_validate_reads_the_sweeps_and_the_overhead_study_as_the_report_does(tmp
 def test_a_study_folder_and_its_results_folder_are_never_written_by_two_runs_at_once(tmp_path, held, wanted):
     """`make tuning` runs its cells into <results>/tuning: a `make bench` or `make clean-results` on
     <results> beside it would load the machine it measures on and touch its logs."""
-    from bench.errors import BenchError
-    from bench.runlock import hold, release
+    from bench.base.errors import BenchError
+    from bench.base.runlock import hold, release
 
     (tmp_path / "results" / "tuning").mkdir(parents=True)
     holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(tmp_path / held)], cwd=REPO, stdin=subprocess.PIPE,
@@ -930,3 +932,67 @@ def test_a_study_folder_and_its_results_folder_are_never_written_by_two_runs_at_
     release(tmp_path / wanted)
     hold(tmp_path / "results")  # released together: the study's hold took its results folder and gave it back
     release(tmp_path / "results")
+
+
+@pytest.mark.parametrize("quarantine", [False, True])
+def test_a_triage_beside_the_results_is_known_to_table_export_validate_and_bench(tmp_path, capsys, quarantine):
+    """`make history-triage` once left results/history-triage.json, which table, export and validate then refused
+    as a broken result ("fix: move it out of results"), losing the triage to the advice."""
+    from bench import cli
+    from bench.record.results import load_each
+    from bench.studies.history import triage
+
+    results = tmp_path / "results"
+    ok_file(results)
+    triage.record(results, "jax__bert__fit__bs2__default", "smoke", "20260107T000000Z", "noise", "a known blip")
+    assert load_each(results) == (load_each(results)[0], []) and len(load_each(results)[0]) == 1  # what bench warns
+    assert cli.main(["table", "--results-dir", str(results)]) == 0
+    assert cli.main(["export", "--results-dir", str(results)]) == 0
+    assert cli.main(["validate", "--results-dir", str(results), *(["--quarantine"] if quarantine else [])]) == 0
+    said = capsys.readouterr()
+    assert "history-triage" not in said.err and (results / triage.TRIAGE_FILE).exists(), said.err
+    (results / triage.TRIAGE_FILE).write_text('{"triage": [{"cell": 1}]}')  # mangled: validate names it
+    assert cli.main(["validate", "--results-dir", str(results), *(["--quarantine"] if quarantine else [])]) == 2
+    err = capsys.readouterr().err
+    assert str(results / triage.TRIAGE_FILE) in err and (results / triage.TRIAGE_FILE).exists(), err
+
+
+@pytest.mark.parametrize("where", ["history/x.json", "parity/parity.json", "plan-smoke.json", "logs/smoke/a.json",
+                                   "noise/m--p.json", ".hidden-is-skipped.json"])
+def test_validate_names_a_corrupt_json_file_off_the_result_layout(tmp_path, capsys, where):
+    """A folder whose only JSON was corrupt, off the result layout, once passed: "0 result files ... are valid"."""
+    from bench import cli
+
+    results = tmp_path / "results"
+    bad = results / where
+    bad.parent.mkdir(parents=True)
+    bad.write_text('{"schema_version": 2, "cell": ')
+    (results / "quarantine" / "smoke").mkdir(parents=True)
+    (results / "quarantine" / "smoke" / "moved.json").write_text("{")  # what --quarantine moved: unreadable by design
+    status = cli.main(["validate", "--results-dir", str(results)])
+    said = capsys.readouterr()
+    if where.startswith("."):
+        assert status == 0, said.err
+        return
+    assert status == 2 and str(bad) in said.err and "moved.json" not in said.err, said.err
+    assert "0 result files" not in said.out
+
+
+def test_clean_results_deletes_only_the_logs_the_suite_writes_where_it_writes_them(tmp_path, capsys):
+    """`make clean-results RESULTS=<a folder with no results, holding logs/mine/app.log>` once deleted the user's
+    log: only a .log in a folder this suite writes its logs to (a profile's, a study's) is the suite's."""
+    from bench import cli
+
+    results = tmp_path / "results"
+    logs = results / "logs"
+    ours = [logs / "smoke" / "jax__bert__fit__bs2__default.20261125T000000Z.0.log", logs / "grid" / "cpu" / "w.log",
+            logs / "parity-paper-bfloat16" / "keras__bert__jax.log", logs / "overhead" / "smoke" / "jax.log",
+            logs / "sweep" / "keras-overhead" / "jax__keras-3.0.5__0.log"]
+    theirs = [logs / "mine" / "app.log", logs / "app.log", logs / "smoke-notes" / "x.log"]
+    for path in ours + theirs:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("x")
+    assert cli.main(["clean-results", "--results-dir", str(results)]) == 0
+    said = capsys.readouterr().out
+    assert [p for p in ours if p.exists()] == [] and all(p.exists() for p in theirs), said
+    assert f"deleted {len(ours)} log files" in said and f"kept {len(theirs)} files" in said, said

@@ -1,26 +1,28 @@
-"""Processes until decided, as the orchestrator runs them (bench/runner.py with a sequential rule): fake cells whose
+"""Processes until decided, as the orchestrator runs them (bench/run/runner.py with a sequential rule): fake cells whose
 processes differ the same way in every run (tests/fakes.py FAKE_SCALE_<BACKEND>, FAKE_JITTER)."""
 import math
 
 import pytest
 from fakes import make_fake_envs
 
-from bench import stats
+from bench.base import stats
+from bench.catalogue.registry import plan_cells
 from bench.judge import Judge
-from bench.registry import plan_cells
-from bench.replication import SequentialRule
-from bench.results import load_all
+from bench.judge.replication import SequentialRule
+from bench.measure.drift import Reading
+from bench.record.results import load_all
 
 RULE = SequentialRule(3, 6)
 
 
 def run(tmp_path, monkeypatch, scale: float, jitter: float, rule=RULE, disturb_torch: str = ""):
-    from bench import runner
+    from bench.run import runner
 
     # 60 steps a process: the step noise of the fake's 10, 11, 12 ms pattern well below the processes' spread
     cells = plan_cells("smoke", backends=["jax", "torch"], models=["bert"], tasks=["fit"], timed_steps=60)
-    monkeypatch.setattr("bench.env_lookup.VENVS_DIR", make_fake_envs(tmp_path / "venvs", ["jax", "torch"]))
-    monkeypatch.setattr(runner, "reference_ms", lambda: 1.0)  # a loaded machine's drift gate is not what this tests
+    monkeypatch.setattr("bench.run.env_lookup.VENVS_DIR", make_fake_envs(tmp_path / "venvs", ["jax", "torch"]))
+    # a loaded machine's drift gate is not what this tests
+    monkeypatch.setattr(runner, "reading", lambda: Reading(1.0, 1.0, 2, True))
     monkeypatch.setenv("FAKE_SCALE_TORCH", str(scale))
     monkeypatch.setenv("FAKE_JITTER", str(jitter))
     monkeypatch.setenv("FAKE_DISTURB_TORCH", disturb_torch)
@@ -50,12 +52,17 @@ def test_an_undecided_comparison_that_the_cap_can_decide_gets_one_more_process_a
     assert found.to_dict()["confidence"] == pytest.approx(1 - 0.05 / 4)
 
 
-def test_a_comparison_the_cap_cannot_decide_adds_nothing(tmp_path, monkeypatch):
-    # 2% apart with 4% between processes: neither within the 5% band nor clear of 1 at any count up to the cap
+def test_a_comparison_that_has_ruled_out_a_difference_worth_finding_adds_no_more(tmp_path, monkeypatch):
+    # 2% apart with 4% between processes: neither within the 5% band nor clear of 1 at any count up to the cap; it
+    # goes on while its interval holds the rule's 10% planning effect, and stops, before the cap, once it does not
     results, lines = run(tmp_path, monkeypatch, scale=1.02, jitter=0.04)
-    assert [len(r.runs) for r in results.values()] == [3, 3]
+    counts = [len(r.runs) for r in results.values()]
+    assert counts[0] == counts[1] < RULE.cap
     judge = Judge(list(results.values()))
-    assert stats.verdict(judge.ratio(results["jax"], results["torch"])) == stats.INCONCLUSIVE
+    found = judge.ratio(results["jax"], results["torch"])
+    assert stats.verdict(found) == stats.INCONCLUSIVE
+    low, high = found.interval()
+    assert 1 / (1 + RULE.planning_effect) <= low and high <= 1 + RULE.planning_effect
 
 
 def test_a_fixed_count_is_judged_at_95_percent_as_before(tmp_path, monkeypatch):
@@ -83,7 +90,7 @@ def test_a_run_ends_saying_which_rows_are_decided_and_why_the_others_are_not(tmp
 def test_the_rows_decided_are_the_tables_own_verdicts(tmp_path):
     from test_table import make, write_all
 
-    from bench.report.comparisons import decided_lines
+    from bench.judge.comparisons import decided_lines
 
     results = write_all(tmp_path / "results", [
         make("jax", "bert", "fit", 32, 110.0), make("tensorflow", "bert", "fit", 32, 165.0),
@@ -120,9 +127,9 @@ def test_a_disturbed_process_is_replaced_and_set_aside_not_the_whole_comparison(
 
 
 def test_a_cell_disturbed_throughout_on_one_side_is_a_possible_change_not_noise(tmp_path, monkeypatch):
-    # every torch process disturbed: none can be set aside; the replacements stop at cap + first (9)
+    # every torch process disturbed: none can be set aside; the replacements stop at the cap (6), which counts them
     results, lines = run(tmp_path, monkeypatch, scale=1.0, jitter=0.01, disturb_torch=",".join(map(str, range(12))))
-    assert [len(r.runs) for r in results.values()] == [3, 9]
+    assert [len(r.runs) for r in results.values()] == [3, 6]
     judge = Judge(list(results.values()))
     assert judge.set_aside(results["torch"]) == [] and judge.noise(results["torch"]).noisy
     found = judge.ratio(results["jax"], results["torch"])
@@ -138,13 +145,13 @@ def run_against(tmp_path, monkeypatch, scale: float, jitter: float) -> tuple[lis
     are judged as `make compare` judges them and nothing else keeps them apart."""
     import json
 
-    from bench import runner
-    from bench.noise_file import NOISE_DIR, NOISE_FORMAT, noise_file_name
-    from bench.provenance import machine_info
+    from bench.base.provenance import machine_info
+    from bench.judge.noise_file import NOISE_DIR, NOISE_FORMAT, noise_file_name
+    from bench.run import runner
 
     cells = plan_cells("smoke", backends=["torch"], models=["bert"], tasks=["fit"], timed_steps=60)
-    monkeypatch.setattr("bench.env_lookup.VENVS_DIR", make_fake_envs(tmp_path / "venvs", ["torch"]))
-    monkeypatch.setattr(runner, "reference_ms", lambda: 1.0)
+    monkeypatch.setattr("bench.run.env_lookup.VENVS_DIR", make_fake_envs(tmp_path / "venvs", ["torch"]))
+    monkeypatch.setattr(runner, "reading", lambda: Reading(1.0, 1.0, 2, True))
     monkeypatch.setenv("FAKE_JITTER", str(jitter))
     monkeypatch.setenv("FAKE_SCALE_TORCH", "1.0")
     runner.run_cells(cells, tmp_path / "a", runner.RunOptions(repeats=6, echo=lambda line: None))

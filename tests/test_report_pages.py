@@ -10,7 +10,7 @@ pytest.importorskip("matplotlib")
 from committed import committed_results
 from test_table import paper_a100, paper_h100, smoke_cpu, write_all
 
-from bench.report import PAGE_INTROS, render
+from bench.studies.table import PAGE_INTROS, render
 
 # a table per profile, machine and stack (each its rows, facts and findings, about 36-69 lines); studies apart
 MAX_TABLE_LINES = 75  # a table's section: its table, findings, figures and notes
@@ -100,3 +100,28 @@ def test_html_a_result_recorded_from_its_machine_is_shown_not_rendered(tmp_path)
     provenance = (results / "PROVENANCE.md").read_text()
     assert "<img" not in provenance and "<b>" not in provenance, provenance
     assert "Linux &lt;img src=x onerror=alert(1)&gt;" in provenance and "AMD &lt;b&gt;EPYC&lt;/b&gt;" in provenance
+
+
+def test_a_reason_that_several_verdicts_give_is_said_once_under_the_table():
+    from bench.base.tables import reasons_once
+
+    rows = [["a", "inconclusive (one process (a column))"], ["b", "inconclusive (one process (a column))"],
+            ["c", "holds"], ["d", "does not hold (its own reason)"]]  # fmt: skip
+    said, notes = reasons_once(rows, 1)
+    assert [r[1] for r in said] == ["inconclusive [1]", "inconclusive [1]", "holds", "does not hold (its own reason)"]
+    assert notes == ["[1] one process (a column)"]
+
+
+def test_a_study_matched_by_the_machines_label_is_said_once_naming_both_tables():
+    from bench.report.sections import Rendered
+    from bench.studies.noise.page import LABEL_MATCH_NOTE, TITLE
+    from bench.studies.table import studies
+
+    said = "This machine's noise study: 0 of 16 pairs. All figures: [NOISE.md](noise/NOISE.md)."
+    part = Rendered(main=[], per_machine=[(TITLE, "CPU X, processor ab12", [said, ""]),
+                                          (TITLE, "CPU X", [said.removesuffix(".") + LABEL_MATCH_NOTE + ".", ""]),
+                                          (TITLE, "CPU Y", ["Another study.", ""])])
+    text = "\n".join(studies([part], published=False))
+    assert text.count(said.removesuffix(".")) == 1 and "### " + TITLE + " — CPU X\n" not in text
+    assert "The tables of CPU X, which recorded no processor, take it too" in text
+    assert "### " + TITLE + " — CPU Y" in text and "Another study." in text

@@ -7,7 +7,7 @@ pytest.importorskip("matplotlib")
 
 from test_table import make, sections, smoke_cpu, write_all
 
-from bench.report import SECTIONS, Section, render
+from bench.studies.table import SECTIONS, Section, render
 
 
 def inference_grid(table, page):

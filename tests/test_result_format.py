@@ -4,7 +4,7 @@ import json
 
 from conftest import REPO
 
-from bench import schema_doc
+from bench.record import schema_doc
 
 SCHEMA = schema_doc.load_schema()
 FIELDS = {path for path, _, _ in schema_doc.fields(SCHEMA)}

@@ -5,8 +5,8 @@ import re
 
 import pytest
 
-from bench.registry import Cell
-from bench.results import (
+from bench.catalogue.registry import Cell
+from bench.record.results import (
     SCHEMA_VERSION,
     CorruptResult,
     NewerSchema,
@@ -145,6 +145,7 @@ def test_version_1_files_are_migrated_on_load(tmp_path):
             "generate_split",
             "sampling",
             "noise",
+            "device_reference",
         ):
             del run[new]
     path = tmp_path / "v1.json"
@@ -274,7 +275,7 @@ def test_a_failed_move_to_history_leaves_no_empty_file_there(tmp_path, monkeypat
     def refuse(src, dst):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr("bench.results.os.replace", refuse)
+    monkeypatch.setattr("bench.record.results.os.replace", refuse)
     with pytest.raises(OSError):
         make_result(created="2026-11-21T11:00:00+00:00").write(tmp_path)
     assert list((path.parent / "history").iterdir()) == [] and path.read_bytes() == before

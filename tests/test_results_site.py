@@ -14,9 +14,9 @@ pytest.importorskip("plotly")
 
 from test_table import paper_a100, smoke_cpu, write_all
 
-from bench.report import render
 from bench.report import site as site_module
 from bench.report.site import DATA, PLOTLY, write_site
+from bench.studies.table import render
 
 IN_CI = os.environ.get("CI", "").lower() == "true"
 CHROMIUM = ("chromium", "chromium-browser", "google-chrome")
@@ -160,3 +160,16 @@ def test_the_page_works_in_a_headless_browser(site, tmp_path):
         keep_screenshot(driver, tmp_path / "results-page.png")
     finally:
         driver.quit()
+
+
+def test_the_page_opens_on_the_gpu_table_and_the_findings(tmp_path):
+    from test_table import paper_h100
+
+    results = write_all(tmp_path / "results", smoke_cpu() + paper_h100())
+    committed = {p.relative_to(results).as_posix() for p in results.rglob("*.json")}
+    render(results, results / "RESULTS.md", site=results / "site", own=set())  # every file committed: none new
+    text = (results / "site" / "index.html").read_text()
+    findings = text.index("Findings, re-tested on a GPU (")
+    tables = re.findall(r'<section class="table"><h2>\d+\. ([^<]+)</h2>', text)
+    assert committed and findings < text.index('<section class="table">')
+    assert "paper profile" in tables[0] and "smoke profile" in tables[-1], tables

@@ -11,16 +11,16 @@ import pytest
 from committed import committed_results
 from fakes import bench_env, make_fake_envs
 
-from bench.backends import BACKENDS
-from bench.published import published_ms, published_rows
-from bench.registry import MODELS, get_model, plan_cells
-from bench.results import Result, Run, load_all
-from bench.roofline import probe
-from bench.roofline.ceilings import best_of, measure_run
-from bench.roofline.hardware import A100_40GB, H100_SXM, H200_SXM, datasheet_for
+from bench.base.published import published_ms, published_rows
+from bench.catalogue.backends import BACKENDS
+from bench.catalogue.hardware import A100_40GB, H100_SXM, H200_SXM, datasheet_for
+from bench.catalogue.registry import MODELS, get_model, plan_cells
+from bench.catalogue.work import cell_work
+from bench.measure import ceiling_probe as probe
+from bench.record.results import Result, Run, load_all
 from bench.roofline.published import published_cells
 from bench.roofline.utilisation import use_of
-from bench.work import cell_work
+from bench.run.ceilings import best_of, measure_run
 
 REPO = Path(__file__).resolve().parent.parent
 PUBLISHED_MODELS = list(dict.fromkeys(r.model for r in published_rows()))
@@ -159,7 +159,7 @@ def test_the_formulas_agree_with_torchs_flop_counter():
     if not python.exists():
         pytest.skip("native-torch env not built")
     out = subprocess.run(
-        [str(python), "-m", "bench.roofline.counter", "smoke"], cwd=REPO, capture_output=True, text=True, timeout=600
+        [str(python), "-m", "bench.measure.torch_counter", "smoke"], cwd=REPO, capture_output=True, text=True, timeout=600
     )
     line = next(text for text in out.stdout.splitlines() if text.startswith("CROSSCHECK "))
     checks = json.loads(line[len("CROSSCHECK ") :])["checks"]
@@ -178,7 +178,7 @@ def test_xla_counts_at_least_the_model_flops_of_the_keras_step():
     if not python.exists():
         pytest.skip("jax env not built")
     out = subprocess.run(
-        [str(python), "-m", "bench.roofline.xla_counter", "smoke", "bert"],
+        [str(python), "-m", "bench.measure.xla_counter", "smoke", "bert"],
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -189,7 +189,7 @@ def test_xla_counts_at_least_the_model_flops_of_the_keras_step():
     assert len(checks) == 2
     for c in checks:
         assert "error" not in c and 0.8 <= c["ratio"] <= 1.0, c
-    from bench.provenance import gpus
+    from bench.base.provenance import gpus
 
     if not gpus():  # make flops-check on a machine without a GPU once printed the CUDA plugin's cuInit traceback
         assert "Traceback" not in out.stderr, out.stderr
@@ -261,7 +261,7 @@ def test_a_run_records_the_host_ceilings_and_a_failed_framework_probe_costs_it_n
 
 def test_frameworks_are_probed_on_a_gpu_and_on_a_cpu_only_when_asked(monkeypatch):
     monkeypatch.setattr(
-        "bench.roofline.ceilings.run_probe", lambda backend, python, framework: {"framework": framework, "asked": True}
+        "bench.run.ceilings.run_probe", lambda backend, python, framework: {"framework": framework, "asked": True}
     )
     monkeypatch.delenv("BENCH_CEILINGS", raising=False)
     assert set(measure_run({"jax": Path("p")}, {"gpus": []})) == {"host"}
@@ -273,14 +273,14 @@ def test_frameworks_are_probed_on_a_gpu_and_on_a_cpu_only_when_asked(monkeypatch
 
 
 def result_with(ceilings, backend="jax", model="bert", task="predict", ms=10.0, precision=None):
-    from bench.registry import Cell
+    from bench.catalogue.registry import Cell
 
     cell = Cell(backend, model, task, 2, "smoke", "default" if backend != "native-torch" else "eager", 1, 3)
     run = Run(status="ok", timed_ms=[ms] * 3, framework={"precision": precision or {}})
     return Result(cell, [run], "ms/step", {"git": {}, "machine": {}, "ceilings": ceilings}, "2026-11-25T03:00:00+00:00")
 
 
-def test_mfu_is_taken_against_the_hosts_best_matmul_at_the_steps_dtype():
+def test_on_a_cpu_mfu_is_taken_against_the_processors_best_matmul_at_the_steps_dtype():
     ceilings = {
         "host": {"matmul": {"float32": {"median": 1e9}}, "triad": {"median": 1e9}},
         "jax": {"matmul": {"float32": {"median": 2e9}, "bfloat16": {"median": 4e9}}, "triad": {"median": 5e9}},
@@ -288,14 +288,17 @@ def test_mfu_is_taken_against_the_hosts_best_matmul_at_the_steps_dtype():
     use = use_of(result_with(ceilings))
     flops = cell_work("bert", "keras", "predict", 2, get_model("bert").shape("smoke")).flops
     assert use.flops_per_s == pytest.approx(flops / 0.010) and use.mfu == pytest.approx(flops / 0.010 / 2e9)
+    assert use.ceiling.what == "JAX FP32 matmul, the best of this run's probes"
     gen = use_of(result_with(ceilings, model="gemma", task="generate"))
     assert gen.ceiling.flops == 4e9 and gen.bandwidth_use == pytest.approx(gen.work.bytes / 0.010 / 5e9) and gen.decode
-    # the ceiling is the processor's, not one framework's: a torch cell is taken against JAX's faster matmul
-    torch = use_of(result_with(ceilings, backend="torch"))
-    assert torch.ceiling.flops == 2e9 and "JAX float32" in torch.ceiling.what
+    # on a CPU the ceiling is the processor's, not one framework's: a torch cell is taken against JAX's faster matmul
+    # (a framework's 1024-square probe is not its limit there: PyTorch's convolutions outran its own)
+    torch = use_of(result_with({**ceilings, "torch": {"matmul": {"float32": {"median": 1.5e9}}}}, backend="torch"))
+    assert torch.ceiling.flops == 2e9 and torch.ceiling.what == "JAX FP32 matmul, the best of this run's probes"
     # only NumPy's float32 probe (a CPU run's): the bfloat16 step is taken against it, said so
     only_host = use_of(result_with({"host": ceilings["host"]}, model="gemma", task="generate"))
-    assert only_host.ceiling.flops == 1e9 and only_host.ceiling.what.startswith("NumPy float32 matmul")
+    assert only_host.ceiling.flops == 1e9 and only_host.ceiling.what.startswith("NumPy FP32 matmul")
+    assert "for its bfloat16 work" in only_host.ceiling.what
 
 
 def test_the_machines_quiet_ceilings_file_comes_before_the_runs_loaded_probe():
@@ -306,7 +309,7 @@ def test_the_machines_quiet_ceilings_file_comes_before_the_runs_loaded_probe():
     }
     use = use_of(result_with(run_probe), quiet)
     assert use.ceiling.flops == 5e9 and use.ceiling.bandwidth == 4e9
-    assert use.ceiling.what == "TensorFlow float32 matmul, the best of the machine's ceilings file"
+    assert use.ceiling.what == "TensorFlow FP32 matmul, the best of the machine's ceilings file"
 
 
 def test_a_cell_above_its_ceiling_is_flagged_never_printed_as_a_share():
@@ -364,7 +367,7 @@ def test_the_report_has_the_published_section_and_every_models_rule_is_in_its_fo
 
 
 def test_compare_divides_each_machines_speed_out_of_the_move(tmp_path):
-    from bench.compare import compare, markdown
+    from bench.report.compare import compare, markdown
 
     def ceilings(flops):
         return {"host": {"matmul": {"float32": {"median": flops}}, "triad": {"median": 1e9}}}
@@ -380,7 +383,7 @@ def test_compare_divides_each_machines_speed_out_of_the_move(tmp_path):
 
 def test_a_machine_file_names_the_commit_that_measured_it(tmp_path, monkeypatch):
     """make ceilings writes a file the report reads like a result: it names its code's commit as a result does."""
-    from bench.roofline import ceilings
+    from bench.run import ceilings
 
     probe = {"host": {"matmul": {"float32": {"median": 1e11}}, "triad": {"median": 1e10}}}
     monkeypatch.setattr(ceilings, "measure_run", lambda *a, **kw: probe)
@@ -391,7 +394,7 @@ def test_a_machine_file_names_the_commit_that_measured_it(tmp_path, monkeypatch)
 
 
 def test_a_comparison_gives_no_mfu_ratio_where_a_side_exceeds_its_ceiling():
-    from bench.compare import Pair
+    from bench.report.compare import Pair
 
     flops = cell_work("bert", "keras", "predict", 2, get_model("bert").shape("smoke")).flops
     roomy = {"host": {"matmul": {"float32": {"median": flops / 0.010 * 2}}}}
@@ -399,3 +402,62 @@ def test_a_comparison_gives_no_mfu_ratio_where_a_side_exceeds_its_ceiling():
     assert Pair(None, a, b).mfu_ratio == pytest.approx(2.0)
     tight = result_with({"host": {"matmul": {"float32": {"median": flops / 0.010 / 1.6}}}})
     assert Pair(None, tight, b).mfu_ratio is None and Pair(None, a, tight).mfu_ratio is None
+
+
+H200_TORCH_BERT_FIT = "env-current/py3.12-torch2.11.0-jax0.11.2-22dd5d6b/paper/1x-nvidia-h200/stack-current/" \
+    "torch__bert__fit__bs32__default__stack-current.json"
+
+
+def test_a_cell_is_taken_against_its_own_frameworks_ceiling_at_the_mode_it_computed_in():
+    """The committed H200 Keras 3 PyTorch BERT fit ran its float32 matmuls in full FP32 (allow_tf32 off, recorded):
+    its MFU is against PyTorch's own float32 matmul probe of that run (FP32), never JAX's (TF32, 6.6x faster)."""
+    from bench.record.results import load
+
+    result = load(committed_results() / H200_TORCH_BERT_FIT)
+    probes = result.provenance["ceilings"]
+    torch_fp32, jax_tf32 = probes["torch"]["matmul"]["float32"]["median"], probes["jax"]["matmul"]["float32"]["median"]
+    assert jax_tf32 > 5 * torch_fp32  # the two modes the run's probes measured
+    use = use_of(result)
+    assert use.ceiling.flops == pytest.approx(torch_fp32) and "PyTorch FP32" in use.ceiling.what, use.ceiling
+    assert use.mfu == pytest.approx(result.work_counts()["flops"] / (result.figure() / 1e3) / torch_fp32)
+    assert 0.5 < use.mfu < 1
+
+
+def test_a_gpu_cell_at_a_precision_variant_is_set_against_its_framework_at_that_mode():
+    """A probe from today times a GPU's float32 matmul at each mode (matmul_modes): a PyTorch cell run with
+    VARIANT=matmul-high (TF32, recorded) is set against PyTorch's TF32 rate, its default cell against its FP32 rate;
+    a GPU cell never against the host's NumPy probe."""
+    h200 = {"name": "NVIDIA H200", "index": "0", "uuid": "GPU-x"}
+    torch_probe = {
+        "device": "NVIDIA H200", "precision": {"cuda_matmul_allow_tf32": False},
+        "matmul": {"float32": {"median": 5e13, "mode": "float32"}, "bfloat16": {"median": 7e14, "mode": "bfloat16"}},
+        "matmul_modes": {"float32": {"median": 5e13}, "tf32": {"median": 3e14}}, "triad": {"median": 4e12},
+    }  # fmt: skip
+    ceilings = {"host": {"device": "cpu", "matmul": {"float32": {"median": 9e14}}}, "torch": torch_probe}
+
+    def use(precision):
+        result = result_with(ceilings, backend="torch", precision=precision)
+        result.provenance["machine"] = {"gpus": [h200]}
+        return use_of(result)
+
+    tf32 = use({"float32_matmul": "tf32", "float32_convolution": "tf32", "setting": "float32_matmul_precision high"})
+    fp32 = use({"float32_matmul": "float32", "float32_convolution": "tf32", "setting": "highest"})
+    assert tf32.ceiling.flops == 3e14 and tf32.ceiling.what == "PyTorch TF32 matmul, this run's probes"
+    assert fp32.ceiling.flops == 5e13 and tf32.ceiling.datasheet_flops == H200_SXM.flops["tf32"]
+    # on a GPU its own framework's, even where another's is faster at that mode
+    jax_faster = {**ceilings, "jax": {**torch_probe, "matmul_modes": {"float32": {"median": 6e13}}}}
+    result = result_with(jax_faster, backend="torch", precision={"float32_matmul": "float32", "setting": "x"})
+    result.provenance["machine"] = {"gpus": [h200]}
+    assert use_of(result).ceiling.flops == 5e13
+
+
+def test_no_published_cell_is_above_the_peak_of_the_modes_it_computed_in():
+    """PyTorch's float32 step: matmuls in full FP32, convolutions in TF32 (its defaults); StableDiffusion's
+    convolutions, most of its work, taken at FP32 alone would put it at 1.7x the A100's FP32 peak."""
+    cells = [c for c in published_cells() if not c.decode]
+    assert all(0 < c.mfu(A100_40GB) < 1 for c in cells), [(c.model, c.task, c.backend) for c in cells
+                                                           if c.mfu(A100_40GB) >= 1]  # fmt: skip
+    sd = next(c for c in cells if (c.model, c.task, c.backend) == ("stable_diffusion", "fit", "torch"))
+    assert sd.modes.mixed and sd.mfu(A100_40GB, "float32") > 1
+    share = sd.work.convolution_flops / sd.work.flops
+    assert sd.mfu(A100_40GB) == pytest.approx(sd.flops_per_s * ((1 - share) / 19.5e12 + share / 156e12))

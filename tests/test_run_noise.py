@@ -3,9 +3,9 @@ import re
 
 from fakes import bench_env, run_bench, smoke_run
 
-from bench.registry import Cell
-from bench.results import Result, Run, load_all
-from bench.runner import record_noise
+from bench.catalogue.registry import Cell
+from bench.record.results import Result, Run, load_all
+from bench.run.runner import record_noise
 
 
 def ok_run(after_ms: float, timed=(10.0, 10.5, 11.0, 10.2, 10.8, 10.4)) -> Run:
@@ -59,7 +59,75 @@ def test_a_run_records_its_noise_gates_and_one_run_id_in_every_result(venvs, tmp
         for run in result.runs:
             assert set(run.noise) == {"noisy", "reasons", "quiet_reference_ms"}
             assert 0 < run.noise["quiet_reference_ms"] <= min(readings)
-    assert re.search(r"-> \S+ ms/step, 95% interval \S+–\S+ \(2 processes\)", out.stdout), out.stdout
+    # every reading beside a process says how it settled (bench/measure/drift.py), the figure it recorded its settled
+    # one
+    for run in (run for r in loaded for run in r.runs):
+        settling = run.reference["settling"]
+        assert (settling["before"]["ms"], settling["after"]["ms"]) == (run.reference["before_ms"],
+                                                                       run.reference["after_ms"])  # fmt: skip
+        assert all(side["blocks"] >= 2 or not side["settled"] for side in settling.values())
+    assert re.search(r"-> \S+: ok, \S+ ms/step, 95% interval \S+–\S+ \(2 processes\)", out.stdout), out.stdout
     again = run_bench(args, bench_env(venvs))  # another invocation: another run id
     assert again.returncode == 0
     assert {r.provenance["run_id"] for r in load_all(results)}.isdisjoint(run_ids | {loaded[0].provenance["run_id"]})
+
+
+# ---------------------------------------------------------------- the start reading, the device, the throttle
+
+H200 = "env-current/py3.12-torch2.11.0-jax0.11.2-22dd5d6b"
+
+
+def test_no_committed_h200_process_is_set_aside_by_its_runs_cold_start_reading():
+    """The first GPU session's drift probe read 4.1-4.9x its quiet value as each orchestrator process started, and
+    within 1.64x after every process: the first process of each run is judged on the reading after it."""
+    from committed import committed_results
+
+    from bench.judge import Judge
+
+    for folder in (committed_results() / H200, committed_results() / "gpu-check" / "1x-nvidia-h200" / "cells"):
+        results = load_all(folder)
+        judge = Judge(results)
+        for result in results:
+            start = result.start_ms()
+            assert not judge.noise(result).noisy and judge.set_aside(result) == [], (result.cell.key, start)
+            first = result.runs[0]
+            if first.reference["before_ms"] == start and start > 0.4:  # a cold start reading, recorded
+                assert first.gated_reference(start, first=True) == {"after_ms": first.reference["after_ms"]}
+
+
+def test_a_reading_still_warming_up_gates_nothing_and_an_old_records_start_reading_neither():
+    settled = {"ms": 0.35, "cold_ms": 0.4, "blocks": 2, "settled": True}
+    cold = ok_run(0.35)  # the before reading still speeding up when its warm-up ended: cold, recorded, not gated
+    cold.reference = {"before_ms": 3.0, "after_ms": 0.35, "settling": {
+        "before": {"ms": 3.0, "cold_ms": 9.0, "blocks": 12, "settled": False}, "after": settled}}  # fmt: skip
+    assert not cold.noise_gates(0.3).noisy
+    loaded = ok_run(0.35)  # a loaded machine settles where it is: its slow reading gates the process
+    loaded.reference = {"before_ms": 3.0, "after_ms": 0.35, "settling": {
+        "before": {"ms": 3.0, "cold_ms": 3.1, "blocks": 2, "settled": True}, "after": settled}}  # fmt: skip
+    assert loaded.noise_gates(0.3).noisy
+    assert loaded.noise_gates(0.3, start_ms=3.0, first=True).noisy  # a warmed record: no start-reading rule
+    old = ok_run(0.35)  # a record from before readings were warmed: its first process's before reading is its start
+    old.reference = {"before_ms": 3.0, "after_ms": 0.35}
+    assert not old.noise_gates(0.3, start_ms=3.0, first=True).noisy
+    assert old.noise_gates(0.3, start_ms=3.0).noisy and old.noise_gates(0.3, start_ms=2.9, first=True).noisy
+    late = ok_run(3.0)  # the reading after a process gates it, whatever came before
+    assert late.noise_gates(0.3, start_ms=0.3, first=True).noisy
+
+
+def test_a_gpu_cells_device_reference_and_throttle_reasons_gate_it():
+    def gpu_run(before, after, throttle="0x0000000000000000"):
+        run = ok_run(0.3)
+        run.device_reference = {"before": {"ms": before}, "after": {"ms": after}}
+        state = {"clocks_throttle_reasons.active": throttle}
+        run.gpu_state = {"gpu": "GPU-0", "start": state, "end": state}
+        return run
+
+    steady, slow = gpu_run(0.200, 0.204), gpu_run(0.201, 0.262)
+    record_noise([steady, slow], [0.3])
+    assert steady.noise["noisy"] is False and steady.noise["device_quiet_ms"] == 0.2
+    assert slow.noise["noisy"] and "the device reference read 0.262 ms beside it, 1.31x its quiet 0.2 ms" in \
+        slow.noise["reasons"][0]  # fmt: skip
+    hot, capped = gpu_run(0.2, 0.2, "0x0000000000000020"), gpu_run(0.2, 0.2, "0x0000000000000004")
+    record_noise([hot, capped], [0.3])
+    assert hot.noise["noisy"] and "sw_thermal_slowdown" in hot.noise["reasons"][0]
+    assert not capped.noise["noisy"]  # the power cap a GPU at full load runs at: recorded, not a disturbance

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from fakes import bench_env, run_bench, smoke_run, write_memory_events
 
-from bench.published import published_rows
-from bench.registry import plan_cells
-from bench.results import load_all
+from bench.base.published import published_rows
+from bench.catalogue.registry import plan_cells
+from bench.record.results import load_all
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -344,7 +344,7 @@ def test_kill_9_of_a_cell_is_recorded_as_killed_with_no_partial_file(venvs, tmp_
 WRITER = """
 import sys
 from pathlib import Path
-from bench.results import write_json_atomic
+from bench.record.results import write_json_atomic
 write_json_atomic(Path(sys.argv[1]), {"timed_ms": [0.123456789] * 3_000_000})
 """
 
@@ -428,7 +428,7 @@ def test_repeats_are_interleaved_across_the_row_and_each_run_has_its_reference(v
     for r in loaded:
         assert all(run.reference["before_ms"] > 0 and run.reference["after_ms"] > 0 for run in r.runs)
         assert r.provenance["reference"]["start_ms"] > 0 and r.provenance["reference"]["at_write_ms"] > 0
-    assert "reference probe (bench/drift.py):" in out.stdout
+    assert "reference probe (bench/measure/drift.py):" in out.stdout
 
 
 def test_ctrl_c_between_repeats_writes_the_finished_ones(venvs, tmp_path):

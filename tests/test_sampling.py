@@ -1,23 +1,21 @@
-"""Sampling to a precision (bench/timing.py): a process times until its median's 95% interval is within the target,
+"""Sampling to a precision (bench/base/timing.py): a process times until its median's 95% interval is within the target,
 after a minimum in steps and seconds, up to a cap in steps and seconds; a fixed plan takes exactly its count and still
 reports its interval. Fake clocks for the rule; the framework loops' early stop and one real smoke cell at the end."""
 import json
 import random
 import subprocess
-import sys
 
 import pytest
 from conftest import REPO, env_python
-from fakes import smoke_run
 
-from bench.cell import figures
-from bench.cluster.task import run_arguments
-from bench.drivers import drive_step_pairs, drive_steps, pair_difference
-from bench.profiles import get_profile
-from bench.registry import plan_cells
-from bench.results import Run, load_all
-from bench.schema import validate_result
-from bench.timing import FIXED, MAX_S, MAX_STEPS, PRECISION, HostDevice, StepTimer, WindowPlan, describe_sampling
+from bench.base.timing import FIXED, MAX_S, MAX_STEPS, PRECISION, HostDevice, StepTimer, WindowPlan, describe_sampling
+from bench.catalogue.profiles import get_profile
+from bench.catalogue.registry import plan_cells
+from bench.measure.cell import figures
+from bench.measure.drivers import drive_step_pairs, drive_steps, pair_difference
+from bench.record.results import Run, load_all
+from bench.record.schema import validate_result
+from bench.run.cluster.task import run_arguments
 
 
 class FakeClock:
@@ -216,7 +214,7 @@ def test_cells_sample_unless_the_command_line_fixed_their_count():
 
 
 def test_the_timeouts_count_the_worst_case_of_sampling_and_every_process():
-    from bench.cost import cell_cost, cell_timeout_s, task_timeout_s
+    from bench.catalogue.cost import cell_cost, cell_timeout_s, task_timeout_s
 
     cell = next(c for c in plan_cells("smoke", backends=["jax"], models=["gemma"], tasks=["generate"]) if cell_cost(c))
     cost = cell_cost(cell)
@@ -246,9 +244,9 @@ def test_the_recorded_sampling_validates_against_the_schema():
 
 
 def test_a_cell_whose_cap_is_below_its_minimum_is_refused():
-    from bench.errors import BenchError
-    from bench.registry import Cell
-    from bench.result_checks import check_cell_schema
+    from bench.base.errors import BenchError
+    from bench.catalogue.registry import Cell
+    from bench.record.result_checks import check_cell_schema
 
     (cell,) = plan_cells("smoke", backends=["jax"], models=["bert"], tasks=["predict"])
     check_cell_schema(cell.to_dict())
@@ -264,9 +262,9 @@ def test_a_cell_whose_cap_is_below_its_minimum_is_refused():
 LOOPS = r"""
 import json, sys
 sys.path.insert(0, sys.argv[1])
-from bench.drivers import drive_keras_fit, drive_keras_predict
+from bench.measure.drivers import drive_keras_fit, drive_keras_predict
 from bench.models.keras_common import keras_module, repeated_batch
-from bench.timing import HostDevice, StepTimer, WindowPlan
+from bench.base.timing import HostDevice, StepTimer, WindowPlan
 import numpy as np
 
 major = int(sys.argv[2])
@@ -305,7 +303,7 @@ print("LOOPS " + json.dumps(out))
 def test_keras_loops_stop_as_soon_as_the_timer_is_done(backend):
     """Keras 3 stops fit/predict on its flags; Keras 2's fit on stop_training, its predict (no such flag) on the
     StopIteration the driver raises: none runs the thousands of steps it was started with."""
-    from bench.backends import cell_environment, get_backend
+    from bench.catalogue.backends import cell_environment, get_backend
 
     python = env_python(backend)
     out = subprocess.run(
@@ -327,16 +325,13 @@ def test_keras_loops_stop_as_soon_as_the_timer_is_done(backend):
 @pytest.mark.envs
 @pytest.mark.slow
 @pytest.mark.duration_s(40)
-def test_a_smoke_cell_records_how_it_sampled(tmp_path):
-    env_python("native-torch")
-    results = tmp_path / "results"
-    out = subprocess.run(
-        [sys.executable, "-m", "bench", *smoke_run("--backend", "native-torch", "--model", "bert", "--task", "predict",
-                                                   "--variant", "eager", "--repeats", "1", results=results)],
-        cwd=REPO, capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
-    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
-    (result,) = load_all(results)
+def test_a_smoke_cell_records_how_it_sampled(shared_smoke):
+    """Native PyTorch's eager BERT predict in the shared smoke run (tests/shared_run.py: `make bench
+    BACKEND=native-torch MODEL=bert PROFILE=smoke REPEATS=1`), read."""
+    shared = shared_smoke("native-torch")
+    assert shared.returncode == 0, shared.output[-6000:]
+    results = shared.results
+    (result,) = [r for r in load_all(results) if (r.cell.task, r.cell.variant) == ("predict", "eager")]
     (run,) = result.runs
     sampling, smoke = run.sampling, get_profile("smoke")
     assert result.cell.max_timed_steps == smoke.max_timed_steps and len(run.timed_ms) == sampling["steps"]

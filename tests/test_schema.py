@@ -9,10 +9,10 @@ import jsonschema
 import pytest
 from committed import committed_results
 
-from bench import schema
-from bench.errors import BenchError
-from bench.results import STATUSES, result_files
-from bench.schema import validate_result
+from bench.base.errors import BenchError
+from bench.record import schema
+from bench.record.results import STATUSES, result_files
+from bench.record.schema import validate_result
 
 REPO = Path(__file__).resolve().parent.parent
 # The published table's result files, the inference grid's (results/grid/, which result_files leaves out) and the
@@ -59,7 +59,7 @@ def test_every_committed_result_file_validates():
     tracked = subprocess.run(
         ["git", "ls-files", "results/*/*.json"], cwd=REPO, capture_output=True, text=True
     ).stdout.split()
-    # a noise study's rounds and the grid's results are tracked packed (bench/packed.py): each archive's members
+    # a noise study's rounds and the grid's results are tracked packed (bench/base/packed.py): each archive's members
     # count as its files
     archives = subprocess.run(["git", "ls-files", "results/*.tar.xz"], cwd=REPO, capture_output=True,
                               text=True).stdout.split()  # fmt: skip
@@ -68,8 +68,8 @@ def test_every_committed_result_file_validates():
             parent = archive.rsplit("/", 1)[0]
             tracked += [f"{parent}/{m.name}" for m in tar.getmembers() if m.name.endswith(".json")]
     # no plans, no earlier results (history/), no machine ceilings (ceilings/: bench/roofline, not a cell's result),
-    # no noise study files (results/noise/*.json, runs/*/study.json: bench/noise's own format), no parity checks
-    # (results/parity/: bench/parity's page data)
+    # no noise study files (results/noise/*.json, runs/*/study.json: bench/studies/noise's own format), no parity checks
+    # (results/parity/: bench/studies/parity's page data)
     results = [
         p
         for p in tracked

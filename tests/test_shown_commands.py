@@ -1,4 +1,5 @@
-"""Every `make` command the README and `make help` show, tried as a new user would type it: the cheap ones run for real
+"""Every `make` command the README, its three guides (docs/GUIDE_*.md) and `make help` show, tried as a new user
+would type it: the cheap ones run for real
 (a cell at smoke scale, or refused in one line with its reason, as a paper cell on a CPU is), the long ones (a
 matrix, a study, a download) read by `make -n` here and run by the tests named beside them."""
 from __future__ import annotations
@@ -13,6 +14,8 @@ from pathlib import Path
 import pytest
 from make_output import said_lines
 
+from bench.record.results import load_all
+
 REPO = Path(__file__).resolve().parent.parent
 COMMAND = re.compile(r"\bmake ([a-z][a-z0-9-]*)((?: +[A-Z_]+=[^\s`|;()\]\[]*)*)")
 CODE = re.compile(r"```.*?```|`[^`\n]+`", re.S)  # the README's code: fenced blocks and inline spans
@@ -24,13 +27,14 @@ NOT_RUN_HERE = {
     "bench-cpu-mid": "hours at paper widths: tests/test_cpu_full.py runs its plan",
     "bench-container": "needs podman or docker: the container tier",
     "image": "needs podman or docker: the container tier",
-    "noise": "10-70 min: tests/test_noise.py runs a tiny study end to end",
+    "noise": "15-71 min: tests/test_noise.py runs a tiny study end to end",
     "overhead": "minutes per column: tests/test_overhead.py runs SIZE=smoke",
     "grid": "minutes per point: tests/test_grid.py runs GRID=smoke",
     "tuning": "hours: the tuning study's cells are run by tests/test_tuning.py",
     "sweep": "builds an env per release from PyPI: tests/test_sweep.py",
     "bisect": "builds an env per release from PyPI: tests/test_sweep.py",
     "bisect-commits": "re-runs a cell at commits, each in a worktree: tests/test_history_commits.py",
+    "ab": "re-runs a cell on two sides, a process an invocation: tests/test_ab.py",
     "wheelhouse": "downloads from PyPI: tests/test_wheelhouse_for.py",
     "lock": "re-resolves every lock from PyPI",
     "envs": "builds the five envs: .ci/run does before the tests",
@@ -42,11 +46,12 @@ NOT_RUN_HERE = {
 
 
 def shown_commands() -> list[tuple[str, tuple[str, ...]]]:
-    """(target, VAR=value words) of every make command the README's text and `make help` show, once each."""
+    """(target, VAR=value words) of every make command the README, the guides and `make help` show, once each."""
     help_text = subprocess.run(["make", "--no-print-directory", "help"], cwd=REPO, capture_output=True, text=True,
                                timeout=60).stdout  # fmt: skip
     found = {}
-    readme_code = "\n".join(CODE.findall((REPO / "README.md").read_text()))
+    pages = [REPO / "README.md", *sorted((REPO / "docs").glob("GUIDE_*.md"))]
+    readme_code = "\n".join(code for page in pages for code in CODE.findall(page.read_text()))
     for text in (readme_code, help_text):
         for target, words in COMMAND.findall(text):
             found.setdefault((target, tuple(words.split())), None)
@@ -97,17 +102,34 @@ def test_every_long_command_shown_reads_as_make_would_run_it(tmp_path):
         assert out.returncode == 0 or len(said) == 1, (target, words, out.stdout[-2000:], out.stderr)
 
 
-CHEAP = {"doctor", "table", "export", "validate", "plan", "compare", "help", "gpu-check", "env-info", "clean-results",
-         "docs", "check-locks", "history", "history-triage"}  # fmt: skip
+def shared_run_of(args: list[str]) -> str | None:
+    """The shared smoke run (tests/shared_run.py RUNS) whose cells a `make bench` example of one task of BERT runs,
+    None for any other example (it runs its own)."""
+    from shared_run import RUNS
+
+    given = dict(word.split("=", 1) for word in args)
+    if given.get("MODEL") != "bert" or given.get("TASK") != "predict" or set(given) - {"BACKEND", "MODEL", "STACK",
+                                                                                    "TASK", "REPEATS", "PROFILE"}:
+        return None
+    if given.get("REPEATS") != "1" or given.get("PROFILE", "smoke") != "smoke":
+        return None
+    wanted = (given.get("BACKEND"), given.get("STACK", "today"))
+    return next((name for name, run in RUNS.items() if run == wanted), None)
+
+
+CHEAP = {"doctor", "table", "export", "validate", "plan", "compare", "help", "help-vars", "gpu-check", "env-info",
+         "clean-results", "docs", "check-locks", "history", "history-triage"}  # fmt: skip
 
 
 @pytest.mark.envs
 @pytest.mark.slow
 @pytest.mark.duration_s(400)
 @pytest.mark.skipif(not shutil.which("make"), reason="GNU make is not installed")
-def test_every_cheap_command_shown_runs_as_shown(tmp_path):
+def test_every_cheap_command_shown_runs_as_shown(tmp_path, shared_smoke):
     """As a user types it, into a fresh results folder: exit 0, or a one-line refusal saying why (a paper cell or the
-    GPU check on a CPU). `make bench` examples run their cells at the scale shown (the smoke profile where none is)."""
+    GPU check on a CPU). `make bench` examples of BERT find their cells measured by the shared smoke run of the same
+    command at the smoke profile (tests/shared_run.py), copied in: run with RESUME=1, they must plan exactly those
+    cells (the default profile here is smoke) and skip each; any other `make bench` example runs its cells."""
     ran = []
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
@@ -122,12 +144,24 @@ def test_every_cheap_command_shown_runs_as_shown(tmp_path):
             args.append(f"PYTHON={REPO / '.venvs' / 'native-torch' / 'bin' / 'python'}")
         if target == "bench" and not any(w.startswith("TASK=") for w in args):
             args.append("TASK=predict")  # one task of the model: the example's form, at a test's cost
+        if target == "bench" and not any(w.startswith("REPEATS=") for w in args):
+            args.append("REPEATS=1")  # one process a cell: the form is the test, the process spread is not
+        shared = shared_run_of(args) if target == "bench" else None
+        if shared:
+            shared = shared_smoke(shared)
+            assert shared.returncode == 0, shared.output[-3000:]
+            shutil.copytree(shared.results, tmp_path / "results", dirs_exist_ok=True)
+            args.append("RESUME=1")
         out = subprocess.run(["make", "--no-print-directory", target, *args, f"RESULTS={tmp_path / 'results'}"],
                              cwd=REPO, capture_output=True, text=True, timeout=900)  # fmt: skip
         said = said_lines(out.stderr)
         doctor = [line for line in out.stdout.splitlines() if line.startswith("FAIL")]  # the preflight's refusal
         refused = len(said) == 1 or (doctor and "fix: " in out.stdout)
         assert out.returncode == 0 or refused, (target, args, out.stdout[-3000:], out.stderr[-3000:])
+        if shared and out.returncode == 0:
+            measured = [r for r in load_all(shared.results) if r.cell.task == "predict"]
+            assert f"skipped (resume): {len(measured)} cells already measured" in out.stdout, out.stdout[-3000:]
+            assert "[cell]" not in out.stdout and "measured again" not in out.stdout, out.stdout[-3000:]
         ran.append((target, out.returncode))
     for path in (tmp_path / "results").rglob("*.json"):
         if "history" not in path.parts and "logs" not in path.parts and not path.name.startswith("plan"):

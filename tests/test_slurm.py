@@ -1,5 +1,5 @@
 """Slurm submission: resources, skipping, state mapping (no cluster), then a real one-node cluster on this
-machine (bench/cluster/localslurm.py): smoke cells equal a local run, a cancelled cell is recorded."""
+machine (bench/run/cluster/localslurm.py): smoke cells equal a local run, a cancelled cell is recorded."""
 import json
 import os
 import shutil
@@ -12,14 +12,15 @@ import pytest
 from conftest import IN_CI, env_python
 from fakes import bench_env, make_fake_envs
 
-from bench.cluster.jobdir import JobDir, find_job
-from bench.cluster.localslurm import LocalSlurm
-from bench.cluster.resources import cell_resources
-from bench.cluster.slurmstate import task_ids
-from bench.cluster.status import cancelled_status, from_record, job_status, slurm_run
-from bench.profiles import get_profile
-from bench.registry import plan_cells
-from bench.results import load_all
+from bench.catalogue.profiles import get_profile
+from bench.catalogue.registry import plan_cells
+from bench.judge.replication import rule_of
+from bench.record.results import load_all
+from bench.run.cluster.jobdir import JobDir, find_job
+from bench.run.cluster.localslurm import LocalSlurm
+from bench.run.cluster.resources import cell_resources
+from bench.run.cluster.slurmstate import task_ids
+from bench.run.cluster.status import cancelled_status, from_record, job_status, slurm_run
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -43,7 +44,7 @@ def test_array_index_lists_are_parsed(text, ids):
 
 
 def test_sacct_lines_give_each_array_task_its_state():
-    from bench.cluster.slurmstate import parse_sacct
+    from bench.run.cluster.slurmstate import parse_sacct
 
     text = "12_0|COMPLETED|0:0\n12_0.batch|COMPLETED|0:0\n12_1|CANCELLED by 0|0:15\n12_2|OUT_OF_MEMORY|0:125\n12_[3-4]|PENDING|0:0\n"
     assert parse_sacct(text) == {
@@ -56,7 +57,7 @@ def test_sacct_lines_give_each_array_task_its_state():
 
 
 def test_scontrol_and_jobcomp_lines_give_each_array_task_its_state():
-    from bench.cluster.slurmstate import parse_records
+    from bench.run.cluster.slurmstate import parse_records
 
     lines = [  # as printed by this sandbox's slurm 22.05 (`scontrol show job -o`, jobcomp/filetxt), shortened
         "JobId=1 ArrayJobId=1 ArrayTaskId=2-3 JobName=j JobState=PENDING Reason=Resources ExitCode=0:0",
@@ -156,7 +157,7 @@ def test_current_results_are_skipped_unless_forced(tmp_path):
     # each of the cell's processes up to its timeout, plus 10 minutes for env start-up
     minutes = (get_profile("smoke").repeats * get_profile("smoke").timeout_s + 600) // 60
     assert "#SBATCH --array=0,1" in script and f"#SBATCH --time={minutes}\n" in script and "#SBATCH --mem=4G" in script
-    assert "-m bench.cluster.task" in script and f"BENCH_VENVS_DIR={venvs}" in script
+    assert "-m bench.run.cluster.task" in script and f"BENCH_VENVS_DIR={venvs}" in script
     assert len(load_all(results)) == 2  # job folders under results/slurm are not taken for results
 
 
@@ -266,30 +267,34 @@ def test_a_cancelled_cell_is_recorded(cluster, tmp_path):
 
 @pytest.mark.slurm
 @pytest.mark.envs
-def test_smoke_cells_on_slurm_equal_a_local_run(cluster, tmp_path):
+def test_smoke_cells_on_slurm_equal_a_local_run(cluster, tmp_path, shared_smoke):
+    """The local side is the shared smoke run's (tests/shared_run.py: `make bench` of BERT on each backend, one process
+    a cell); a Slurm task runs its cell's profile count of processes (bench/run/cluster/task.py run_arguments), the
+    count a local run without --repeats starts with."""
     for backend in ("jax", "torch"):
         env_python(backend)
     env = {**bench_env(REPO / ".venvs"), "SLURM_CONF": str(cluster.conf)}
     env.pop("BENCH_VENVS_DIR")  # the real environments
     args = ["--profile", "smoke", "--backend", "jax,torch", "--model", "bert", "--task", "predict"]
-    slurm_results, local_results = tmp_path / "slurm", tmp_path / "local"
+    slurm_results = tmp_path / "slurm"
     out = bench(["submit", *args, "--results-dir", str(slurm_results), "--job-name", "bert"], env)
     assert out.returncode == 0, out.stderr + out.stdout
-    local = subprocess.Popen([sys.executable, "-m", "bench", "run", *args, "--results-dir", str(local_results)], cwd=REPO, env=env,
-                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)  # fmt: skip
     status = bench(["submit-status", "--results-dir", str(slurm_results), "--wait", "240"], env, timeout=300)
-    local_out, _ = local.communicate(timeout=300)
-    assert local.returncode == 0, local_out
+    locals_ = [shared_smoke(backend) for backend in ("jax", "torch")]
+    assert all(shared.returncode == 0 for shared in locals_), [shared.output[-3000:] for shared in locals_]
+    here = [r for shared in locals_ for r in load_all(shared.results) if r.cell.task == "predict"]
     assert status.returncode == 0 and "2 done" in status.stdout, status.stdout + status.stderr
-    on_slurm, here = load_all(slurm_results), load_all(local_results)
+    on_slurm = load_all(slurm_results)
     assert {(r.cell.key, r.status) for r in on_slurm} == {(r.cell.key, r.status) for r in here} == {
         ("jax__bert__predict__bs2__default", "ok"), ("torch__bert__predict__bs2__default", "ok")}  # fmt: skip
+    smoke = get_profile("smoke")
+    assert rule_of(smoke).first == smoke.repeats  # a local run's processes without --repeats: the profile's count
     for r in on_slurm:
         assert set(r.to_dict()) == set(here[0].to_dict())
         assert r.provenance["git"]["commit"] and r.provenance["machine"] and r.runs[0].process["packages"]
-        # the same sampling rule and number of processes as the local run (step counts follow the machine)
+        # the same sampling rule as the local run (step counts follow the machine), the profile's processes
         rule = here[0].runs[0].sampling["rule"]
-        assert len(r.runs) == len(here[0].runs) == get_profile("smoke").repeats
+        assert len(r.runs) == smoke.repeats and len(here[0].runs) == 1  # the shared run's REPEATS=1
         assert all(run.sampling["rule"] == rule and run.sampling["steps"] >= rule["min_steps"] for run in r.runs)
         assert r.summary().count == sum(run.sampling["steps"] for run in r.runs)
         assert r.runs[0].process["variables"]["BENCH_SLURM_TASK"].startswith("bert/")  # the result names its task
@@ -316,7 +321,7 @@ sys.exit(subprocess.run([sys.executable, "-m", "bench", *bench_args], cwd={repo!
 
 
 def test_gpus_given_by_slurm_are_passed_into_the_container():
-    from bench.cluster.task import gpu_passthrough
+    from bench.run.cluster.task import gpu_passthrough
 
     assert gpu_passthrough("/usr/bin/podman", ["0", "2"]) == [
         "--device",
@@ -352,7 +357,7 @@ def test_container_route_runs_the_image_like_bench_container(tmp_path):
     )
     assert out.returncode == 0, out.stderr
     task = subprocess.run(
-        [sys.executable, "-m", "bench.cluster.task", str(results / "slurm" / "c"), "0"],
+        [sys.executable, "-m", "bench.run.cluster.task", str(results / "slurm" / "c"), "0"],
         cwd=REPO,
         env=env,
         capture_output=True,

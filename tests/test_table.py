@@ -11,19 +11,22 @@ from pathlib import Path
 
 import pytest
 
-import bench.noise_file
+import bench.judge.noise_file
 
 pytest.importorskip("tabulate")
 pytest.importorskip("matplotlib")
 
+from conftest import REPO
 from fakes import write_noise_study
 
-from bench import cli, stats
-from bench.errors import BenchError
-from bench.profiles import get_profile
-from bench.registry import Cell
-from bench.report import PAGE_INTROS, README_END, README_START, render
-from bench.results import Result, Run
+from bench import cli
+from bench.base import stats
+from bench.base.errors import BenchError
+from bench.catalogue.profiles import get_profile
+from bench.catalogue.registry import Cell
+from bench.record.results import Result, Run
+from bench.record.text import fmt_ms
+from bench.studies.table import PAGE_INTROS, README_END, README_START, render
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 UPDATE = os.environ.get("BENCH_UPDATE_GOLDEN") == "1"
@@ -116,7 +119,7 @@ def test_a_notes_error_keeps_its_cause_and_leaves_its_traceback_out(tmp_path):
 
 
 def test_a_failures_long_message_keeps_its_start_and_its_end_where_the_cause_is():
-    from bench.cell import MESSAGE_HEAD, MESSAGE_TAIL, clipped
+    from bench.measure.cell import MESSAGE_HEAD, MESSAGE_TAIL, clipped
 
     assert clipped("short") == "short"
     kept = clipped(TENSORFLOW_XLA_ERROR * 3)
@@ -329,7 +332,7 @@ def no_committed_noise_study(tmp_path_factory):
     """A one-process cell borrows its machine's spread from a noise study, looked for beside the results and in the
     repository's results/: the fixtures' machines must not find the committed one."""
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(bench.noise_file, "REPO_ROOT", tmp_path_factory.mktemp("no-repo"))
+        patch.setattr(bench.judge.noise_file, "REPO_ROOT", tmp_path_factory.mktemp("no-repo"))
         yield
 
 
@@ -345,7 +348,7 @@ def whole(folder):
     """RESULTS.md with each table's parts of the study pages beside it appended to its part (a page's section
     under no table, such as the published table's, as a section of its own), in the pages' order."""
     merged = sections((folder / "RESULTS.md").read_text())
-    for name in PAGE_INTROS:
+    for name in [*sorted(p.name for p in folder.glob("tables-*.md")), *PAGE_INTROS]:  # machine pages: whole tables
         if (folder / name).exists():
             for head, body in sections((folder / name).read_text()).items():
                 merged[head] = merged[head] + body.split("\n", 1)[1] if head in merged else body
@@ -373,10 +376,23 @@ def sections(text):
     return {p.splitlines()[0]: p for p in parts}
 
 
-def row(section, label, nth=0):
-    """The cells of the nth table line starting with `label` in a section."""
+PEAK_MEMORY = re.compile(r" · \d+(?:\.\d)? GiB(?: RSS)?")
+
+
+def row(section, label, nth=0, memory=False):
+    """The cells of the nth table line starting with `label` in a section; without each cell's peak memory unless
+    asked (test_each_cell_shows_its_peak_memory checks it)."""
     lines = [l for l in section.splitlines() if l.startswith(f"| {label} ")]
-    return [c.strip() for c in lines[nth].strip("|").split(" | ")]
+    cells = [c.strip() for c in lines[nth].strip("|").split(" | ")]
+    return cells if memory else [PEAK_MEMORY.sub("", c) for c in cells]
+
+
+def test_each_cell_shows_its_peak_memory(rendered):
+    """The device's peak allocation on a GPU, the process's resident memory on a CPU, as each result recorded."""
+    text = rendered[1]
+    sam = row(paper(text), "SegmentAnything fit", memory=True)
+    assert sam[4] == "**330.0 ±4.5% · 12.5 GiB**" and sam[2] == "386.9 ±4.5% · 12.5 GiB"
+    assert "peak memory over its processes" in text
 
 
 def paper(text):
@@ -425,6 +441,7 @@ def test_rendering_is_deterministic(rendered, tmp_path):
 def test_profiles_and_machines_get_separate_tables_paper_first(rendered):
     heads = list(sections(rendered[1]))
     assert heads == [
+        "Findings, re-tested on a GPU (1x NVIDIA A100-SXM4-40GB: part 1)",
         "How to read the tables",
         "1. paper profile — 1x NVIDIA A100-SXM4-40GB",
         "2. paper profile — 1x NVIDIA H100 80GB HBM3",
@@ -432,7 +449,7 @@ def test_profiles_and_machines_get_separate_tables_paper_first(rendered):
         "Studies",
         "The published table against the A100's limits",  # after every table: it needs no result
     ]
-    h100 = sections(rendered[1])[heads[2]].split("### ")[0]
+    h100 = sections(rendered[1])[heads[3]].split("### ")[0]
     assert "150.0" in h100 and "244.6" not in h100 and "386.9" not in h100  # no A100 number in the H100 table
 
 
@@ -695,20 +712,22 @@ def test_out_option_and_existing_output_is_replaced(tmp_path, capsys):
 # ---------------------------------------------------------------- README
 
 
-def test_readme_section_gets_the_first_table_and_keeps_the_rest(rendered, tmp_path):
-    results, text = rendered
+def test_readme_section_gets_the_gpu_headline_and_keeps_the_rest(rendered, tmp_path):
+    """The README's headline: the first GPU paper table's cells beside the published ones, and the findings."""
+    from bench.judge.analysis import analyse
+
+    results, _ = rendered
     readme = tmp_path / "README.md"
     readme.write_text(f"# Title\n\nbefore\n\n{README_START}\nold table\n{README_END}\n\nafter\n")
     render(results, tmp_path / "RESULTS.md", readme=readme)
     got = readme.read_text()
     assert got.startswith("# Title\n\nbefore\n\n" + README_START) and got.endswith(README_END + "\n\nafter\n")
     assert "old table" not in got
-    first = paper(text)  # the first table of RESULTS.md is the paper profile's (A100 sorts first)
-    table = first[first.index("| Model / task") :].split("\n\n", 1)[0]
-    assert table in got
-    assert "**paper profile — 1x NVIDIA A100" in got and "(RESULTS.md)" in got
-    figure = re.search(r"!\[[^\]]*\]\(([^)]+)\)", got).group(1)
-    assert (tmp_path / figure).is_file() and figure.endswith("-per-row.png")
+    gpu = next(t for t in analyse(results).tables if t.paper)  # the A100 sorts first
+    assert f"**{gpu.group.machine}**" in got and "The published findings, re-tested:" in got
+    bert_fit = next(f for f in gpu.rows if (f.key.model, f.key.task) == ("bert", "fit"))
+    jax = bert_fit.cells[next(c for c in bert_fit.cells if c.backend == "jax")]
+    assert f"222.4 → {fmt_ms(gpu.estimate(jax).center)} ±" in got  # the published figure beside ours
     render(results, tmp_path / "RESULTS.md", readme=readme)
     assert readme.read_text() == got  # idempotent
 
@@ -868,3 +887,69 @@ def test_two_processors_sold_under_one_name_get_a_table_each_and_neither_overwri
     titles = [line for line in (results / "RESULTS.md").read_text().splitlines() if line.startswith("## ")]
     for tag in ("aaaaaaaaaaaa", "bbbbbbbbbbbb"):
         assert sum(f"processor {tag}" in title for title in titles) == 1
+
+
+def test_an_out_of_another_kind_than_markdown_is_refused_before_anything_is_written(tmp_path, capsys):
+    results = write_all(tmp_path / "results", smoke_cpu()[:1])
+    out = tmp_path / "elsewhere" / "R.json"
+    assert cli.main(["table", "--results-dir", str(results), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and str(out.with_suffix(".md")) in err and not out.parent.exists(), err
+
+
+def outputs_of(results: Path) -> list[str]:
+    """What make table wrote under the folder: every file but the result files themselves."""
+    return sorted(str(p.relative_to(results)) for p in results.rglob("*") if p.is_file() and p.suffix != ".json")
+
+
+def test_a_full_disk_mid_render_names_the_file_and_leaves_no_page_or_figure_of_that_render(tmp_path, monkeypatch,
+                                                                                             capsys):
+    """A full disk during make table once said "error: No space left on device" without the file, and left the
+    figures it had written before it (the render half done)."""
+    import errno
+    import os
+
+    import bench.base.atomic
+
+    results = write_all(tmp_path / "results", smoke_cpu())
+    real_fsync, calls = os.fsync, []
+
+    def fills_up(fd):
+        calls.append(fd)
+        if len(calls) == 3:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        real_fsync(fd)
+
+    monkeypatch.setattr(bench.base.atomic.os, "fsync", fills_up)
+    assert cli.main(["table", "--results-dir", str(results)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: No space left on device: ") and ".tmp" not in err, err
+    assert str(results) in err and err.count("\n") == 1, err
+    assert outputs_of(results) == [], outputs_of(results)  # nothing of the render that failed: no page, no figure
+
+
+def test_term_during_make_table_leaves_no_temporary_and_exits_143(tmp_path):
+    """TERM to the group during make table once left results/figures/grid/.<name>.png.<random>.tmp."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    results = write_all(tmp_path / "results", smoke_cpu())
+    marker = tmp_path / "writing"
+    code = ("import os, sys, time\nimport bench.base.atomic\nreal = os.fsync\n"
+            f"def slow(fd):\n    open({str(marker)!r}, 'w').close()\n    time.sleep(60)\n"
+            "bench.base.atomic.os.fsync = slow\nfrom bench.cli import main\n"
+            f"sys.exit(main(['table', '--results-dir', {str(results)!r}]))")
+    proc = subprocess.Popen([sys.executable, "-c", code], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env={**os.environ, "PYTHONPATH": str(REPO)})
+    deadline = time.monotonic() + 120
+    while not marker.exists():
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.05)
+    assert [p for p in results.rglob("*.tmp")], "no temporary to leave"
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + signal.SIGTERM and "Traceback" not in err, (proc.returncode, err)
+    assert [p for p in results.rglob("*.tmp")] == []

@@ -4,7 +4,7 @@ import subprocess
 from conftest import REPO
 from test_matrix import CELLS, CELLS_2024, params, repeats_a_ci_code_path
 
-from bench.backends import get_backend
+from bench.catalogue.backends import get_backend
 
 
 def kind(cell) -> tuple:
@@ -33,9 +33,9 @@ def test_make_test_deselects_the_extended_tier_and_test_extended_selects_it():
         text=True,
         check=True,
     ).stdout
-    lanes = '-m "(slow or envs) and not wall_clock and not extended"'
+    lanes = '-m "not wall_clock and not extended"'
     test_part, _ = out.split("-m extended")  # test-extended's pytest, after test's
-    # the wall-clock tests alone first, then both lanes of one selection; the tests needing no env run in
-    # test_new_model's copy, which the lanes select (slow)
+    # the wall-clock tests alone first, then both lanes of one selection: every other test but the extended tier,
+    # those needing no env among them (in the checkout itself, not only in test_new_model's copy)
     assert '-m "not slow and wall_clock"' in test_part
     assert test_part.count(lanes) == 2 and "--lane 1/2" in test_part and "--lane 2/2" in test_part

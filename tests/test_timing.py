@@ -7,8 +7,8 @@ import time
 import numpy as np
 import pytest
 
-from bench.drivers import drive_step_pairs, drive_steps, pair_difference
-from bench.timing import HostDevice, Stats, StepTimer, WindowPlan, percentile
+from bench.base.timing import HostDevice, Stats, StepTimer, WindowPlan, percentile
+from bench.measure.drivers import drive_step_pairs, drive_steps, pair_difference
 
 
 def spin(seconds: float) -> None:
@@ -300,9 +300,9 @@ def test_derived_figures_may_be_negative_but_not_infinite():
 
 
 def test_the_cells_figures_come_from_the_timer_without_a_framework():
-    """bench/cell.py's figures(): plain windows as they are; a derived task's per-step figures from its pairs,
+    """bench/measure/cell.py's figures(): plain windows as they are; a derived task's per-step figures from its pairs,
     its first step the first pair's windows summed (everything the first step ran, compiles included)."""
-    from bench.cell import figures
+    from bench.measure.cell import figures
 
     ticks = iter(range(0, 10**10, 10**6))  # every clock read 1 ms after the last
     timer = StepTimer(HostDevice(), plan(timed=2, warmup=0), clock=lambda: next(ticks))

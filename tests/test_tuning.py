@@ -9,11 +9,12 @@ import pytest
 from conftest import REPO, env_python
 from fakes import smoke_run, write_noise_study
 
-from bench import claims, variants
-from bench.backends import cell_environment
-from bench.errors import BenchError
-from bench.published import published_rows
-from bench.registry import Cell, get_model, paper_models, plan_cells
+from bench.base.errors import BenchError
+from bench.base.published import published_rows
+from bench.catalogue import variants
+from bench.catalogue.backends import cell_environment
+from bench.catalogue.registry import Cell, get_model, paper_models, plan_cells
+from bench.judge import claims
 
 
 def test_a_tuning_variant_is_refused_where_it_does_not_apply_naming_where_it_does():
@@ -65,9 +66,9 @@ def test_the_cpu_profile_runs_paper_shapes_at_a_small_batch():
 @pytest.fixture
 def no_repo_noise_study(monkeypatch, tmp_path):
     """Only the test's own results folder may hold a noise study (not the checkout's results/noise/)."""
-    import bench.noise_file
+    import bench.judge.noise_file
 
-    monkeypatch.setattr(bench.noise_file, "REPO_ROOT", tmp_path / "no-checkout")
+    monkeypatch.setattr(bench.judge.noise_file, "REPO_ROOT", tmp_path / "no-checkout")
 
 
 def table_row(page, *cells):
@@ -85,7 +86,7 @@ def test_the_tuning_section_shows_ratios_to_the_reference_and_no_vit_row_in_the_
     pytest.importorskip("matplotlib")
     from test_table import CPU, make, write_all
 
-    from bench.report import render
+    from bench.studies.table import render
 
     three = dict(profile="cpu", machine=CPU, repeats=3)  # three processes a cell: intervals of their own
     results = write_all(
@@ -132,7 +133,7 @@ def test_one_process_cells_say_why_their_verdict_is_inconclusive(tmp_path, no_re
 
     from test_table import CPU, make, write_all
 
-    from bench.report import render
+    from bench.studies.table import render
 
     write_all(tmp_path, [make("torch", "vit", "fit", 2, 150.0, profile="cpu", machine=CPU),
                          make("torch", "vit", "fit", 2, 120.0, profile="cpu", machine=CPU, variant="sdpa")])
@@ -150,8 +151,8 @@ def test_one_process_cells_say_why_their_verdict_is_inconclusive(tmp_path, no_re
 def test_a_published_speedup_holds_by_its_interval():
     import math
 
-    from bench.report.tuning import finding_verdict, published_findings
-    from bench.stats import Ratio, t_quantile
+    from bench.base.stats import Ratio, t_quantile
+    from bench.studies.tuning.page import finding_verdict, published_findings
 
     def between(low, high):  # a ratio whose 95% interval is [low, high]
         return Ratio(math.sqrt(low * high), math.log(high / low) / 2 / t_quantile(0.975, math.inf), math.inf)
@@ -172,7 +173,7 @@ def test_a_variant_ratio_of_cells_measured_hours_apart_says_so(tmp_path, no_repo
     pytest.importorskip("matplotlib")
     from test_table import CPU, make, write_all
 
-    from bench.report import render
+    from bench.studies.table import render
 
     write_all(
         tmp_path,
@@ -225,7 +226,7 @@ def probe(backend: str, code: str, *args: str) -> dict:
 
 COUNTS = """
 import importlib, json
-from bench.registry import get_model
+from bench.catalogue.registry import get_model
 out = {}
 for model in ("vit", "gemma_2b"):
     impl = importlib.import_module(f"bench.models.{model}.{family}")
@@ -273,7 +274,7 @@ def test_the_sdpa_attention_layer_computes_what_keras_attention_does():
 
 FLOAT32_COMPILED_VIT_PREDICT = """
 import dataclasses, json
-from bench.registry import Cell, get_model
+from bench.catalogue.registry import Cell, get_model
 spec = get_model("vit")
 shape = dataclasses.replace(spec.shape("smoke"), dtype="float32")  # the cpu profile's dtype at smoke widths
 workload = spec.implementation("native-torch").create(Cell("native-torch", "vit", "predict", 2, "smoke", "compiled", 1, 3), shape)
@@ -291,7 +292,7 @@ def test_the_float32_vit_compiles_for_predict_on_native_pytorch():
 
 
 def run_cells(tmp_path, *args: str):
-    from bench.results import load_all
+    from bench.record.results import load_all
 
     results = tmp_path / "results"
     out = subprocess.run(
@@ -308,6 +309,7 @@ def run_cells(tmp_path, *args: str):
 
 @pytest.mark.envs
 @pytest.mark.slow
+@pytest.mark.extended  # make test-extended: the variants' code path is the one test_vit_on_jax_and_gemma_2b_... runs in make test
 def test_vit_variants_on_keras_torch_run_and_record_what_they_changed(tmp_path):
     env_python("torch")
     found = run_cells(
@@ -339,6 +341,7 @@ def test_vit_variants_on_keras_torch_run_and_record_what_they_changed(tmp_path):
 
 @pytest.mark.envs
 @pytest.mark.slow
+@pytest.mark.extended  # make test-extended: native ViT's predict compiles in make test (test_the_float32_vit_compiles_...)
 def test_vit_and_bert_variants_on_native_pytorch_run_and_record_what_they_changed(tmp_path):
     env_python("native-torch")
     found = run_cells(

@@ -10,7 +10,8 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
-from bench.atomic import write_text_atomic
+from bench.base.atomic import write_text_atomic
+from bench.base.provenance import ENV_STAMP, env_stamp
 from bench.envs.common import (
     ROOT,
     EnvError,
@@ -25,7 +26,6 @@ from bench.envs.common import (
     uv_bin,
     venv_python,
 )
-from bench.provenance import ENV_STAMP, env_stamp
 
 PTH = "bench_repo.pth"
 PYTHON_SPEC = "3.11"

@@ -12,14 +12,16 @@ artifact (hash-pinned) used by the venvs here, the containers and the Nix flake.
   validate NAME                                               exit non-zero unless NAME is a backend
   names [--backends] [--stack S]                              the env names, one a line
 
-An env is a backend on a stack: envs/<backend>/ today, envs/<backend>-2024/ on the 2024 stack (bench/backends.py).
+An env is a backend on a stack: envs/<backend>/ today, envs/<backend>-2024/ on the 2024 stack
+(bench/catalogue/backends.py).
 """
 from __future__ import annotations
 
 import argparse
 import sys
 
-from bench.backends import (
+from bench.base.errors import BenchError
+from bench.catalogue.backends import (
     BACKENDS,
     DEFAULT_STACK,
     STACKS,
@@ -32,7 +34,6 @@ from bench.envs.build import cmd_build
 from bench.envs.common import BACKEND_ENV_NAMES, ENV_NAMES, ROOT, TOOLS, EnvError, check_name
 from bench.envs.info import cmd_info
 from bench.envs.locks import cmd_check_locks, cmd_lock
-from bench.errors import BenchError
 
 
 def cmd_vars(args) -> int:
@@ -122,12 +123,10 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from bench.base.exit_status import exit_status
+    from bench.base.lifetime import stop_on_signals
+
     args = parser().parse_args(argv)
-    try:
-        return args.func(args)
-    except (EnvError, BenchError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
+    stop_on_signals()  # TERM and HUP as Ctrl-C: uv ended with it, no half-built env left, 143 / 129 / 130
+    return exit_status(lambda: args.func(args), refusals=(EnvError, BenchError),
+                       on_stop=lambda: print("interrupted: the env that was there is untouched", file=sys.stderr))

@@ -7,7 +7,10 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from bench.backends import (
+from bench.base.errors import BenchError
+from bench.base.provenance import REPO_ROOT as ROOT
+from bench.base.provenance import venvs_dir
+from bench.catalogue.backends import (
     COMMON_ENVIRONMENT,
     DEFAULT_STACK,
     STACKS,
@@ -15,12 +18,10 @@ from bench.backends import (
     cell_environment,
     stack_env_names,
 )
-from bench.errors import BenchError
-from bench.provenance import REPO_ROOT as ROOT
 
-# The checkout's envs, where `make env` builds them; bench/provenance.py venvs_dir reads them from here unless
-# BENCH_VENVS_DIR names another folder (fake or relocated envs)
-VENVS = ROOT / ".venvs"
+# Where `make env` builds the envs and every run reads them: the checkout's .venvs, or the folder BENCH_VENVS_DIR
+# names (make's VENVS=, relocated or fake envs), one folder for both (bench/base/provenance.py venvs_dir)
+VENVS = venvs_dir()
 
 TOOLS = "tools"  # the orchestrator/test env: not a backend, one for every stack
 # Every env there is: both stacks' backend envs and the study envs (built like a backend's, no column of the

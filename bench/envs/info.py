@@ -1,6 +1,6 @@
 """`scripts/envs.py info`: an env's fingerprint (python, lock, stamp, versions, framework build and devices).
 
-The facts are gathered inside the env by bench.envs.probe (bench.frameworks.framework_info for the
+The facts are gathered inside the env by bench.envs.probe (bench.measure.frameworks.framework_info for the
 frameworks), one process each, so one framework failing to import does not hide the others.
 """
 from __future__ import annotations
@@ -12,7 +12,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench.backends import STACKS, env_name
+from bench.base.provenance import env_stamp
+from bench.catalogue.backends import STACKS, env_name
 from bench.envs.common import (
     ROOT,
     TOOLS,
@@ -28,7 +29,6 @@ from bench.envs.common import (
     venv_python,
 )
 from bench.envs.probe import MARK
-from bench.provenance import env_stamp
 
 PROBE = "import sys; from bench.envs.probe import main; main(sys.argv[1:])"
 

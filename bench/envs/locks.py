@@ -7,8 +7,8 @@ import time
 import tomllib
 from pathlib import Path
 
-from bench.atomic import write_text_atomic
-from bench.backends import BACKENDS, STACKS, env_name
+from bench.base.atomic import write_text_atomic
+from bench.catalogue.backends import BACKENDS, STACKS, env_name
 from bench.envs.common import ENV_NAMES, EnvError, check_name, fmt_s, rel, run, say, uv_bin
 from bench.envs.rules import check_cross_env
 

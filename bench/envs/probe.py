@@ -4,7 +4,7 @@
 
 (WHAT: base, or a framework: tensorflow, jax, torch, keras), with PYTHONPATH naming the checkout that runs
 info (bench is importable through the env's .pth too: base tells whether).
-Prints one line, MARK + JSON. The framework facts are bench.frameworks.framework_info's, the ones a run records;
+Prints one line, MARK + JSON. The framework facts are bench.measure.frameworks.framework_info's, the ones a run records;
 only what a run does not record is added here: where tf.keras resolves (keras2 needs tf_keras) and Keras's
 version and backend (and TensorFlow's is_cuda_build, jax's default backend).
 """
@@ -82,7 +82,7 @@ def framework(name: str) -> dict[str, Any]:
         import keras
 
         return {"version": keras.__version__, "backend": keras.backend.backend()}
-    from bench.frameworks import framework_info
+    from bench.measure.frameworks import framework_info
 
     out = framework_info(name)
     if name == "tensorflow":

@@ -1,6 +1,6 @@
 """Cross-env rules, checked on the install artifacts (requirements.txt). Stdlib only.
 
-Nothing is listed here: the rules come from the backends' definitions (bench/backends.py), where each
+Nothing is listed here: the rules come from the backends' definitions (bench/catalogue/backends.py), where each
 backend declares the packages it pins alike with the others (`shared_pins`, and `optional_shared_pins` where it
 may not have the package at all) and whether its TensorFlow is
 tensorflow-cpu alone (`tensorflow_cpu_only`).
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from bench.backends import BACKENDS, Backend
+from bench.catalogue.backends import BACKENDS, Backend
 
 
 def shared_pin_groups() -> dict[str, list[str]]:

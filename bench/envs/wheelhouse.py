@@ -22,11 +22,11 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.atomic import write_text_atomic
+from bench.base.atomic import write_text_atomic
 from bench.envs.common import ROOT, EnvError, say
 
 LOCK_ENVS = ("jax", "torch", "native-torch")  # today's backends that run without TensorFlow
-# The libraries the Keras 3 and native workloads import (each model folder's workload.toml [needs], read by bench.ownenv.model_needs), and tabulate for the table.
+# The libraries the Keras 3 and native workloads import (each model folder's workload.toml [needs], read by bench.catalogue.ownenv.model_needs), and tabulate for the table.
 WORKLOAD_ROOTS = (
     "keras",
     "keras-hub",
@@ -99,12 +99,12 @@ def closure(packages: dict[str, dict], roots: tuple[str, ...], have: frozenset[s
 
 def workload_roots(have: dict[str, str]) -> tuple[str, ...]:
     """For an interpreter that has `have`: the libraries of every cell it could then run and cannot yet, and tabulate.
-    A cell counts when each of its needs (its backend's, its model's: bench/ownenv.py) is installed or can be
+    A cell counts when each of its needs (its backend's, its model's: bench/catalogue/ownenv.py) is installed or can be
     bundled; a need only a framework can meet (torch, jax, TensorFlow: never bundled) must be installed. So without
     TensorFlow, keras-cv (whose StableDiffusion imports TensorFlow) is not brought."""
-    from bench.backends import get_backend
-    from bench.ownenv import FRAMEWORK_NEEDS, model_needs
-    from bench.registry import MODELS
+    from bench.catalogue.backends import get_backend
+    from bench.catalogue.ownenv import FRAMEWORK_NEEDS, model_needs
+    from bench.catalogue.registry import MODELS
 
     versions = {canon(name) for name in have}
     locked = set().union(*(lock_packages(env) for env in LOCK_ENVS))

@@ -1,6 +1,6 @@
 """The uniform interface every implementation provides (one class per model x family).
 
-A workload builds its model and data in setup() and exposes what its task's driver (bench/drivers.py, chosen by
+A workload builds its model and data in setup() and exposes what its task's driver (bench/measure/drivers.py, chosen by
 the task spec) needs: `step()` for "steps", `call(num_steps)` for "step-pairs", `model` + `data` for the Keras
 loops, `model` + `training_dataset()` + `trainer_arguments()` for "trainer". It never reads the clock.
 """
@@ -9,8 +9,8 @@ from __future__ import annotations
 import abc
 from typing import Any
 
-from bench.backends import get_backend
-from bench.registry import Cell
+from bench.catalogue.backends import get_backend
+from bench.catalogue.registry import Cell
 
 SEED = 1234  # every workload's seed (frameworks, data, the Trainer): stated here only
 COMPILED_TRAIN_STEP = (
@@ -27,7 +27,7 @@ class Workload(abc.ABC):
         self.task = cell.task_spec
         self.driver = self.task.driver(get_backend(cell.backend).family)
         self.steps_run = 0  # set after the driver ran: the number of steps (first + warm-up + timed) it took
-        # the "generate" driver's timer of the one-token and partial calls (bench/generate_split.py)
+        # the "generate" driver's timer of the one-token and partial calls (bench/base/generate_split.py)
         self.split_timer = None
 
     @property
@@ -37,7 +37,7 @@ class Workload(abc.ABC):
     @property
     @abc.abstractmethod
     def timing_device(self):
-        """The framework's bench.timing.Device (sync, barrier, compile counter)."""
+        """The framework's bench.base.timing.Device (sync, barrier, compile counter)."""
 
     @abc.abstractmethod
     def setup(self) -> None:
@@ -54,7 +54,7 @@ class Workload(abc.ABC):
 
     def generate(self, new_tokens: int) -> Any:
         """One generate call writing `new_tokens` new tokens per sequence on the whole call's prompt, padded length
-        and compiled function: the "generate" driver's one-token and partial calls (bench/generate_split.py)."""
+        and compiled function: the "generate" driver's one-token and partial calls (bench/base/generate_split.py)."""
         raise NotImplementedError(f"{type(self).__name__} has no generate() for the 'generate' driver")
 
     def generate_work(self) -> dict[str, Any]:

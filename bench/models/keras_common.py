@@ -2,7 +2,7 @@
 
 Keras 2 goes through `tf.keras` (tf_keras with TF_USE_LEGACY_KERAS=1; on the 2024 stack, TF 2.15's own keras 2.15)
 and keras-nlp; Keras 3 through `keras` and keras-hub, or keras-nlp where keras-hub is not installed (the 2024
-stack: keras-nlp 0.8.2, before keras-hub existed). Their fit/predict loops are driven by bench/drivers.py.
+stack: keras-nlp 0.8.2, before keras-hub existed). Their fit/predict loops are driven by bench/measure/drivers.py.
 """
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from bench.backends import get_backend
-from bench.frameworks import device_for
+from bench.catalogue.backends import get_backend
+from bench.measure.frameworks import device_for
 from bench.models.base import SEED, Workload
 
 

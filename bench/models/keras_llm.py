@@ -15,7 +15,7 @@ einsums and a softmax. `keras.config.disable_flash_attention()` does not change 
 value. So with `shape.keras_fused_attention = false` (the paper shape, as published) setup also routes each
 attention layer to the einsum path: Gemma's `_use_fused_attention_op()` returns False, and Mistral's module's
 `fused_attention_op_available` is replaced by one returning False. `fused_attention` in the settings is what the
-layers' own test answers after that (an einsum path when false). The `fused-attention` variant (bench/variants.py)
+layers' own test answers after that (an einsum path when false). The `fused-attention` variant (bench/catalogue/variants.py)
 leaves keras-hub's own choice in place: the fused path where keras-hub takes it.
 """
 from __future__ import annotations
@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from bench.generate_split import split_lengths
+from bench.base.generate_split import split_lengths
 from bench.models.keras_common import (
     KerasWorkload,
     assert_keras_major,
@@ -182,7 +182,7 @@ class KerasCausalLM(KerasWorkload):
         return output
 
     def split_call_inputs(self, token_ids: np.ndarray, r) -> dict[int, dict[str, np.ndarray]]:
-        """The one-token and partial calls' inputs (bench/generate_split.py): k new tokens on the same
+        """The one-token and partial calls' inputs (bench/base/generate_split.py): k new tokens on the same
         `generate_length` positions, the prompt taken to `generate_length - k` real ids (the whole call's prompt,
         then seeded ids). keras-hub's prefill (`_build_cache`) computes every position of the padded input whatever
         the prompt, and its sampler writes from the first unmasked position to the end, so each such call runs

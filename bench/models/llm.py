@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bench.spec import TaskSpec, fit_task, positive_fields
+from bench.catalogue.spec import TaskSpec, fit_task, positive_fields
 
 
 @dataclass(frozen=True)
@@ -96,8 +96,8 @@ LLM_TASKS = [
     fit_task(native="trainer"),
     TaskSpec(
         "generate",
-        # bench/drivers.py drive_generate: the whole call as the "steps" driver timed it, plus the prefill/decode
-        # split's one-token and partial calls in windows of their own (bench/generate_split.py)
+        # bench/measure/drivers.py drive_generate: the whole call as the "steps" driver timed it, plus the
+        # prefill/decode split's one-token and partial calls in windows of their own (bench/base/generate_split.py)
         {"keras": "generate", "native-torch": "generate"},
         unit="ms/call",
         first_step_contains="trace + compile + the first generate call",

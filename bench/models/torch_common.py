@@ -12,7 +12,7 @@ from typing import Any
 
 import torch
 
-from bench.frameworks import device_for
+from bench.measure.frameworks import device_for
 from bench.models.base import COMPILED_TRAIN_STEP, SEED, Workload  # noqa: F401  (COMPILED_TRAIN_STEP: its workloads import it from here)
 
 COMPILE_MODE = "reduce-overhead"
@@ -140,7 +140,7 @@ class TorchWorkload(Workload):
         or a recording inside the timed steps (TorchDevice counts each as a compile event)."""
         if not (self.compiled and self.device.type == "cuda"):
             return []
-        from bench.frameworks import inductor_cudagraphs
+        from bench.measure.frameworks import inductor_cudagraphs
 
         graphs, problems = inductor_cudagraphs(), []
         if graphs["skips"]:

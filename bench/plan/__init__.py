@@ -16,14 +16,14 @@ import re
 import time
 from pathlib import Path
 
-from bench.atomic import write_json_atomic
-from bench.backends import cell_environment, get_backend
-from bench.errors import BenchError
+from bench.base.atomic import together, write_json_atomic
+from bench.base.errors import BenchError
+from bench.base.provenance import git_info, machine_info, now_utc
+from bench.catalogue.backends import cell_environment, get_backend
+from bench.catalogue.registry import Cell, plan_cells
+from bench.catalogue.work import work_rule
 from bench.plan.counts import counts_for
 from bench.plan.memory import DTYPE_BYTES, GIB, activation_formulas, figures, fits
-from bench.provenance import git_info, machine_info, now_utc
-from bench.registry import Cell, get_model, plan_cells
-from bench.work import work_rule
 
 # What nvidia-smi reports as memory.total for the published GPU and the current flagship, in GiB.
 DEVICES = {"A100-40GB": 40960 / 1024, "H100-80GB": 81559 / 1024}
@@ -36,7 +36,7 @@ JAX_DEFAULT_MEM_FRACTION = 0.75  # JAX preallocates 75% of the card unless XLA_P
 
 def usable_gib(framework: str, card_gib: float | None, environment: dict[str, str] | None = None) -> float | None:
     """What a framework can allocate of a card of card_gib: JAX its preallocated fraction
-    (XLA_PYTHON_CLIENT_MEM_FRACTION: the cell's own variables, bench/backends.py; the whole card, less the CUDA
+    (XLA_PYTHON_CLIENT_MEM_FRACTION: the cell's own variables, bench/catalogue/backends.py; the whole card, less the CUDA
     overhead, with XLA_PYTHON_CLIENT_ALLOCATOR=platform), torch and TensorFlow the card less CUDA_OVERHEAD_GIB (CUDA
     graph pools and the allocator's caching come out of what is left)."""
     if card_gib is None:
@@ -49,7 +49,7 @@ def usable_gib(framework: str, card_gib: float | None, environment: dict[str, st
 
 def cell_usable_gib(cell: Cell, card_gib: float | None) -> float | None:
     """usable_gib for this cell's framework, with the variables its process runs with (the caller's override the
-    backend's, as in the cell: bench/cell.py main)."""
+    backend's, as in the cell: bench/measure/cell.py main)."""
     environment = {
         **cell_environment(cell.env),
         **{k: v for k, v in os.environ.items() if k.startswith("XLA_PYTHON_CLIENT_") and v},
@@ -105,7 +105,7 @@ def plan_path(results_dir: Path, profile: str) -> Path:
 
 
 def cell_entry(cell: Cell, counts: dict | str | None, ram: float | None) -> dict:
-    spec = get_model(cell.model)
+    spec = cell.spec
     family = get_backend(cell.backend).family
     entry = {
         "key": cell.key,
@@ -149,7 +149,7 @@ def build_plan(profile: str, echo=print, batch_size: int | None = None) -> dict:
         known = {c.key for c in cells}
         cells += [c for c in plan_cells(profile, batch_size=batch_size) if c.key not in known]
     pairs = {
-        (c.model, get_backend(c.backend).family) for c in cells if not get_model(c.model).why_unsupported(c.backend)
+        (c.model, get_backend(c.backend).family) for c in cells if not c.spec.why_unsupported(c.backend)
     }
     counts = counts_for(pairs, profile, echo=echo)
     ram = ram_gib()
@@ -173,9 +173,10 @@ def build_plan(profile: str, echo=print, batch_size: int | None = None) -> dict:
 def write_plan(plan: dict, results_dir: Path) -> list[Path]:
     results_dir.mkdir(parents=True, exist_ok=True)
     written = []
-    for path in (plan_path(results_dir, plan["profile"]), results_dir / "plan.json"):
-        write_json_atomic(path, plan)
-        written.append(path)
+    with together():  # the profile's plan and plan.json: both, or neither
+        for path in (plan_path(results_dir, plan["profile"]), results_dir / "plan.json"):
+            write_json_atomic(path, plan)
+            written.append(path)
     return written
 
 
@@ -186,7 +187,7 @@ def millions(n: int | None) -> str:
 
 
 def table(plan: dict) -> str:
-    from bench.tables import github_table
+    from bench.base.tables import github_table
 
     yes = lambda v: "-" if v is None else "yes" if v else "NO"
     rows = []

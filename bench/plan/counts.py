@@ -21,9 +21,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from bench.atomic import write_text_atomic
-from bench.backends import cell_environment
-from bench.provenance import REPO_ROOT, venvs_dir
+from bench.base.atomic import update_json_atomic
+from bench.base.errors import BenchError
+from bench.base.provenance import REPO_ROOT, venvs_dir
+from bench.catalogue.backends import cell_environment
 
 FAMILY_ENVS = {"keras": ("jax", "tensorflow", "torch"), "native-torch": ("native-torch",)}
 PREFIX = "COUNTS "
@@ -36,7 +37,7 @@ def cache_path() -> Path:
 
 def probe(family: str, profile: str, models: list[str]) -> dict[str, dict[str, int]]:
     """Inside the family's env: every model's parameter counts at the profile's shape, nothing allocated."""
-    from bench.registry import get_model
+    from bench.catalogue.registry import get_model
 
     out = {}
     for name in models:
@@ -50,7 +51,7 @@ def probe(family: str, profile: str, models: list[str]) -> dict[str, dict[str, i
 
 def fingerprint(model: str, family: str, profile: str, lock_sha256: str | None) -> str:
     """What a cached count depends on: the shape, the implementation's and this probe's source, the env's lock."""
-    from bench.registry import get_model
+    from bench.catalogue.registry import get_model
 
     spec = get_model(model)
     digest = hashlib.sha256(repr(spec.shape(profile)).encode())
@@ -99,10 +100,11 @@ def load_cache() -> dict:
 
 
 def save_cache(cache: dict) -> None:
-    path = cache_path()
+    """Merged into the cache as it is on disk now, under its lock: two plans counting at once each keep the
+    other's counts."""
     try:
-        write_text_atomic(path, json.dumps(cache, indent=1, sort_keys=True))
-    except OSError:
+        update_json_atomic(cache_path(), lambda _: {**load_cache(), **cache}, read=lambda _: None)
+    except (OSError, BenchError):
         pass  # a cache that cannot be written only costs time next run
 
 

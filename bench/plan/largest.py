@@ -19,13 +19,13 @@ import dataclasses
 import json
 from pathlib import Path
 
-from bench.backends import get_backend
+from bench.base.provenance import REPO_ROOT
+from bench.catalogue.backends import get_backend
+from bench.catalogue.registry import Cell, get_model, plan_cells
+from bench.catalogue.work import work_rule
 from bench.plan import xla_cpu_copy_bytes
 from bench.plan.memory import GIB, figures
-from bench.provenance import REPO_ROOT
-from bench.registry import Cell, get_model, plan_cells
-from bench.results import load_all
-from bench.work import work_rule
+from bench.record.results import load_all
 
 # The columns each model's published generate findings compare (bench/report/generate.py published_lines).
 COMPARED = {
@@ -47,10 +47,10 @@ def measured_excess_gib(results_dir: Path = FULL_SIZE_RUN, profile: str = FULL_S
     planned = {c["key"]: c.get("host_memory_gib", c.get("memory_gib")) for c in plan["cells"]}
     excess: dict[str, float] = {}
     for result in load_all(results_dir / profile):
-        peaks = [p for run in result.runs if (p := (run.process or {}).get("peak_rss_gib")) is not None]
-        if result.status == "ok" and planned.get(result.cell.key) is not None and peaks:
+        peak = result.peak_rss_gib()
+        if result.status == "ok" and planned.get(result.cell.key) is not None and peak is not None:
             backend = result.cell.backend
-            excess[backend] = max(excess.get(backend, 0.0), max(peaks) - planned[result.cell.key])
+            excess[backend] = max(excess.get(backend, 0.0), peak - planned[result.cell.key])
     return excess
 
 

@@ -23,7 +23,7 @@ import math
 from dataclasses import asdict, dataclass
 from types import ModuleType
 
-from bench.errors import BenchError
+from bench.base.errors import BenchError
 
 GIB = 2**30
 DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}

@@ -12,14 +12,14 @@ import json
 from functools import cache
 from pathlib import Path
 
-from bench.errors import BenchError
+from bench.base.errors import BenchError
+from bench.base.tables import github_table
+from bench.catalogue.profiles import get_profile
+from bench.judge.analysis import TableAnalysis
 from bench.plan import plan_path
-from bench.profiles import get_profile
-from bench.report.analysis import TableAnalysis
-from bench.report.load import COLUMNS, Loaded
+from bench.record.load import COLUMNS, Loaded
+from bench.record.text import fmt_ms, md, status_label
 from bench.report.sections import Page
-from bench.report.text import fmt_ms, md, status_label
-from bench.tables import github_table
 
 
 def full_size(profile: str) -> bool:
@@ -64,7 +64,7 @@ def cost_row(label: str, item: Loaded, out_dir: Path) -> tuple[list[str], float]
     wall = sum(r.wall_s or 0.0 for r in result.runs)
     figure = result.figure() if result.status == "ok" and run.timed_ms else None
     timed = f"{len(run.timed_ms)} × {fmt_ms(figure)}" if figure is not None else ""
-    peaks = [r.process.get("peak_rss_gib") for r in result.runs if (r.process or {}).get("peak_rss_gib") is not None]
+    peak = result.peak_rss_gib()
     planned = planned_gib(item, out_dir)
     variant = "" if cell.variant == "default" else f" ({cell.variant})"
     return [
@@ -76,7 +76,7 @@ def cost_row(label: str, item: Loaded, out_dir: Path) -> tuple[list[str], float]
         seconds(run.first_step_ms / 1000 if run.first_step_ms is not None else None),
         timed,
         seconds(wall) if wall else "",
-        f"{max(peaks):.1f}" if peaks else "",
+        f"{peak:.1f}" if peak is not None else "",
         f"{planned:.1f}" if planned is not None else "",
     ], wall
 

@@ -8,14 +8,14 @@ import os
 import sys
 from pathlib import Path
 
-from bench.atomic import write_stream_atomic
-from bench.errors import BenchError
-from bench.registry import MODELS, get_model
-from bench.report.analysis import RowFacts, TableAnalysis, geometric, mean_speedup
-from bench.report.load import COLUMNS, Column
+from bench.base.atomic import write_stream_atomic
+from bench.base.errors import BenchError
+from bench.base.stats import Ratio, fmt_factor
+from bench.catalogue.registry import MODELS, get_model
+from bench.judge.analysis import RowFacts, TableAnalysis, geometric, mean_speedup
+from bench.record.load import COLUMNS, Column
+from bench.record.text import fmt_ms, install_hint, status_label
 from bench.report.sections import Page
-from bench.report.text import fmt_ms, install_hint, status_label
-from bench.stats import Ratio, fmt_factor
 
 FIGURES = "figures"  # the folder under the results folder
 CAPTIONS = {  # kind -> caption; the kinds are also the file name suffixes clear_old_figures() recognises

@@ -5,11 +5,13 @@ from __future__ import annotations
 import statistics
 from collections import Counter
 
-from bench import stats
-from bench.backends import BACKENDS
-from bench.published import PUBLISHED_COLUMNS, REFERENCE_CSV
-from bench.registry import MODELS, get_model
-from bench.report.analysis import (
+from bench.base import stats
+from bench.base.published import PUBLISHED_COLUMNS, REFERENCE_CSV
+from bench.base.stats import Estimate, Ratio, fmt_factor, fmt_ratio
+from bench.base.tables import github_table
+from bench.catalogue.backends import BACKENDS
+from bench.catalogue.registry import MODELS, get_model
+from bench.judge.analysis import (
     INCONCLUSIVE,
     TIE,
     UNCONTESTED,
@@ -21,15 +23,13 @@ from bench.report.analysis import (
     mean_speedup,
     unlike_work,
 )
-from bench.report.load import KERAS3, PUBLISHED_HARDWARE, Column, Loaded, read_published
+from bench.record.load import KERAS3, PUBLISHED_HARDWARE, Column, Loaded, read_published
+from bench.record.text import BEST, SHORT, fmt_ms, plural, status_label
 from bench.report.markdown import BASIS_MARKS, NOISY_MARK, row_label
 from bench.report.parity import PARITY_MARK, keras_native_differences
 from bench.report.sections import Page
-from bench.report.text import BEST, SHORT, fmt_ms, plural, status_label
-from bench.stats import Estimate, Ratio, fmt_factor, fmt_ratio
-from bench.tables import github_table
 
-# A speed-up's verdict, read from Keras 3 (best)'s side (bench/report/analysis.py keras3_verdict).
+# A speed-up's verdict, read from Keras 3 (best)'s side (bench/judge/analysis.py keras3_verdict).
 VERDICT_TEXT = {
     stats.FASTER: "Keras 3 faster",
     stats.SLOWER: "Keras 3 slower",
@@ -226,8 +226,9 @@ def comparison(table: TableAnalysis) -> list[str]:
         line = [
             row_label(f),
             str(f.key.batch_size),
-            *[ratio_cell(table, f.cells.get(Column(b, "default")), pub[b]) for b in PUBLISHED_COLUMNS],
-        ]
+            *[ratio_cell(table, f.cells.get(Column(b, "default")), pub[b]) + mode_suffix(f, Column(b, "default"))
+              for b in PUBLISHED_COLUMNS],
+        ]  # fmt: skip
         pub_best = min((v for b, v in pub.items() if b in KERAS3 and v is not None), default=None)
         best = table.estimate(f.best)
         line.append(scaled_text(best, pub_best, False) if best and pub_best else "")
@@ -244,6 +245,11 @@ def comparison(table: TableAnalysis) -> list[str]:
         github_table(body, headers),
         "",
     ]
+
+
+def mode_suffix(facts, column: Column) -> str:
+    """The cell's matmul precision where its row's float32 cells ran at different ones (as in the table above)."""
+    return f" {facts.modes[column]}" if column in facts.modes else ""
 
 
 def ratio_cell(table: TableAnalysis, loaded: Loaded | None, published: float | None) -> str:

@@ -1,5 +1,5 @@
 """RESULTS.md's generate split: per generate row and backend, time to first token (TTFT), time per
-output token (TPOT), decode tokens/s and the agreement check (bench/generate_split.py), a figure of TTFT and TPOT
+output token (TPOT), decode tokens/s and the agreement check (bench/base/generate_split.py), a figure of TTFT and TPOT
 per backend, the published footnote on Keras-on-torch re-tested (padded prefill or decode loop?) and the published
 generate findings as "published, ours with its interval, holds / does not hold / inconclusive". A table with no
 split (results from before it) gets no lines.
@@ -10,18 +10,17 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from bench import claims
-from bench.atomic import write_stream_atomic
-from bench.generate_split import TOLERANCE, result_split
-from bench.judge import Judge
-from bench.overhead.spec import HOLDS_FACTOR
-from bench.published import published_ms
-from bench.report.analysis import RowFacts, TableAnalysis
-from bench.report.load import COLUMNS, Column
+from bench.base.atomic import write_stream_atomic
+from bench.base.generate_split import TOLERANCE, result_split
+from bench.base.published import published_ms
+from bench.base.stats import FASTER, SAME, SLOWER, Ratio, claim_rule, fmt_factor, verdict
+from bench.base.tables import github_table
+from bench.judge import Judge, claims
+from bench.judge.analysis import RowFacts, TableAnalysis
+from bench.judge.claims import HOLDS_FACTOR
+from bench.record.load import COLUMNS, Column
+from bench.record.text import fmt_ms
 from bench.report.sections import Page
-from bench.report.text import fmt_ms
-from bench.stats import FASTER, SAME, SLOWER, Ratio, claim_rule, fmt_factor, verdict
-from bench.tables import github_table
 
 FIGURE_KIND = "generate-split"
 KERAS_TORCH, KERAS_JAX = Column("torch", "default"), Column("jax", "default")
@@ -45,7 +44,7 @@ def split_rows(table: TableAnalysis) -> list[tuple[RowFacts, Column, dict]]:
 
 
 def row_name(facts: RowFacts) -> str:
-    from bench.registry import get_model
+    from bench.catalogue.registry import get_model
 
     return f"{get_model(facts.key.model).display} batch {facts.key.batch_size}"
 
@@ -74,7 +73,8 @@ def generate_section(table: TableAnalysis, page: Page) -> list[str]:
             ]
         )
     lines = [
-        "Each generate call split as LLM users read it (bench/generate_split.py): TTFT = a one-new-token call on the "
+        "Each generate call split as LLM users read it (bench/base/generate_split.py): TTFT = a one-new-token call on "
+        "the "
         "same prompt, padded length and compiled function; TPOT = (whole call - TTFT) / (new tokens - 1); the "
         "agreement check "
         "predicts the whole call from TTFT and a partial call alone (half the new tokens) and says how far off it is "
@@ -234,8 +234,8 @@ def published_lines(table: TableAnalysis, judge: Judge) -> list[str]:
 def size_note(table: TableAnalysis) -> str:
     """The size this table's generate rows ran at, where its profile cuts a model's layers (cpu-mid): the findings'
     figures are ratios at that size, which a reader must know."""
-    from bench.registry import get_model
-    from bench.work import work_rule
+    from bench.catalogue.registry import get_model
+    from bench.catalogue.work import work_rule
 
     cut = []
     for model in dict.fromkeys(f.key.model for f in table.rows if f.key.task == "generate"):

@@ -3,18 +3,20 @@ per backend), its legend and status notes, and the per-cell details.
 
 A cell reads "1.23 ±2.1%": its figure (the geometric mean of its processes' medians) and the wider side of its 95%
 interval as a share of it, with marks for what the interval stands on and for a disturbed machine. Bold names a
-winner only where the judge decided one (bench/report/analysis.py rank_keras3)."""
+winner only where the judge decided one (bench/judge/analysis.py rank_keras3)."""
 from __future__ import annotations
 
 from collections import Counter
 
-from bench import stats
-from bench.report.analysis import INCONCLUSIVE, TIE, UNCONTESTED, WINNER, RowFacts, TableAnalysis, unsteady_reasons
-from bench.report.load import COLUMNS, KERAS3, Column, Loaded
+from bench.base import stats
+from bench.base.stats import Estimate
+from bench.base.tables import github_table
+from bench.catalogue.backends import BACKENDS
+from bench.judge.analysis import INCONCLUSIVE, TIE, UNCONTESTED, WINNER, RowFacts, TableAnalysis, unsteady_reasons
+from bench.record.load import COLUMNS, KERAS3, Column, Loaded
+from bench.record.results import Result
+from bench.record.text import BEST, SHORT, fmt_ms, joined, md, plural, status_label
 from bench.report.sections import Page
-from bench.report.text import BEST, SHORT, fmt_ms, joined, md, plural, status_label
-from bench.stats import Estimate
-from bench.tables import github_table
 
 # What a cell's interval stands on, as a mark after its ±; a cell of several processes has none.
 BASIS_MARKS = {stats.STEPS_ONLY: "ˢ", stats.MACHINE_SPREAD: "ᵐ", stats.PROCESSES: "", stats.NO_INTERVAL: ""}
@@ -33,7 +35,27 @@ def spread_text(found: Estimate) -> str:
     return text + BASIS_MARKS.get(found.basis, "")
 
 
-def measured_text(table: TableAnalysis, loaded: Loaded, unit_in_cell: bool) -> str:
+def peak_memory(result: Result) -> tuple[float, str] | None:
+    """The cell's peak memory in GiB over its processes, and what it is: the device's peak allocation where the cell
+    ran on a GPU, else the process's peak resident memory. None where no process recorded either."""
+    if (device := result.peak_device_gib()) is not None:
+        return device, "GPU"
+    rss = result.peak_rss_gib()
+    return None if rss is None else (rss, "RSS")
+
+
+def memory_text(result: Result) -> str:
+    """'23.8 GiB' (the device's peak) or '5.6 GiB RSS' (the host's); empty where none was recorded."""
+    found = peak_memory(result)
+    if found is None:
+        return ""
+    gib, kind = found
+    return f"{gib:.1f} GiB" + ("" if kind == "GPU" else " RSS")
+
+
+def measured_text(table: TableAnalysis, loaded: Loaded, unit_in_cell: bool, mode: str = "") -> str:
+    """'81.38 ±11% TF32 · 22.9 GiB': the figure, its interval and marks, the matmul mode where the row names one,
+    tokens/s, peak memory."""
     result = loaded.result
     found = table.estimate(loaded)
     text = f"{fmt_ms(found.center)} {spread_text(found)}"
@@ -43,8 +65,12 @@ def measured_text(table: TableAnalysis, loaded: Loaded, unit_in_cell: bool) -> s
         text += f" {UNSTEADY_MARK}"
     if unit_in_cell:
         text += f" {result.unit}"
+    if mode:
+        text += f" {mode}"
     if result.tokens_per_s():
         text += f" · {result.tokens_per_s():.1f} tok/s"
+    if memory := memory_text(result):
+        text += f" · {memory}"
     return text
 
 
@@ -67,7 +93,8 @@ def cell_text(table: TableAnalysis, facts: RowFacts, column: Column) -> str:
         return ""
     if loaded.result.status != "ok":
         return f"{status_label(loaded.result.status)} [{table.note_refs[(facts.key, column)]}]"
-    text = measured_text(table, loaded, facts.unit_in_cell)
+    # the row's float32 cells ran at different matmul precisions: each says its own
+    text = measured_text(table, loaded, facts.unit_in_cell, facts.modes.get(column, ""))
     if facts.outcome == WINNER and column.backend in facts.winners and column.variant == "default":
         text = f"**{text}**"
     return text
@@ -89,8 +116,28 @@ def best_text(facts: RowFacts) -> str:
     if len(facts.ranked) < len(KERAS3):
         text += " †"
     # a noisy cell with a lower figure is no winner, and the reader must see that it was set aside
-    lower = [SHORT[b] for b, ms in facts.keras3_ms.items() if b not in facts.ranked and ms < facts.best_ms]
-    return text + (f"; {', '.join(lower)} lower but {NOISY_MARK}" if lower else "")
+    lower = [SHORT[b] for b, ms in facts.keras3_ms.items()
+             if b not in facts.ranked and b not in facts.unlike and ms < facts.best_ms]  # fmt: skip
+    if facts.modes.get(Column(facts.fastest, "default")):
+        text = text.replace(f"({fastest}", f"({fastest} {facts.modes[Column(facts.fastest, 'default')]}", 1)
+    text += f"; {', '.join(lower)} lower but {NOISY_MARK}" if lower else ""
+    if facts.unlike:
+        text += "; not ranked against it: " + ", ".join(
+            f"{SHORT[b]} ({unlike_text(facts, b)})" for b in facts.unlike
+        )
+    return text
+
+
+def unlike_text(facts: RowFacts, backend: str) -> str:
+    """Why a Keras 3 backend is not ranked against the row's fastest: another matmul precision (its mode), or other
+    work."""
+    mode = facts.modes.get(Column(backend, "default"))
+    if facts.unlike[backend].startswith("not the same computation") and mode:
+        return f"{mode}: {NOT_SAME}"
+    return "different work"
+
+
+NOT_SAME = "not the same computation"
 
 
 def main_table(table: TableAnalysis) -> list[str]:
@@ -118,7 +165,7 @@ def steps_text(table: TableAnalysis) -> str:
     return str(low) if low == high else f"{low} to {high} (median {sorted(per_process)[len(per_process) // 2]})"
 
 
-# How a cell's timed steps were chosen (bench/registry.py Cell.procedure), as a table's facts name it.
+# How a cell's timed steps were chosen (bench/catalogue/registry.py Cell.procedure), as a table's facts name it.
 PROCEDURES = {
     "sampled": "sampled to a precision",
     "exact": "the published procedure (--exact)",
@@ -133,15 +180,18 @@ LEGEND = [
     "the figure (a Student-t interval on the logarithms of the processes' medians, Kalibera & Jones; "
     "docs/METHOD.md). Lower is better.",
     "Unit: ms/step unless the row names another (generate rows: ms per generate call, with generated tokens/s; "
-    "StableDiffusion predict: ms per denoising step).",
+    "StableDiffusion predict: ms per denoising step). After the figure, the cell's peak memory over its processes: "
+    "the device's peak allocation on a GPU (GiB), the process's peak resident memory on a CPU (GiB RSS).",
     "**Bold**: the row's winner, the fastest Keras 3 backend where it is faster than every other ranked Keras 3 "
     "backend with confidence (95%, or stricter where the table's comparisons are judged together: its facts say). "
     f"{TIE_SIGN} and \"tie\" in {BEST}: the fastest is shown to be the same as the backends named with it (their "
     "ratio's interval within ±5%; no bold). \"inconclusive\": a comparison of the row is undecided (an interval "
     "too wide to call a difference or the same, one covering one process's steps only, or none), so the lowest "
     "figure is named but no winner. \"not comparable\" (in any comparison): the two cells did different work a "
-    "step (model FLOPs or bytes more than 1% apart, or another batch, shape or dtype; docs/METHOD.md), so their "
-    f"times are not compared. {BEST}: the fastest "
+    "step (model FLOPs or bytes more than 1% apart, or another batch, shape or dtype; docs/METHOD.md), or not the "
+    "same computation (float32 matrix products at another precision: TF32 against full FP32), so their times are "
+    "not compared; where a row's float32 cells ran at different precisions, each cell says its own (TF32, FP32) and "
+    f"{BEST} names the ones not ranked against the fastest. {BEST}: the fastest "
     "ranked figure and its backend; † = ranked among fewer than three Keras 3 backends (the others have no number "
     "or are noisy; with one, nothing is ranked); \"lower "
     f"but {NOISY_MARK}\": a Keras 3 cell with a lower figure was set aside as noisy.",
@@ -187,23 +237,81 @@ def table_facts(table: TableAnalysis) -> list[str]:
             + (f"; {plural(table.unsteady_cells(), 'unsteady cell')}" if table.unsteady_cells() else "")
             + "."
         )
+    lines += precision_lines(table)
     if table.family is not None and table.family.comparisons:
         lines.append(family_text(table))
+    elif table.rows:
+        lines.append(f"Rows decided: {rows_decided(table)} of {len(table.rows)} (no comparison with an interval to "
+                     "judge).")
+    if table.paper and table.rows:  # the published rows: why each undecided one is
+        lines += undecided_lines(table)
     if table.drift is not None:
         refs = table.references_ms
         lines.append(
             f"Machine drift over these results: the reference matmul (timed before and after every cell) ranged from "
-            f"{min(refs):.3g} to {max(refs):.3g} ms, {table.drift:.0%} apart."
+            f"{min(refs):.3g} to {max(refs):.3g} ms, {table.drift:.0%} apart"
+            + (f" (left out, as they gate nothing: {plural(len(cold), 'reading')} of {span_text(cold)} ms, each a "
+               "run's start reading from before readings were warmed or one still warming up)"
+               if (cold := table.ungated_references_ms) else "")
+            + "."
         )
     return lines
 
 
+def column_name(column: Column) -> str:
+    """A column's header, a tuning variant's name after it (the table's columns are the backends' own variants)."""
+    if column in COLUMNS:
+        return column.header
+    return f"{Column(column.backend, BACKENDS[column.backend].variants[0]).header} {column.variant}"
+
+
+def precision_lines(table: TableAnalysis) -> list[str]:
+    """Each row whose float32 cells ran at different matmul precisions: which ran at which (not the same
+    computation: never ranked against each other), how to run them like for like, and where a precision variant
+    ran, its comparison at the matched precision."""
+    lines = []
+    for facts in table.rows:
+        if not facts.modes:
+            continue
+        by_mode: dict[str, list[str]] = {}
+        for column, mode in facts.modes.items():
+            by_mode.setdefault(mode, []).append(column.header)
+        said = "; ".join(f"{', '.join(names)} {mode}" for mode, names in by_mode.items())
+        text = (f"{row_label(facts)} (batch {facts.key.batch_size}): float32 matrix products at different precisions "
+                f"({said}): {NOT_SAME}, not ranked against each other. Like for like: `VARIANT=matmul-high` runs the "
+                "PyTorch columns at TF32, `VARIANT=matmul-highest` Keras 3 on JAX and TensorFlow at full FP32 "
+                "(bench/catalogue/variants.py)")  # fmt: skip
+        for found in facts.matched:
+            text += (f"; at {found.mode}: {column_name(found.variant)} over {found.default.header} "
+                     f"{stats.fmt_ratio(found.ratio)} {stats.verdict_text(found.ratio)}")
+        lines.append(text + ".")
+    return lines
+
+
+def rows_decided(table: TableAnalysis) -> int:
+    from bench.judge.comparisons import row_undecided
+
+    return sum(1 for f in table.rows if not row_undecided(f, table))
+
+
+def undecided_lines(table: TableAnalysis) -> list[str]:
+    """Each undecided row with why (bench/judge/comparisons.py row_undecided), one line a row."""
+    from bench.judge.comparisons import row_undecided
+
+    found = [(f, why) for f in table.rows if (why := row_undecided(f, table))]
+    return [f"Undecided: {row_label(f)} (batch {f.key.batch_size}): {md('; '.join(why))}." for f, why in found]
+
+
+def span_text(values: list[float]) -> str:
+    """'0.453 to 0.472'; one value alone where they are one."""
+    low, high = f"{min(values):.3g}", f"{max(values):.3g}"
+    return low if low == high else f"{low} to {high}"
+
+
 def family_text(table: TableAnalysis) -> str:
     """How the table's verdicts were judged together, and how many rows they decide."""
-    from bench.report.comparisons import row_undecided
-
     m, threshold = table.family.comparisons, table.family.threshold
-    decided = sum(1 for f in table.rows if not row_undecided(f, table))
+    decided = rows_decided(table)
     return (
         f"Verdicts: the table's {plural(m, 'comparison')} with an interval judged together, each at "
         f"{1 - threshold:.2%} (Benjamini-Hochberg: at most 5% of the differences called are expected to be chance; "

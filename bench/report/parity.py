@@ -1,5 +1,6 @@
-"""`make parity`'s findings as the report shows them (results/parity/parity.json, bench/parity/): its tally and each
-failure under RESULTS.md's studies, and a mark on every speed-up that joins two sides shown to compute differently."""
+"""`make parity`'s findings as the report shows them (results/parity/parity.json, bench/studies/parity/): its tally and
+each failure under RESULTS.md's studies, and a mark on every speed-up that joins two sides shown to compute
+differently."""
 from __future__ import annotations
 
 import json

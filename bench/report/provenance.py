@@ -6,14 +6,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench.backends import BACKENDS, COMMON_ENVIRONMENT, cell_environment
-from bench.profiles import get_profile
-from bench.report.analysis import TableAnalysis
-from bench.report.load import Group
+from bench.base.tables import github_table
+from bench.catalogue.backends import BACKENDS, COMMON_ENVIRONMENT, cell_environment
+from bench.catalogue.profiles import get_profile
+from bench.judge.analysis import TableAnalysis
+from bench.record.load import Group
+from bench.record.results import Result
+from bench.record.text import joined, md, plural, recorded
 from bench.report.sections import Page
-from bench.report.text import joined, md, plural, recorded
-from bench.results import Result
-from bench.tables import github_table
 
 # Package versions shown per environment (those an environment does not have are left blank).
 PACKAGES = (

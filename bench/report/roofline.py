@@ -2,26 +2,25 @@
 datasheet peaks (a section of its own, needing no result), and per table each ok cell's achieved FLOP/s, its MFU and,
 for decode, its memory-bandwidth use, with a roofline figure.
 
-The counts are bench/work.py's (each model's bench/models/<name>/work.py), the ceilings a run's own probe
-(bench/roofline/probe.py, recorded in the result's provenance), a machine's ceilings file measured later
-(results/ceilings/<machine>.json, `make ceilings`), or a known GPU's datasheet (bench/roofline/hardware.py).
+The counts are bench/catalogue/work.py's (each model's bench/models/<name>/work.py), the ceilings a run's own probe
+(bench/measure/ceiling_probe.py, recorded in the result's provenance), a machine's ceilings file measured later
+(results/ceilings/<machine>.json, `make ceilings`), or a known GPU's datasheet (bench/catalogue/hardware.py).
 """
 
 from __future__ import annotations
 
 import json
 
-from bench.atomic import write_stream_atomic
-from bench.backends import BACKENDS
-from bench.published import PUBLISHED_COLUMNS, published_rows
-from bench.registry import get_model
-from bench.roofline.hardware import A100_40GB
-from bench.roofline.published import PublishedCell, backend_medians, published_cells, tensor_mode
-from bench.same_work import apart
-from bench.tables import github_table
+from bench.base.atomic import write_stream_atomic
+from bench.base.published import PUBLISHED_COLUMNS, published_rows
+from bench.base.tables import github_table
+from bench.catalogue.backends import BACKENDS
+from bench.catalogue.hardware import A100_40GB, MODE_TEXT
+from bench.catalogue.registry import get_model
+from bench.judge.same_work import apart
+from bench.roofline.published import PublishedCell, backend_medians, published_cells
 
 PUBLISHED_TITLE = "The published table against the A100's limits"
-MODE_TEXT = {"bfloat16": "bfloat16", "tf32": "TF32", "float32": "FP32"}
 
 
 def tflops(value: float) -> str:
@@ -45,12 +44,11 @@ def work_text(flops: float, nbytes: float) -> str:
 
 
 def compute_text(cell: PublishedCell) -> str:
-    """Achieved TFLOP/s and MFU; a float32 cell below the FP32 peak could be running full-float32 matmuls, so its
-    share of that peak is shown too."""
+    """Achieved TFLOP/s and MFU at the step's own modes (its framework's defaults), with the mode where it is not
+    the dtype."""
+    modes = cell.modes
     text = f"{tflops(cell.flops_per_s)} · {pct(cell.mfu(A100_40GB))}"
-    if cell.work.dtype == "float32" and cell.flops_per_s < A100_40GB.flops["float32"]:
-        text += f" ({pct(cell.mfu(A100_40GB, 'float32'))} of FP32)"
-    return text
+    return text + (f" ({modes.text})" if cell.work.dtype == "float32" else "")
 
 
 def published_section() -> list[str]:
@@ -90,10 +88,11 @@ def published_section() -> list[str]:
         "Keras models compute them), against the card's datasheet: "
         f"{peaks}, {sheet.bandwidth / 1e9:,.0f} GB/s ({sheet.source}). No GPU is needed for this section.",
         "",
-        "**Compute (fit and predict)**: achieved TFLOP/s · MFU, the share of the peak of the dtype the step computes "
-        "in (bfloat16 at 312; float32 at its tensor-core rate, TF32 156, which TensorFlow and JAX use by default on "
-        "an A100). A float32 cell slower than the FP32 peak (19.5) also shows its share of that: PyTorch keeps "
-        "float32 matrix products in full FP32 by default (`allow_tf32` False; its convolutions take TF32).",
+        "**Compute (fit and predict)**: achieved TFLOP/s · MFU, the share of the peak of the mode the step computed "
+        "in, its framework's default (bfloat16 at 312; a float32 step on TensorFlow or JAX at TF32, 156, which both "
+        "use by default on an A100; on PyTorch, which keeps float32 matrix products in full FP32 by default "
+        "(`allow_tf32` False), at FP32, 19.5, and where it convolves (its convolutions take TF32) at the rate of its "
+        "mix of the two at their peaks). Like for like: each cell against what its own step could reach.",
         "",
         github_table(compute, headers),
         "",
@@ -119,7 +118,7 @@ def published_findings(cells: list[PublishedCell]) -> list[str]:
         out.append(
             "- Furthest from the hardware among fit and predict: "
             + "; ".join(f"{name(c)}, {pct(c.mfu(sheet))}" for c in low)
-            + f". Nearest: {name(high)}, {pct(high.mfu(sheet))} of the {MODE_TEXT[tensor_mode(high.work.dtype)]} peak."
+            + f". Nearest: {name(high)}, {pct(high.mfu(sheet))} of the {high.modes.text} peak."
         )
         medians = sorted(backend_medians(cells, sheet).items(), key=lambda kv: kv[1][0])
         out.append(
@@ -127,14 +126,15 @@ def published_findings(cells: list[PublishedCell]) -> list[str]:
             + ", ".join(f"{BACKENDS[b].display} {pct(m)} ({n} cells)" for b, (m, n) in medians)
             + "."
         )
-        fp32 = [c for c in compute if c.work.dtype == "float32" and c.flops_per_s < sheet.flops["float32"]]
+        fp32 = [c for c in compute if c.work.dtype == "float32" and c.modes.matmul == "float32"]
         if fp32:
             out.append(
-                f"- {len(fp32)} float32 cells ran below the FP32 peak, at "
-                f"{pct(min(c.mfu(sheet, 'float32') for c in fp32))} to "
-                f"{pct(max(c.mfu(sheet, 'float32') for c in fp32))} of it: "
-                + ", ".join(name(c) for c in fp32)
-                + ". Every other float32 cell went faster than FP32 allows, so it used TF32."
+                f"- {len(fp32)} float32 cells computed their matrix products in full FP32 (PyTorch's default), at "
+                f"{pct(min(c.mfu(sheet) for c in fp32))} to {pct(max(c.mfu(sheet) for c in fp32))} of the peak of "
+                "their own modes: " + ", ".join(name(c) for c in fp32) + ". Taken at TF32's rate, as the other "
+                "frameworks' float32 cells are, they would read "
+                f"{pct(min(c.mfu(sheet, 'tf32') for c in fp32))} to {pct(max(c.mfu(sheet, 'tf32') for c in fp32))}: "
+                "a precision they did not use."
             )
     if decode:
         near, far = decode[-1], decode[0]
@@ -153,9 +153,9 @@ MACHINE_TITLE = "Against the machine's limits: MFU and bandwidth use"
 def table_uses(table, results_dir) -> tuple[dict, list[dict]]:
     """(row key, column) -> Use for every ok cell with a count, and the machine ceilings files read (once per
     machine) for results that recorded no ceilings of their own."""
-    from bench.report.load import COLUMNS
-    from bench.roofline.ceilings import load_machine_file
+    from bench.record.load import COLUMNS
     from bench.roofline.utilisation import use_of
+    from bench.run.ceilings import load_machine_file
 
     files: dict[str, dict | None] = {}
     out = {}
@@ -195,7 +195,7 @@ def use_text(use) -> str:
 def machine_section(table, page) -> list[str]:
     """Per ok cell: MFU against the ceiling of its framework and dtype, achieved GFLOP/s, decode's bandwidth use;
     the roofline figure; which ceilings were used."""
-    from bench.report.load import COLUMNS
+    from bench.record.load import COLUMNS
 
     results_dir = page.fig_dir.parent
     uses, machine_files = table_uses(table, results_dir)
@@ -234,7 +234,7 @@ def machine_section(table, page) -> list[str]:
         ]
     sheets = sorted({u.ceiling.datasheet_mode for u in uses.values() if u.ceiling.datasheet_flops})
     if sheets:
-        sources.append("the GPU's datasheet (bench/roofline/hardware.py) at " + ", ".join(sheets))
+        sources.append("the GPU's datasheet (bench/catalogue/hardware.py) at " + ", ".join(sheets))
     lines = [
         "Each ok cell's figure over its step's work (docs/ROOFLINE.md; model FLOPs and the least bytes, counted from "
         "the "

@@ -6,8 +6,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.report.analysis import TableAnalysis
-from bench.report.text import recorded
+from bench.judge.analysis import TableAnalysis
+from bench.record.text import recorded
 
 MAIN = "RESULTS.md"
 

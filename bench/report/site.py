@@ -17,12 +17,12 @@ import json
 import os
 from pathlib import Path
 
-from bench.atomic import write_bytes_atomic
-from bench.registry import get_model
-from bench.report.analysis import INCONCLUSIVE, TIE, WINNER, Report, TableAnalysis
-from bench.report.load import COLUMNS, KERAS3, Column, Loaded
+from bench.base.atomic import write_bytes_atomic
+from bench.catalogue.registry import get_model
+from bench.judge.analysis import INCONCLUSIVE, TIE, WINNER, Report, TableAnalysis
+from bench.record.load import COLUMNS, KERAS3, Column, Loaded
+from bench.record.text import status_label, write_text_atomic
 from bench.report.markdown import LEGEND, measured_text
-from bench.report.text import status_label, write_text_atomic
 
 INDEX = "index.html"
 DATA = "data.js"
@@ -247,6 +247,26 @@ def figures_html(table: TableAnalysis, site: Path, fig_dir: Path | None) -> str:
     return f"<details><summary>figures</summary>{images}</details>"
 
 
+def findings_html(report: Report) -> str:
+    """The published findings re-tested on the first GPU table, as RESULTS.md opens on them; empty without a paper
+    table."""
+    from bench.report.headline import findings, gpu_tables
+
+    if not any(t.paper for t in report.tables):
+        return ""
+    gpus = gpu_tables(report.tables)
+    table = gpus[0] if gpus else None
+    where = table.group.machine if table else "not yet measured on a GPU"
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in ("published finding (A100)", "published", "ours", "verdict"))
+    rows = "".join(
+        f"<tr><td>{html.escape(f.claim)}</td><td>{html.escape(f.published)}</td><td>{html.escape(f.ours)}</td>"
+        f"<td><b>{html.escape(f.verdict)}</b></td></tr>"
+        for f in findings(table)
+    )
+    return (f'<section class="findings"><h2>Findings, re-tested on a GPU ({html.escape(where)})</h2>'
+            f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table></section>")
+
+
 def write_site(report: Report, site: Path, fig_dir: Path | None = None) -> Path:
     """Write <site>/index.html, data.js and the plotly.js bundle from the analysed report (each table's figures linked
     from `fig_dir`); returns the page's path."""
@@ -279,6 +299,7 @@ def write_site(report: Report, site: Path, fig_dir: Path | None = None) -> Path:
 each cell's history with its change points: <a href="history.html">history.html</a>); <b id="shown">{n}</b> of {n}
 cells shown.
 Open a cell to see its raw windows, its warm-up and compile events, its config and its provenance.</p>
+{findings_html(report)}
 <div class="filters">{filters}</div>
 <details><summary>How to read a cell</summary><ul>{legend}</ul></details>
 {body}

@@ -7,13 +7,13 @@ and the verdict account for).
 """
 from __future__ import annotations
 
-from bench import stats
+from bench.base import stats
+from bench.base.tables import github_table
 from bench.judge import Judge
-from bench.report.analysis import TableAnalysis
-from bench.report.load import COLUMNS
+from bench.judge.analysis import TableAnalysis
+from bench.record.load import COLUMNS
+from bench.record.text import fmt_ms, recorded
 from bench.report.sections import Page
-from bench.report.text import fmt_ms, recorded
-from bench.tables import github_table
 
 # The verdict of this stack's figure over today's (B / A with A today's), read from today's side.
 TODAY_VERDICT = {

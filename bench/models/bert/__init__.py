@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bench.spec import fit_task, load_model_spec, positive_fields, predict_task
+from bench.catalogue.spec import fit_task, load_model_spec, positive_fields, predict_task
 
 
 @dataclass(frozen=True)

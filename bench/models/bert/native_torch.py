@@ -2,7 +2,7 @@
 
 Attention: `shape.attention_implementation` passed to the config (paper: "eager", the only BERT attention of
 transformers 4.38.2, the published version; today's default would be SDPA), or "sdpa" in the `sdpa` variant
-(bench/variants.py); the settings record the model's `config._attn_implementation`.
+(bench/catalogue/variants.py); the settings record the model's `config._attn_implementation`.
 """
 from __future__ import annotations
 

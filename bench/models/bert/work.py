@@ -1,8 +1,8 @@
-"""BERT's work rule (bench/work.py): an encoder classifier, float32, every parameter trained by fit."""
+"""BERT's work rule (bench/catalogue/work.py): an encoder classifier, float32, every parameter trained by fit."""
 
 from __future__ import annotations
 
-from bench.work import FIT_UPDATE_BYTES_PER_TRAINED, Work, dense_flops, encoder_layer_flops
+from bench.catalogue.work import FIT_UPDATE_BYTES_PER_TRAINED, Work, dense_flops, encoder_layer_flops
 
 
 def parameters(s) -> int:

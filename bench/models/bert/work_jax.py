@@ -1,4 +1,4 @@
-"""BERT's XLA cost-analysis checks (bench/roofline/xla_counter.py): keras-hub's classifier on JAX, its predict and
+"""BERT's XLA cost-analysis checks (bench/measure/xla_counter.py): keras-hub's classifier on JAX, its predict and
 its forward + backward (the loss's gradient for every weight; no optimizer), compiled by XLA."""
 
 from __future__ import annotations

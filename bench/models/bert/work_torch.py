@@ -1,4 +1,4 @@
-"""BERT's FLOP-counter checks (bench/roofline/counter.py): the native classifier on the meta device."""
+"""BERT's FLOP-counter checks (bench/measure/torch_counter.py): the native classifier on the meta device."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Gemma 7B causal LM: LoRA fit (bf16) at batch 8, greedy generate at batch 32 and 1."""
+from bench.catalogue.spec import load_model_spec
 from bench.models.llm import LLM_TASKS, CausalLMShape, causal_lm_paper_settings
-from bench.spec import load_model_spec
 
 SPEC = load_model_spec(
     "gemma",

@@ -1,9 +1,9 @@
-"""Gemma's FLOP-counter checks (bench/roofline/counter.py): the causal LMs' shared checks on its native model."""
+"""Gemma's FLOP-counter checks (bench/measure/torch_counter.py): the causal LMs' shared checks on its native model."""
 
 from __future__ import annotations
 
 from bench.models.gemma.native_torch import GemmaTorch
-from bench.roofline.torch_checks import causal_lm_checks
+from bench.models.torch_checks import causal_lm_checks
 
 
 def checks(s, device: str) -> list:

@@ -1,6 +1,6 @@
 """Mistral 7B causal LM: LoRA fit (bf16) at batch 8, greedy generate at batch 32 and 1."""
+from bench.catalogue.spec import CellRule, load_model_spec
 from bench.models.llm import LLM_TASKS, CausalLMShape, causal_lm_paper_settings
-from bench.spec import CellRule, load_model_spec
 
 # Mistral-7B-v0.1's attention window (keras-hub's default is 512): longer than every sequence run here.
 SLIDING_WINDOW = 4096

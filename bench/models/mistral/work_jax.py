@@ -1,4 +1,4 @@
-"""Mistral's XLA cost-analysis checks (bench/roofline/xla_counter.py): the causal LMs'
+"""Mistral's XLA cost-analysis checks (bench/measure/xla_counter.py): the causal LMs'
 shared checks on its Keras model."""
 
 from __future__ import annotations
@@ -6,6 +6,6 @@ from __future__ import annotations
 
 def checks(s) -> list:
     from bench.models.mistral.keras import MistralKeras
-    from bench.roofline.xla_checks import causal_lm_xla_checks
+    from bench.models.xla_checks import causal_lm_xla_checks
 
     return causal_lm_xla_checks(MistralKeras, s)

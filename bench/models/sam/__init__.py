@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from bench.catalogue.spec import fit_task, load_model_spec, positive_fields, predict_task
 from bench.models.base import COMPILED_TRAIN_STEP
-from bench.spec import fit_task, load_model_spec, positive_fields, predict_task
 
 # SAM's fixed parts, the same at every model size (segment_anything/build_sam.py), read by both implementations.
 MASK_IN_CHANNELS = 16  # the mask-prompt downscaler's width

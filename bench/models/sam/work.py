@@ -1,4 +1,4 @@
-"""SegmentAnything's work rule (bench/work.py): the ViT-H image encoder, which is nearly all of it.
+"""SegmentAnything's work rule (bench/catalogue/work.py): the ViT-H image encoder, which is nearly all of it.
 
 The encoder as segment_anything builds it (and keras-hub's ViTDet backbone): a 16x16 patch convolution, layers of
 attention and MLP, windowed attention in all but the global layers, decomposed relative positions, a neck of a
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 
-from bench.work import (
+from bench.catalogue.work import (
     FIT_UPDATE_BYTES_PER_TRAINED,
     Work,
     attention_flops,
@@ -62,6 +62,13 @@ def encoder_flops(batch: int, s) -> float:
     return flops + conv_flops(side, h, s.embed_dim, 1, batch) + conv_flops(side, s.embed_dim, s.embed_dim, 3, batch)
 
 
+def encoder_convolution_flops(batch: int, s) -> float:
+    """Of encoder_flops, the convolutions': the patch embedding and the neck's 1x1 and 3x3."""
+    side, h = s.feature_size, s.hidden_dim
+    return (conv_flops(side, 3, h, s.patch_size, batch) + conv_flops(side, h, s.embed_dim, 1, batch)
+            + conv_flops(side, s.embed_dim, s.embed_dim, 3, batch))  # fmt: skip
+
+
 def work(family: str, task: str, batch: int, s) -> Work:
     weights = encoder_parameters(s)
     if task == "fit":
@@ -72,7 +79,9 @@ def work(family: str, task: str, batch: int, s) -> Work:
             weights * (4 + FIT_UPDATE_BYTES_PER_TRAINED),
             "float32",
             "ViT image encoder fit: 3 x its forward, less the images' gradient",
+            convolution_flops=3 * encoder_convolution_flops(batch, s) - patch,
         )
     return Work(
-        encoder_flops(batch, s), weights * 4, "float32", "ViT image encoder forward (the mask decoder's 0.1% left out)"
-    )
+        encoder_flops(batch, s), weights * 4, "float32", "ViT image encoder forward (the mask decoder's 0.1% left out)",
+        convolution_flops=encoder_convolution_flops(batch, s),
+    )  # fmt: skip

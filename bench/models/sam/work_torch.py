@@ -1,4 +1,4 @@
-"""SegmentAnything's FLOP-counter checks (bench/roofline/counter.py): the whole predict step (image encoder, prompt
+"""SegmentAnything's FLOP-counter checks (bench/measure/torch_counter.py): the whole predict step (image encoder, prompt
 encoder, mask decoder: the formula leaves the last two out) and the encoder's fit step. The prompt encoder picks
 points by their labels (`torch.nonzero`), which the meta device cannot do: on meta, those two small parts are
 materialised on the CPU (uninitialised memory, `to_empty`: a count does not depend on the values)."""

@@ -1,18 +1,21 @@
 """StableDiffusion v1 on Keras: keras-cv's StableDiffusion (Keras 3 on every backend, tf.keras under Keras 2).
 
-keras-cv builds fixed v1 widths (UNet 859.5M, CLIP text encoder 123.1M, VAE); only the resolution follows the
-shape. Sub-models are built with download_weights=False (random weights) and handed to the pipeline; the CLIP
-BPE vocabulary comes from open_clip's byte-identical copy, checked against the hash keras-cv pins.
+At SD v1's widths (the paper shape: UNet 859.5M, CLIP text encoder 123.1M, VAE 83.7M) the sub-models are keras-cv's
+own classes, built with download_weights=False (random weights); at any other widths (smoke) keras-cv's classes,
+whose widths are written into them, cannot build them, so keras_cv_widths.py assembles the same flows from keras-cv's
+own layers at the shape's widths. Either way they are handed to keras-cv's pipeline, which runs them; the CLIP BPE
+vocabulary comes from open_clip's byte-identical copy, checked against the hash keras-cv pins.
 
 As keras-benchmarks v0.0.5:
 - fit: the VAE image encoder up to its 8-channel moments (`image_encoder.layers[-3]`, as diffusers'
   `vae.encoder`), Adam + MSE against a random latent, compiled with Keras' default jit_compile.
 - predict: `text_to_image` at batch cell.batch_size, timed per denoising step by a high and a low step count per
-  cell step (the "step-pairs" driver in bench/drivers.py). XLA except on torch.
+  cell step (the "step-pairs" driver in bench/measure/drivers.py). XLA except on torch.
 """
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import importlib.util
 from pathlib import Path
@@ -28,12 +31,14 @@ from bench.models.keras_common import (
     repeated_batch,
     rng,
 )
+from bench.models.stable_diffusion import at_keras_cv_v1_widths
 
 PROMPT = "a photograph of an astronaut riding a horse"  # keras-benchmarks' prompt
 MAX_PROMPT_LENGTH = 77  # keras-cv's StableDiffusion pads every prompt to this
 # The hash keras-cv's SimpleTokenizer pins for https://github.com/openai/CLIP/.../bpe_simple_vocab_16e6.txt.gz
 CLIP_BPE_SHA256 = "924691ac288e54409236115652ad4aa250f48203de50a9e4722a6ecd48d6804a"
 CLIP_BPE_NAME = "bpe_simple_vocab_16e6.txt.gz"
+TIMESTEP_EMBEDDING_V1 = 320  # keras-cv's StableDiffusion._get_timestep_embedding's default width
 
 
 def clip_bpe_path() -> str:
@@ -52,17 +57,38 @@ PIPELINE_MODELS = ("text_encoder", "diffusion_model", "decoder")
 
 
 def pipeline_models(s, names: tuple[str, ...] = PIPELINE_MODELS) -> dict[str, Any]:
-    """keras-cv's fixed-width SD v1 models at the shape's resolution, random weights, by the pipeline's names (those
-    asked: the parity test builds the decoder alone)."""
-    from keras_cv.models import stable_diffusion as sd
+    """The pipeline's SD models at the shape's resolution and widths, random weights, by the pipeline's names (those
+    asked: the XLA check builds the UNet alone): keras-cv's own classes at SD v1's widths, else keras-cv's layers
+    assembled at the shape's."""
+    if at_keras_cv_v1_widths(s):
+        from keras_cv.models import stable_diffusion as sd
 
-    builders = {
-        "text_encoder": lambda: sd.TextEncoder(MAX_PROMPT_LENGTH, download_weights=False),
-        "diffusion_model": lambda: sd.DiffusionModel(s.resolution, s.resolution, MAX_PROMPT_LENGTH,
-                                                     download_weights=False),
-        "decoder": lambda: sd.Decoder(s.resolution, s.resolution, download_weights=False),
-    }
+        builders = {
+            "text_encoder": lambda: sd.TextEncoder(MAX_PROMPT_LENGTH, download_weights=False),
+            "diffusion_model": lambda: sd.DiffusionModel(s.resolution, s.resolution, MAX_PROMPT_LENGTH,
+                                                         download_weights=False),
+            "decoder": lambda: sd.Decoder(s.resolution, s.resolution, download_weights=False),
+        }
+    else:
+        from bench.models.stable_diffusion import keras_cv_widths as at
+
+        builders = {
+            "text_encoder": lambda: at.text_encoder(s, MAX_PROMPT_LENGTH),
+            "diffusion_model": lambda: at.diffusion_model(s, MAX_PROMPT_LENGTH),
+            "decoder": lambda: at.decoder(s),
+        }
     return {name: builders[name]() for name in names}
+
+
+def image_encoder(s):
+    """The VAE's encoder: keras-cv's ImageEncoder at SD v1's widths, else keras-cv's layers at the shape's."""
+    if at_keras_cv_v1_widths(s):
+        from keras_cv.models import stable_diffusion as sd
+
+        return sd.ImageEncoder(download_weights=False)
+    from bench.models.stable_diffusion import keras_cv_widths as at
+
+    return at.image_encoder(s)
 
 
 def build_pipeline(s, jit_compile: bool):
@@ -86,23 +112,24 @@ def build_pipeline(s, jit_compile: bool):
         setattr(pipeline, name, part)
     if pipeline.diffusion_model is not parts["_diffusion_model"] or pipeline.tokenizer is not parts["_tokenizer"]:
         raise RuntimeError("keras-cv's StableDiffusion did not take the offline sub-models")
+    # The pipeline's sinusoidal timestep embedding is 320 wide by default (SD v1's first UNet width): a UNet of
+    # other widths takes its own first width.
+    width = int(pipeline.diffusion_model.input_shape[1][-1])
+    if width != TIMESTEP_EMBEDDING_V1:
+        pipeline._get_timestep_embedding = functools.partial(pipeline._get_timestep_embedding, dim=width)
     return pipeline
 
 
 def build_fit_encoder(s, keras):
     """The VAE encoder up to its 8-channel moments, as keras-benchmarks builds it."""
-    from keras_cv.models import stable_diffusion as sd
-
-    encoder = sd.ImageEncoder(download_weights=False)
+    encoder = image_encoder(s)
     model = keras.Model(encoder.inputs, encoder.layers[-3].output)
     return encoder, model
 
 
 def parameter_counts(s, keras_major: int = 3) -> dict[str, int]:
     """The pipeline's three models and the VAE's image encoder (whose fit model is its first layers)."""
-    from keras_cv.models import stable_diffusion as sd
-
-    build = lambda: {**pipeline_models(s), "image_encoder": sd.ImageEncoder(download_weights=False)}
+    build = lambda: {**pipeline_models(s), "image_encoder": image_encoder(s)}
     return {
         name: count_weights(part.weights) for name, part in build_abstractly(build, keras_major=keras_major).items()
     }
@@ -117,7 +144,7 @@ def output_shape(model, keras, input_shape: tuple) -> tuple:
 
 def denoise_steps_keras_cv_takes(s):
     """keras-cv 0.8.2 (the 2024 stack) spaces its timesteps by (1000 - 1) / (num_steps - 1), so it cannot run one
-    denoising step: there the smoke pair (1, 2) becomes (2, 3). The per-step time is the difference either way, and
+    denoising step: there the smoke pair (1, 11) becomes (2, 11). The per-step time is the difference either way, and
     the settings record the pair that ran. The paper pair (10, 20) is the same on both stacks."""
     import keras_cv
 

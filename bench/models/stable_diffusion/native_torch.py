@@ -13,7 +13,7 @@ As keras-benchmarks v0.0.5's torch scripts:
   forward, MSE, backward, Adam step), with torch.compile(mode="reduce-overhead"), as the reference's `train_fn`.
 - predict: pipeline calls (guidance scale 7.5, the reference prompt, batch cell.batch_size) at a high and a low
   step count per cell step, reported per denoising step as the Keras twin does (the "step-pairs" driver in
-  bench/drivers.py, per_denoising_step in this package's __init__). The compiled variant
+  bench/measure/drivers.py, per_denoising_step in this package's __init__). The compiled variant
   compiles the UNet (`pipe.unet = torch.compile(pipe.unet, mode="reduce-overhead")`).
 
 Attention: diffusers' default processor, AttnProcessor2_0 (torch's scaled_dot_product_attention), in the VAE's

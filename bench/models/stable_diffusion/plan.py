@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from bench.plan.memory import Holding
 
-# SD v1's widths, which keras-cv fixes whatever the shape says (only the resolution follows it).
-KERAS_CV_SD = {"unet": (320, 640, 1280, 1280), "unet_layers": 2, "unet_heads": 8, "vae": (128, 256, 512, 512)}
 ACTIVATION_FORMULAS = {
     "conv": "fit: batch x sum over resolution levels of channels x side^2 x 6 stored tensors per resnet layer x 4 bytes, "
     "+ mid-block attention scores; predict: the largest level's live tensors (4 per level) or its attention "
@@ -31,15 +29,15 @@ def activations(family: str, task: str, batch: int, shape) -> tuple[float, str]:
 
 
 def conv_activations(family: str, task: str, batch: int, shape) -> float:
-    keras = family == "keras"
-    vae = KERAS_CV_SD["vae"] if keras else tuple(shape.vae_block_out_channels)
+    """Both families build the shape's widths (keras-cv's own SD v1 classes at v1's, its layers at any other)."""
+    vae = tuple(shape.vae_block_out_channels)
     res = shape.resolution
     if task == "fit":  # the VAE encoder: 2 resnet layers per level, sides res, res/2, ...; mid attention (1 head)
         stored = sum(c * (res // 2**i) ** 2 * 2 * 6 * 4 for i, c in enumerate(vae))
         tokens = (res // 2 ** (len(vae) - 1)) ** 2
         return batch * (stored + 3 * tokens**2 * 4)
-    unet = KERAS_CV_SD["unet"] if keras else tuple(shape.unet_block_out_channels)
-    heads = KERAS_CV_SD["unet_heads"] if keras else shape.unet_attention_head_dim  # diffusers' name for heads
+    unet = tuple(shape.unet_block_out_channels)
+    heads = shape.unet_attention_head_dim  # diffusers' name for heads
     latent = shape.latent_size
     peaks = []
     for i, c in enumerate(unet):

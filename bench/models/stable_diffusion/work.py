@@ -1,7 +1,9 @@
-"""StableDiffusion's work rule (bench/work.py): convolutions and attention, walked block by block. The UNet
-and the VAE encoder as diffusers builds them (UNet2DConditionModel, AutoencoderKL's Encoder; keras-cv's v1
-DiffusionModel and ImageEncoder are the same networks at the fixed v1 widths of plan.py's KERAS_CV_SD, so a Keras
-cell is counted at those widths whatever the shape says). Predict's step is one denoising step: two UNet passes at
+"""StableDiffusion's work rule (bench/catalogue/work.py): convolutions and attention, walked block by block. The UNet
+and the VAE encoder as diffusers builds them (UNet2DConditionModel, AutoencoderKL's Encoder), which keras-cv's
+DiffusionModel and ImageEncoder are block for block, at the shape's widths in both families (keras_cv_widths.py
+below SD v1's). A Keras result that recorded one of keras-cv's own SD classes ran SD v1's widths whatever its shape
+says (every smoke result measured before the smoke build followed the shape): `built_shape` counts it at those.
+Predict's step is one denoising step: two UNet passes at
 the batch (the unconditional and the text-conditioned latent, classifier-free guidance), the text encoder and the
 VAE decoder being outside the pair difference. Fit trains the VAE encoder to its 8-channel moments: 3 x its
 forward, less the first convolution's input gradient (the images need none). Counted: convolutions, attention
@@ -11,8 +13,8 @@ work left out.
 
 from __future__ import annotations
 
-from bench.models.stable_diffusion.plan import KERAS_CV_SD
-from bench.work import FIT_UPDATE_BYTES_PER_TRAINED, Work, attention_flops, conv_flops, dense_flops
+from bench.catalogue.work import FIT_UPDATE_BYTES_PER_TRAINED, Work, attention_flops, conv_flops, dense_flops
+from bench.models.stable_diffusion import with_keras_cv_v1_widths
 
 LATENT_CHANNELS = 4
 TIME_EMBEDDING = 4  # the time embedding is 4 x the first width (320 -> 1280)
@@ -23,9 +25,11 @@ class Tally:
 
     def __init__(self) -> None:
         self.flops, self.params = 0.0, 0
+        self.conv_flops = 0.0  # of flops, the convolutions'
 
     def conv(self, side_out: int, c_in: int, c_out: int, kernel: int = 3, bias: bool = True) -> None:
         self.flops += conv_flops(side_out, c_in, c_out, kernel)
+        self.conv_flops += conv_flops(side_out, c_in, c_out, kernel)
         self.params += kernel * kernel * c_in * c_out + (c_out if bias else 0)
 
     def dense(self, rows: int, fan_in: int, fan_out: int, bias: bool = True) -> None:
@@ -68,14 +72,16 @@ class Tally:
         self.conv(side, c, c, 1)
 
 
-def widths(family: str, s) -> dict:
-    if family == "keras":
-        return {
-            "unet": KERAS_CV_SD["unet"],
-            "layers": KERAS_CV_SD["unet_layers"],
-            "vae": KERAS_CV_SD["vae"],
-            "context_dim": 768,
-        }
+def built_shape(family: str, s, settings: dict):
+    """The shape whose widths a run built, from the settings it recorded: a Keras run whose model is one of keras-cv's
+    own classes (model_class "keras_cv....DiffusionModel", "keras_cv....ImageEncoder (to layers[-3])") built SD v1's
+    widths, which those classes fix; any other run, the shape's."""
+    if family == "keras" and str(settings.get("model_class", "")).startswith("keras_cv."):
+        return with_keras_cv_v1_widths(s)
+    return s
+
+
+def widths(s) -> dict:
     return {
         "unet": tuple(s.unet_block_out_channels),
         "layers": s.unet_layers_per_block,
@@ -84,10 +90,10 @@ def widths(family: str, s) -> dict:
     }
 
 
-def unet(family: str, s) -> Tally:
+def unet(s) -> Tally:
     """One UNet forward of one sample at the latent side (diffusers' UNet2DConditionModel, SD v1 block types:
     cross-attention in every level but the lowest-resolution one)."""
-    w = widths(family, s)
+    w = widths(s)
     chans, layers, ctx, t = w["unet"], w["layers"], w["context_dim"], Tally()
     temb = TIME_EMBEDDING * chans[0]
     side = s.latent_size
@@ -123,9 +129,9 @@ def unet(family: str, s) -> Tally:
     return t
 
 
-def vae_encoder(family: str, s) -> Tally:
+def vae_encoder(s) -> Tally:
     """One VAE encoder forward of one image, to its 2 x 4 channels of moments (diffusers' Encoder)."""
-    chans, t = widths(family, s)["vae"], Tally()
+    chans, t = widths(s)["vae"], Tally()
     side = s.resolution
     t.conv(side, 3, chans[0])
     c_prev = chans[0]
@@ -148,25 +154,28 @@ def vae_encoder(family: str, s) -> Tally:
     return t
 
 
-def parameters(s, family: str = "native-torch") -> dict[str, int]:
+def parameters(s) -> dict[str, int]:
     """The UNet's and the VAE encoder's parameters (the plan's `unet` / `diffusion_model` and `vae_encoder`)."""
-    return {"unet": unet(family, s).params, "vae_encoder": vae_encoder(family, s).params}
+    return {"unet": unet(s).params, "vae_encoder": vae_encoder(s).params}
 
 
 def work(family: str, task: str, batch: int, s) -> Work:
+    """Both families alike: each builds the shape's widths (a result's own widths: built_shape)."""
     if task == "fit":
-        enc = vae_encoder(family, s)
-        first = conv_flops(s.resolution, 3, widths(family, s)["vae"][0])  # the images need no gradient
+        enc = vae_encoder(s)
+        first = conv_flops(s.resolution, 3, widths(s)["vae"][0])  # the images need no gradient
         return Work(
             batch * (3 * enc.flops - first),
             enc.params * (4 + FIT_UPDATE_BYTES_PER_TRAINED),
             "float32",
             "VAE encoder fit: 3 x its forward, less the images' gradient",
+            convolution_flops=batch * (3 * enc.conv_flops - first),
         )
-    net = unet(family, s)
+    net = unet(s)
     return Work(
         2 * batch * net.flops,
         2 * net.params * 4,
         "float32",
         "one denoising step: two UNet forwards (unconditional and text-conditioned)",
+        convolution_flops=2 * batch * net.conv_flops,
     )

@@ -1,12 +1,13 @@
-"""StableDiffusion's FLOP-counter checks (bench/roofline/counter.py): diffusers' UNet (one denoising step is two
-of its passes) and the VAE encoder's fit step."""
+"""StableDiffusion's FLOP-counter checks (bench/measure/torch_counter.py): diffusers' UNet (one denoising step is two
+of its passes), the VAE encoder's forward (fit's model, set against the Keras build's in tests/test_same_work.py) and
+its fit step."""
 
 from __future__ import annotations
 
 import torch
 
 from bench.models.stable_diffusion.native_torch import build_unet, build_vae
-from bench.models.stable_diffusion.work import LATENT_CHANNELS, work
+from bench.models.stable_diffusion.work import LATENT_CHANNELS, vae_encoder, work
 from bench.models.torch_common import on_meta
 
 BATCH = 1
@@ -23,10 +24,15 @@ def checks(s, device: str) -> list:
         with torch.no_grad():
             unet(latents, torch.tensor(10, device=device), encoder_hidden_states=text)
 
+    def encode():
+        with torch.no_grad():
+            vae.encoder(images)
+
     def fit():
         vae.encoder(images).sum().backward()
 
     return [
         (f"predict: one denoising step, batch {BATCH}", denoise, work("native-torch", "predict", BATCH, s).flops),
+        (f"VAE encoder forward (fit's model), batch {BATCH}", encode, BATCH * vae_encoder(s).flops),
         (f"fit (VAE encoder forward + backward), batch {BATCH}", fit, work("native-torch", "fit", BATCH, s).flops),
     ]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bench.spec import fit_task, load_model_spec, positive_fields, predict_task
+from bench.catalogue.spec import fit_task, load_model_spec, positive_fields, predict_task
 
 STUDY = "tuning"
 BATCH = 128  # the study's batch

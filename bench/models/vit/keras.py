@@ -1,18 +1,19 @@
 """ViT-Base/16 on Keras 3, in keras layers (keras-hub's ViTBackbone differs: it has a class token and no global
 average pooling), trained with `fit` and run with `predict`.
 
-Variants (bench/variants.py): `sdpa` (torch backend) swaps every MultiHeadAttention for SDPAMultiHeadAttention,
-whose `_compute_attention` calls torch's scaled_dot_product_attention, as the study did; `attention-dropout-0`
-builds the attention with dropout 0, so that Keras's own MultiHeadAttention takes ops.dot_product_attention (it
-does only without dropout); `matmul-high` sets torch's float32 matmul precision to 'high'; `loader-workers-N` feeds
-fit/predict from a torch DataLoader of random tensors with N workers (the study's data; the reference variant
-feeds one in-memory batch, repeated, as every other Keras workload here does).
+Variants (bench/catalogue/variants.py): `sdpa` (torch backend) swaps every MultiHeadAttention for
+SDPAMultiHeadAttention, whose `_compute_attention` calls torch's scaled_dot_product_attention, as the study did;
+`attention-dropout-0` builds the attention with dropout 0, so that Keras's own MultiHeadAttention takes
+ops.dot_product_attention (it does only without dropout); `matmul-high` runs torch's float32 matmuls at 'high' (set for
+every model by the cell process, bench/measure/frameworks.py); `loader-workers-N` feeds fit/predict from a torch
+DataLoader of random tensors with N workers (the study's data; the reference variant feeds one in-memory batch,
+repeated, as every other Keras workload here does).
 """
 from __future__ import annotations
 
 from typing import Any
 
-from bench import variants
+from bench.catalogue import variants
 from bench.models.keras_common import KerasWorkload, assert_keras_major, reference_jit_compile, repeated_batch, rng
 from bench.models.vit import RandomImages
 
@@ -109,10 +110,6 @@ def torch_loader(dataset, batch_size: int, workers: int):
 class ViTKeras(KerasWorkload):
     def setup(self) -> None:
         s, bs, keras, variant = self.shape, self.cell.batch_size, self.keras, self.cell.variant
-        if variant == "matmul-high":
-            import torch
-
-            torch.set_float32_matmul_precision("high")
         keras.mixed_precision.set_dtype_policy(s.dtype)
         attention_class = sdpa_attention_class(keras) if variant == "sdpa" else None
         self.model = build_model(keras, s, attention_class, 0.0 if variant == "attention-dropout-0" else None)

@@ -14,7 +14,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from bench import variants
+from bench.catalogue import variants
 from bench.models.torch_common import TorchWorkload, count_parameters, data_generator, on_meta
 from bench.models.vit import RandomImages
 
@@ -58,8 +58,6 @@ def parameter_counts(s) -> dict[str, int]:
 class ViTTorch(TorchWorkload):
     def setup(self) -> None:
         s, bs = self.shape, self.cell.batch_size
-        if self.cell.variant == "matmul-high":
-            torch.set_float32_matmul_precision("high")
         self.model = ViT(s).to(self.device)
         self.autocast = s.dtype == "mixed_bfloat16"
         self.loader_workers = variants.loader_workers(self.cell.variant)

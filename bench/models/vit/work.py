@@ -1,10 +1,10 @@
-"""ViT-Base/16's work rule (bench/work.py): a patch convolution, encoder layers over every patch (no class
+"""ViT-Base/16's work rule (bench/catalogue/work.py): a patch convolution, encoder layers over every patch (no class
 token), global average pooling and the classifier head; SGD. Fit: 3 x the forward, less the patch convolution's input
 gradient (the images need none). `mixed_bfloat16` computes in bfloat16 over float32 weights."""
 
 from __future__ import annotations
 
-from bench.work import Work, conv_flops, dense_flops, encoder_layer_flops
+from bench.catalogue.work import Work, conv_flops, dense_flops, encoder_layer_flops
 
 SGD_UPDATE_BYTES_PER_TRAINED = 2 * 4 + 4 + 4  # the gradient written and read, the weight read again and written
 

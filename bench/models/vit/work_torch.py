@@ -1,4 +1,4 @@
-"""ViT's FLOP-counter checks (bench/roofline/counter.py): the native ViT on the meta device."""
+"""ViT's FLOP-counter checks (bench/measure/torch_counter.py): the native ViT on the meta device."""
 
 from __future__ import annotations
 

@@ -1,5 +1,0 @@
-import sys
-
-from bench.history.cli import main
-
-sys.exit(main())

@@ -1,0 +1,5 @@
+import sys
+
+from bench.studies.ab.cli import main
+
+sys.exit(main())

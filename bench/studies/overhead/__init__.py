@@ -1,0 +1,4 @@
+"""The framework-overhead study (`make overhead`): keras-team/keras issue #22561 and pull request
+#22660's small CNN and 2-layer causal LM on eight columns (pure PyTorch and Keras on torch, pure JAX and Keras on
+JAX, each eager and compiled). `spec.py` says what it is, `models.py` builds it in each framework from one set of
+weights, `worker.py` times one env's columns, `run.py` orchestrates; its report is bench/studies/overhead/page.py."""

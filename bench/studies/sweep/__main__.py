@@ -1,0 +1,5 @@
+import sys
+
+from bench.studies.sweep.cli import main
+
+sys.exit(main())

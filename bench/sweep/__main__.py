@@ -1,5 +1,0 @@
-import sys
-
-from bench.sweep.cli import main
-
-sys.exit(main())
