@@ -21,6 +21,7 @@ from bench.base import stats
 from bench.base.errors import BenchError
 from bench.base.provenance import venvs_dir
 from bench.judge import Judge, reference_readings
+from bench.judge.machine_states import within_state
 from bench.judge.replication import SequentialRule, undecided_sides
 from bench.record.results import Result, load, result_files
 from bench.run.cell_process import kill_group
@@ -77,8 +78,33 @@ class Interleaved:
     judge: Judge
 
     def judged(self, a: str, b: str) -> tuple[str, stats.Ratio | None]:
-        ratio = self.judge.ratio(self.sides[a], self.sides[b])
+        """B / A and its verdict: within one of the machine's states where it switched between two during the
+        comparison (bench/judge/machine_states.py), else over every process."""
+        ratio = judged_pair(self.judge, self.sides[a], self.sides[b])
         return stats.verdict(ratio), ratio
+
+
+def wanting_more(judge: Judge, a: Result, b: Result, rule: SequentialRule) -> list[Result]:
+    """The sides of B / A one more process could help decide: undecided_sides, or, where the machine switched between
+    two states, each side the cap allows another while the comparison within a state is undecided (a state may yet
+    gather enough processes of both sides)."""
+    if within_state(judge, a, b) is None:
+        return undecided_sides(judge, a, b, rule)
+    if stats.verdict(judged_pair(judge, a, b)) != stats.INCONCLUSIVE:
+        return []
+    return [side for side in (a, b) if rule.another_allowed(len(side.runs))]
+
+
+def judged_pair(judge: Judge, a: Result, b: Result) -> stats.Ratio | None:
+    """B / A within one of the machine's states where it switched between two, else over every process."""
+    states = within_state(judge, a, b)
+    if states is None:
+        return judge.ratio(a, b)
+    named, ratio = states
+    if ratio is None:  # named, but no state holds enough of both sides' processes to compare
+        pooled = judge.ratio(a, b)
+        return pooled.undecided(named.text(a.unit)) if pooled is not None else None
+    return ratio
 
 
 def measure_together(
@@ -114,7 +140,7 @@ def measure_together(
         sides = {n: pooled(done[n], run_id, rule, record_of(n, paths[n])) for n in names}
         # one machine, one session: a processor recorded differently by another side's code is still this one
         judge = Judge(list(sides.values()), results_dir, across_processors=True)
-        more = {id(side) for a, b in pairs for side in undecided_sides(judge, sides[a], sides[b], rule)}
+        more = {id(side) for a, b in pairs for side in wanting_more(judge, sides[a], sides[b], rule)}
         readings = reference_readings(list(sides.values()))
         # every process a side has run counts against the cap, set-aside ones too: each was a look
         wanted = [n for n in names if rule.another_allowed(len(sides[n].runs))

@@ -17,6 +17,7 @@ from bench.base.errors import BenchError
 from bench.base.lifetime import stopped_text
 from bench.base.provenance import git_info, machine_info, machine_label, now_utc
 from bench.base.runlock import holding
+from bench.judge.machine_states import within_state
 from bench.judge.replication import SequentialRule
 from bench.run.interleaved import measure_together, run_process
 from bench.run.results_folder import check_writable
@@ -76,8 +77,10 @@ def compare_cell(results_dir: Path, a: Side, b: Side, cell: CellArgs, rule: Sequ
         say(f"stopped: {record['stopped']}: record {path}")
         raise
     verdict, ratio = found.judged("A", "B")
+    states = within_state(found.judge, found.sides["A"], found.sides["B"])
     record.update(verdict=verdict, ratio=ratio.to_dict() if ratio else None, ended_at=now_utc(),
-                  processes={n: len(found.sides[n].runs) for n in SIDES})  # fmt: skip
+                  processes={n: len(found.sides[n].runs) for n in SIDES},
+                  machine_states=states[0].to_dict() if states else None)  # fmt: skip
     write_json_atomic(path, record)
     why = ratio.reason if ratio is not None and ratio.reason else ""
     if not why and verdict == stats.INCONCLUSIVE:
@@ -86,5 +89,7 @@ def compare_cell(results_dir: Path, a: Side, b: Side, cell: CellArgs, rule: Sequ
     say(f"{cell.key}: B against A: {stats.verdict_text(ratio)} {stats.fmt_ratio(ratio)}, "
         f"{record['processes']['A']} + {record['processes']['B']} processes interleaved in one invocation"
         + (f" ({why})" if why else ""))
+    if states:
+        say(f"  {states[0].text(found.sides['A'].unit)}")
     say(f"record: {path}")
     return record
