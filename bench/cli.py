@@ -12,6 +12,7 @@ from bench.base.exit_status import exit_status
 from bench.base.lifetime import stop_on_signals
 from bench.cli_parsers import build_parser
 from bench.run.cluster import cli as cluster_cli
+from bench.studies.registry import STUDY_COMMANDS
 
 if TYPE_CHECKING:  # for the annotations only: each command imports what it uses as it runs
     from bench.catalogue.registry import Cell
@@ -21,7 +22,11 @@ if TYPE_CHECKING:  # for the annotations only: each command imports what it uses
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv and argv[0] in PASSED_ON:  # a study's verb, or a tool's: its own parser reads the rest of the line
+        stop_on_signals()
+        return exit_status(lambda: PASSED_ON[argv[0]](argv[1:]))
+    args = build_parser(PASSED_ON).parse_args(argv)
     if args.command != "cell":  # a cell's own process is ended by its orchestrator, its whole process group
         stop_on_signals()  # TERM, HUP, INT: workers and temporaries go with it, the exit status a shell's (143, ...)
     return exit_status(lambda: COMMANDS[args.command](args))
@@ -204,25 +209,6 @@ def run_here(cells: list[Cell], results_dir: Path, options: RunOptions) -> list[
     if deadline is None and (line := expected_here(todo, results_dir, machine, rule.first)):
         print(line, flush=True)
     return run_cells(cells, results_dir, options)
-
-
-def cmd_grid(args: argparse.Namespace) -> int:
-    from bench.studies.grid.page import render_grid
-    from bench.studies.grid.run import run_grid
-    from bench.studies.grid.spec import DEFAULT_GRID, columns_for_envs, get_grid, select
-    from bench.studies.grid.spec import MODELS as GRID_MODELS
-
-    grid = get_grid(args.grid or DEFAULT_GRID)
-    models, columns = select(args.model, GRID_MODELS, "grid model"), columns_for_envs(args.backend)
-    if args.dry_run:
-        for model in models:
-            for batch, length in grid.points():
-                print(f"{model} batch {batch} x length {length}: {', '.join(columns)}")
-        return 0
-    results = run_grid(models, columns, grid, args.results_dir)
-    out = render_grid(args.results_dir)
-    print(f"wrote {out}", flush=True)
-    return 0 if all(r.status in ("ok", "unsupported") for r in results) else 1
 
 
 def cmd_cell(args: argparse.Namespace) -> int:
@@ -452,19 +438,8 @@ def compared_side(given: Path | str, results_dir: Path):
                      f"bench.studies.history runs --results-dir {results_dir} lists the runs)")
 
 
-def cmd_gpu_check(args: argparse.Namespace) -> int:
-    from bench.studies.gpucheck.run import preflight, run
-
-    if args.preflight:
-        return preflight()
-    return run(args.results_dir, env=args.env, budget_s=args.budget_minutes * 60, resume=args.resume,
-               profile=args.profile, sync_size=args.sync_size)
-
-
 COMMANDS = {
-    "gpu-check": cmd_gpu_check,
     "run": cmd_run,
-    "grid": cmd_grid,
     "cell": cmd_cell,
     "validate": cmd_validate,
     "clean-results": cmd_clean_results,
@@ -474,4 +449,67 @@ COMMANDS = {
     "plan": cmd_plan,
     "compare": cmd_compare,
     **cluster_cli.COMMANDS,
+}
+
+
+def unpack_command(argv: list[str]) -> int:
+    """unpack the packed noise runs and grid results under a results folder into their folders"""
+    from bench.base.packed import main as packed_main
+
+    return packed_main(["unpack", *argv])
+
+
+def ceilings_command(argv: list[str]) -> int:
+    """this machine's ceilings (matmul FLOP/s per dtype, triad GB/s) in every built env"""
+    from bench.run.ceilings import main as ceilings_main
+
+    return ceilings_main(argv)
+
+
+def largest_command(argv: list[str]) -> int:
+    """the largest layer counts of the cpu-mid profile's models that fit this machine's RAM"""
+    from bench.plan.largest import main as largest_main
+
+    return largest_main(argv)
+
+
+def schema_doc_command(argv: list[str]) -> int:
+    """regenerate docs/RESULT_FORMAT.md's field table from docs/schema/"""
+    from bench.record.schema_doc import main as schema_doc_main
+
+    return schema_doc_main(argv)
+
+
+def wheelhouse_command(argv: list[str]) -> int:
+    """download the locked workload libraries (no frameworks) for a Python, to install offline"""
+    from bench.envs.wheelhouse import main as wheelhouse_main
+
+    return wheelhouse_main(argv)
+
+
+def flops_torch_command(argv: list[str]) -> int:
+    """(in the native-torch env) the FLOP formulas against torch's FlopCounterMode"""
+    from bench.measure.torch_counter import main as torch_counter_main
+
+    return torch_counter_main(argv)
+
+
+def flops_xla_command(argv: list[str]) -> int:
+    """(in the jax env) the FLOP formulas against XLA's cost analysis"""
+    from bench.measure.xla_counter import main as xla_counter_main
+
+    return xla_counter_main(argv)
+
+
+# The verbs whose own parser reads the rest of the command line: each registered study's (bench/studies/registry.py)
+# and the tools' above, so that every make target runs `python -m bench <verb>`.
+PASSED_ON = {
+    "unpack": unpack_command,
+    "ceilings": ceilings_command,
+    "largest": largest_command,
+    "schema-doc": schema_doc_command,
+    "wheelhouse": wheelhouse_command,
+    "flops-torch": flops_torch_command,
+    "flops-xla": flops_xla_command,
+    **STUDY_COMMANDS,
 }

@@ -10,3 +10,19 @@ TensorFlow" re-run on today's stacks, with Keras 3 beside it.
 - `findings`: the published findings (bench/data/hf_2019_pytorch_vs_tensorflow.csv) against ours.
 The report is bench/studies/grid/page.py (GRID.md, figures; a Section of `make table`).
 """
+
+
+def grid_command(argv: list[str]) -> int:
+    """the inference grid study (HF 2019 PyTorch vs TensorFlow, with Keras 3): run, then render GRID.md"""
+    from bench.studies.grid.cli import main
+
+    return main(argv)
+
+
+COMMANDS = {"grid": grid_command}
+
+
+def sections() -> list:
+    from bench.studies.grid.page import SECTIONS
+
+    return SECTIONS

@@ -27,6 +27,7 @@ from bench.judge.noise_file import (
 )
 from bench.record import text
 from bench.record.text import write_text_atomic
+from bench.report.sections import Section
 
 PAGE = "NOISE.md"
 TITLE = "How small a difference this machine can show"
@@ -496,6 +497,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     print(render_noise(args.results_dir))
     return 0
+
+
+# RESULTS.md's part: once a machine, under its "Studies"
+SECTIONS = [Section(TITLE, noise_section, per_machine=True)]
 
 
 if __name__ == "__main__":
