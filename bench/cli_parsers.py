@@ -22,7 +22,7 @@ from bench.catalogue.registry import MODELS
 from bench.catalogue.spec import TASKS
 from bench.catalogue.variants import TUNING
 from bench.run.cluster import cli as cluster_cli
-from bench.studies.registry import STUDY_COMMANDS, Command, command_help
+from bench.studies.registry import STUDY_HELP
 
 # Backends run in more than one way (bench/catalogue/backends.py Backend.variants), e.g. "native-torch: eager and/or
 # compiled".
@@ -31,9 +31,9 @@ VARIANT_HELP = "; ".join(f"{b.name}: {listing(b.variants)}" for b in BACKENDS.va
 
 
 
-def build_parser(passed_on: dict[str, Command] = STUDY_COMMANDS) -> argparse.ArgumentParser:
-    """The front door's parser; `passed_on`: the verbs whose own parser reads the rest of the line (bench/cli.py
-    PASSED_ON), listed in its help."""
+def build_parser(passed_on: dict[str, str] | None = None) -> argparse.ArgumentParser:
+    """The front door's parser; `passed_on`: the verbs whose own parser reads the rest of the line, each with its help
+    (bench/cli.py PASSED_ON_HELP; default the studies' alone), listed in its help."""
     parser = OneLineErrors(prog="python -m bench", description="Keras 3 benchmarks, re-run reproducibly.")
     sub = parser.add_subparsers(dest="command", required=True)
     add_run_parser(sub)
@@ -46,8 +46,8 @@ def build_parser(passed_on: dict[str, Command] = STUDY_COMMANDS) -> argparse.Arg
     add_export_parser(sub)
     add_compare_parser(sub)
     cluster_cli.add_parsers(sub)  # submit, submit-status
-    for verb, command in passed_on.items():  # each parses the rest of the line itself (bench/cli.py main)
-        sub.add_parser(verb, help=command_help(command), add_help=False)
+    for verb, text in (STUDY_HELP if passed_on is None else passed_on).items():  # each reads the rest of the line
+        sub.add_parser(verb, help=text.replace("%", "%%"), add_help=False)
     return parser
 
 

@@ -52,9 +52,8 @@ from bench.report.roofline import MACHINE_TITLE, PUBLISHED_TITLE, machine_sectio
 from bench.report.sections import Page, Rendered, Section, render_table
 from bench.report.site import INDEX, write_site
 from bench.report.stacks import stacks_section
-from bench.studies.history.page import write_history_page
 from bench.studies.noise.page import LABEL_MATCH_NOTE
-from bench.studies.registry import study_sections
+from bench.studies.registry import study_sections, write_study_site
 
 __all__ = ["README_END", "README_START", "SECTIONS", "Report", "Section", "analyse", "render"]
 
@@ -189,7 +188,7 @@ tables come first (default: those git does not track; bench/report/reading_order
         update_readme(readme, report.tables, results_dir)
     if site is not None:
         write_site(report, site, fig_dir)
-        write_history_page(report, results_dir, Path(site))
+        write_study_site(report, results_dir, Path(site))
     return report
 
 

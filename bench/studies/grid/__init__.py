@@ -26,3 +26,18 @@ def sections() -> list:
     from bench.studies.grid.page import SECTIONS
 
     return SECTIONS
+
+
+def pages(results_dir) -> list:
+    from bench.studies.grid.page import render_grid
+
+    return [page] if (page := render_grid(results_dir)) else []
+
+
+def result_files(results_dir) -> list:
+    from bench.base.packed import unpack_all
+    from bench.record.results import load, result_files
+    from bench.studies.grid.run import GRID_DIR
+
+    unpack_all(results_dir, (GRID_DIR,))  # each grid's machines, tracked packed
+    return [("inference grid result files", results_dir / GRID_DIR, result_files(results_dir / GRID_DIR), load)]

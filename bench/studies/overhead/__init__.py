@@ -18,3 +18,16 @@ def sections() -> list:
     from bench.studies.overhead.page import SECTIONS
 
     return SECTIONS
+
+
+def pages(results_dir) -> list:
+    from bench.studies.overhead.page import load_overhead, render_overhead
+
+    return [render_overhead(results_dir)] if load_overhead(results_dir) else []
+
+
+def result_files(results_dir) -> list:
+    from bench.record.results import load, result_files
+    from bench.studies.overhead.spec import STUDY_DIR
+
+    return [("result files", results_dir / STUDY_DIR, result_files(results_dir / STUDY_DIR), load)]

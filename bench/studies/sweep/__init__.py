@@ -24,3 +24,9 @@ def sweep_report_command(argv: list[str]) -> int:
 
 
 COMMANDS = {"sweep": sweep_command, "bisect": bisect_command, "sweep-report": sweep_report_command}
+
+
+def result_files(results_dir) -> list:
+    from bench.studies.sweep.page import STUDY_DIR, load_sweep, sweep_files
+
+    return [("result files", results_dir / STUDY_DIR, sweep_files(results_dir), load_sweep)]
