@@ -10,6 +10,9 @@ from bench.judge.analysis import TableAnalysis
 from bench.record.text import recorded
 
 MAIN = "RESULTS.md"
+# What a per-machine section adds to its lines where it matched its table by the machine's label alone (the results
+# recorded no processor): RESULTS.md then says it once, under the section it repeats (bench/studies/table.py).
+LABEL_MATCH_NOTE = " (matched by the machine's label: these results did not record their processor)"
 
 
 @dataclass

@@ -49,10 +49,9 @@ from bench.report.provenance import provenance_section
 from bench.report.reading_order import entry_lines, kept_whole, machine_page, new_files, reading_order
 from bench.report.readme import README_END, README_START, update_readme
 from bench.report.roofline import MACHINE_TITLE, PUBLISHED_TITLE, machine_section, published_section
-from bench.report.sections import Page, Rendered, Section, render_table
+from bench.report.sections import LABEL_MATCH_NOTE, Page, Rendered, Section, render_table
 from bench.report.site import INDEX, write_site
 from bench.report.stacks import stacks_section
-from bench.studies.noise.page import LABEL_MATCH_NOTE
 from bench.studies.registry import study_sections, write_study_site
 
 __all__ = ["README_END", "README_START", "SECTIONS", "Report", "Section", "analyse", "render"]

@@ -27,12 +27,10 @@ from bench.judge.noise_file import (
 )
 from bench.record import text
 from bench.record.text import write_text_atomic
-from bench.report.sections import Section
+from bench.report.sections import LABEL_MATCH_NOTE, Section
 
 PAGE = "NOISE.md"
 TITLE = "How small a difference this machine can show"
-# said after a study found for results that recorded no processor
-LABEL_MATCH_NOTE = " (matched by the machine's label: these results did not record their processor)"
 VERDICTS = (FASTER, SLOWER, SAME, INCONCLUSIVE)
 
 
