@@ -142,9 +142,7 @@ export UV
 
 include mk/envs.mk
 include mk/containers.mk
-include mk/sweep.mk
-include mk/history.mk
-include mk/ab.mk
+include mk/studies.mk
 
 env envs env-tools env-ci-stack lock check-locks env-info: $(UV)
 
@@ -152,7 +150,7 @@ $(UV): containers/uv-requirements.txt
 	@mkdir -p $(dir $(UV))
 	$(PYTHON) containers/install-uv.py containers/uv-requirements.txt $(dir $(UV))
 
-.PHONY: help help-vars wheelhouse gpu-check bench bench-all bench-cpu-full bench-cpu-mid grid tuning overhead plan table test test-durations test-extended test-stack2024 test-fast lint docs check ceilings flops-check bench-overhead parity clean-results doctor export validate compare noise noise-page unpack submit submit-status
+.PHONY: help help-vars wheelhouse bench bench-all bench-cpu-full bench-cpu-mid plan table test test-durations test-extended test-stack2024 test-fast lint docs check ceilings flops-check bench-overhead clean-results doctor export validate compare unpack submit submit-status
 
 # make help's groups, in order: every target with a `## ` description is in one (a new one lands under "Other").
 HELP_GROUPS = Start here=doctor bench-all bench table compare test;\
@@ -221,31 +219,6 @@ else
 	$(TOOLS_PY) -m bench run $(BENCH_ALL_ARGS)
 endif
 
-# The inference grid study (bench/studies/grid/): GRID=cpu (default) | full (the published grid, 30 repeats) | lengths | sample | smoke.
-GRID ?=
-grid: env-tools ## Inference grid (HF 2019 PyTorch vs TensorFlow, and Keras 3) -> GRID.md (GRID=)
-	@for e in $(or $(filter native-torch tf-transformers jax tensorflow torch,$(subst $(comma), ,$(BACKEND))),native-torch tf-transformers jax tensorflow torch); do \
-		$(MAKE) --no-print-directory env BACKEND=$$e; done
-	$(TOOLS_PY) -m bench grid $(if $(GRID),--grid $(GRID)) $(if $(MODEL),--model $(MODEL)) $(if $(BACKEND),--backend $(BACKEND)) --results-dir "$(RESULTS)"
-# The tuning study: ViT on the Keras 3 backends and native PyTorch, each tuning variant beside its
-# reference. PROFILE= (default: cpu, full width at a small batch; paper on a GPU). Its results go to their own folder,
-# $(RESULTS)/tuning (not a row of the published table), which make table renders into its RESULTS.md and TUNING.md.
-TUNING_PROFILE = $(or $(PROFILE),cpu)
-TUNING_RESULTS = $(RESULTS)/tuning
-tuning: doctor envs ## The tuning study (ViT variants beside the defaults; PROFILE=, default cpu)
-	$(TOOLS_PY) -m bench run --profile $(TUNING_PROFILE) --model vit --task fit --backend jax,torch,native-torch \
-		--variant default,eager,compiled,sdpa,attention-dropout-0,matmul-high,loader-workers-0,loader-workers-2 \
-		$(if $(filter cpu,$(TUNING_PROFILE)),--warmup 1 --steps $(or $(STEPS),5) --timeout 1800,$(if $(STEPS),--steps $(STEPS))) \
-		$(call flag,RESUME,--resume) --results-dir "$(TUNING_RESULTS)"
-
-# The framework-overhead study (bench/studies/overhead/): keras#22561 / #22660's small CNN and 2-layer LM on eight
-# columns (pure PyTorch eager/compile, Keras on torch eager/compile, pure JAX eager/jit, Keras on JAX eager/jit), one
-# worker per env (torch, jax) -> $(RESULTS)/overhead/, $(RESULTS)/OVERHEAD.md. SIZE=smoke: toy shapes (the tests).
-overhead: doctor ## Framework-overhead study: Keras vs pure torch and JAX -> OVERHEAD.md (SIZE=)
-	@for e in torch jax; do $(MAKE) --no-print-directory env BACKEND=$$e; done
-	@$(MAKE) --no-print-directory env-tools
-	$(TOOLS_PY) -m bench.studies.overhead.run $(if $(SIZE),--size $(SIZE)) --results-dir "$(RESULTS)"
-
 # Every cell of the published table at full size on this CPU, by the cpu profile alone (bench/catalogue/profiles.toml:
 # paper shapes, each batch capped at 2, a first step and 2 timed steps, an hour per cell), into a folder of its own.
 # Resumes: cells with a current result are skipped, so an interrupted run, or one split by MODEL=/BACKEND=/TASK=,
@@ -260,11 +233,11 @@ bench-cpu-full: doctor envs ## Every published cell at full size on this CPU (ba
 
 # The published generate findings (Table 2's Keras-torch / Keras-JAX ratio, keras-hub #2593, F.
 # Chollet's Keras-JAX vs HF PyTorch compiled) re-tested on this CPU at the largest size every compared column holds:
-# the cpu-mid profile, paper widths with the layers `python -m bench.plan.largest` allows (Gemma 6, Mistral 15), only
+# the cpu-mid profile, paper widths with the layers `python -m bench largest` allows (Gemma 6, Mistral 15), only
 # the compared columns' generate cells, resumable, one at a time (a Keras-on-JAX cell takes most of 23.5 GiB).
 CPU_MID_RESULTS = $(RESULTS)/cpu-mid
 bench-cpu-mid: doctor envs ## The published generate ratios at the largest size that fits this CPU
-	$(TOOLS_PY) -m bench.plan.largest
+	$(TOOLS_PY) -m bench largest
 	$(TOOLS_PY) -m bench plan --profile cpu-mid --results-dir "$(CPU_MID_RESULTS)" >/dev/null
 	$(TOOLS_PY) -m bench run --profile cpu-mid --task generate --model gemma --backend torch,jax --resume \
 		--results-dir "$(CPU_MID_RESULTS)"
@@ -276,11 +249,9 @@ bench-cpu-mid: doctor envs ## The published generate ratios at the largest size 
 PYTHON_VERSION ?= 3.12
 FOR ?=
 wheelhouse: ## Download the locked workload libraries (no frameworks) for FOR=<python>, offline
-	$(PYTHON) -m bench.envs.wheelhouse $(if $(FOR),--for $(call shell_quote,$(value FOR)),--python-version $(PYTHON_VERSION))
+	$(PYTHON) -m bench wheelhouse $(if $(FOR),--for $(call shell_quote,$(value FOR)),--python-version $(PYTHON_VERSION))
 
-# The checks only a GPU can answer (bench/studies/gpucheck/run.py), most valuable first, within BUDGET= minutes (default 15); the
-# report is rewritten as each check ends and RESUME=1 goes on with a cut-off run. Refused in one line (exit 2,
-# nothing built or written) on a machine without a GPU: the refusal runs in $(PYTHON), before any env is built.
+# BUDGET=<minutes>: bench-all's and gpu-check's (mk/studies.mk) budget.
 BUDGET ?=
 # BUDGET= is minutes, a plain positive number (15, 0.5): refused as make reads this file, before any env is built
 # (nan, inf, 0 or -1 once ran with no budget, or none; abc was refused only after every env was built)
@@ -293,16 +264,6 @@ ifneq ($(word 8,$(call spaced_digits,$(firstword $(subst ., ,x$(BUDGET))))),)
 $(error BUDGET=$(BUDGET): minutes, at most 1000000)
 endif
 endif
-GPU_CHECK_ARGS = --results-dir "$(RESULTS)" $(if $(BUDGET),--budget-minutes $(BUDGET)) $(call flag,RESUME,--resume)
-gpu-check: ## On one GPU within BUDGET= minutes: device sync, then short paper cells
-	@$(PYTHON) -m bench gpu-check --preflight
-ifeq ($(ENV),current)
-	$(PYTHON) -m bench gpu-check --env current $(GPU_CHECK_ARGS)
-else
-	@$(MAKE) --no-print-directory env-tools
-	$(TOOLS_PY) -m bench gpu-check $(GPU_CHECK_ARGS)
-endif
-
 plan: env-tools ## Per cell: parameters, memory, and whether it fits an A100, an H100, this RAM
 	$(TOOLS_PY) -m bench plan --profile $(or $(PROFILE),paper) --results-dir "$(RESULTS)" $(if $(BATCH),--batch-size $(BATCH))
 
@@ -310,10 +271,10 @@ plan: env-tools ## Per cell: parameters, memory, and whether it fits an A100, an
 table: env-tools ## Write RESULTS.md, its pages, figures, the results page and the README's headline
 	$(TOOLS_PY) -m bench table --results-dir "$(RESULTS)" --site "$(RESULTS)/site" $(if $(and $(filter 1,$(words $(RESULTS))),$(filter $(CURDIR)/results,$(abspath $(RESULTS)))),--readme README.md)
 	@if [ -d "$(TUNING_RESULTS)" ]; then $(TOOLS_PY) -m bench table --results-dir "$(TUNING_RESULTS)"; fi
-	@if [ -d "$(RESULTS)/sweep" ]; then $(TOOLS_PY) -m bench.studies.sweep report --results-dir "$(RESULTS)"; fi
+	@if [ -d "$(RESULTS)/sweep" ]; then $(TOOLS_PY) -m bench sweep-report --results-dir "$(RESULTS)"; fi
 
 docs: env-tools ## Regenerate docs/RESULT_FORMAT.md's field table from docs/schema/
-	$(TOOLS_PY) -m bench.record.schema_doc
+	$(TOOLS_PY) -m bench schema-doc
 
 validate: env-tools ## Check every result file, naming each bad one and the fix (QUARANTINE=1)
 	$(TOOLS_PY) -m bench validate --results-dir "$(RESULTS)" $(call flag,QUARANTINE,--quarantine)
@@ -322,48 +283,18 @@ export: env-tools ## Every current result as one CSV (RESULTS/results.csv, or OU
 	$(TOOLS_PY) -m bench export --results-dir "$(RESULTS)" $(if $(OUT),--out "$(OUT)")
 
 compare: env-tools ## Each cell's B / A with its 95% interval and verdict: make compare A=<dir> B=<dir>
-	@test -n "$(A)" -a -n "$(B)" || { echo "usage: make compare A=<results dir, several separated by commas (runs pooled), or a run id of RESULTS's history> B=<the same> [OUT=compare/compare.md] [ACROSS=1: decide across different processors] (python -m bench.studies.history runs lists the runs)" >&2; exit 2; }
+	@test -n "$(A)" -a -n "$(B)" || { echo "usage: make compare A=<results dir, several separated by commas (runs pooled), or a run id of RESULTS's history> B=<the same> [OUT=compare/compare.md] [ACROSS=1: decide across different processors] (python -m bench history runs lists the runs)" >&2; exit 2; }
 	$(TOOLS_PY) -m bench compare "$(A)" "$(B)" --results-dir "$(RESULTS)" $(if $(OUT),--out "$(OUT)") $(call flag,ACROSS,--across-processors)
 
-# The machine's noise study (bench/studies/noise/run.py, docs/METHOD.md): identical code compared with itself on product
-# cells (CELLS=: cell keys, default the 8 BERT smoke cells; ROUNDS=, default 2; REPEATS=: processes a side, default
-# the profile's), the process-to-process spread that one-process cells borrow, and the smallest slowdown of a
-# calibration probe the verdict detects (SLOWDOWNS=, default 0,0.05,0.1,0.2; PAIRS=, default 8). 15-71 minutes here.
-# DELAYS=0.2 adds power on product cells: each step of side B held +20% by tests/fixtures/step_delay (DELAY_CELLS=
-# cell keys, default CELLS), PAIRS pairs each, inside a run and across runs; PARTS=delay runs that part alone.
-CELLS ?=
-DELAYS ?=
-DELAY_CELLS ?=
-PARTS ?=
-ROUNDS ?=
-PAIRS ?=
-SLOWDOWNS ?=
-NOISE_BACKENDS = $(or $(sort $(foreach c,$(subst $(comma), ,$(CELLS) $(DELAY_CELLS)),$(firstword $(subst __, ,$(c))))),jax torch native-torch)
-noise: doctor ## How small a difference this machine can show (A/A, spread, power) -> NOISE.md
-	@for e in $(NOISE_BACKENDS); do $(MAKE) --no-print-directory env BACKEND=$$e; done
-	@$(MAKE) --no-print-directory env-tools
-	$(TOOLS_PY) -m bench.studies.noise.run $(if $(CELLS),--cells $(CELLS)) $(if $(ROUNDS),--rounds $(ROUNDS)) \
-		$(if $(REPEATS),--repeats $(REPEATS)) $(if $(PAIRS),--pairs $(PAIRS)) $(if $(SLOWDOWNS),--slowdowns $(SLOWDOWNS)) \
-		$(if $(PROFILE),--profile $(PROFILE)) $(if $(LOAD),--under-load $(LOAD)) $(if $(DELAYS),--delays $(DELAYS)) \
-		$(if $(DELAY_CELLS),--delay-cells $(DELAY_CELLS)) $(if $(PARTS),--parts $(PARTS)) \
-		$(if $(MAX_PROCESSES),--max-processes $(MAX_PROCESSES)) --results-dir "$(RESULTS)"
-
-noise-page: env-tools ## Render NOISE.md again from the noise study files, measuring nothing
-	$(TOOLS_PY) -m bench.studies.noise.page --results-dir "$(RESULTS)"
-
 unpack: env-tools ## Unpack the packed noise runs and grid results into their folders (git ignores them)
-	$(TOOLS_PY) -m bench.base.packed unpack "$(RESULTS)"
+	$(TOOLS_PY) -m bench unpack "$(RESULTS)"
 
 ceilings: env-tools ## This machine's ceilings (matmul FLOP/s per dtype, triad GB/s) in every built env
-	$(TOOLS_PY) -m bench.run.ceilings --results-dir "$(RESULTS)"
+	$(TOOLS_PY) -m bench ceilings --results-dir "$(RESULTS)"
 
 flops-check: ## The FLOP formulas against torch's FlopCounterMode and XLA's cost analysis
-	$(VENVS)/native-torch/bin/python -m bench.measure.torch_counter $(or $(PROFILE),paper)
-	$(VENVS)/jax/bin/python -m bench.measure.xla_counter smoke
-
-parity: env-tools ## Output parity on shared weights (Keras 3 backends, native PyTorch) -> PARITY.md
-	$(TOOLS_PY) -m bench.studies.parity.run --results-dir "$(RESULTS)" $(foreach m,$(subst $(comma), ,$(MODEL)),--model $(m)) \
-		$(if $(PROFILE),--profile $(PROFILE)) $(if $(DTYPE),--dtype $(DTYPE))
+	$(VENVS)/native-torch/bin/python -m bench flops-torch $(or $(PROFILE),paper)
+	$(VENVS)/jax/bin/python -m bench flops-xla smoke
 
 bench-overhead: env-tools ## Measure the harness's own per-step overhead on a trivial step
 	$(TOOLS_PY) scripts/harness_overhead.py

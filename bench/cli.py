@@ -2,8 +2,10 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -12,6 +14,7 @@ from bench.base.exit_status import exit_status
 from bench.base.lifetime import stop_on_signals
 from bench.cli_parsers import build_parser
 from bench.run.cluster import cli as cluster_cli
+from bench.studies.registry import STUDY_COMMANDS, STUDY_HELP
 
 if TYPE_CHECKING:  # for the annotations only: each command imports what it uses as it runs
     from bench.catalogue.registry import Cell
@@ -21,7 +24,11 @@ if TYPE_CHECKING:  # for the annotations only: each command imports what it uses
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv and argv[0] in PASSED_ON:  # a study's verb, or a tool's: its own parser reads the rest of the line
+        stop_on_signals()
+        return exit_status(lambda: PASSED_ON[argv[0]](argv[1:]))
+    args = build_parser(PASSED_ON_HELP).parse_args(argv)
     if args.command != "cell":  # a cell's own process is ended by its orchestrator, its whole process group
         stop_on_signals()  # TERM, HUP, INT: workers and temporaries go with it, the exit status a shell's (143, ...)
     return exit_status(lambda: COMMANDS[args.command](args))
@@ -206,25 +213,6 @@ def run_here(cells: list[Cell], results_dir: Path, options: RunOptions) -> list[
     return run_cells(cells, results_dir, options)
 
 
-def cmd_grid(args: argparse.Namespace) -> int:
-    from bench.studies.grid.page import render_grid
-    from bench.studies.grid.run import run_grid
-    from bench.studies.grid.spec import DEFAULT_GRID, columns_for_envs, get_grid, select
-    from bench.studies.grid.spec import MODELS as GRID_MODELS
-
-    grid = get_grid(args.grid or DEFAULT_GRID)
-    models, columns = select(args.model, GRID_MODELS, "grid model"), columns_for_envs(args.backend)
-    if args.dry_run:
-        for model in models:
-            for batch, length in grid.points():
-                print(f"{model} batch {batch} x length {length}: {', '.join(columns)}")
-        return 0
-    results = run_grid(models, columns, grid, args.results_dir)
-    out = render_grid(args.results_dir)
-    print(f"wrote {out}", flush=True)
-    return 0 if all(r.status in ("ok", "unsupported") for r in results) else 1
-
-
 def cmd_cell(args: argparse.Namespace) -> int:
     from bench.catalogue.registry import Cell
     from bench.measure.cell import main as cell_main
@@ -263,16 +251,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
         print("error: " + "\n".join(problems), file=sys.stderr)
         return 2
     print(f"{len(loaded)} result files under {args.results_dir} are valid")
-    from bench.studies.grid.page import (
-        load_grid,  # the inference grid's own files (results/grid/), each loaded and schema-checked
-    )
-
-    grid_files = sum(len(group.results) for group in load_grid(args.results_dir))
-    if grid_files:
-        print(f"{grid_files} inference grid result files under {args.results_dir / 'grid'} are valid")
-    for folder, count in studies.items():
+    for (what, folder), count in studies.items():
         if count:
-            print(f"{count} result files under {args.results_dir / folder} are valid")
+            print(f"{count} {what} under {folder} are valid")
     if others:
         print(f"{others} other JSON files under {args.results_dir} (plans, the triage, studies' records, earlier "
               "results) are readable")
@@ -283,14 +264,15 @@ def other_files(results_dir: Path, checked: set[Path]) -> tuple[int, list[str]]:
     """Every other JSON file under the folder (but quarantine/'s and hidden ones), each read as what reads it: the
     triage record as make history does, any other as JSON (a corrupt one off the result layout once passed, "0
     result files ... are valid"). How many are readable, and a line naming each other one."""
-    from bench.record.results import TRIAGE_FILE, other_json_files
-    from bench.studies.history import triage
+    from bench.record.results import other_json_files
+    from bench.studies.registry import study_records
 
+    readers = study_records()
     readable, problems = 0, []
     for path in other_json_files(results_dir, checked):
         try:
-            if path.name == TRIAGE_FILE:
-                triage.read(path.parent)
+            if path.name in readers:
+                readers[path.name](path)
             else:
                 json.loads(path.read_bytes())
             readable += 1
@@ -301,26 +283,21 @@ def other_files(results_dir: Path, checked: set[Path]) -> tuple[int, list[str]]:
     return readable, problems
 
 
-def load_studies(results_dir: Path) -> tuple[dict[str, int], list, set[Path]]:
-    """The studies' result files that `make table` renders (the release sweeps, the overhead study), each read as
-    the report reads it: how many are valid per folder, an error naming each other one, and every path read."""
-    from bench.record.results import CorruptResult, NewerSchema, load, result_files
-    from bench.studies.overhead.spec import STUDY_DIR as OVERHEAD_DIR
-    from bench.studies.sweep.page import STUDY_DIR as SWEEP_DIR
-    from bench.studies.sweep.page import load_sweep, sweep_files
+def load_studies(results_dir: Path) -> tuple[dict[tuple[str, Path], int], list, set[Path]]:
+    """The studies' own result files that `make table` renders (the inference grid, the overhead study, the release
+    sweeps: bench/studies/registry.py), each read as its page reads it: how many are valid per kind and folder, an
+    error naming each other one, and every path read."""
+    from bench.record.results import CorruptResult, NewerSchema
+    from bench.studies.registry import study_result_files
 
-    readers = {
-        SWEEP_DIR: (sweep_files(results_dir), load_sweep),
-        OVERHEAD_DIR: (result_files(results_dir / OVERHEAD_DIR), load),
-    }
     counts, errors, read_paths = {}, [], set()
-    for folder, (paths, read) in readers.items():
-        counts[folder] = 0
+    for what, folder, paths, read in study_result_files(results_dir):
+        counts[what, folder] = 0
         for path in paths:
             read_paths.add(path)
             try:
                 read(path)
-                counts[folder] += 1
+                counts[what, folder] += 1
             except (CorruptResult, NewerSchema) as e:
                 errors.append(e)
     return counts, errors, read_paths
@@ -352,30 +329,26 @@ def cmd_table(args: argparse.Namespace) -> int:
     outputs_beside(out, (".md",), "the table's output", "the Markdown table")
     if args.site:  # the results page's files, each only over an earlier results page's
         from bench.report.site import DATA, INDEX, PLOTLY, VENDORED_PLOTLY
-        from bench.studies.history import page as history_page
+        from bench.studies.registry import study_site_files
 
         plotly_head = VENDORED_PLOTLY.read_bytes()[:4096]
         for name, ours in ((INDEX, lambda head: b"<title>Benchmark results</title>" in head),
                            (DATA, lambda head: head.startswith(b"const BENCH_CELLS = ")),
                            (PLOTLY, lambda head: head == plotly_head[: len(head)]),
-                           (history_page.PAGE, lambda head: history_page.TITLE.encode() in head),
-                           (history_page.DATA, lambda head: head.startswith(b"const BENCH_HISTORY = "))):  # fmt: skip
+                           *study_site_files().items()):  # fmt: skip
             refuse_to_replace(args.site / name, ours, f"the results page's {name} (--site)")
     from bench.base.atomic import together
-    from bench.studies.grid.page import render_grid
-    from bench.studies.overhead.page import load_overhead, render_overhead
+    from bench.studies.registry import study_pages
 
     # every page and figure of the render, or none: a full disk or a signal midway leaves each file as it was
     with together():
         render(args.results_dir, out, readme=args.readme, site=args.site)
-        grid_page = render_grid(args.results_dir)  # the inference grid study's own page, where it has results
-        overhead_page = render_overhead(args.results_dir) if load_overhead(args.results_dir) else None  # likewise
+        pages = study_pages(args.results_dir)  # each study's own pages (GRID.md, OVERHEAD.md), where it has results
     print(f"wrote {out}" + (f" and the results section of {args.readme}" if args.readme else ""))
     if args.site:
         print(f"wrote {args.site / 'index.html'}")
-    for page in (grid_page, overhead_page):
-        if page:
-            print(f"wrote {page}")
+    for page in pages:
+        print(f"wrote {page}")
     return 0
 
 
@@ -434,37 +407,22 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 def compared_side(given: Path | str, results_dir: Path):
     """A side of `make compare`: a results folder, or else a run of RESULTS's history by its id (the results page's
-    A-vs-B view and `python -m bench.studies.history runs` list them)."""
-    from bench.report.compare import folder_side, pooled_side, run_side
-    from bench.studies.history import index
-    from bench.studies.history.runs import find_run
+    A-vs-B view and `python -m bench history runs` list them)."""
+    from bench.report.compare import folder_side, pooled_side
+    from bench.studies.registry import study_compared_run
 
     if isinstance(given, list):
         return pooled_side(given)
     if isinstance(given, Path):
         return folder_side(given)
-    text = given
-    if results_dir.is_dir():
-        index.refresh(results_dir)
-        if (found := find_run(results_dir, text)) is not None:
-            return run_side(results_dir, found)
-    raise BenchError(f"{text} is neither a results folder nor a run of {results_dir}'s history (python -m "
-                     f"bench.studies.history runs --results-dir {results_dir} lists the runs)")
-
-
-def cmd_gpu_check(args: argparse.Namespace) -> int:
-    from bench.studies.gpucheck.run import preflight, run
-
-    if args.preflight:
-        return preflight()
-    return run(args.results_dir, env=args.env, budget_s=args.budget_minutes * 60, resume=args.resume,
-               profile=args.profile, sync_size=args.sync_size)
+    if results_dir.is_dir() and (side := study_compared_run(results_dir, given)) is not None:
+        return side
+    raise BenchError(f"{given} is neither a results folder nor a run of {results_dir}'s history (python -m bench "
+                     f"history runs --results-dir {results_dir} lists the runs)")
 
 
 COMMANDS = {
-    "gpu-check": cmd_gpu_check,
     "run": cmd_run,
-    "grid": cmd_grid,
     "cell": cmd_cell,
     "validate": cmd_validate,
     "clean-results": cmd_clean_results,
@@ -475,3 +433,47 @@ COMMANDS = {
     "compare": cmd_compare,
     **cluster_cli.COMMANDS,
 }
+
+
+# The tools' verbs, each run by its module's own main, which reads the rest of the command line: verb -> its help.
+TOOLS = {
+    "unpack": "unpack the packed noise runs and grid results under a results folder into their folders",
+    "ceilings": "this machine's ceilings (matmul FLOP/s per dtype, triad GB/s) in every built env",
+    "largest": "the largest layer counts of the cpu-mid profile's models that fit this machine's RAM",
+    "schema-doc": "regenerate docs/RESULT_FORMAT.md's field table from docs/schema/",
+    "wheelhouse": "download the locked workload libraries (no frameworks) for a Python, to install offline",
+    "flops-torch": "(in the native-torch env) the FLOP formulas against torch's FlopCounterMode",
+    "flops-xla": "(in the jax env) the FLOP formulas against XLA's cost analysis",
+}
+
+
+def tool_command(verb: str, argv: list[str]) -> int:
+    """A tool's verb: its module imported only as it runs (a cell's process, the doctor's Python, need none)."""
+    if verb == "unpack":
+        from bench.base.packed import main
+
+        argv = ["unpack", *argv]
+    elif verb == "ceilings":
+        from bench.run.ceilings import main
+    elif verb == "largest":
+        from bench.plan.largest import main
+    elif verb == "schema-doc":
+        from bench.record.schema_doc import main
+    elif verb == "wheelhouse":
+        from bench.envs.wheelhouse import main
+    elif verb == "flops-torch":
+        from bench.measure.torch_counter import main
+    elif verb == "flops-xla":
+        from bench.measure.xla_counter import main
+    else:
+        raise BenchError(f"{verb}: no such tool (one of {', '.join(TOOLS)})")
+    return main(argv)
+
+
+# The verbs whose own parser reads the rest of the command line: the tools' and each registered study's
+# (bench/studies/registry.py), so that every make target runs `python -m bench <verb>`.
+PASSED_ON: dict[str, Callable[[list[str]], int]] = {
+    **{verb: functools.partial(tool_command, verb) for verb in TOOLS},
+    **STUDY_COMMANDS,
+}
+PASSED_ON_HELP = {**TOOLS, **STUDY_HELP}

@@ -5,7 +5,6 @@ import argparse
 from pathlib import Path
 
 from bench.base.argtypes import (
-    DEFAULT_RESULTS,
     OneLineErrors,
     batch_count,
     budget_minutes,
@@ -16,13 +15,14 @@ from bench.base.argtypes import (
     process_count,
     step_count,
 )
-from bench.base.resultsdir import results_folder
+from bench.base.resultsdir import add_results_dir, results_folder
 from bench.catalogue.backends import BACKENDS
 from bench.catalogue.profiles import profiles
 from bench.catalogue.registry import MODELS
 from bench.catalogue.spec import TASKS
 from bench.catalogue.variants import TUNING
 from bench.run.cluster import cli as cluster_cli
+from bench.studies.registry import STUDY_HELP
 
 # Backends run in more than one way (bench/catalogue/backends.py Backend.variants), e.g. "native-torch: eager and/or
 # compiled".
@@ -31,12 +31,9 @@ VARIANT_HELP = "; ".join(f"{b.name}: {listing(b.variants)}" for b in BACKENDS.va
 
 
 
-def add_results_dir(parser: argparse.ArgumentParser, help: str | None = None) -> None:
-    """--results-dir, as every command that reads or writes a results folder takes it."""
-    parser.add_argument("--results-dir", type=results_folder, default=DEFAULT_RESULTS, help=help)
-
-
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(passed_on: dict[str, str] | None = None) -> argparse.ArgumentParser:
+    """The front door's parser; `passed_on`: the verbs whose own parser reads the rest of the line, each with its help
+    (bench/cli.py PASSED_ON_HELP; default the studies' alone), listed in its help."""
     parser = OneLineErrors(prog="python -m bench", description="Keras 3 benchmarks, re-run reproducibly.")
     sub = parser.add_subparsers(dest="command", required=True)
     add_run_parser(sub)
@@ -44,13 +41,13 @@ def build_parser() -> argparse.ArgumentParser:
     add_cell_parser(sub)
     add_validate_parser(sub)
     add_clean_results_parser(sub)
-    add_grid_parser(sub)
     add_table_parser(sub)
     add_doctor_parser(sub)
     add_export_parser(sub)
     add_compare_parser(sub)
-    add_gpu_check_parser(sub)
     cluster_cli.add_parsers(sub)  # submit, submit-status
+    for verb, text in (STUDY_HELP if passed_on is None else passed_on).items():  # each reads the rest of the line
+        sub.add_parser(verb, help=text.replace("%", "%%"), add_help=False)
     return parser
 
 
@@ -175,30 +172,6 @@ def add_clean_results_parser(sub) -> None:
     add_results_dir(clean)
 
 
-def add_grid_parser(sub) -> None:
-    grid = sub.add_parser(
-        "grid", help="the inference grid study (HF 2019 PyTorch vs TensorFlow, with Keras 3): run, then render GRID.md"
-    )
-    grid.add_argument(
-        "--grid",
-        default=None,
-        help="cpu (default: every length at batch 1, a capped corner above), full (the published grid, 30 repeats), "
-        "lengths (batch 1 and 8 at every length), sample (batch 1 at 8, 128, 512) or smoke (tiny models, the tests')",
-    )
-    grid.add_argument(
-        "--model",
-        type=csv_list,
-        help="grid models (default: all): bert, distilbert, gpt2, distilgpt2, roberta, xlnet, xlm",
-    )
-    grid.add_argument(
-        "--backend",
-        type=csv_list,
-        help="envs or columns (default: all): native-torch, tf-transformers, jax, tensorflow, torch, or a column name",
-    )
-    add_results_dir(grid)
-    grid.add_argument("--dry-run", action="store_true", help="list the points and columns and exit")
-
-
 def add_table_parser(sub) -> None:
     table = sub.add_parser("table", help="render RESULTS.md and figures from the result files")
     add_results_dir(table)
@@ -273,33 +246,4 @@ def add_compare_parser(sub) -> None:
         action="store_true",
         help="decide cells whose two sides ran on different processors (by default they are inconclusive); the "
         "output says the comparison crosses processors",
-    )
-
-
-def add_gpu_check_parser(sub) -> None:
-    gpu = sub.add_parser(
-        "gpu-check",
-        help="on one GPU, <= 15 min: sync vs CUDA events, CUDA graph replays, peak memory vs plan, short paper cells",
-    )
-    gpu.add_argument(
-        "--env",
-        choices=("locked", "current"),
-        default="locked",
-        help="the built envs (default) or this interpreter, unlocked",
-    )
-    add_results_dir(gpu, "writes gpu-check/<machine>/ here; reads plan-paper.json from here")
-    gpu.add_argument(
-        "--budget-minutes",
-        type=budget_minutes,
-        default=15.0,
-        help="end the work in progress and stop at this (default 15)",
-    )
-    gpu.add_argument("--resume", action="store_true", help="go on with a cut-off run's checks, into its report: the "
-                     "checks not yet passed in this environment (one of another environment's key starts afresh)")
-    gpu.add_argument("--profile", default="paper", help="the short cells' shapes (default paper; smoke: a rehearsal "
-                     "on a CPU with a stand-in nvidia-smi)")
-    gpu.add_argument("--sync-size", type=positive_int, default=8192,
-                     help="the sync probe's matrix side (default 8192, a GPU's; smaller for a rehearsal)")
-    gpu.add_argument(
-        "--preflight", action="store_true", help="only the refusal without a GPU (stdlib: before any env is built)"
     )

@@ -1,5 +1,5 @@
-"""What may be a results folder: the one check every `--results-dir` is read through (stdlib and REPO_ROOT only, so
-each entry point may import it)."""
+"""What may be a results folder: the one check every `--results-dir` is read through (stdlib, REPO_ROOT and the
+default folder only, so each entry point may import it)."""
 from __future__ import annotations
 
 import argparse
@@ -7,6 +7,7 @@ import itertools
 import os
 from pathlib import Path
 
+from bench.base.argtypes import DEFAULT_RESULTS
 from bench.base.provenance import REPO_ROOT
 
 # The checkout's own folders: never a results folder (a quarantine or a clean there would move or delete the suite)
@@ -52,3 +53,8 @@ def overlapping(a: Path, b: Path) -> bool:
     a, b = Path(os.path.abspath(a)), Path(os.path.abspath(b))
     real_a, real_b = a.resolve(), b.resolve()
     return any(x == y or x in y.parents or y in x.parents for x, y in ((a, b), (real_a, real_b)))
+
+
+def add_results_dir(parser: argparse.ArgumentParser, help: str | None = None) -> None:
+    """--results-dir, as every command that reads or writes a results folder takes it (the front door's, a study's)."""
+    parser.add_argument("--results-dir", type=results_folder, default=DEFAULT_RESULTS, help=help)

@@ -126,7 +126,11 @@ def splice(page: str, table: str) -> str:
     return before + START + "\n\n" + table + "\n\n" + END + rest.split(END, 1)[1]
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    argparse.ArgumentParser(prog="python -m bench schema-doc", description=f"Regenerate {PAGE.name}'s field table "
+                            "from docs/schema/.").parse_args(argv)
     write_text_atomic(PAGE, splice(PAGE.read_text(), markdown()))
     print(f"wrote the result field table of {PAGE}")
     return 0

@@ -10,6 +10,9 @@ from bench.judge.analysis import TableAnalysis
 from bench.record.text import recorded
 
 MAIN = "RESULTS.md"
+# What a per-machine section adds to its lines where it matched its table by the machine's label alone (the results
+# recorded no processor): RESULTS.md then says it once, under the section it repeats (bench/studies/table.py).
+LABEL_MATCH_NOTE = " (matched by the machine's label: these results did not record their processor)"
 
 
 @dataclass
@@ -28,12 +31,16 @@ class Section:
     (the main table); otherwise the section is numbered `### <table>.<n> <title>`. `page`: the file beside
     RESULTS.md it goes to (one page per study, a part per table there; RESULTS.md links it). `per_machine`: its
     lines are the same for every table of one machine, so they are written once, under RESULTS.md's studies.
-    A renderer returning no lines leaves no trace, so a study's section is absent where it has nothing to say."""
+    A renderer returning no lines leaves no trace, so a study's section is absent where it has nothing to say.
+    `intro`: the heading of its page and what the page holds; `link`: the page's text in RESULTS.md's "More on this
+    table" line (each, where the page is a study's own, not one of the report's below)."""
 
     title: str | None
     render: Callable[[TableAnalysis, Page], list[str]]
     page: str = MAIN
     per_machine: bool = False
+    intro: tuple[str, str] | None = None
+    link: str | None = None
 
 
 @dataclass
@@ -70,19 +77,19 @@ def render_table(table: TableAnalysis, page: Page, sections: list[Section]) -> R
             lines += [f"### {page.index}.{number} {section.title}", ""]
         lines += body
     if out.pages:
-        links = " · ".join(f"[{STUDY_PAGES.get(name, name)}]({name})" for name in out.pages)
+        texts = {**STUDY_PAGES, **{s.page: s.link for s in sections if s.link}}
+        links = " · ".join(f"[{texts.get(name, name)}]({name})" for name in out.pages)
         lines += ["", f"More on this table (its part {page.index} on each page): {links}."]
     lines.append("")
     return out
 
 
-# The study pages' link texts, in RESULTS.md's "More on this table" line.
+# The report's own pages' link texts, in RESULTS.md's "More on this table" line (a study's: its Section's link).
 STUDY_PAGES = {
     "PROVENANCE.md": "where the numbers come from",
     "STACKS.md": "beside today's stack",
     "ROOFLINE.md": "MFU and bandwidth use",
     "GENERATE.md": "generate split",
-    "TUNING.md": "tuning study",
     "COSTS.md": "what each cell cost",
     "DETAILS.md": "per-cell measurements",
 }

@@ -19,9 +19,10 @@ its figures) and a line linking the study pages; every other section is written 
 beside RESULTS.md (PROVENANCE.md, ROOFLINE.md, GENERATE.md, DETAILS.md, ...), and a section that is the same for
 every table of a machine (the noise, grid and overhead studies' summaries) once, under RESULTS.md's "Studies".
 
-Adding a study: write `bench/report/<study>.py` with a renderer reading the `TableAnalysis` (and, if it needs facts
-of its own, a function computing them from `table.rows` / `table.group`), then add one
-`Section("<title>", <study>.<renderer>, page="<STUDY>.md")` to `SECTIONS` below (and its heading to `PAGE_INTROS`).
+Adding a study's section: write its renderer in `bench/studies/<study>/page.py`, reading the `TableAnalysis` (and, if
+it needs facts of its own, a function computing them from `table.rows` / `table.group`), list it in that page's
+`SECTIONS` (`Section("<title>", <renderer>, page="<STUDY>.md", intro=(<heading>, <what it holds>), link=<text>)`),
+return them from the study's `sections()` and register the study in bench/studies/registry.py (docs/ADDING_A_STUDY.md).
 A renderer that returns no lines leaves no trace, so the study's part appears only for tables that have its results,
 and every other output stays byte-identical.
 """
@@ -48,23 +49,18 @@ from bench.report.provenance import provenance_section
 from bench.report.reading_order import entry_lines, kept_whole, machine_page, new_files, reading_order
 from bench.report.readme import README_END, README_START, update_readme
 from bench.report.roofline import MACHINE_TITLE, PUBLISHED_TITLE, machine_section, published_section
-from bench.report.sections import Page, Rendered, Section, render_table
+from bench.report.sections import LABEL_MATCH_NOTE, Page, Rendered, Section, render_table
 from bench.report.site import INDEX, write_site
 from bench.report.stacks import stacks_section
-from bench.studies.grid.page import grid_section
-from bench.studies.history.page import write_history_page
-from bench.studies.noise.page import LABEL_MATCH_NOTE, noise_section
-from bench.studies.noise.page import TITLE as NOISE_TITLE
-from bench.studies.overhead.page import overhead_section
-from bench.studies.tuning.page import tuning_section
+from bench.studies.registry import study_sections, write_study_site
 
 __all__ = ["README_END", "README_START", "SECTIONS", "Report", "Section", "analyse", "render"]
 
-TUNING_FILE = "TUNING.md"  # beside RESULTS.md: the tuning study's section of every table that has one
-
-# Every table's sections, in page order (the registry: a new study adds its line here). RESULTS.md keeps each table's
-# headline, its findings and figures; every other section goes, once per table, to its own page beside it.
-SECTIONS: list[Section] = [
+# Every table's sections, in page order. RESULTS.md keeps each table's headline, its findings and figures; every other
+# section goes, once per table, to its own page beside it. A registered study's sections (bench/studies/registry.py)
+# come after the table's own: one on a page of its own before the per-cell reference pages, one said once a machine
+# last (under RESULTS.md's "Studies").
+OWN_SECTIONS: list[Section] = [
     Section(None, head_section),
     Section("Derived findings and comparison with the published numbers", findings_section),
     Section("Figures", figures_section),
@@ -73,12 +69,17 @@ SECTIONS: list[Section] = [
     Section("Beside today's stack", stacks_section, page="STACKS.md"),
     Section(MACHINE_TITLE, machine_section, page="ROOFLINE.md"),
     Section("Generate split: time to first token and time per output token", generate_section, page="GENERATE.md"),
-    Section("Tuning study: variants and the published findings", tuning_section, page=TUNING_FILE),
+]
+REFERENCE_SECTIONS: list[Section] = [
     Section("What each cell cost to run", costs_section, page="COSTS.md"),
     Section("Per-cell measurements", details_section, page="DETAILS.md"),
-    Section(NOISE_TITLE, noise_section, per_machine=True),
-    Section("Inference grid study: then and now", grid_section, per_machine=True),
-    Section("Framework-overhead study", overhead_section, per_machine=True),
+]
+STUDY_SECTIONS = study_sections()
+SECTIONS: list[Section] = [
+    *OWN_SECTIONS,
+    *[section for section in STUDY_SECTIONS if not section.per_machine],
+    *REFERENCE_SECTIONS,
+    *[section for section in STUDY_SECTIONS if section.per_machine],
 ]
 PUBLISHED_MODELS = {row.model for row in published_rows()}
 # Each study page's heading and what it holds (RESULTS.md's tables number its parts).
@@ -90,7 +91,7 @@ PAGE_INTROS = {
         "Each ok cell's achieved FLOP/s and bytes/s over its own host's ceilings (docs/ROOFLINE.md).",
     ),
     "GENERATE.md": ("Generate split", "Each generate call split into time to first token and time per output token."),
-    TUNING_FILE: ("Tuning study", "Tuning variants beside their reference cells and the published findings."),
+    **{section.page: section.intro for section in STUDY_SECTIONS if section.intro},  # in SECTIONS' order
     "COSTS.md": ("What each cell cost to run", "Set-up, first step, timed steps, wall time and memory per cell."),
     "DETAILS.md": ("Per-cell measurements", "Every cell's processes, steps, figure, interval, sampling and file."),
 }
@@ -186,7 +187,7 @@ tables come first (default: those git does not track; bench/report/reading_order
         update_readme(readme, report.tables, results_dir)
     if site is not None:
         write_site(report, site, fig_dir)
-        write_history_page(report, results_dir, Path(site))
+        write_study_site(report, results_dir, Path(site))
     return report
 
 

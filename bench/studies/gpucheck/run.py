@@ -411,3 +411,40 @@ def run_checks(results_dir: Path, machine: dict, env: str, budget_s: float, echo
         c for c in report.cells if c["status"] not in ("ok", "unsupported")
     ]
     return 1 if failed or not report.complete else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m bench gpu-check`: on one GPU, within a budget, the checks only a GPU can answer; --preflight: only
+    the refusal without one (stdlib: before any env is built)."""
+    from bench.base.argtypes import OneLineErrors, budget_minutes, positive_int
+    from bench.base.resultsdir import add_results_dir
+
+    parser = OneLineErrors(prog="python -m bench gpu-check", description=main.__doc__)
+    parser.add_argument(
+        "--env",
+        choices=("locked", "current"),
+        default="locked",
+        help="the built envs (default) or this interpreter, unlocked",
+    )
+    add_results_dir(parser, "writes gpu-check/<machine>/ here; reads plan-paper.json from here")
+    parser.add_argument(
+        "--budget-minutes",
+        type=budget_minutes,
+        default=15.0,
+        help="end the work in progress and stop at this (default 15)",
+    )
+    parser.add_argument("--resume", action="store_true", help="go on with a cut-off run's checks, into its report: "
+                        "the checks not yet passed in this environment (one of another environment's key starts "
+                        "afresh)")
+    parser.add_argument("--profile", default="paper", help="the short cells' shapes (default paper; smoke: a "
+                        "rehearsal on a CPU with a stand-in nvidia-smi)")
+    parser.add_argument("--sync-size", type=positive_int, default=8192,
+                        help="the sync probe's matrix side (default 8192, a GPU's; smaller for a rehearsal)")
+    parser.add_argument(
+        "--preflight", action="store_true", help="only the refusal without a GPU (stdlib: before any env is built)"
+    )
+    args = parser.parse_args(argv)
+    if args.preflight:
+        return preflight()
+    return run(args.results_dir, env=args.env, budget_s=args.budget_minutes * 60, resume=args.resume,
+               profile=args.profile, sync_size=args.sync_size)

@@ -20,6 +20,7 @@ from bench.judge import Judge
 from bench.record import text
 from bench.record.results import Result, load, result_files
 from bench.record.text import md, write_text_atomic
+from bench.report.sections import Section
 from bench.studies.grid.figures import draw_figures, length_of
 from bench.studies.grid.findings import PointFigure, column_means, findings, framework_means
 from bench.studies.grid.run import GRID_DIR, TOLERANCE, WORKER_ENVIRONMENT, beyond_tolerance
@@ -359,3 +360,7 @@ def grid_section(table, page) -> list[str]:
         for group in load_grid(results_dir)
         if group.machine == table.group.machine
     ]
+
+
+# RESULTS.md's part: once a machine, under its "Studies"
+SECTIONS = [Section("Inference grid study: then and now", grid_section, per_machine=True)]

@@ -27,11 +27,10 @@ from bench.judge.noise_file import (
 )
 from bench.record import text
 from bench.record.text import write_text_atomic
+from bench.report.sections import LABEL_MATCH_NOTE, Section
 
 PAGE = "NOISE.md"
 TITLE = "How small a difference this machine can show"
-# said after a study found for results that recorded no processor
-LABEL_MATCH_NOTE = " (matched by the machine's label: these results did not record their processor)"
 VERDICTS = (FASTER, SLOWER, SAME, INCONCLUSIVE)
 
 
@@ -496,6 +495,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     print(render_noise(args.results_dir))
     return 0
+
+
+# RESULTS.md's part: once a machine, under its "Studies"
+SECTIONS = [Section(TITLE, noise_section, per_machine=True)]
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ from bench.judge.claims import HOLDS_FACTOR
 from bench.record import text
 from bench.record.results import Result, load, result_files
 from bench.record.text import write_text_atomic
+from bench.report.sections import Section
 from bench.studies.overhead.spec import (
     BENCHMARKS,
     COLUMNS,
@@ -245,3 +246,7 @@ def overhead_section(table, page) -> list[str]:
         ]
         lines += findings_table(group) + [""]
     return lines
+
+
+# RESULTS.md's part: once a machine, under its "Studies"
+SECTIONS = [Section("Framework-overhead study", overhead_section, per_machine=True)]

@@ -22,7 +22,7 @@ from bench.judge import Judge, claims
 from bench.judge.analysis import TableAnalysis
 from bench.record.load import Loaded
 from bench.record.text import fmt_ms, md
-from bench.report.sections import Page
+from bench.report.sections import Page, Section
 
 TUNING_CSV = DATA_DIR / "keras3_tuning_2024.csv"
 PUBLISHED_HARDWARE = "one NVIDIA L4"
@@ -306,3 +306,11 @@ def tuning_section(table: TableAnalysis, page: Page) -> list[str]:
     if described:
         lines += ["", "Variants:", ""] + [f"- `{v}`: {md(tuning_variant(v).what)}" for v in described]
     return lines
+
+
+PAGE = "TUNING.md"  # beside RESULTS.md: the tuning study's section of every table that has one
+SECTIONS = [
+    Section("Tuning study: variants and the published findings", tuning_section, page=PAGE,
+            intro=("Tuning study", "Tuning variants beside their reference cells and the published findings."),
+            link="tuning study"),
+]
