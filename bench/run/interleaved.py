@@ -88,16 +88,18 @@ def wanting_more(judge: Judge, a: Result, b: Result, rule: SequentialRule) -> li
     """The sides of B / A one more process could help decide: undecided_sides, or, where the machine switched between
     two states, each side the cap allows another while the comparison within a state is undecided (a state may yet
     gather enough processes of both sides)."""
-    if within_state(judge, a, b) is None:
+    states = within_state(judge, a, b)
+    if states is None:
         return undecided_sides(judge, a, b, rule)
-    if stats.verdict(judged_pair(judge, a, b)) != stats.INCONCLUSIVE:
+    if stats.verdict(judged_pair(judge, a, b, states)) != stats.INCONCLUSIVE:
         return []
     return [side for side in (a, b) if rule.another_allowed(len(side.runs))]
 
 
-def judged_pair(judge: Judge, a: Result, b: Result) -> stats.Ratio | None:
-    """B / A within one of the machine's states where it switched between two, else over every process."""
-    states = within_state(judge, a, b)
+def judged_pair(judge: Judge, a: Result, b: Result, states=None) -> stats.Ratio | None:
+    """B / A within one of the machine's states where it switched between two, else over every process. `states`:
+    within_state's answer where the caller has it already."""
+    states = states if states is not None else within_state(judge, a, b)
     if states is None:
         return judge.ratio(a, b)
     named, ratio = states

@@ -19,7 +19,7 @@ from bench.base.provenance import git_info, machine_info, machine_label, now_utc
 from bench.base.runlock import holding
 from bench.judge.machine_states import within_state
 from bench.judge.replication import SequentialRule
-from bench.run.interleaved import measure_together, run_process
+from bench.run.interleaved import judged_pair, measure_together, run_process
 from bench.run.results_folder import check_writable
 from bench.studies.ab.sides import CellArgs, Side, worktrees
 
@@ -76,8 +76,9 @@ def compare_cell(results_dir: Path, a: Side, b: Side, cell: CellArgs, rule: Sequ
         write_json_atomic(path, record)
         say(f"stopped: {record['stopped']}: record {path}")
         raise
-    verdict, ratio = found.judged("A", "B")
     states = within_state(found.judge, found.sides["A"], found.sides["B"])
+    ratio = judged_pair(found.judge, found.sides["A"], found.sides["B"], states)
+    verdict = stats.verdict(ratio)
     record.update(verdict=verdict, ratio=ratio.to_dict() if ratio else None, ended_at=now_utc(),
                   processes={n: len(found.sides[n].runs) for n in SIDES},
                   machine_states=states[0].to_dict() if states else None)  # fmt: skip
