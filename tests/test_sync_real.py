@@ -204,13 +204,19 @@ for _ in range(6):
 model = keras.Model(inputs, x)
 batch = np.ones((512, 2048), "float32")
 model.predict(batch, verbose=0)  # compile outside
-step = []
-for _ in range(5):
-    t = time.perf_counter()
-    jax.block_until_ready(model(batch))
-    step.append((time.perf_counter() - t) * 1e3)
+def reference_steps():
+    # predict_on_batch runs the same compiled predict function and returns NumPy, so each call ends after its work
+    # (a plain model(batch) would run the layers eagerly: other, slower work)
+    steps = []
+    for _ in range(3):
+        t = time.perf_counter()
+        model.predict_on_batch(batch)
+        steps.append((time.perf_counter() - t) * 1e3)
+    return steps
+step = reference_steps()
 timer = StepTimer(device_for("jax"), WindowPlan(1, 5))
 drive_keras_predict(types.SimpleNamespace(model=model, data=repeated_batch(batch), keras=keras, watch_compiles=lambda: None), timer)
+step += reference_steps()  # before and after, so a drift in the machine's speed moves the reference with the windows
 print("PROBE " + json.dumps({"step_ms": statistics.median(step), "windows": timer.split().timed_ms}))
 """
 
@@ -221,7 +227,8 @@ def test_keras_predict_windows_close_after_the_step_on_jax():
     (Keras converts the outputs to NumPy before our batch-end callback, and the sync waits for anything left)."""
     got = run_probe("jax", KERAS_PREDICT_SYNC, str(REPO))
     assert got["step_ms"] > 20, got
-    assert min(got["windows"]) > 0.7 * got["step_ms"], got
+    # a window closed at dispatch would hold a few milliseconds; half the same function's time shows it waited
+    assert min(got["windows"]) > 0.5 * got["step_ms"], got
 
 
 ABSTRACT_KERAS2 = r"""
