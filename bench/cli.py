@@ -444,6 +444,7 @@ TOOLS = {
     "wheelhouse": "download the locked workload libraries (no frameworks) for a Python, to install offline",
     "flops-torch": "(in the native-torch env) the FLOP formulas against torch's FlopCounterMode",
     "flops-xla": "(in the jax env) the FLOP formulas against XLA's cost analysis",
+    "estimate": "the paper matrix's GPU time at the published speeds, on 1, 8 and 64 GPUs (docs/CLUSTER.md's table)",
 }
 
 
@@ -465,6 +466,8 @@ def tool_command(verb: str, argv: list[str]) -> int:
         from bench.measure.torch_counter import main
     elif verb == "flops-xla":
         from bench.measure.xla_counter import main
+    elif verb == "estimate":
+        from bench.run.decided import main
     else:
         raise BenchError(f"{verb}: no such tool (one of {', '.join(TOOLS)})")
     return main(argv)

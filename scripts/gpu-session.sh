@@ -68,7 +68,7 @@ cat "$logs/machine.txt"
 "$PYTHON" -m pip list --format=freeze >"$logs/pip-freeze-before.txt" 2>&1  # what the machine brought
 stage install "$PYTHON" -m pip install --no-index --no-deps --no-cache-dir --find-links "$bundle" -r "$bundle/requirements.txt"
 "$PYTHON" -m pip list --format=freeze >"$logs/pip-freeze.txt" 2>&1
-"$PYTHON" -m bench.studies.gpucheck.session --results-dir "$RESULTS" --profile "$PROFILE" --plan >"$logs/plan.txt" 2>&1
+"$PYTHON" -m bench gpu-session --results-dir "$RESULTS" --profile "$PROFILE" --plan >"$logs/plan.txt" 2>&1
 
 resume=(--resume)
 [[ -n $FRESH ]] && resume=()
@@ -76,6 +76,6 @@ stage gpu-check timeout -s TERM "$(seconds "$CHECK_MINUTES")" "$PYTHON" -m bench
     --results-dir "$RESULTS" --budget-minutes "$CHECK_MINUTES" --profile "$PROFILE" --sync-size "$SYNC_SIZE" "${resume[@]}"
 
 cells_minutes=$(minutes_left)
-stage cells timeout -s TERM "$(seconds "$cells_minutes")" "$PYTHON" -m bench.studies.gpucheck.session --results-dir "$RESULTS" \
+stage cells timeout -s TERM "$(seconds "$cells_minutes")" "$PYTHON" -m bench gpu-session --results-dir "$RESULTS" \
     --logs "$logs" --budget-minutes "$cells_minutes" --profile "$PROFILE"
 echo "gpu-session: $((SECONDS - session_start)) s in all (limit $SESSION_MINUTES min)"

@@ -149,4 +149,4 @@ def test_the_docs_cluster_estimate_is_the_scripts_output():
     assert cell_seconds(keras2_gemma_fit) == 0.0  # unsupported: recorded without running
     page = (REPO / "docs" / "CLUSTER.md").read_text()
     block = page.split("<!-- cluster-estimate:start -->\n", 1)[1].split("\n<!-- cluster-estimate:end -->", 1)[0]
-    assert block == markdown(), "docs/CLUSTER.md's estimate is stale: paste `python -m bench.run.decided`'s output"
+    assert block == markdown(), "docs/CLUSTER.md's estimate is stale: paste `python -m bench estimate`'s output"

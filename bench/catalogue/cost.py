@@ -1,5 +1,5 @@
 """How long a cell takes: every formula of a cell's time, for the progress bar's ETA, the per-cell timeout, Slurm's
---time, the budget and the paper matrix's time on 1, 8 and 64 GPUs (bench/run/decided.py, `python -m bench.run.decided`,
+--time, the budget and the paper matrix's time on 1, 8 and 64 GPUs (bench/run/decided.py, `python -m bench estimate`,
 the table in docs/CLUSTER.md). What the formulas are fed, the GPU processes measured (bench/run/measured.py) and this
 machine's earlier results (bench/run/budget.py), is gathered where it is read.
 
@@ -209,4 +209,4 @@ def expected_process_s(cell: Cell, measured: Measurements) -> float | None:
 if __name__ == "__main__":
     import sys
 
-    sys.exit("the paper matrix's time is `python -m bench.run.decided` (bench/run/decided.py)")
+    sys.exit("the paper matrix's time is `python -m bench estimate` (bench/run/decided.py)")

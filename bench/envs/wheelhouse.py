@@ -330,7 +330,7 @@ def build(out: Path, python_version: str = DEFAULT_PYTHON, target: str | None = 
 def main(argv: list[str] | None = None) -> int:
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m bench.envs.wheelhouse", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m bench wheelhouse", description=__doc__.split("\n\n")[0])
     parser.add_argument(
         "--python-version", default=DEFAULT_PYTHON, help=f"the target box's Python (default {DEFAULT_PYTHON})"
     )

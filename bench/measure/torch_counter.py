@@ -1,4 +1,4 @@
-"""The formulas against PyTorch's own FLOP counter: `python -m bench.measure.torch_counter <profile> [model...]`, run in
+"""The formulas against PyTorch's own FLOP counter: `python -m bench flops-torch <profile> [model...]`, run in
 the native-torch env (`make flops-check`).
 
 Each model's check is its `bench/models/<name>/work_torch.py`: `checks(shape, device) -> [(label, step,
@@ -69,7 +69,7 @@ def run(profile: str, models: list[str], device: str = "meta") -> list[dict]:
 def main(argv: list[str]) -> int:
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m bench.measure.torch_counter", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m bench flops-torch", description=__doc__.splitlines()[0])
     parser.add_argument("profile", nargs="?", default="paper")
     parser.add_argument("models", nargs="*")
     parser.add_argument("--device", choices=("meta", "cpu"), default="meta")

@@ -1,4 +1,4 @@
-"""The formulas against XLA's own count: `python -m bench.measure.xla_counter <profile> [model...]`, run in the
+"""The formulas against XLA's own count: `python -m bench flops-xla <profile> [model...]`, run in the
 jax env (Keras 3 on JAX), a second counter beside torch's (bench/measure/torch_counter.py).
 
 Each model's check is its `bench/models/<name>/work_jax.py`: `checks(shape) -> [(label, function, arguments,
@@ -108,7 +108,7 @@ def main(argv: list[str]) -> int:
         os.environ.setdefault("JAX_PLATFORMS", "cpu")
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m bench.measure.xla_counter", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m bench flops-xla", description=__doc__.splitlines()[0])
     parser.add_argument("profile", nargs="?", default="smoke")
     parser.add_argument("models", nargs="*")
     parser.add_argument("--layers", type=int, help="cut each model to this many layers (a 7B model at its full widths)")

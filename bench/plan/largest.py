@@ -1,4 +1,4 @@
-"""`python -m bench.plan.largest`: how many decoder layers Gemma and Mistral can keep, at their paper widths, with
+"""`python -m bench largest`: how many decoder layers Gemma and Mistral can keep, at their paper widths, with
 every column the published generate findings compare still fitting this machine: the cpu-mid profile's sizes.
 
 The published generate ratios (Table 2's Keras-torch / Keras-JAX, keras-hub #2593, F. Chollet's
@@ -88,7 +88,7 @@ def largest_layers(model: str, ram_gib: float = RAM_GIB, excess: dict[str, float
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.plan.largest", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m bench largest", description=__doc__.split("\n\n")[0])
     parser.add_argument("--ram-gib", type=float, default=RAM_GIB, help=f"the machine's RAM (default {RAM_GIB})")
     args = parser.parse_args(argv)
     excess = measured_excess_gib()

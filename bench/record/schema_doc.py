@@ -1,5 +1,5 @@
 """The result format's field table, generated from the JSON Schema's descriptions (docs/schema/), so the schema is
-the one place a field is described. `python -m bench.record.schema_doc` (`make docs`) rewrites the table between the
+the one place a field is described. `python -m bench schema-doc` (`make docs`) rewrites the table between the
 markers of docs/RESULT_FORMAT.md; tests/test_result_format.py fails when a field has no description or the page is stale.
 
 A field is a property of the schema, named by its path (`runs[].timed_ms`); a property whose value is a shared

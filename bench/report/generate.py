@@ -251,7 +251,7 @@ def size_note(table: TableAnalysis) -> str:
         return ""
     return (
         f"; at {', '.join(cut)}, every width, the prompt and the generate length the paper's: the largest size "
-        "every compared column fits on this machine (`python -m bench.plan.largest`)"
+        "every compared column fits on this machine (`python -m bench largest`)"
     )
 
 

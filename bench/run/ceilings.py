@@ -212,7 +212,7 @@ def main(argv: list[str] | None = None) -> int:
     from bench.base.provenance import venvs_dir
 
     parser = argparse.ArgumentParser(
-        prog="python -m bench.run.ceilings",
+        prog="python -m bench ceilings",
         description="Measure this machine's ceilings in every built env (make ceilings).",
     )
     parser.add_argument("--results-dir", type=results_folder, default=REPO_ROOT / "results")

@@ -2,7 +2,7 @@
 paper profile's sequential rule (bench/judge/replication.py), beside the published procedure's one undecided pass
 (--exact) and a fixed three processes a cell.
 
-    python -m bench.run.decided          # the Markdown table in docs/CLUSTER.md
+    python -m bench estimate          # the Markdown table in docs/CLUSTER.md
 
 A row is decided when every comparison the table makes in it is: its fastest Keras 3 backend against each other
 Keras 3 backend (the ranking, and its bold), and Keras 3 (best) against Keras 2 and native PyTorch eager and compiled
@@ -241,5 +241,13 @@ def task_line(cells: list[Cell], processes: int) -> str | None:
         "added for an undecided comparison: `make submit-status` says which rows are decided when they have ended"
     )
 
-if __name__ == "__main__":
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    argparse.ArgumentParser(prog="python -m bench estimate", description=__doc__.split("\n\n")[0]).parse_args(argv)
     print(markdown())
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,4 +1,4 @@
-"""python -m bench.studies.ab: the command line of `make ab` (bench/studies/ab/run.py)."""
+"""python -m bench ab: the command line of `make ab` (bench/studies/ab/run.py)."""
 from __future__ import annotations
 
 import argparse
@@ -39,7 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
     from bench.base.resultsdir import results_folder
 
     parser = argparse.ArgumentParser(
-        prog="python -m bench.studies.ab",
+        prog="python -m bench ab",
         description="Re-measure cells on two sides, interleaved in one invocation, and judge B against A. A side: a "
         "git commit, <package>==<version>, a wheel file, a Python interpreter, or stack:<name>.",
     )

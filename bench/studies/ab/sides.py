@@ -55,7 +55,7 @@ class CellArgs:
             stack = parts.pop()[len("stack-"):]
         if len(parts) != 5 or not parts[3].startswith("bs") or not parts[3][2:].isdigit():
             raise BenchError(f"{key!r} is no cell key (backend__model__task__bs<N>__variant, as "
-                             "python -m bench.studies.history keys lists them)")
+                             "python -m bench history keys lists them)")
         backend, model, task, batch, variant = parts
         return cls(key, backend, model, task, int(batch[2:]), variant, stack, profile)
 

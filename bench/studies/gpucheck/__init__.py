@@ -11,4 +11,11 @@ def gpu_check_command(argv: list[str]) -> int:
     return main(argv)
 
 
-COMMANDS = {"gpu-check": gpu_check_command}
+def gpu_session_command(argv: list[str]) -> int:
+    """a lent GPU's session: the cells that decide the published findings still open, in order (--plan lists them)"""
+    from bench.studies.gpucheck.session import main
+
+    return main(argv)
+
+
+COMMANDS = {"gpu-check": gpu_check_command, "gpu-session": gpu_session_command}

@@ -354,7 +354,7 @@ def main(argv: list[str] | None = None) -> int:
     from bench.base.lifetime import stop_on_signals
     from bench.base.provenance import REPO_ROOT
 
-    parser = argparse.ArgumentParser(prog="python -m bench.studies.gpucheck.session",
+    parser = argparse.ArgumentParser(prog="python -m bench gpu-session",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--results-dir", type=Path, default=REPO_ROOT / "results")
     parser.add_argument("--logs", type=Path, help="this session's folder (session.json, SESSION.md, the capture)")

@@ -1,4 +1,4 @@
-"""`python -m bench.studies.history`: the front door of `make history` (a key's series and change points), `make
+"""`python -m bench history`: the front door of `make history` (a key's series and change points), `make
 history-triage` (what a user says of a change) and the index's own commands (refresh, keys)."""
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
     from bench.studies.history.changes import THRESHOLD
     from bench.studies.history.triage import STATES
 
-    parser = OneLineErrors(prog="python -m bench.studies.history", description=__doc__)
+    parser = OneLineErrors(prog="python -m bench history", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
     show = commands.add_parser("show", help="a key's series by processor and stack, and its change points")
     show.add_argument("--cell", required=True, help="a cell key, a sweep key, or two sweep keys A/B (paired ratio)")
@@ -37,7 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
                       "the commits of a series by date or commit (each in a worktree of its own), then bisect between")
     add_rule_arguments(show, "commit")
     commits = commands.add_parser("commits", help="re-run a cell at two commits, then bisect the commits between")
-    commits.add_argument("--cell", required=True, help="a cell key (python -m bench.studies.history keys lists them)")
+    commits.add_argument("--cell", required=True, help="a cell key (python -m bench history keys lists them)")
     commits.add_argument("--good", required=True, help="the earlier commit")
     commits.add_argument("--bad", required=True, help="the later commit")
     commits.add_argument("--profile", help="the cell's profile (default: that of its newest result here)")

@@ -160,4 +160,4 @@ def series_of(results_dir: Path, key: str, by: str = DATE) -> list[Series]:
     near = difflib.get_close_matches(parts[0], cells + sweep_keys, n=3, cutoff=0.5)
     hint = f"; nearest: {', '.join(near)}" if near else ""
     raise BenchError(f"no results of {key!r} under {results_dir} ({len(cells)} cell keys, {len(sweep_keys)} sweep keys "
-                     f"indexed; `python -m bench.studies.history keys` lists them){hint}")
+                     f"indexed; `python -m bench history keys` lists them){hint}")

@@ -420,7 +420,7 @@ def render_noise(results_dir: Path) -> Path:
     lines = [
         f"# {TITLE} (`make noise`)",
         "",
-        "Rendered by `make noise` (`python -m bench.studies.noise.run`) from the study files in this folder, one per "
+        "Rendered by `make noise` (`python -m bench noise`) from the study files in this folder, one per "
         "processor (earlier studies in `history/`). A comparison's verdict (docs/METHOD.md) is only as good as the "
         "machine is steady: on the same code it should never say faster or slower, and a real slowdown should be "
         "called slower. This page says how often identical code was called different here, how far one process's "
@@ -490,7 +490,7 @@ def main(argv: list[str] | None = None) -> int:
     from bench.base.argtypes import DEFAULT_RESULTS, OneLineErrors
     from bench.base.resultsdir import results_folder
 
-    parser = OneLineErrors(prog="python -m bench.studies.noise.page", description=main.__doc__)
+    parser = OneLineErrors(prog="python -m bench noise-page", description=main.__doc__)
     parser.add_argument("--results-dir", type=results_folder, default=DEFAULT_RESULTS)
     args = parser.parse_args(argv)
     print(render_noise(args.results_dir))

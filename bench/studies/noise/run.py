@@ -1,4 +1,4 @@
-"""`make noise` (`python -m bench.studies.noise.run`): how small a difference this machine can show.
+"""`make noise` (`python -m bench noise`): how small a difference this machine can show.
 
 Four measurements, saved as one file per processor (<results>/noise/<machine>--<fingerprint>.json, format
 "noise-1", bench/judge/noise_file.py reads it) and rendered as <results>/noise/NOISE.md (bench/studies/noise/page.py):
@@ -640,7 +640,7 @@ class Study:
 def build_parser() -> argparse.ArgumentParser:
     from bench.base.argtypes import DEFAULT_RESULTS, OneLineErrors, csv_list, positive_int, process_count
 
-    parser = OneLineErrors(prog="python -m bench.studies.noise.run", description=__doc__.splitlines()[0])
+    parser = OneLineErrors(prog="python -m bench noise", description=__doc__.splitlines()[0])
     parser.add_argument("--cells", type=csv_list, help="cell keys, as `python -m bench run --dry-run` lists them "
                         "(default: BERT fit and predict on Keras 3 JAX and PyTorch, native PyTorch eager and compiled)")
     parser.add_argument("--profile", default=DEFAULT_PROFILE, help=f"the cells' profile (default: {DEFAULT_PROFILE})")

@@ -209,7 +209,7 @@ def render_overhead(results_dir: Path) -> Path:
     lines = [
         "# Framework-overhead study",
         "",
-        "Rendered by `make overhead` (`python -m bench.studies.overhead.run`) from the result files under "
+        "Rendered by `make overhead` (`python -m bench overhead`) from the result files under "
         f"`{STUDY_DIR}/`: keras-team/keras issue #22561 and pull request #22660's workload "
         f"(bench/studies/overhead/spec.py) on "
         "eight columns, the same seeded weights in every column and every output compared with PyTorch eager's. "

@@ -1,4 +1,4 @@
-"""The framework-overhead study's orchestrator: `make overhead` / `python -m bench.studies.overhead.run`.
+"""The framework-overhead study's orchestrator: `make overhead` / `python -m bench overhead`.
 
 One worker process per env (torch: pure PyTorch and Keras on torch; jax: pure JAX and Keras on JAX), one after
 the other, each timing its four columns round-robin (bench/studies/overhead/worker.py); then every column's first
@@ -226,7 +226,7 @@ def run_overhead(
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m bench.studies.overhead.run", description="the framework-overhead study"
+        prog="python -m bench overhead", description="the framework-overhead study"
     )
     parser.add_argument(
         "--size", default=DEFAULT_SIZE, choices=list(SIZES), help="default: the published workload; smoke: toy sizes"

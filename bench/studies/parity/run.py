@@ -458,7 +458,7 @@ def load_note() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.studies.parity.run", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m bench parity", description=__doc__)
     parser.add_argument("--results-dir", type=Path, default=Path("results"))
     parser.add_argument("--model", action="append", choices=KERAS_MODELS,
                         help="models to check (repeatable; default all)")
