@@ -7,7 +7,7 @@ framework: inference never drops, and Keras's MultiHeadAttention takes its slow 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from bench.base.errors import BenchError
@@ -52,6 +52,23 @@ class GridModel:
 
 _BERT_DROPOUT = ("hidden_dropout_prob", "attention_probs_dropout_prob")
 _TINY = dict(vocab_size=1000)
+# roberta-base's config: 514 positions (2 taken by the padding offset), one token type, pad id 1.
+_ROBERTA = dict(
+    max_position_embeddings=514, type_vocab_size=1, pad_token_id=1, bos_token_id=0, eos_token_id=2, layer_norm_eps=1e-5
+)
+_GPT2 = GridModel(
+    "gpt2",
+    "GPT-2 (124M)",
+    "GPT2Config",
+    "GPT2Model",
+    "TFGPT2Model",
+    {},
+    dict(_TINY, n_embd=32, n_layer=2, n_head=2, bos_token_id=0, eos_token_id=0),
+    ("resid_pdrop", "embd_pdrop", "attn_pdrop"),
+    1024,
+    "GPT2Backbone",
+    True,
+)
 
 MODELS: dict[str, GridModel] = {
     m.name: m
@@ -92,61 +109,16 @@ MODELS: dict[str, GridModel] = {
             True,
             weight_prefix="distilbert.",
         ),
-        GridModel(
-            "gpt2",
-            "GPT-2 (124M)",
-            "GPT2Config",
-            "GPT2Model",
-            "TFGPT2Model",
-            {},
-            dict(_TINY, n_embd=32, n_layer=2, n_head=2, bos_token_id=0, eos_token_id=0),
-            ("resid_pdrop", "embd_pdrop", "attn_pdrop"),
-            1024,
-            "GPT2Backbone",
-            True,
-        ),
-        GridModel(
-            "distilgpt2",
-            "DistilGPT-2",
-            "GPT2Config",
-            "GPT2Model",
-            "TFGPT2Model",
-            dict(n_layer=6),
-            dict(_TINY, n_embd=32, n_layer=1, n_head=2, bos_token_id=0, eos_token_id=0),
-            ("resid_pdrop", "embd_pdrop", "attn_pdrop"),
-            1024,
-            "GPT2Backbone",
-            True,
-        ),
-        # roberta-base's config: 514 positions (2 taken by the padding offset), one token type, pad id 1.
+        _GPT2,
+        replace(_GPT2, name="distilgpt2", display="DistilGPT-2", config=dict(n_layer=6), tiny=dict(_GPT2.tiny, n_layer=1)),
         GridModel(
             "roberta",
             "RoBERTa base",
             "RobertaConfig",
             "RobertaModel",
             "TFRobertaModel",
-            dict(
-                vocab_size=50265,
-                max_position_embeddings=514,
-                type_vocab_size=1,
-                pad_token_id=1,
-                bos_token_id=0,
-                eos_token_id=2,
-                layer_norm_eps=1e-5,
-            ),
-            dict(
-                _TINY,
-                hidden_size=32,
-                num_hidden_layers=2,
-                num_attention_heads=2,
-                intermediate_size=64,
-                max_position_embeddings=514,
-                type_vocab_size=1,
-                pad_token_id=1,
-                bos_token_id=0,
-                eos_token_id=2,
-                layer_norm_eps=1e-5,
-            ),
+            dict(vocab_size=50265, **_ROBERTA),
+            dict(_TINY, hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64, **_ROBERTA),
             _BERT_DROPOUT,
             512,
             "RobertaBackbone",

@@ -94,21 +94,21 @@ def ratio_text(r: Ratio | None) -> str:
     return claims.ours(r.inverse()) if r is not None else "—"
 
 
+def workload_cells(model: str, task: str, batch: int, backend: str, variant: str, fig: Figure) -> list[str]:
+    """A row's first columns in both tables: the workload, batch, backend, variant and its median ms/step ± CV."""
+    value = f"{fmt_ms(fig.ms)} ±{fig.cv * 100:.1f}%" if fig.ms is not None else fig.item.result.status
+    return [f"{get_model(model).display} {task}", str(batch), backend, variant, value]
+
+
 def workloads_table(cells: dict[tuple, Figure]) -> list[str]:
     rows = []
     for (backend, model, task, batch, variant), fig in sorted(cells.items()):
         if not get_model(model).study or is_tuning(variant):
             continue
-        r = fig.item.result
-        value = f"{fmt_ms(fig.ms)} ±{fig.cv * 100:.1f}%" if fig.ms is not None else r.status
         sps = fig.samples_per_s()
         rows.append(
             [
-                f"{get_model(model).display} {task}",
-                str(batch),
-                backend,
-                variant,
-                value,
+                *workload_cells(model, task, batch, backend, variant, fig),
                 f"{sps:.2f}" if sps else "",
                 f"`{fig.item.path}`",
             ]
@@ -129,18 +129,13 @@ def variants_table(cells: dict[tuple, Figure], judge: Judge) -> list[str]:
             continue
         base = reference_variant(backend)
         reference = cells.get((backend, model, task, batch, base))
-        value = f"{fmt_ms(fig.ms)} ±{fig.cv * 100:.1f}%" if fig.ms is not None else fig.item.result.status
         ref_text = (
             f"{fmt_ms(reference.ms)} ({base})" if reference and reference.ms is not None else f"not measured ({base})"
         )
         r = variant_ratio(judge, reference, fig)
         rows.append(
             [
-                f"{get_model(model).display} {task}",
-                str(batch),
-                backend,
-                variant,
-                value,
+                *workload_cells(model, task, batch, backend, variant, fig),
                 ref_text,
                 ratio_text(r),
                 claims.compared(r) if r is not None else "—",
