@@ -241,6 +241,7 @@ def task_line(cells: list[Cell], processes: int) -> str | None:
         "added for an undecided comparison: `make submit-status` says which rows are decided when they have ended"
     )
 
+
 def main(argv: list[str] | None = None) -> int:
     import argparse
 
