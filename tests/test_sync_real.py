@@ -191,7 +191,7 @@ def test_compile_counters_see_a_recompile(backend, framework):
 KERAS_PREDICT_SYNC = r"""
 import json, statistics, sys, time, types
 sys.path.insert(0, sys.argv[1])
-import jax, numpy as np
+import numpy as np
 from bench.measure.drivers import drive_keras_predict
 from bench.measure.frameworks import device_for
 from bench.models.keras_common import keras_module, repeated_batch
