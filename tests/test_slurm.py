@@ -267,26 +267,32 @@ def test_a_cancelled_cell_is_recorded(cluster, tmp_path):
 
 @pytest.mark.slurm
 @pytest.mark.envs
-def test_smoke_cells_on_slurm_equal_a_local_run(cluster, tmp_path, shared_smoke):
+@pytest.mark.parametrize("backends", [
+    ("jax",),
+    # make test-extended: a second backend's cell in the same array; make test's one-cell array runs the same task
+    # script, status and skipping code, and test_container_route_runs_the_image_like_bench_container a second route
+    pytest.param(("jax", "torch"), marks=pytest.mark.extended),
+], ids="+".join)  # fmt: skip
+def test_smoke_cells_on_slurm_equal_a_local_run(cluster, tmp_path, shared_smoke, backends):
     """The local side is the shared smoke run's (tests/shared_run.py: `make bench` of BERT on each backend, one process
     a cell); a Slurm task runs its cell's profile count of processes (bench/run/cluster/task.py run_arguments), the
     count a local run without --repeats starts with."""
-    for backend in ("jax", "torch"):
+    for backend in backends:
         env_python(backend)
     env = {**bench_env(REPO / ".venvs"), "SLURM_CONF": str(cluster.conf)}
     env.pop("BENCH_VENVS_DIR")  # the real environments
-    args = ["--profile", "smoke", "--backend", "jax,torch", "--model", "bert", "--task", "predict"]
+    args = ["--profile", "smoke", "--backend", ",".join(backends), "--model", "bert", "--task", "predict"]
     slurm_results = tmp_path / "slurm"
     out = bench(["submit", *args, "--results-dir", str(slurm_results), "--job-name", "bert"], env)
     assert out.returncode == 0, out.stderr + out.stdout
     status = bench(["submit-status", "--results-dir", str(slurm_results), "--wait", "240"], env, timeout=300)
-    locals_ = [shared_smoke(backend) for backend in ("jax", "torch")]
+    locals_ = [shared_smoke(backend) for backend in backends]
     assert all(shared.returncode == 0 for shared in locals_), [shared.output[-3000:] for shared in locals_]
     here = [r for shared in locals_ for r in load_all(shared.results) if r.cell.task == "predict"]
-    assert status.returncode == 0 and "2 done" in status.stdout, status.stdout + status.stderr
+    assert status.returncode == 0 and f"{len(backends)} done" in status.stdout, status.stdout + status.stderr
     on_slurm = load_all(slurm_results)
     assert {(r.cell.key, r.status) for r in on_slurm} == {(r.cell.key, r.status) for r in here} == {
-        ("jax__bert__predict__bs2__default", "ok"), ("torch__bert__predict__bs2__default", "ok")}  # fmt: skip
+        (f"{backend}__bert__predict__bs2__default", "ok") for backend in backends}  # fmt: skip
     smoke = get_profile("smoke")
     assert rule_of(smoke).first == smoke.repeats  # a local run's processes without --repeats: the profile's count
     for r in on_slurm:
