@@ -154,7 +154,7 @@ $(UV): containers/uv-requirements.txt
 
 # make help's groups, in order: every target with a `## ` description is in one (a new one lands under "Other").
 HELP_GROUPS = Start here=doctor bench-all bench table compare test;\
-Studies=ab noise grid overhead tuning parity sweep bisect bisect-commits history history-triage bench-cpu-full \
+Studies=ab ab-tally noise grid overhead tuning parity sweep bisect bisect-commits history history-triage bench-cpu-full \
 bench-cpu-mid bench-overhead flops-check;\
 Environments=envs env env-tools env-info env-ci-stack lock check-locks wheelhouse image image-base image-repro \
 bench-container check-containers check-flake check;\
@@ -286,7 +286,7 @@ compare: env-tools ## Each cell's B / A with its 95% interval and verdict: make 
 	@test -n "$(A)" -a -n "$(B)" || { echo "usage: make compare A=<results dir, several separated by commas (runs pooled), or a run id of RESULTS's history> B=<the same> [OUT=compare/compare.md] [ACROSS=1: decide across different processors] (python -m bench history runs lists the runs)" >&2; exit 2; }
 	$(TOOLS_PY) -m bench compare "$(A)" "$(B)" --results-dir "$(RESULTS)" $(if $(OUT),--out "$(OUT)") $(call flag,ACROSS,--across-processors)
 
-unpack: env-tools ## Unpack the packed noise runs and grid results into their folders (git ignores them)
+unpack: env-tools ## Unpack the packed noise runs, grid results and ab comparisons into their folders (git ignores them)
 	$(TOOLS_PY) -m bench unpack "$(RESULTS)"
 
 ceilings: env-tools ## This machine's ceilings (matmul FLOP/s per dtype, triad GB/s) in every built env

@@ -2,7 +2,7 @@
 # `python -m bench <verb>`, the verb its package registers (bench/studies/registry.py). Included by the Makefile, whose
 # HELP_GROUPS place each target in `make help`.
 
-.PHONY: grid tuning overhead gpu-check noise noise-page parity sweep bisect history history-triage bisect-commits ab
+.PHONY: grid tuning overhead gpu-check noise noise-page parity sweep bisect history history-triage bisect-commits ab ab-tally
 
 # The inference grid study (bench/studies/grid/): GRID=cpu (default) | full (the published grid, 30 repeats) | lengths | sample | smoke.
 GRID ?=
@@ -157,3 +157,6 @@ ab: env-tools ## Is B slower than A? Both re-measured interleaved: make ab A=<si
 		$(if $(value CELL),--cell $(call shell_quote,$(value CELL))) $(if $(BACKEND),--backend $(BACKEND)) \
 		$(if $(MODEL),--model $(MODEL)) $(if $(TASK),--task $(TASK)) $(if $(VARIANT),--variant $(VARIANT)) \
 		$(if $(PROFILE),--profile $(PROFILE)) $(if $(B_DELAY),--b-delay $(B_DELAY)) $(RULE_ARGS) --results-dir "$(RESULTS)"
+
+ab-tally: env-tools ## make ab's comparisons counted by kind, each rate with its 95% bound (OUT=file writes it too)
+	$(TOOLS_PY) -m bench ab-tally --results-dir "$(RESULTS)" $(if $(OUT),--out "$(OUT)")

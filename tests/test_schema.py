@@ -31,6 +31,8 @@ COMMITTED = (
     + sorted(p for p in (RESULTS / "gpu-check").glob("*/cells/**/*.json") if "history" not in p.parts)
     # a cell re-run at two commits, each process by that commit's own code (its record, <name>.confirm.json, is not)
     + sorted(p for p in (RESULTS / "confirm").glob("*/step*/*/process*/**/*.json") if "history" not in p.parts)
+    # make ab's comparisons: each side's processes (each comparison's record, <folder>.ab.json, is not a cell result)
+    + sorted(p for p in (RESULTS / "ab").glob("*/*/*/process*/**/*.json") if "history" not in p.parts)
 )
 # A schema 1 result as the smoke run of 2026-11-22 wrote it, kept here: a re-run rewrites the committed one as schema 2.
 OK_FILE = Path(__file__).resolve().parent / "golden" / "result-v1-jax-bert-fit.json"
@@ -76,7 +78,7 @@ def test_every_committed_result_file_validates():
         if not {"history", "ceilings", "parity"} & set(p.split("/"))
         and not p.rsplit("/", 1)[-1].startswith("plan")
         and not (p.startswith("results/noise/") and "/round-" not in p)
-        and not p.endswith((".bisect.json", ".confirm.json", "/gpu-check.json"))
+        and not p.endswith((".bisect.json", ".confirm.json", ".ab.json", "/gpu-check.json"))
     ]
     assert len(COMMITTED) == len(results) >= 72
     for path in COMMITTED:

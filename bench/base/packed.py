@@ -3,9 +3,10 @@
 
 The raw result files of a noise study's rounds and pairs are read again only to re-judge the study, to compare its
 sides by hand, or as points of a cell's history; the inference grid's, a machine's thousand points, only to render
-GRID.md. Kept as folders they were most of the checkout's megabytes (JSON of raw step times compresses 7x to 30x),
-which a GPU machine's hand-over limits. The archive is deterministic (members
-sorted, times and owners fixed), so packing the same files again gives the same bytes and git sees no change.
+GRID.md; a `make ab` comparison's processes, only to re-judge it or count their spread (`make ab-tally`). Kept as
+folders they were most of the checkout's megabytes (JSON of raw step times compresses 7x to 30x), which a GPU
+machine's hand-over limits. The archive is deterministic (members sorted, times and owners fixed), so packing the
+same files again gives the same bytes and git sees no change.
 
 `python -m bench.base.packed pack <folder>...` packs (the folder stays, unpacked); `unpack [<results folder>]` unpacks
 every archive under it whose folder is missing. Readers call `unpacked` (one folder) or `unpack_all` (a tree).
@@ -24,7 +25,7 @@ from bench.base.errors import BenchError
 
 SUFFIX = ".tar.xz"
 # the folders whose archives are tracked in place of their files (.gitignore ignores them, unpacked)
-PACKED_UNDER = ("noise/runs", "noise/invocations", "grid")
+PACKED_UNDER = ("noise/runs", "noise/invocations", "grid", "ab")
 
 
 def archive_of(folder: Path) -> Path:
@@ -134,8 +135,8 @@ def main(argv: list[str] | None = None) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
     packing = commands.add_parser("pack", help="pack folders into <folder>.tar.xz beside them (the folders stay)")
     packing.add_argument("folders", type=Path, nargs="+")
-    unpacking = commands.add_parser("unpack", help="unpack every archive under a results folder's noise/ and grid/ "
-                                    "whose folder is missing")
+    unpacking = commands.add_parser("unpack", help="unpack every archive under a results folder's noise/, grid/ and "
+                                    "ab/ whose folder is missing")
     unpacking.add_argument("results_dir", type=existing_results_folder, nargs="?", default=DEFAULT_RESULTS)
     args = parser.parse_args(argv)
     stop_on_signals()  # TERM, HUP, INT: the extraction's temporary folder goes with it

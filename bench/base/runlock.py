@@ -33,7 +33,7 @@ LOCK_NAME = ".bench-run.lock"
 # cells into <results>/tuning): a run into one holds the results folder too, so that no other run or clean-up of
 # the results folder goes on beside it.
 STUDY_FOLDERS = frozenset(
-    {"tuning", "grid", "overhead", "noise", "sweep", "gpu-check", "parity", "ceilings", "confirm"}
+    {"tuning", "grid", "overhead", "noise", "sweep", "gpu-check", "parity", "ceilings", "confirm", "ab"}
 )
 
 

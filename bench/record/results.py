@@ -43,7 +43,8 @@ HISTORY = "history"  # earlier results of the same cell, moved aside rather than
 # `make tuning`, rendered on its own by `make table`).
 # gpu-check: its own report and short cells; ceilings: `make ceilings`' machine files (bench/run/ceilings.py);
 # overhead: the framework-overhead study (bench/studies/overhead/, make overhead); noise: the machine's noise study (make noise);
-# sweep: the release sweeps and bisects (bench/studies/sweep/, make sweep, make bisect); parity: make parity's checks
+# sweep: the release sweeps and bisects (bench/studies/sweep/, make sweep, make bisect); parity: make parity's checks;
+# ab: make ab's comparisons, each side's processes an ordinary results folder of its own (bench/studies/ab/)
 NOT_RESULTS = {HISTORY, "logs", "figures", "slurm", "quarantine", *STUDY_FOLDERS}
 QUARANTINE = "quarantine"  # where `bench validate --quarantine` moves unreadable result files
 # Files the suite keeps among a results folder's results that are no result, by name: a plan (plan.json,

@@ -8,4 +8,11 @@ def ab_command(argv: list[str]) -> int:
     return main(argv)
 
 
-COMMANDS = {"ab": ab_command}
+def ab_tally_command(argv: list[str]) -> int:
+    """make ab's comparisons counted by kind: each rate with its binomial bound, the process spread, the power"""
+    from bench.studies.ab.tally import main
+
+    return main(argv)
+
+
+COMMANDS = {"ab": ab_command, "ab-tally": ab_tally_command}

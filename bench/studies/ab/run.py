@@ -10,11 +10,13 @@ Each comparison writes <results>/ab/<key>/<stamp>-<A>-vs-<B>/ (each side's proce
 from __future__ import annotations
 
 from pathlib import Path
+from statistics import median
 
 from bench.base import stats
 from bench.base.atomic import write_json_atomic
 from bench.base.errors import BenchError
 from bench.base.lifetime import stopped_text
+from bench.base.packed import pack
 from bench.base.provenance import git_info, machine_info, machine_label, now_utc
 from bench.base.runlock import holding
 from bench.judge.machine_states import within_state
@@ -29,6 +31,13 @@ SIDES = ("A", "B")
 
 def same_code(a: Side, b: Side) -> bool:
     return a.to_dict() | {"spec": ""} == b.to_dict() | {"spec": ""}
+
+
+def keep_processes(folder: Path) -> None:
+    """The comparison's processes, packed beside their folder (<folder>.tar.xz, what git keeps of them; the folder
+    stays): a results folder of many comparisons stays small (bench/base/packed.py)."""
+    if folder.is_dir() and any(p.is_file() for p in folder.rglob("*")):
+        pack(folder)
 
 
 def compare(results_dir: Path, a: Side, b: Side, cells: list[CellArgs], rule: SequentialRule, say=print) -> list[dict]:
@@ -74,6 +83,7 @@ def compare_cell(results_dir: Path, a: Side, b: Side, cell: CellArgs, rule: Sequ
         record["stopped"] = str(e) if isinstance(e, BenchError) else stopped_text(e)
         record["ended_at"] = now_utc()
         write_json_atomic(path, record)
+        keep_processes(folder)
         say(f"stopped: {record['stopped']}: record {path}")
         raise
     states = within_state(found.judge, found.sides["A"], found.sides["B"])
@@ -81,8 +91,10 @@ def compare_cell(results_dir: Path, a: Side, b: Side, cell: CellArgs, rule: Sequ
     verdict = stats.verdict(ratio)
     record.update(verdict=verdict, ratio=ratio.to_dict() if ratio else None, ended_at=now_utc(),
                   processes={n: len(found.sides[n].runs) for n in SIDES},
+                  medians_ms={n: [median(run.timed_ms) for run in found.sides[n].runs] for n in SIDES},
                   machine_states=states[0].to_dict() if states else None)  # fmt: skip
     write_json_atomic(path, record)
+    keep_processes(folder)
     why = ratio.reason if ratio is not None and ratio.reason else ""
     if not why and verdict == stats.INCONCLUSIVE:
         why = (f"{rule.cap} processes a side did not decide it at the ratio and spreads measured (MAX_PROCESSES= "

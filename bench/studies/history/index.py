@@ -25,8 +25,8 @@ from bench.studies.noise.detection import DELAY_VARIABLE
 
 INDEX_NAME = ".history-index.sqlite"  # beside the results it indexes; derived, so git ignores it
 # 2: figures computed for files that store none; 3: the unit; 4: re-runs at commits (confirm/); 5: no side slowed on
-# purpose (make noise's delay pairs)
-SCHEMA_VERSION = 5
+# purpose (make noise's delay pairs); 6: make ab's comparisons (ab/) a source of their own
+SCHEMA_VERSION = 6
 # Folders under a results folder that hold no result file (logs, pages, machine files), not walked
 SKIPPED = {"logs", "figures", "site", "quarantine", "ceilings", "slurm", ".git"}
 
@@ -112,10 +112,10 @@ def json_files(results_dir: Path) -> dict[str, os.stat_result]:
 
 
 def source_of(relative: str) -> str:
-    """Where in the folder a result was found: a sweep's, the noise study's, a re-run at commits (confirm/), an
-    earlier one (history/), or current."""
+    """Where in the folder a result was found: a sweep's, the noise study's, a re-run at commits (confirm/), a
+    `make ab` comparison's process (ab/), an earlier one (history/), or current."""
     parts = relative.split("/")
-    if parts[0] in ("sweep", "noise", "confirm"):
+    if parts[0] in ("sweep", "noise", "confirm", "ab"):
         return parts[0]
     return "history" if "history" in parts else "results"
 

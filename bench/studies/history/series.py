@@ -16,9 +16,10 @@ from bench.studies.history import index
 from bench.studies.sweep.derive import version_key
 
 DATE, COMMIT, RELEASE = "date", "commit", "release"
-# A cell's own results: a sweep's are a release series', and a re-run at two commits (confirm/) is judged in its own
-# record, not a point of the series
-CELL_ROWS = "cell_key = ? AND source NOT IN ('sweep', 'confirm')"
+# A cell's own results: a sweep's are a release series', and a re-run at two commits (confirm/) or a `make ab`
+# comparison (ab/, its side B perhaps slowed on purpose by B_DELAY=) is judged in its own record, not a point of the
+# series
+CELL_ROWS = "cell_key = ? AND source NOT IN ('sweep', 'confirm', 'ab')"
 
 
 @dataclass
