@@ -155,13 +155,13 @@ def test_a_comparisons_processes_kept_in_a_results_folder_are_not_its_results(tm
 
 
 def write_record(results: Path, n: int, verdict: str, medians: dict, delay: float = 0.0, raw: bool = False,
-                 states: bool = False) -> Path:
+                 states: bool = False, cap: int = 6) -> Path:
     """A finished comparison's record as make ab writes it; raw: without medians_ms (as records before it kept them),
     its processes' result files in its folder instead, a committed result's steps scaled to each median."""
     path = results / "ab" / KEY / f"2026-12-03T0{n:05d}-a-vs-b.ab.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     record = {"key": KEY, "machine": "CPU test", "A": {"spec": "HEAD"}, "B": {"spec": "HEAD"}, "same_code": not delay,
-              "rule": {"first": 3, "cap": 6, "alpha": 0.05, "confidence": 0.9875}, "verdict": verdict,
+              "rule": {"first": 3, "cap": cap, "alpha": 0.05, "confidence": 1 - 0.05 / (cap - 2)}, "verdict": verdict,
               "ratio": {"ratio": statistics.fmean(medians["B"]) / statistics.fmean(medians["A"])},
               "processes": {side: len(ms) for side, ms in medians.items()},
               "machine_states": {"x": 1} if states else None}  # fmt: skip
@@ -199,7 +199,9 @@ def test_the_tally_counts_each_kind_of_pair_with_its_binomial_bound_spread_and_p
         write_record(results, n, "slower" if n else "inconclusive", {"A": a, "B": b}, delay=0.2, states=n == 3)
     for n in range(8, 24):
         write_record(results, n, "faster" if n == 8 else "same", {"A": a, "B": a})
-    (delayed, aa) = tally.tally(results)  # the delayed pairs first, as the table lists them
+    write_record(results, 24, "slower", {"A": a, "B": b}, delay=0.2, cap=20)  # a raised cap: another design
+    (delayed, raised, aa) = tally.tally(results)  # the delayed pairs first, as the table lists them
+    assert (delayed.cap, len(delayed.verdicts), raised.cap, raised.verdicts) == (6, 8, 20, ["slower"])
     assert (aa.label, len(aa.verdicts), aa.rate()[:2]) == ("A/A", 16, ("called different", 1))
     assert delayed.label == "+20% on B" and delayed.rate()[:2] == ("called slower", 7) and delayed.states == 1
     low, high = binomtest(7, 8).proportion_ci(0.95, method="exact")

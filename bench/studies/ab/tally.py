@@ -1,7 +1,8 @@
 """`make ab-tally`: what many `make ab` comparisons of one kind called, counted, each rate with its binomial bound.
 
 A design is known by what it detects and what it calls falsely, and both are rates over repeated comparisons:
-+20% pairs (B_DELAY=0.2) called slower, A/A pairs called different. Each group (cell, step delay, A/A or not) says
++20% pairs (B_DELAY=0.2) called slower, A/A pairs called different. Each group (cell, step delay, A/A or not, and
+the rule's processes: a raised cap is another design) says
 how many of its pairs each verdict took, the rate that matters with its 95% Clopper-Pearson interval (scipy), how
 many named machine states, and the process spread its pairs show (each side's process medians, log standard deviation
 pooled within the sides), with the processes a side that spread would need for 80% power against the group's effect
@@ -31,13 +32,14 @@ class Group:
     key: str
     delay: float
     same_code: bool
+    first: int  # the rule's processes a side to start with and its cap, and its alpha over all looks
+    cap: int
     verdicts: list[str] = field(default_factory=list)
     ratios: list[float] = field(default_factory=list)
     processes: list[int] = field(default_factory=list)  # both sides' processes, a pair each
     states: int = 0  # pairs whose machine switched between two states
     squares: float = 0.0  # each side's log process medians' squared deviations from the side's mean, summed
     dof: int = 0  # and their degrees of freedom: a side's processes less one, summed
-    first: int = 3  # the rule's processes a side to start with, and its alpha over all looks
     alpha: float = 0.05
 
     @property
@@ -107,20 +109,21 @@ def tally(results_dir: Path, machine: str | None = None) -> list[Group]:
         if not record.get("verdict"):  # cut short: no verdict to count
             continue
         delay = float(record["B"].get("step_delay") or 0.0)
-        group = groups.setdefault((record["key"], delay, record["same_code"]),
-                                  Group(record["key"], delay, record["same_code"]))  # fmt: skip
+        rule = record["rule"]
+        kind = (record["key"], delay, record["same_code"], rule["first"], rule["cap"])
+        group = groups.setdefault(kind, Group(*kind))
         group.verdicts.append(record["verdict"])
         group.ratios.append(record["ratio"]["ratio"] if record.get("ratio") else math.nan)
         group.processes.append(sum(record["processes"].values()))
         group.states += bool(record.get("machine_states"))
-        group.first, group.alpha = record["rule"]["first"], record["rule"]["alpha"]
+        group.alpha = rule["alpha"]
         for side in ("A", "B"):
             logs = [math.log(ms) for ms in side_medians(path, record, side)]
             if len(logs) >= 2:
                 mean = sum(logs) / len(logs)
                 group.squares += sum((x - mean) ** 2 for x in logs)
                 group.dof += len(logs) - 1
-    return sorted(groups.values(), key=lambda g: (g.same_code, g.key, g.delay))
+    return sorted(groups.values(), key=lambda g: (g.same_code, g.key, g.delay, g.cap))
 
 
 def markdown(groups: list[Group], results_dir: Path) -> str:
@@ -134,12 +137,14 @@ def markdown(groups: list[Group], results_dir: Path) -> str:
         spread = g.log_sd()
         finite = [r for r in g.ratios if math.isfinite(r)]
         rows.append([
-            f"`{g.key}`", g.label, len(g.verdicts), counts, f"{what} {hits}/{len(g.verdicts)} ({low:.0%}-{high:.0%})",
+            f"`{g.key}`", g.label, f"{g.first}-{g.cap}", len(g.verdicts), counts,
+            f"{what} {hits}/{len(g.verdicts)} ({low:.0%}-{high:.0%})",
             f"{math.exp(sum(map(math.log, finite)) / len(finite)):.3g}" if finite else "-",
             f"{min(g.processes)}-{max(g.processes)}", g.states,
             f"{spread[0]:.1%} ({spread[1]} dof)" if spread else "-", g.processes_for_power() or "-",
         ])  # fmt: skip
-    table = tabulate(rows, headers=["cell", "pairs of", "pairs", "verdicts", "rate (95% Clopper-Pearson)",
+    table = tabulate(rows, headers=["cell", "pairs of", "processes a side (rule)", "pairs", "verdicts",
+                                    "rate (95% Clopper-Pearson)",
                                     "geometric mean B/A", "processes a pair", "machine states named",
                                     "process spread (log sd)", "processes a side for 80% power (cap raised)"],
                      tablefmt="github")  # fmt: skip
