@@ -10,7 +10,6 @@ Each comparison writes <results>/ab/<key>/<stamp>-<A>-vs-<B>/ (each side's proce
 from __future__ import annotations
 
 from pathlib import Path
-from statistics import median
 
 from bench.base import stats
 from bench.base.atomic import write_json_atomic
@@ -24,6 +23,7 @@ from bench.judge.replication import SequentialRule
 from bench.run.interleaved import judged_pair, measure_together, run_process
 from bench.run.results_folder import check_writable
 from bench.studies.ab.sides import CellArgs, Side, worktrees
+from bench.studies.noise.detection import ok_medians
 
 AB_DIR = "ab"
 SIDES = ("A", "B")
@@ -91,7 +91,7 @@ def compare_cell(results_dir: Path, a: Side, b: Side, cell: CellArgs, rule: Sequ
     verdict = stats.verdict(ratio)
     record.update(verdict=verdict, ratio=ratio.to_dict() if ratio else None, ended_at=now_utc(),
                   processes={n: len(found.sides[n].runs) for n in SIDES},
-                  medians_ms={n: [median(run.timed_ms) for run in found.sides[n].runs] for n in SIDES},
+                  medians_ms={n: ok_medians(found.sides[n].runs) for n in SIDES},
                   machine_states=states[0].to_dict() if states else None)  # fmt: skip
     write_json_atomic(path, record)
     keep_processes(folder)

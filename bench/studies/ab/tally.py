@@ -13,13 +13,14 @@ import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from statistics import median
 
 from bench.base.atomic import write_text_atomic
 from bench.base.errors import BenchError
 from bench.base.packed import unpacked
 from bench.base.stats import FASTER, INCONCLUSIVE, SAME, SLOWER
 from bench.record.results import load, result_files
+from bench.studies.noise.detection import ok_medians
+from bench.studies.noise.figures import pooled_spread
 
 RECORD_SUFFIX = ".ab.json"
 DIFFERENT = (SLOWER, FASTER)
@@ -38,8 +39,7 @@ class Group:
     ratios: list[float] = field(default_factory=list)
     processes: list[int] = field(default_factory=list)  # both sides' processes, a pair each
     states: int = 0  # pairs whose machine switched between two states
-    squares: float = 0.0  # each side's log process medians' squared deviations from the side's mean, summed
-    dof: int = 0  # and their degrees of freedom: a side's processes less one, summed
+    sides: list[list[float]] = field(default_factory=list)  # each side's process medians, two a pair
     alpha: float = 0.05
 
     @property
@@ -61,7 +61,7 @@ class Group:
 
     def log_sd(self) -> tuple[float, int] | None:
         """The process spread within the sides, pooled (log standard deviation) and its degrees of freedom."""
-        return (math.sqrt(self.squares / self.dof), self.dof) if self.dof else None
+        return pooled_spread(self.sides)
 
     def processes_for_power(self, most: int = 1000) -> int | None:
         """The fewest processes a side n at which the rule, its cap raised to n, decides the group's effect with 80%
@@ -98,7 +98,7 @@ def side_medians(path: Path, record: dict, side: str) -> list[float]:
     if "medians_ms" in record:
         return record["medians_ms"][side]
     folder = unpacked(path.with_name(path.name[: -len(RECORD_SUFFIX)]) / side)
-    return [median(load(f).runs[0].timed_ms) for f in result_files(folder)] if folder.is_dir() else []
+    return [m for f in result_files(folder) for m in ok_medians(load(f).runs)] if folder.is_dir() else []
 
 
 def tally(results_dir: Path, machine: str | None = None) -> list[Group]:
@@ -117,12 +117,7 @@ def tally(results_dir: Path, machine: str | None = None) -> list[Group]:
         group.processes.append(sum(record["processes"].values()))
         group.states += bool(record.get("machine_states"))
         group.alpha = rule["alpha"]
-        for side in ("A", "B"):
-            logs = [math.log(ms) for ms in side_medians(path, record, side)]
-            if len(logs) >= 2:
-                mean = sum(logs) / len(logs)
-                group.squares += sum((x - mean) ** 2 for x in logs)
-                group.dof += len(logs) - 1
+        group.sides += [side_medians(path, record, side) for side in ("A", "B")]
     return sorted(groups.values(), key=lambda g: (g.same_code, g.key, g.delay, g.cap))
 
 
