@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 60's acceptance pairs on this 2-core VM, round-robin so that a run cut short stays balanced and the machine's
+# The acceptance pairs of make ab on this 2-core VM, round-robin so that a run cut short stays balanced and the machine's
 # drift falls on every condition: each round is one +20% pair of each of three cells, then one A/A pair of each of two.
 # Every pair is one `make ab` invocation (both sides interleaved, processes until decided, the default rule).
 set -u

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 60's acceptance, second part, on the same 2-core VM: the +20% pairs with each cell's cap raised to the
+# The acceptance of make ab, second part, on the same 2-core VM: the +20% pairs with each cell's cap raised to the
 # processes a side that its measured spread needs for 80% power (make ab-tally over the first part's pairs), and more
 # A/A pairs at the default rule, interleaved so that a run cut short leaves both kinds. One `make ab` a pair.
 set -u

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 60's acceptance, third part, after run2.sh: more +20% pairs of each cell with its cap raised to the processes
+# The acceptance of make ab, third part, after run2.sh: more +20% pairs of each cell with its cap raised to the processes
 # a side that 80% power needs at the spread of the first part's pairs, round-robin over the two cells whose pairs
 # take minutes (native eager BERT predict's took 53 minutes at its cap of 59 a side).
 set -u
