@@ -42,25 +42,27 @@ def keras_cv_stable_diffusion(cell) -> bool:
 
 
 def repeats_a_ci_code_path(cell) -> bool:
-    """Cells `make test` leaves to `make test-extended`, so that CI's run stays within its hour: each repeats a code
+    """Cells `make test` leaves to `make test-extended`, so that CI's run stays within its time: each repeats a code
     path another cell of CI's run takes. keras-cv's StableDiffusion on Keras 3 TensorFlow and torch (the same keras-cv
     model and harness code CI runs on JAX; those backends run the other models in CI); generate at batch 1 (CI
-    runs the same generate loop at batch 2); native StableDiffusion compiled (fit 4 min in CI's dry run, predict 3.5
-    min here on 2026-11-29: the compiled training step, `TorchWorkload.training_step`, and the compiled predict step
-    that native SAM's compiled cells run in CI, on a UNet whose eager cells CI runs); native Mistral compiled (3 min
-    here: the compiled step and generate loop of transformers' causal LMs that native Gemma's compiled cells run in
-    CI, on a model whose eager cells CI runs); Mistral on Keras 3 TensorFlow and torch (the Keras 3 causal LM's fit
-    step and generate loop that Gemma runs on those backends in CI, on a model CI builds and runs on JAX); native
-    Gemma fit compiled (the compiled training step native SAM's compiled fit runs in CI, on a model whose eager fit
-    CI runs); SAM predict on Keras 3 TensorFlow and SAM fit on Keras 3 torch (the same Keras SAM that CI runs for
-    both tasks on JAX, and for the other task on each of those backends)."""
+    runs the same generate loop at batch 2); native PyTorch's compiled training and predict steps
+    (`TorchWorkload.training_step` and the compiled predict step) on StableDiffusion, Mistral, Gemma fit and SAM:
+    native BERT's compiled fit and predict run them in CI (tests/test_bench_bert.py's shared run), on models whose
+    eager cells CI runs, and native Gemma's compiled generate runs the compiled generate loop of transformers' causal
+    LMs; Mistral on Keras 3 TensorFlow and torch (the Keras 3 causal LM's fit step and generate loop that Gemma runs
+    on those backends in CI, on a model CI builds and runs on JAX); Gemma fit on Keras 3 JAX (the same Keras 3 fit
+    step CI runs for Gemma on TensorFlow and torch, and JAX's fit loop that Mistral and BERT take in CI); Keras SAM
+    on every Keras 3 backend but SAM fit on TensorFlow and SAM predict on JAX (the same Keras SAM for each task, and
+    each backend's fit and predict loops that its other cells take in CI)."""
     return (
         (keras_cv_stable_diffusion(cell) and cell.backend in ("tensorflow", "torch"))
         or (cell.task == "generate" and cell.batch_size == 1)
-        or (cell.variant == "compiled" and cell.model in ("stable_diffusion", "mistral"))
+        or (cell.variant == "compiled" and cell.model in ("stable_diffusion", "mistral", "sam"))
         or (cell.model == "mistral" and cell.backend in ("tensorflow", "torch"))
         or (cell.variant == "compiled" and cell.model == "gemma" and cell.task == "fit")
-        or (cell.model == "sam" and (cell.backend, cell.task) in (("tensorflow", "predict"), ("torch", "fit")))
+        or (cell.model == "gemma" and cell.task == "fit" and cell.backend == "jax")
+        or (cell.model == "sam" and get_backend(cell.backend).keras_major == 3
+            and (cell.backend, cell.task) not in (("tensorflow", "fit"), ("jax", "predict")))
     )
 
 

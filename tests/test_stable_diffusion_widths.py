@@ -20,13 +20,13 @@ pytestmark = [pytest.mark.envs, pytest.mark.slow]  # framework builds, no timing
 
 PREFIX = "SD "
 KERAS_PROBE = r"""
-import json
+import json, sys
 from bench.catalogue.registry import get_model
 from bench.models.keras_common import build_abstractly
 from bench.models.stable_diffusion import keras as sd_keras, keras_cv_widths as at, work_jax
 from bench.measure.xla_counter import traced_flops
 out = {}
-for profile in ("smoke", "paper"):
+for profile in sys.argv[1:]:
     s = get_model("stable_diffusion").shape(profile)
     found = out[profile] = {"counts": sd_keras.parameter_counts(s, 3)}
     if profile == "smoke":  # the traced step: cheap at the smoke widths only
@@ -52,23 +52,17 @@ print("SD " + json.dumps({"counts": native_torch.parameter_counts(s),
 """
 
 
-def probe(backend: str, script: str) -> dict:
+def probe(backend: str, script: str, *args: str) -> dict:
     env = {**os.environ, **cell_environment(backend), "JAX_PLATFORMS": "cpu"}
-    out = subprocess.run([str(env_python(backend)), "-c", script], cwd=REPO, env=env, capture_output=True, text=True,
-                         timeout=900)
+    out = subprocess.run([str(env_python(backend)), "-c", script, *args], cwd=REPO, env=env, capture_output=True,
+                         text=True, timeout=900)
     assert out.returncode == 0, out.stderr[-4000:]
     line = next(line for line in out.stdout.splitlines() if line.startswith(PREFIX))
     return json.loads(line[len(PREFIX):])
 
 
-@pytest.fixture(scope="module")
-def keras_builds() -> dict:
-    """The Keras side at both profiles from one process of the jax env (its imports are most of its time)."""
-    return probe("jax", KERAS_PROBE)
-
-
-def test_the_smoke_keras_build_does_native_pytorchs_work_a_step(keras_builds):
-    keras, native = keras_builds["smoke"], probe("native-torch", NATIVE_PROBE)
+def test_the_smoke_keras_build_does_native_pytorchs_work_a_step():
+    keras, native = probe("jax", KERAS_PROBE, "smoke")["smoke"], probe("native-torch", NATIVE_PROBE)
     k, n = keras["counts"], native["counts"]
     assert (k["diffusion_model"], k["text_encoder"], k["image_encoder"] + k["decoder"]) == (
         n["unet"], n["text_encoder"], n["vae"]), (k, n)
@@ -85,8 +79,9 @@ def test_the_smoke_keras_build_does_native_pytorchs_work_a_step(keras_builds):
         assert abs(ours.flops - theirs.flops) <= TOLERANCE * theirs.flops and ours.bytes == theirs.bytes, cell.key
 
 
-def test_the_paper_keras_build_is_keras_cvs_own_sd_v1(keras_builds):
-    keras = keras_builds["paper"]
+@pytest.mark.extended  # make test-extended: make test checks the paper build's sizes (test_fidelity.py's Keras 3 sizes)
+def test_the_paper_keras_build_is_keras_cvs_own_sd_v1():
+    keras = probe("jax", KERAS_PROBE, "paper")["paper"]
     assert all(c.startswith("keras_cv.src.models.stable_diffusion.") for c in keras["classes"].values()), keras
     counts, published = keras["counts"], NATIVE_TORCH["stable_diffusion"]
     assert counts["diffusion_model"] == published["unet"] == 859_520_964

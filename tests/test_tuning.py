@@ -236,6 +236,7 @@ print(json.dumps(out))
 
 
 @pytest.mark.envs
+@pytest.mark.extended  # make test-extended: make test runs these builds as cells (test_vit_on_jax_..., the float32 ViT)
 def test_the_study_models_have_the_same_parameters_on_keras_and_native_pytorch():
     keras = probe("jax", COUNTS.replace("{family}", "keras"))
     native = probe("native-torch", COUNTS.replace("{family}", "native_torch"))
