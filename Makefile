@@ -327,10 +327,11 @@ test: doctor envs env-ci-stack ## Build what is needed, then lint and run the te
 test-durations: env-tools ## Refresh tests/durations.json from the last make test's reports
 	$(TOOLS_PY) scripts/test_durations.py $(or $(wildcard $(VENVS)/test-wall-clock.xml $(VENVS)/test-lane-*.xml),$(error make test-durations: no make test reports in $(VENVS) (test-wall-clock.xml, test-lane-*.xml): run make test first))
 
-# Not in CI (its hour): the tests marked extended (tests/test_matrix.py): smoke cells that repeat a code path `make
-# test` runs (keras-cv's StableDiffusion on Keras 3 TensorFlow and torch, generate at batch 1, native StableDiffusion
-# and Mistral compiled) and the 2024 stack's whole smoke matrix, one cell per test; test-stack2024 runs the latter
-# alone. KEEP_RESULTS=results keeps each cell's result (how the committed 2024 results were made).
+# Not in CI (its time): the tests marked extended: smoke cells that repeat a code path `make test` runs
+# (tests/test_matrix.py's repeats_a_ci_code_path), second builds and runs of paths make test runs once, and the 2024
+# stack's whole smoke matrix, one cell per test; test-stack2024 runs the latter alone. docs/ARCHITECTURE.md lists each
+# with what covers its code path in make test. KEEP_RESULTS=results keeps each cell's result (how the committed 2024
+# results were made).
 EXTENDED_PYTEST = $(if $(KEEP_RESULTS),BENCH_KEEP_RESULTS="$$(realpath -m -- "$(KEEP_RESULTS)")") $(TOOLS_PY) -m pytest tests -p no:cacheprovider -ra --durations=15
 test-extended: doctor envs env-tools ## The tests make test leaves out: repeated cells, the 2024 stack's matrix
 	@$(MAKE) --no-print-directory envs STACK=2024
