@@ -166,11 +166,15 @@ def test_an_undecided_probe_pair_gets_processes_until_decided_and_no_more_than_i
 
 def fake_cell_processes(monkeypatch, rng, spread: float, slowdown: float) -> None:
     """The study's cell processes replaced by seeded ones: side B `slowdown` slower, each process's median `spread`
-    from another's; the drift probe quiet. Everything else (the results folders, make compare's verdicts) is real."""
+    from another's; the drift probe quiet; no committed noise study of this host lends its spread to the judge (on a
+    host that has one, the verdicts would be that study's). Everything else (the results folders, make compare's
+    verdicts) is real."""
+    import bench.judge.noise_file
     from bench.record.results import Run
     from bench.run.runner import Prepared
 
     monkeypatch.setattr(study, "reference_ms", lambda: 0.5)
+    monkeypatch.setattr(bench.judge.noise_file, "REPO_ROOT", Path("/no-checkout"))
 
     def attempt(self, cell, repeat, results_dir, timeout_s, echo, env=None, gpu=True):
         slow = 1 + (slowdown if env else 0.0)  # side B is the one started with added variables

@@ -552,7 +552,8 @@ def test_make_refuses_an_empty_results_for_every_target(target, tmp_path):
 
 
 @pytest.mark.parametrize("command", ["table", "export", "validate", "clean-results", "plan", "submit-status"])
-@pytest.mark.parametrize("folder", ["", " ", ".", "..", str(REPO), "docs", "docs/schema", ".venvs", "Makefile"])
+@pytest.mark.parametrize("folder", ["", " ", ".", "..", pytest.param(str(REPO), id="the-checkout"), "docs", "docs/schema",
+                                    ".venvs", "Makefile"])  # an id without the checkout's path: one in every clone
 def test_a_results_folder_that_is_not_one_is_refused_in_one_line(command, folder, capsys, monkeypatch):
     from bench.cli_parsers import build_parser
 
