@@ -1,12 +1,16 @@
 """`make gpu-check` within a budget, resumable: each check's result and the report on disk as soon as it ends, a run
 cut off by a signal leaves them, RESUME=1 goes on into one report; and in a checkout without `.venvs` it refuses in
 one line without a GPU. The GPU is a fake nvidia-smi (tests/fakes.py); the interpreter is a throwaway venv whose
-torch fails at once and whose jax takes FAKE_JAX_IMPORT_S to fail: a check that is still running when cut off."""
+torch fails at once and whose jax takes FAKE_JAX_IMPORT_S to fail (first touching FAKE_JAX_STARTED, where set): a check
+that is still running when cut off."""
 
 import json
+import os
+import signal
 import subprocess
 import sys
 import sysconfig
+import time
 
 import pytest
 from conftest import REPO
@@ -15,7 +19,9 @@ from make_output import said_lines
 
 NO_GPU = {"CUDA_VISIBLE_DEVICES": "", "PATH": "/usr/bin:/bin", "HOME": "/tmp"}
 SLOW_IMPORT = (
-    "import os, time\ntime.sleep(float(os.environ.get('FAKE_JAX_IMPORT_S', '0')))\nraise ImportError('a fake {name}')\n"
+    "import os, pathlib, time\n"
+    "if os.environ.get('FAKE_JAX_STARTED'):\n    pathlib.Path(os.environ['FAKE_JAX_STARTED']).touch()\n"
+    "time.sleep(float(os.environ.get('FAKE_JAX_IMPORT_S', '0')))\nraise ImportError('a fake {name}')\n"
 )
 
 
@@ -33,7 +39,7 @@ def machine_python(tmp_path_factory):
     return python
 
 
-def make_gpu_check(python, results, tmp_path, *extra, timeout_s=None, **variables):
+def gpu_check_command(python, results, tmp_path, *extra, **variables) -> tuple[list[str], dict]:
     fake = install_fake_nvidia_smi(
         tmp_path / "bin", [a100(0, name="NVIDIA H100 80GB HBM3", **{"memory.total": "81559"})]
     )
@@ -47,17 +53,41 @@ def make_gpu_check(python, results, tmp_path, *extra, timeout_s=None, **variable
         f"RESULTS={results}",
         *extra,
     ]
-    if timeout_s:
-        command = ["timeout", "-s", "TERM", str(timeout_s), *command]
+    return command, env
+
+
+def make_gpu_check(python, results, tmp_path, *extra, **variables):
+    command, env = gpu_check_command(python, results, tmp_path, *extra, **variables)
     return subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
 
 
+def make_gpu_check_cut_off(python, results, tmp_path, *extra, **variables) -> int:
+    """make gpu-check sent SIGTERM (as `timeout -s TERM` sends it, to make and its group) once the fake jax's import
+    has begun: the jax probe is in progress, the torch probe over. Its exit status."""
+    started = tmp_path / "jax-import-started"
+    command, env = gpu_check_command(python, results, tmp_path, *extra, FAKE_JAX_STARTED=str(started), **variables)
+    make = subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)  # fmt: skip
+    try:
+        waited = time.monotonic()
+        while not started.exists():
+            assert make.poll() is None, make.stderr.read()[-3000:]
+            assert time.monotonic() - waited < 120, "the jax probe never started"
+            time.sleep(0.1)
+        os.killpg(make.pid, signal.SIGTERM)
+        return make.wait(timeout=120)
+    finally:
+        if make.poll() is None:
+            os.killpg(make.pid, signal.SIGKILL)
+            make.wait()
+
+
 @pytest.mark.slow
-@pytest.mark.duration_s(40)
+@pytest.mark.duration_s(15)
 def test_a_cut_off_gpu_check_leaves_its_report_and_resume_completes_it(machine_python, tmp_path):
     results = tmp_path / "r"
-    cut = make_gpu_check(machine_python, results, tmp_path, "BUDGET=9", timeout_s=25, FAKE_JAX_IMPORT_S="600")
-    assert cut.returncode == 124, cut.stdout[-2000:] + cut.stderr[-2000:]
+    code = make_gpu_check_cut_off(machine_python, results, tmp_path, "BUDGET=9", FAKE_JAX_IMPORT_S="600")
+    assert code == -signal.SIGTERM, code  # make ends by the signal it was sent
     folder = results / "gpu-check" / "1x-nvidia-h100-80gb-hbm3"
     report = json.loads((folder / "gpu-check.json").read_text())
     assert not report["complete"] and report["sessions"][-1]["ended"] == "signal"

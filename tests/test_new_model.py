@@ -2,9 +2,9 @@
 tests/new_model/tiny_mlp/, and nothing else; the registry, the matrix tests, `bench plan` and the report take it,
 and the tests it changes (those generated per model, those reading the model list) pass in a copy of the checkout
 with the model added."""
+import ast
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -168,23 +168,54 @@ def commit(root: Path) -> None:
         subprocess.run([*git, *command], cwd=root, check=True, capture_output=True)
 
 
-# The tests a new model changes: those generated per model (their ids name it) and those of the files that read the
-# registry's model list. Every other test knows no model, and runs in the checkout itself.
-READS_THE_MODEL_LIST = re.compile(r"\bMODELS\b|\bpaper_models\(|\bdiscover_models\b")
+# The tests a new model changes: those generated per model (their ids name it) and those that read the registry's model
+# list. Every other test knows no model, and runs in the checkout itself.
+LIST_NAMES = {"MODELS", "paper_models", "discover_models"}
+REGISTRY = "bench.catalogue.registry"
 SELECTION = "not slow and not wall_clock and not envs"
 
 
+def reads_the_model_list(node: ast.AST, imported: set[str]) -> bool:
+    """Whether `node` uses the registry's model list: MODELS as imported from the registry, its listing functions, or
+    registry.MODELS. A study's own MODELS (the grid's) is not the registry's."""
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Name) and sub.id in imported:
+            return True
+        if isinstance(sub, ast.Attribute) and sub.attr in LIST_NAMES:
+            return True
+    return False
+
+
+def list_readers(path: Path) -> list[str]:
+    """What of a test file reads the model list: the whole file where code outside its tests does (a helper, a
+    fixture, a module constant), else each test function that does; none where nothing does."""
+    tree = ast.parse(path.read_text())
+    imported = {alias.asname or alias.name for sub in ast.walk(tree) if isinstance(sub, ast.ImportFrom)
+                and sub.module == REGISTRY for alias in sub.names if alias.name in LIST_NAMES}  # fmt: skip
+    name = f"tests/{path.name}"
+    tests = []
+    for node in tree.body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)) or not reads_the_model_list(node, imported):
+            continue
+        if isinstance(node, ast.FunctionDef) and node.name.startswith("test_"):
+            tests.append(f"{name}::{node.name}")
+        else:
+            return [name]
+    return tests
+
+
 def model_tests(root: Path, model: str) -> tuple[list[str], list[str]]:
-    """Test files of the copy that read the registry's model list, and the ids of the tests generated for `model`."""
-    files = sorted(f"tests/{p.name}" for p in (root / "tests").glob("test_*.py")
-                   if READS_THE_MODEL_LIST.search(p.read_text()) and p.name != Path(__file__).name)  # fmt: skip
+    """The tests of the copy that read the registry's model list (files or test functions), and the ids of the tests
+    generated for `model`."""
+    readers = [found for p in sorted((root / "tests").glob("test_*.py")) if p.name != Path(__file__).name
+               for found in list_readers(p)]  # fmt: skip
     collected = subprocess.run(
         [sys.executable, "-m", "pytest", "tests", "-m", SELECTION, "-k", model, "--collect-only", "-q", "-p",
          "no:cacheprovider"],
         cwd=root, capture_output=True, text=True, timeout=600, env=copy_environment(),
     )  # fmt: skip
     assert collected.returncode == 0, collected.stdout[-3000:] + collected.stderr[-3000:]
-    return files, [line for line in collected.stdout.splitlines() if "::" in line]
+    return readers, [line for line in collected.stdout.splitlines() if "::" in line]
 
 
 def copy_environment() -> dict:
@@ -205,9 +236,10 @@ def test_the_tests_a_new_model_changes_pass_with_it(tmp_path):
     checkout_copy(root)
     shutil.copytree(EXAMPLE, root / "bench" / "models" / "tiny_mlp", ignore=shutil.ignore_patterns("__pycache__"))
     commit(root)
-    files, generated = model_tests(root, "tiny_mlp")
+    readers, generated = model_tests(root, "tiny_mlp")
     assert generated, "no test was generated for the new model"
-    chosen = files + [name for name in generated if name.split("::")[0] not in files]
+    chosen = readers + [name for name in generated if name.split("::")[0] not in readers
+                        and name.split("[")[0] not in readers]  # fmt: skip
     report = tmp_path / "junit.xml"
     out = subprocess.run(
         [sys.executable, "-m", "pytest", *chosen, "-m", SELECTION, "-q", "-p", "no:cacheprovider",
@@ -217,4 +249,4 @@ def test_the_tests_a_new_model_changes_pass_with_it(tmp_path):
     assert out.returncode == 0, out.stdout[-6000:] + out.stderr[-3000:]
     cases = [case.get("name", "") for case in ET.parse(report).iter("testcase")]
     assert any("tiny_mlp" in name for name in cases), "no test was generated for the new model"
-    assert len(cases) > len(generated), "only the generated tests ran: the model list's files did not"
+    assert len(cases) > len(generated), "only the generated tests ran: the model list's readers did not"
