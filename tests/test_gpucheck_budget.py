@@ -66,12 +66,15 @@ def make_gpu_check_cut_off(python, results, tmp_path, *extra, **variables) -> in
     has begun: the jax probe is in progress, the torch probe over. Its exit status."""
     started = tmp_path / "jax-import-started"
     command, env = gpu_check_command(python, results, tmp_path, *extra, FAKE_JAX_STARTED=str(started), **variables)
-    make = subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            text=True, start_new_session=True)  # fmt: skip
+    log = tmp_path / "cut-off-make.log"  # a file, not a pipe: nothing read while it runs can fill and stall it
+    with log.open("w") as out:
+        make = subprocess.Popen(
+            command, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
     try:
         waited = time.monotonic()
         while not started.exists():
-            assert make.poll() is None, make.stderr.read()[-3000:]
+            assert make.poll() is None, log.read_text()[-3000:]
             assert time.monotonic() - waited < 120, "the jax probe never started"
             time.sleep(0.1)
         os.killpg(make.pid, signal.SIGTERM)

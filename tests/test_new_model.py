@@ -176,8 +176,9 @@ SELECTION = "not slow and not wall_clock and not envs"
 
 
 def reads_the_model_list(node: ast.AST, imported: set[str]) -> bool:
-    """Whether `node` uses the registry's model list: MODELS as imported from the registry, its listing functions, or
-    registry.MODELS. A study's own MODELS (the grid's) is not the registry's."""
+    """Whether `node` uses the registry's model list: a name imported from the registry (MODELS, its listing
+    functions), or an attribute of one of those names (registry.MODELS; any module's, to err towards running more). A
+    bare MODELS of a study's own (the grid's) is not the registry's."""
     for sub in ast.walk(node):
         if isinstance(sub, ast.Name) and sub.id in imported:
             return True
