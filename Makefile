@@ -305,9 +305,9 @@ check: check-locks check-containers check-flake ## Static checks, offline: locks
 # `make test` in two phases. First the tests that time real work against fixed bounds (marker wall_clock), alone:
 # they want a quiet machine. Then every other test but the extended tier, split into two lanes run side by side, one a
 # core, each about half the work by the seconds each test last took (tests/lanes.py, tests/durations.json; `make
-# test-durations` refreshes them from this target's reports). keras-cv's StableDiffusion cells and the image build
-# (markers keras_cv_sd, container) stay one after another in one lane: they use both cores throughout; the tests not
-# marked slow stay together in one lane, never beside one another. A lane run beside the other has its report printed
+# test-durations` refreshes them from this target's reports). keras-cv's StableDiffusion cells (marker keras_cv_sd)
+# stay one after another in one lane: they use both cores throughout; the tests not marked slow stay together in one
+# lane, never beside one another. A lane run beside the other has its report printed
 # when both have ended. Every phase always runs, each says how long it took; make fails if any failed.
 # The lanes' framework processes wait passively (OMP_WAIT_POLICY): OpenMP's spinning waits in one lane's PyTorch
 # took the core from the other lane's cells (2x slower beside them). No lane test asserts a time: the phase above does.
@@ -331,10 +331,10 @@ test-durations: env-tools ## Refresh tests/durations.json from the last make tes
 	$(TOOLS_PY) scripts/test_durations.py $(or $(wildcard $(VENVS)/test-wall-clock.xml $(VENVS)/test-lane-*.xml),$(error make test-durations: no make test reports in $(VENVS) (test-wall-clock.xml, test-lane-*.xml): run make test first))
 
 # Not in CI (its time): the tests marked extended: smoke cells that repeat a code path `make test` runs
-# (tests/test_matrix.py's repeats_a_ci_code_path), second builds and runs of paths make test runs once, and the 2024
-# stack's whole smoke matrix, one cell per test; test-stack2024 runs the latter alone. docs/ARCHITECTURE.md lists each
-# with what covers its code path in make test. KEEP_RESULTS=results keeps each cell's result (how the committed 2024
-# results were made).
+# (tests/test_matrix.py's repeats_a_ci_code_path), second builds and runs of paths make test runs once, the image build
+# (make test keeps the containers' static checks), and the 2024 stack's whole smoke matrix, one cell per test;
+# test-stack2024 runs the latter alone. docs/ARCHITECTURE.md lists each with what covers its code path in make test.
+# KEEP_RESULTS=results keeps each cell's result (how the committed 2024 results were made).
 EXTENDED_PYTEST = $(if $(KEEP_RESULTS),BENCH_KEEP_RESULTS="$$(realpath -m -- "$(KEEP_RESULTS)")") $(TOOLS_PY) -m pytest tests -p no:cacheprovider -ra --durations=15
 test-extended: doctor envs env-tools ## The tests make test leaves out: repeated cells, the 2024 stack's matrix
 	@$(MAKE) --no-print-directory envs STACK=2024

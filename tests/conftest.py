@@ -43,6 +43,9 @@ def assert_paper_settings(cell, settings: dict) -> None:
 def pytest_addoption(parser):
     parser.addoption("--lane", default=None, metavar="K/N",
                      help="run lane K of N of the selected tests, as make test does (tests/lanes.py)")
+    parser.addoption("--lanes-json", default=None, metavar="PATH",
+                     help="with --lane: write the selected tests and every lane's tests to PATH (one collection "
+                          "shows the whole split)")
 
 
 @pytest.hookimpl(trylast=True)  # after -m's selection, so that a lane splits what was selected
@@ -52,7 +55,7 @@ def pytest_collection_modifyitems(config, items):
     lane's tests (tests/lanes.py)."""
     items.sort(key=lambda item: -(duration_hint(item) or 0.0))  # stable: equal hints keep their order
     if config.getoption("--lane"):
-        keep_lane(config, items, config.getoption("--lane"))
+        keep_lane(config, items, config.getoption("--lane"), config.getoption("--lanes-json"))
 
 
 @pytest.fixture

@@ -24,6 +24,8 @@ from pathlib import Path
 
 import pytest
 
+from bench.base.atomic import write_json_atomic
+
 DURATIONS = Path(__file__).resolve().parent / "durations.json"
 BOTH_CORES = ("keras_cv_sd", "container")
 UNKNOWN_S = 1.0
@@ -90,11 +92,16 @@ def split(items: list, lanes: int, measured: dict[str, float]) -> list[list]:
     return [[i for i in items if lane_of[unit_of(i)] == k] for k in range(lanes)]
 
 
-def keep_lane(config, items: list, option: str) -> None:
-    """Leave in `items` only lane K of N (option 'K/N'), the others deselected, and say the lane's size."""
+def keep_lane(config, items: list, option: str, record: str | None = None) -> None:
+    """Leave in `items` only lane K of N (option 'K/N'), the others deselected, and say the lane's size. With
+    `record` (a path), the selected tests and every lane's, as JSON: one collection shows the whole split."""
     lane, lanes = parse_lane(option)
     measured = measured_seconds()
-    kept = split(items, lanes, measured)[lane - 1]
+    every = split(items, lanes, measured)
+    if record:
+        write_json_atomic(Path(record), {"selected": [i.nodeid for i in items],
+                                         "lanes": [[i.nodeid for i in members] for members in every]})
+    kept = every[lane - 1]
     chosen = set(kept)
     deselected = [i for i in items if i not in chosen]
     if deselected:

@@ -1,8 +1,9 @@
 """Containers: the Containerfiles lint clean, agree with the backends, and an image builds reproducibly.
 
-The image tests (marked `container`, minutes each and ~7 GB of disk): `make test` builds ONE backend's image and
-runs smoke commands and a cell in it; `make test-extended` builds it twice more with no layer cache and requires the
-same image ID. The backend is
+The image tests (marked `container`, minutes each and ~7 GB of disk) are in `make test-extended`: it builds ONE
+backend's image and runs smoke commands and a cell in it, then builds it twice more with no layer cache and requires
+the same image ID. `make test` keeps the static tests: the Containerfiles lint clean, declare every cell variable, copy
+only what the context lets in, and the env layer's few modules run alone. The backend is
 BENCH_CONTAINER_BACKEND, default keras2: the smallest env to install (measured venv sizes: keras2 6.96 GB,
 tensorflow 6.97, native-torch 7.42, jax 7.62, torch 9.16). It needs root (debootstrap, rootful podman).
 A missing tool skips locally, with the reason, and fails in CI (CI=true).
@@ -139,7 +140,7 @@ def tagged_id(engine: str, image: str) -> str:
 
 @pytest.mark.container
 @pytest.mark.slow
-@pytest.mark.extended  # make test builds the image once and runs it (below); this builds it twice more
+@pytest.mark.extended  # beside the build and run below: it builds the image twice more
 @pytest.mark.duration_s(300)
 def test_image_builds_reproducibly():
     engine, env = pinned_base_engine()
@@ -159,7 +160,8 @@ def test_image_builds_reproducibly():
 
 
 @pytest.mark.container
-@pytest.mark.slow  # `make test` runs it beside the benchmark cells: it measures no time
+@pytest.mark.slow  # it measures no time
+@pytest.mark.extended  # 200 s here, more on a fresh host that builds the base first; make test keeps the static tests
 @pytest.mark.duration_s(200)
 def test_image_builds_and_runs(tmp_path):
     engine, env = pinned_base_engine()

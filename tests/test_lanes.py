@@ -110,12 +110,15 @@ def collected(*args) -> list[str]:
     return [line for line in out.stdout.splitlines() if "::" in line]
 
 
-def test_make_tests_two_lanes_are_its_selection_split_with_the_stable_diffusion_cells_in_one():
-    whole = collected()
+def test_make_tests_two_lanes_are_its_selection_split_with_the_stable_diffusion_cells_in_one(tmp_path):
+    record = tmp_path / "lanes.json"
+    one = collected("--lane", "1/2", "--lanes-json", str(record))  # one collection: each is 10-20 s
+    split_record = json.loads(record.read_text())
+    whole, (lane_one, two) = split_record["selected"], split_record["lanes"]
+    assert one == lane_one  # what --lane 1/2 ran is the first lane of the recorded split
     # ids name no path of this checkout: tests/durations.json, written in one clone, must find them in every other
     named = [name for name in whole if str(REPO) in name]
     assert not named, named[:3]
-    one, two = collected("--lane", "1/2"), collected("--lane", "2/2")
     assert sorted(one + two) == sorted(whole) and not set(one) & set(two)
     sd = [name for name in whole if "stable_diffusion" in name and "native-torch" not in name and "test_matrix" in name]
     assert sd and (set(sd) <= set(one) or set(sd) <= set(two)), sd

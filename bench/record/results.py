@@ -509,9 +509,10 @@ def task_unit(cell: Cell) -> str:
 
 def load(path: Path) -> Result:
     try:
-        data = json.loads(Path(path).read_text())
+        text = Path(path).read_text()
+        data = json.loads(text)
         result = Result.from_dict(data)
-        validate_result(data)  # after from_dict, whose messages come first; then the published schema
+        validate_result(data, source=text)  # after from_dict, whose messages come first; then the published schema
         return result
     except NewerSchema as e:
         raise NewerSchema(f"cannot read result file {path}: {e}", Path(path)) from None
