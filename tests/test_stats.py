@@ -288,10 +288,11 @@ def test_a_minority_of_slow_steps_is_flagged_where_the_median_hides_it():
 
 
 def test_students_t_and_benjamini_hochberg_are_scipys_and_the_standard_library_forms_agree_with_them(monkeypatch):
-    """The judging uses scipy.stats (the tools env has it); the forms a Python without scipy falls back on give the
+    """The judging uses scipy (the tools env has it): Student's t from scipy.special, the kernels scipy.stats.t
+    computes with, and Benjamini-Hochberg from scipy.stats; the forms a Python without scipy falls back on give the
     same figures, to 1e-9, across the degrees of freedom the suite meets (Welch's are fractional)."""
     library = stats.scipy_stats()
-    assert library is not None  # the tools env, where the suite judges
+    assert library is not None and stats.scipy_special() is not None  # the tools env, where the suite judges
     grid = [(p, dof) for p in (0.6, 0.8, 0.9, 0.95, 0.975, 0.9875, 0.995, 0.99975) for dof in
             (0.7, 1, 1.5, 2, 2.4, 3, 4.6, 7, 10, 30, 120, 1e5)]  # fmt: skip
     with_library = [stats.t_quantile(p, dof) for p, dof in grid]
@@ -303,6 +304,7 @@ def test_students_t_and_benjamini_hochberg_are_scipys_and_the_standard_library_f
     thresholds = [stats.benjamini_hochberg(f) for f in families]
     stats.t_quantile.cache_clear()
     monkeypatch.setattr(stats, "scipy_stats", lambda: None)
+    monkeypatch.setattr(stats, "scipy_special", lambda: None)
     fallback = [stats.t_quantile(p, dof) for p, dof in grid]
     assert fallback == [pytest.approx(t, rel=1e-9, abs=1e-12) for t in with_library]
     assert [stats.t_cdf(t, dof) for t in (-3.0, -0.5, 0.0, 1.2, 2.5, 8.0) for dof in (1, 2.5, 9, 60)] == [
@@ -310,8 +312,8 @@ def test_students_t_and_benjamini_hochberg_are_scipys_and_the_standard_library_f
     ]
     assert [stats.benjamini_hochberg(f) for f in families] == pytest.approx(thresholds, rel=1e-12)
     stats.t_quantile.cache_clear()
-    asked = SimpleNamespace(t=SimpleNamespace(ppf=lambda p, dof: 42.0, cdf=lambda t, dof: 0.25))
-    monkeypatch.setattr(stats, "scipy_stats", lambda: asked)  # the library's answer is the one used, where it is
+    asked = SimpleNamespace(stdtrit=lambda dof, p: 42.0, stdtr=lambda dof, t: 0.25)
+    monkeypatch.setattr(stats, "scipy_special", lambda: asked)  # the library's answer is the one used, where it is
     assert (stats.t_quantile(0.975, 3), stats.t_cdf(1.0, 3)) == (42.0, 0.25)
     stats.t_quantile.cache_clear()
     # a cell process times and checks its median's interval without ever importing scipy
