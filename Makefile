@@ -337,7 +337,7 @@ test-durations: env-tools ## Refresh tests/durations.json from the last make tes
 # test-stack2024 runs the latter alone. docs/ARCHITECTURE.md lists each with what covers its code path in make test.
 # KEEP_RESULTS=results keeps each cell's result (how the committed 2024 results were made).
 EXTENDED_PYTEST = $(if $(KEEP_RESULTS),BENCH_KEEP_RESULTS="$$(realpath -m -- "$(KEEP_RESULTS)")") $(TOOLS_PY) -m pytest tests -p no:cacheprovider -ra --durations=15
-test-extended: doctor envs env-tools ## The tests make test leaves out: repeated cells, the 2024 stack's matrix
+test-extended: doctor envs env-tools ## The tests make test leaves out: repeated cells, the image build, the 2024 stack's matrix
 	@$(MAKE) --no-print-directory envs STACK=2024
 	$(EXTENDED_PYTEST) -m extended
 
