@@ -307,11 +307,11 @@ check: check-locks check-containers check-flake ## Static checks, offline: locks
 # core, each about half the work by the seconds each test last took (tests/lanes.py, tests/durations.json; `make
 # test-durations` refreshes them from this target's reports). keras-cv's StableDiffusion cells (marker keras_cv_sd)
 # stay one after another in one lane: they use both cores throughout; the tests not marked slow stay together in one
-# lane, never beside one another. A lane run beside the other has its report printed
-# when both have ended. Every phase always runs, each says how long it took; make fails if any failed.
+# lane, never beside one another. A lane run beside the other has its report printed when both have ended. Every
+# phase always runs, each says how long it took; make fails if any failed.
 # The lanes' framework processes wait passively (OMP_WAIT_POLICY): OpenMP's spinning waits in one lane's PyTorch
 # took the core from the other lane's cells (2x slower beside them). No lane test asserts a time: the phase above does,
-# so each run's host ceilings probe takes its fewest repeats (BENCH_PROBE_BUDGET_S; about 0.5 s less a `bench run`).
+# so each run's host ceilings probe takes its fewest repeats (BENCH_PROBE_BUDGET_S: 1.1 s -> 0.1 s a `bench run`).
 TEST_LANES := not wall_clock and not extended
 TEST_LANE_LOG := $(VENVS)/test-lane-2.log
 TEST_LANE_ENV := OMP_WAIT_POLICY=PASSIVE BENCH_PROBE_BUDGET_S=0.01

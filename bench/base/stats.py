@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import importlib
 import math
 import statistics
 from dataclasses import dataclass, field
@@ -64,26 +65,23 @@ GROUP_GAP = 1.25
 
 
 @functools.cache
-def scipy_stats():
-    """scipy.stats where this interpreter has it, imported on first use only (a cell process never pays for it);
+def _scipy_part(name: str):
+    """scipy.<name> where this interpreter has it, imported on first use only (a cell process never pays for it);
     None without it."""
     try:
-        from scipy import stats as found
+        return importlib.import_module(f"scipy.{name}")
     except ImportError:
         return None
-    return found
 
 
-@functools.cache
+def scipy_stats():
+    return _scipy_part("stats")
+
+
 def scipy_special():
-    """scipy.special where this interpreter has it (Student's t's CDF and its inverse, as scipy.stats.t computes them),
-    None without it: a third of scipy.stats' import time, which a `bench run` of a few cells otherwise pays for one
-    interval."""
-    try:
-        from scipy import special as found
-    except ImportError:
-        return None
-    return found
+    """Student's t's CDF and its inverse, as scipy.stats.t computes them, at a third of scipy.stats' import time, which
+    a `bench run` of a few cells would otherwise pay for one interval."""
+    return _scipy_part("special")
 
 
 def _beta_continued_fraction(a: float, b: float, x: float) -> float:
